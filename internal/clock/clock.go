@@ -1,0 +1,173 @@
+// Package clock is the time source of gpuwatt's measurements. A Real clock reads the
+// monotonic clock of the host; a Virtual clock is instant and deterministic: time moves only
+// when somebody sleeps on it, and the participants registered with it (the Sampler, the sim
+// device) run at their due times in order, on the sleeper's goroutine.
+//
+// Times are durations since the clock's origin; Epoch gives the wall-clock time of the origin
+// so that driver timestamps (microseconds since 1970) can be mapped onto the same axis.
+package clock
+
+import (
+	"context"
+	"math"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Clock is a monotonic time source.
+type Clock interface {
+	// Now is the time since the clock's origin.
+	Now() time.Duration
+	// Epoch is the wall-clock time of the origin.
+	Epoch() time.Time
+	// Sleep waits for d, or until ctx is done (then it returns ctx.Err()).
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Never is the Next of a participant that has nothing scheduled.
+const Never = time.Duration(math.MaxInt64)
+
+// Participant is driven by a Virtual clock: Fire runs at the participant's Next time.
+type Participant interface {
+	Next() time.Duration
+	Fire(now time.Duration)
+}
+
+// Real reads the host's monotonic clock.
+type Real struct{ origin time.Time }
+
+// NewReal returns a Real clock whose origin is now.
+func NewReal() *Real { return &Real{origin: time.Now()} }
+
+// Now implements Clock.
+func (r *Real) Now() time.Duration { return time.Since(r.origin) }
+
+// Epoch implements Clock.
+func (r *Real) Epoch() time.Time { return r.origin }
+
+// Sleep implements Clock.
+func (r *Real) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Virtual is a clock whose time advances only through Sleep or Advance.
+type Virtual struct {
+	mu           sync.Mutex
+	now          time.Duration
+	epoch        time.Time
+	participants []Participant
+}
+
+// DefaultEpoch is the wall-clock origin of virtual clocks made by NewVirtual with a zero epoch:
+// fixed, so that runs on the sim device are reproducible to the byte.
+var DefaultEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// NewVirtual returns a Virtual clock at time zero; a zero epoch means DefaultEpoch.
+func NewVirtual(epoch time.Time) *Virtual {
+	if epoch.IsZero() {
+		epoch = DefaultEpoch
+	}
+	return &Virtual{epoch: epoch}
+}
+
+// Now implements Clock.
+func (v *Virtual) Now() time.Duration {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.now
+}
+
+// Epoch implements Clock.
+func (v *Virtual) Epoch() time.Time { return v.epoch }
+
+// Add registers a participant. It is fired at its Next times from now on.
+func (v *Virtual) Add(p Participant) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.participants = append(v.participants, p)
+}
+
+// Remove unregisters a participant.
+func (v *Virtual) Remove(p Participant) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for i, q := range v.participants {
+		if q == p {
+			v.participants = append(v.participants[:i], v.participants[i+1:]...)
+			return
+		}
+	}
+}
+
+// Sleep advances the clock by d, firing participants on the way. It never blocks.
+func (v *Virtual) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	v.Advance(d)
+	return ctx.Err()
+}
+
+// Advance moves the clock forward by d. Participants due on the way fire in time order
+// (ties in registration order), each seeing Now equal to its due time.
+func (v *Virtual) Advance(d time.Duration) {
+	v.mu.Lock()
+	target := v.now + max(d, 0)
+	v.mu.Unlock()
+	v.AdvanceTo(target)
+}
+
+// AdvanceTo moves the clock forward to t (no-op if t is not after Now).
+func (v *Virtual) AdvanceTo(t time.Duration) {
+	for {
+		v.mu.Lock()
+		var due Participant
+		when := Never
+		ps := append([]Participant(nil), v.participants...)
+		v.mu.Unlock()
+		// Next() is called without the lock so participants may read Now.
+		nexts := make([]time.Duration, len(ps))
+		for i, p := range ps {
+			nexts[i] = p.Next()
+		}
+		idx := make([]int, len(ps))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return nexts[idx[a]] < nexts[idx[b]] })
+		if len(idx) > 0 {
+			due, when = ps[idx[0]], nexts[idx[0]]
+		}
+		v.mu.Lock()
+		if due == nil || when > t {
+			if t > v.now {
+				v.now = t
+			}
+			v.mu.Unlock()
+			return
+		}
+		if when > v.now {
+			v.now = when
+		}
+		now := v.now
+		v.mu.Unlock()
+		due.Fire(now)
+	}
+}
+
+// IsVirtual reports whether c is a Virtual clock.
+func IsVirtual(c Clock) bool {
+	_, ok := c.(*Virtual)
+	return ok
+}

@@ -1,0 +1,525 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CSVHeader is the header line of gpuwatt's trace CSV.
+const CSVHeader = "t_s,gpu,channel,power_w,value,unit,driver_t_us"
+
+// WriteCSV writes tr's samples as gpuwatt CSV (see CSVHeader): one row per sample in time
+// order (stable for equal times); t_s with 6 decimals (to the µs, rounded to nearest);
+// power_w only for power channels (same as value); value in the shortest form that reads
+// back exactly; unit from the channel's metadata, or from its name's prefix when Meta has no
+// such channel (see QuantityOf); driver_t_us empty when 0. A value that is NaN or infinite
+// is an error, since it could not be read back.
+func WriteCSV(w io.Writer, tr *Trace) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(CSVHeader + "\n")
+
+	samples := tr.Samples
+	if !slices.IsSortedFunc(samples, cmpT) {
+		samples = slices.Clone(samples)
+		slices.SortStableFunc(samples, cmpT)
+	}
+
+	type chanOut struct {
+		unit  string
+		power bool
+	}
+	known := make(map[Key]chanOut, len(tr.Meta.Channels))
+	for _, c := range tr.Meta.Channels {
+		if _, dup := known[c.Key()]; !dup {
+			known[c.Key()] = chanOut{channelUnit(c), channelQuantity(c) == QPower}
+		}
+	}
+	var (
+		lastKey Key
+		last    chanOut
+		have    bool
+		buf     = make([]byte, 0, 128)
+	)
+	for i := range samples {
+		s := &samples[i]
+		if math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
+			return fmt.Errorf("trace: sample at t=%v of gpu %d channel %q has value %v: expected a finite number",
+				s.T, s.GPU, s.Channel, s.Value)
+		}
+		if !have || s.GPU != lastKey.GPU || s.Channel != lastKey.Name {
+			lastKey = Key{s.GPU, s.Channel}
+			c, ok := known[lastKey]
+			if !ok {
+				c = chanOut{QuantityOf(s.Channel).Unit(), QuantityOf(s.Channel) == QPower}
+				known[lastKey] = c
+			}
+			last, have = c, true
+		}
+		buf = appendSeconds(buf[:0], s.T)
+		buf = append(buf, ',')
+		buf = strconv.AppendInt(buf, int64(s.GPU), 10)
+		buf = append(buf, ',')
+		buf = appendCell(buf, s.Channel)
+		buf = append(buf, ',')
+		if last.power {
+			buf = strconv.AppendFloat(buf, s.Value, 'g', -1, 64)
+		}
+		buf = append(buf, ',')
+		buf = strconv.AppendFloat(buf, s.Value, 'g', -1, 64)
+		buf = append(buf, ',')
+		buf = appendCell(buf, last.unit)
+		buf = append(buf, ',')
+		if s.DriverUS != 0 {
+			buf = strconv.AppendInt(buf, s.DriverUS, 10)
+		}
+		buf = append(buf, '\n')
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+func cmpT(a, b Sample) int { return cmp.Compare(a.T, b.T) }
+
+// appendSeconds appends d in seconds with 6 decimals, rounded to the nearest µs (halves
+// away from zero; within ±maxUS, so that it reads back).
+func appendSeconds(dst []byte, d time.Duration) []byte {
+	us, r := int64(d/time.Microsecond), int64(d%time.Microsecond)
+	if r >= 500 && us < maxUS {
+		us++
+	} else if r <= -500 && us > -maxUS {
+		us--
+	}
+	if us < 0 {
+		dst = append(dst, '-')
+		us = -us
+	}
+	dst = strconv.AppendInt(dst, us/1e6, 10)
+	frac := us % 1e6
+	dst = append(dst, '.',
+		byte('0'+frac/100000), byte('0'+frac/10000%10), byte('0'+frac/1000%10),
+		byte('0'+frac/100%10), byte('0'+frac/10%10), byte('0'+frac%10))
+	return dst
+}
+
+// maxUS is the largest number of microseconds a time.Duration holds.
+const maxUS = math.MaxInt64 / int64(time.Microsecond)
+
+// parseSeconds reads a time in seconds, rounded to the nearest µs (the resolution of
+// gpuwatt's CSV). It returns a message saying what is wrong, or "".
+func parseSeconds(b []byte) (time.Duration, string) {
+	// Fast and exact path: [+-]digits[.digits]
+	i, neg := 0, false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg = b[0] == '-'
+		i++
+	}
+	var ip int64
+	digits, ok := 0, true
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		if ip > maxUS/1e6 {
+			return 0, "is out of range"
+		}
+		ip = ip*10 + int64(b[i]-'0')
+		digits++
+	}
+	var frac int64
+	if i < len(b) && b[i] == '.' {
+		i++
+		n := 0
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			switch {
+			case n < 6:
+				frac = frac*10 + int64(b[i]-'0')
+			case n == 6 && b[i] >= '5':
+				frac++ // round the 7th decimal, half away from zero
+			}
+			n++
+			digits++
+		}
+		for ; n < 6; n++ {
+			frac *= 10
+		}
+	}
+	if i != len(b) || digits == 0 {
+		ok = false
+	}
+	if ok {
+		if ip > maxUS/1e6 {
+			return 0, "is out of range"
+		}
+		us := ip*1e6 + frac
+		if us > maxUS {
+			return 0, "is out of range"
+		}
+		if neg {
+			us = -us
+		}
+		return time.Duration(us) * time.Microsecond, ""
+	}
+	// Anything else strconv reads (1e3, 0x1p-2).
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil && !isRange(err) {
+		return 0, "is not a number"
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, "is not a finite number"
+	}
+	us := math.Round(f * 1e6)
+	if math.Abs(us) > float64(maxUS) {
+		return 0, "is out of range"
+	}
+	return time.Duration(us) * time.Microsecond, ""
+}
+
+func isRange(err error) bool {
+	ne, ok := err.(*strconv.NumError)
+	return ok && ne.Err == strconv.ErrRange
+}
+
+// parseFinite reads a finite float64.
+func parseFinite(s string) (float64, string) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		if isRange(err) && !math.IsInf(f, 0) {
+			return f, "" // underflow to (sub)normal or zero
+		}
+		if isRange(err) {
+			return 0, "is out of range"
+		}
+		return 0, "is not a number"
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, "is not a finite number"
+	}
+	return f, ""
+}
+
+// parseIndex reads a small whole number ≥ 0.
+func parseIndex(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// csvCols holds the index of each known column in a CSV header, -1 when absent.
+type csvCols struct {
+	t, gpu, channel, power, value, unit, driver int
+	n                                           int // fields per row
+	names                                       []string
+}
+
+// csvColumns finds the known columns of a header (names compared without case).
+func csvColumns(header []string) (csvCols, error) {
+	c := csvCols{t: -1, gpu: -1, channel: -1, power: -1, value: -1, unit: -1, driver: -1, n: len(header), names: header}
+	for i, h := range header {
+		var p *int
+		switch strings.ToLower(h) {
+		case "t_s":
+			p = &c.t
+		case "gpu":
+			p = &c.gpu
+		case "channel":
+			p = &c.channel
+		case "power_w":
+			p = &c.power
+		case "value":
+			p = &c.value
+		case "unit":
+			p = &c.unit
+		case "driver_t_us":
+			p = &c.driver
+		default:
+			continue
+		}
+		if *p >= 0 {
+			return c, &ParseError{Line: 1, Column: h, Msg: fmt.Sprintf("the header names %s twice: expected each column once", h)}
+		}
+		*p = i
+	}
+	var missing []string
+	if c.t < 0 {
+		missing = append(missing, "t_s")
+	}
+	if c.power < 0 {
+		missing = append(missing, "power_w")
+	}
+	if len(missing) > 0 {
+		return c, &ParseError{Line: 1, Column: missing[0], Msg: fmt.Sprintf("the header lacks %s: expected a CSV header naming t_s and power_w (got %s)",
+			strings.Join(missing, " and "), shortHeader(header))}
+	}
+	return c, nil
+}
+
+func isGpuwattHeader(c csvCols) bool {
+	return c.gpu >= 0 && c.channel >= 0 && c.value >= 0 && c.unit >= 0 && c.driver >= 0
+}
+
+func shortHeader(h []string) string {
+	s := strings.Join(h, ",")
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// ReadCSV reads gpuwatt's trace CSV, or any CSV whose header names t_s (seconds) and
+// power_w (watts), in any column order; other columns are ignored, a missing gpu column
+// means GPU 0 and a missing channel column channel "power". Rows with neither power_w nor
+// value are skipped. t_s is read to the µs. Samples come back sorted by time (stable).
+// Meta.Channels and Meta.GPUs are rebuilt from the data (Load replaces them with the
+// sidecar's when there is one). Errors are *ParseError values naming the line and column.
+func ReadCSV(r io.Reader) (*Trace, error) {
+	rr := newRecordReader(r)
+	header, err := rr.header()
+	if err == io.EOF {
+		return nil, &ParseError{Msg: "empty file: expected a CSV header naming t_s and power_w"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	cols, err := csvColumns(header)
+	if err != nil {
+		err.(*ParseError).Line = rr.start
+		return nil, err
+	}
+	return readCSVRows(rr, cols)
+}
+
+// defaultChannel is the channel of rows of a CSV without a channel column.
+var defaultChannel = []byte("power")
+
+// csvChan is what ReadCSV learns about a channel.
+type csvChan struct {
+	gpu       int
+	name      string
+	unit      string
+	unitLine  int
+	powerOnly bool // some row gave power_w without value
+}
+
+func readCSVRows(rr *recordReader, c csvCols) (*Trace, error) {
+	var (
+		list   sampleList
+		chans  []*csvChan
+		byName = map[string][]*csvChan{}
+		sorted = true
+		lastT  time.Duration
+		cur    *csvChan
+	)
+	for {
+		f, err := rr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		line := rr.start
+		if len(f) != c.n {
+			return nil, lineErr(line, "%d fields, but the header has %d: expected one value per column", len(f), c.n)
+		}
+		pw := f[c.power]
+		var val []byte
+		if c.value >= 0 {
+			val = f[c.value]
+		}
+		if len(pw) == 0 && len(val) == 0 {
+			continue
+		}
+		var s Sample
+		tb := f[c.t]
+		if len(tb) == 0 {
+			return nil, &ParseError{Line: line, Column: c.names[c.t], Msg: "t_s is empty: expected seconds since the trace's start"}
+		}
+		var msg string
+		if s.T, msg = parseSeconds(tb); msg != "" {
+			return nil, colErr(line, c.names[c.t], tb, msg)
+		}
+		if len(pw) > 0 {
+			if s.Value, msg = parseFinite(string(pw)); msg != "" {
+				return nil, colErr(line, c.names[c.power], pw, msg)
+			}
+		}
+		if len(val) > 0 && !(len(pw) > 0 && bytes.Equal(pw, val)) {
+			v, msg := parseFinite(string(val))
+			if msg != "" {
+				return nil, colErr(line, c.names[c.value], val, msg)
+			}
+			if len(pw) > 0 && v != s.Value {
+				return nil, colErr(line, c.names[c.power], pw, fmt.Sprintf("differs from value %s: expected the same number or an empty power_w", quoteCell(val)))
+			}
+			s.Value = v
+		}
+		if c.gpu >= 0 && len(f[c.gpu]) > 0 {
+			g, ok := parseIndex(f[c.gpu])
+			if !ok {
+				return nil, colErr(line, c.names[c.gpu], f[c.gpu], "is not a GPU index: expected a whole number ≥ 0")
+			}
+			s.GPU = g
+		}
+		name := defaultChannel
+		if c.channel >= 0 && len(f[c.channel]) > 0 {
+			name = f[c.channel]
+		}
+		if c.driver >= 0 && len(f[c.driver]) > 0 {
+			d, err := strconv.ParseInt(string(f[c.driver]), 10, 64)
+			if err != nil {
+				return nil, colErr(line, c.names[c.driver], f[c.driver], "is not a whole number of µs since 1970")
+			}
+			s.DriverUS = d
+		}
+
+		// Find the channel: usually the same as some recent row's.
+		if cur == nil || cur.gpu != s.GPU || cur.name != string(name) {
+			cur = nil
+			candidates := chans // few channels: a scan beats hashing the name
+			if len(chans) > 16 {
+				candidates = byName[string(name)]
+			}
+			for _, ch := range candidates {
+				if ch.gpu == s.GPU && ch.name == string(name) {
+					cur = ch
+					break
+				}
+			}
+			if cur == nil {
+				cur = &csvChan{gpu: s.GPU, name: string(name)}
+				chans = append(chans, cur)
+				byName[cur.name] = append(byName[cur.name], cur)
+			}
+		}
+		s.Channel = cur.name
+		if len(val) == 0 {
+			cur.powerOnly = true
+		}
+		if c.unit >= 0 {
+			if u := f[c.unit]; len(u) > 0 {
+				switch {
+				case cur.unitLine == 0:
+					cur.unit, cur.unitLine = string(u), line
+				case cur.unit != string(u):
+					return nil, colErr(line, c.names[c.unit], u, fmt.Sprintf("for gpu %d channel %q differs from %q on line %d: expected one unit per channel",
+						cur.gpu, cur.name, cur.unit, cur.unitLine))
+				}
+			}
+		}
+		if s.T < lastT {
+			sorted = false
+		}
+		lastT = s.T
+		list.add(s)
+	}
+	samples := list.slice()
+	if !sorted {
+		slices.SortStableFunc(samples, cmpT)
+	}
+
+	tr := &Trace{Samples: samples}
+	tr.Meta.Format = Format
+	if !isGpuwattHeader(c) {
+		tr.Meta.SourceFormat = "csv"
+	}
+	slices.SortStableFunc(chans, func(a, b *csvChan) int { return cmp.Compare(a.gpu, b.gpu) })
+	for _, ch := range chans {
+		d := inferChannel(ch.gpu, ch.name, ch.unit, "rebuilt from the CSV's data (no sidecar)")
+		if d.Quantity == "" && ch.powerOnly {
+			d.Quantity, d.Unit = QPower, QPower.Unit()
+		}
+		tr.Meta.Channels = append(tr.Meta.Channels, d)
+		if n := len(tr.Meta.GPUs); n == 0 || tr.Meta.GPUs[n-1].Index != ch.gpu {
+			tr.Meta.GPUs = append(tr.Meta.GPUs, GPU{Index: ch.gpu})
+		}
+	}
+	tr.Meta.Duration = duration(samples)
+	return tr, nil
+}
+
+// duration is the time from the trace's origin (or its first sample, when that comes
+// earlier) to its last sample.
+func duration(s []Sample) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	return (s[len(s)-1].T - min(s[0].T, 0)).Seconds()
+}
+
+// sniff tells what kind of input a header belongs to.
+type inputKind int
+
+const (
+	kindUnknown inputKind = iota
+	kindCSV
+	kindSMI
+)
+
+func sniff(header []string) inputKind {
+	smi := false
+	for _, h := range header {
+		switch strings.ToLower(h) {
+		case "t_s":
+			return kindCSV
+		}
+		if isSMIField(smiFieldName(h)) {
+			smi = true
+		}
+	}
+	if smi {
+		return kindSMI
+	}
+	return kindUnknown
+}
+
+// sampleList collects samples in blocks, so that a long read does not copy and clear an
+// ever larger slice each time it grows.
+type sampleList struct {
+	full [][]Sample
+	cur  []Sample
+}
+
+func (l *sampleList) add(s Sample) {
+	if len(l.cur) == cap(l.cur) {
+		l.grow()
+	}
+	l.cur = append(l.cur, s)
+}
+
+func (l *sampleList) grow() {
+	if len(l.cur) > 0 {
+		l.full = append(l.full, l.cur)
+	}
+	l.cur = make([]Sample, 0, min(2*cap(l.cur)+256, 1<<16))
+}
+
+// slice returns all samples in one slice.
+func (l *sampleList) slice() []Sample {
+	if len(l.full) == 0 {
+		return l.cur
+	}
+	n := len(l.cur)
+	for _, c := range l.full {
+		n += len(c)
+	}
+	all := make([]Sample, 0, n)
+	for _, c := range l.full {
+		all = append(all, c...)
+	}
+	return append(all, l.cur...)
+}

@@ -1,0 +1,221 @@
+package trace
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"gpuwatt/internal/units"
+)
+
+// The functions in this file work on the samples of one channel, sorted by T (as
+// Trace.Series returns them). Times are on the trace's axis.
+
+// Integral is the energy of a power channel over a region, with what the data could cover.
+type Integral struct {
+	Energy units.Energy // trapezoid rule over the covered part of the region
+	// Covered is the part of the region inside the data (from the first sample to the last);
+	// nothing is extrapolated beyond it.
+	Covered  time.Duration
+	Coverage float64 // Covered / (to - from); 0 for an empty region
+	Samples  int     // samples with from <= T <= to
+	Mean     units.Power
+	// Max and Min are over the values integrated: the samples inside the covered part and
+	// the values interpolated at its ends.
+	Max units.Power
+	Min units.Power
+	// MaxGap is the longest interval between consecutive points integrated: a gap much
+	// longer than the channel's update period means missed updates.
+	MaxGap time.Duration
+}
+
+// Integrate returns the energy of power samples s (in W) from from to to, by the trapezoid
+// rule on the samples' own timestamps, with the power interpolated linearly at from and to
+// where they fall inside the data. Where the region extends beyond the data nothing is
+// extrapolated: Covered and Coverage tell how much of the region the data spans.
+func Integrate(s []Sample, from, to time.Duration) Integral {
+	var r Integral
+	if to <= from || len(s) == 0 {
+		return r
+	}
+	i0 := sort.Search(len(s), func(i int) bool { return s[i].T >= from })
+	i1 := sort.Search(len(s), func(i int) bool { return s[i].T > to })
+	r.Samples = max(i1-i0, 0)
+
+	lo, hi := max(from, s[0].T), min(to, s[len(s)-1].T)
+	if lo > hi {
+		return r
+	}
+	if lo == hi { // one instant: no energy, but a value
+		v := units.Power(valueAt(s, lo))
+		r.Max, r.Min = v, v
+		return r
+	}
+	// j is the first sample after lo; s[j-1].T <= lo < s[j].T <= s[len-1].T.
+	j := sort.Search(len(s), func(i int) bool { return s[i].T > lo })
+	j = min(j, len(s)-1) // only for unsorted input, which gives meaningless results
+	pt, pv := lo, interpolate(s[j-1], s[j], lo)
+	mn, mx := pv, pv
+	var e float64 // W·ns
+	var gap time.Duration
+	for ; s[j].T < hi; j++ {
+		v := s[j].Value
+		e += float64(s[j].T-pt) * (pv + v) / 2
+		gap = max(gap, s[j].T-pt)
+		pt, pv = s[j].T, v
+		mn, mx = math.Min(mn, v), math.Max(mx, v)
+	}
+	// Now s[j].T >= hi, and s[j-1].T < hi.
+	hv := s[j].Value
+	if s[j].T > hi {
+		hv = interpolate(s[j-1], s[j], hi)
+	}
+	e += float64(hi-pt) * (pv + hv) / 2
+	gap = max(gap, hi-pt)
+	mn, mx = math.Min(mn, hv), math.Max(mx, hv)
+
+	r.Energy = units.Energy(e / 1e9)
+	r.Covered = hi - lo
+	r.Coverage = float64(r.Covered) / float64(to-from)
+	r.Mean = units.PowerOf(r.Energy, r.Covered)
+	r.Max, r.Min = units.Power(mx), units.Power(mn)
+	r.MaxGap = gap
+	return r
+}
+
+// interpolate returns the value at t on the line through a and b (a.T <= t <= b.T, a.T < b.T).
+func interpolate(a, b Sample, t time.Duration) float64 {
+	if t == a.T {
+		return a.Value
+	}
+	if t == b.T {
+		return b.Value
+	}
+	return a.Value + (b.Value-a.Value)*(float64(t-a.T)/float64(b.T-a.T))
+}
+
+// valueAt returns the value interpolated at t, which lies within s's span.
+func valueAt(s []Sample, t time.Duration) float64 {
+	j := sort.Search(len(s), func(i int) bool { return s[i].T > t })
+	if j == len(s) {
+		return s[len(s)-1].Value
+	}
+	if j == 0 {
+		return s[0].Value
+	}
+	return interpolate(s[j-1], s[j], t)
+}
+
+// Counter is the energy read from a cumulative energy counter over a region.
+type Counter struct {
+	Energy units.Energy // the counter's increase, leaving out segments where it went backwards
+	// Covered is the part of the region inside the data, less the Missing segments.
+	Covered  time.Duration
+	Coverage float64 // Covered / (to - from); 0 for an empty region
+	// Resets counts the places where the counter went backwards (it wrapped or was reset,
+	// for example by a driver reload); the segments leading to them are left out, and
+	// Missing is their duration inside the region.
+	Resets  int
+	Missing time.Duration
+	Inside  bool // the region lies inside the data: both ends could be interpolated
+}
+
+// CounterDelta returns the energy from a cumulative counter (samples in J) between from and
+// to, interpolating the counter linearly at both ends. ok is false when the region is not
+// inside the data, or when the counter went backwards inside it; the energy then leaves out
+// what could not be read, and CounterEnergy tells how much.
+func CounterDelta(s []Sample, from, to time.Duration) (units.Energy, bool) {
+	c := CounterEnergy(s, from, to)
+	return c.Energy, c.Inside && c.Resets == 0
+}
+
+// CounterEnergy is CounterDelta with the details: coverage and the counter's resets. A
+// segment between two readings where the value decreases counts as missing. Readings with
+// the same time are taken to change the counter at that instant: a change at from is left
+// out, one at to is counted.
+func CounterEnergy(s []Sample, from, to time.Duration) Counter {
+	var r Counter
+	if len(s) == 0 || to < from {
+		return r
+	}
+	n := len(s)
+	r.Inside = s[0].T <= from && to <= s[n-1].T
+	lo, hi := max(from, s[0].T), min(to, s[n-1].T)
+	if lo > hi {
+		return r
+	}
+	var e float64
+	k := max(sort.Search(n, func(i int) bool { return s[i].T >= lo })-1, 0)
+	for ; k+1 < n && s[k].T <= hi; k++ {
+		a, b := s[k], s[k+1]
+		if a.T == b.T {
+			if a.T > from && a.T <= to {
+				if b.Value < a.Value {
+					r.Resets++
+				} else {
+					e += b.Value - a.Value
+				}
+			}
+			continue
+		}
+		cl, ch := max(a.T, lo), min(b.T, hi)
+		if ch <= cl {
+			continue
+		}
+		if b.Value < a.Value {
+			r.Resets++
+			r.Missing += ch - cl
+			continue
+		}
+		e += (b.Value - a.Value) * (float64(ch-cl) / float64(b.T-a.T))
+		r.Covered += ch - cl
+	}
+	r.Energy = units.Energy(e)
+	if to > from {
+		r.Coverage = float64(r.Covered) / float64(to-from)
+	}
+	return r
+}
+
+// Stats returns the smallest, largest and mean value of the n samples with from <= T <= to
+// (all zero when n is 0). The mean is the plain mean of the readings; use Integrate for a
+// time-weighted one.
+func Stats(s []Sample, from, to time.Duration) (min, max, mean float64, n int) {
+	i := sort.Search(len(s), func(i int) bool { return s[i].T >= from })
+	var sum float64
+	for ; i < len(s) && s[i].T <= to; i++ {
+		v := s[i].Value
+		if n == 0 || v < min {
+			min = v
+		}
+		if n == 0 || v > max {
+			max = v
+		}
+		sum += v
+		n++
+	}
+	if n > 0 {
+		mean = sum / float64(n)
+	}
+	return min, max, mean, n
+}
+
+// Dedupe drops stale repeats: readings equal in value to the previous kept reading and no
+// more than within after it. A sensor that updates every T but is read more often repeats
+// its last value; Dedupe with within a little under T keeps one reading per update, while
+// a value that truly stays the same for longer is still kept once per within. s is not
+// modified.
+func Dedupe(s []Sample, within time.Duration) (kept []Sample, dropped int) {
+	kept = make([]Sample, 0, len(s))
+	for i, x := range s {
+		if i > 0 {
+			p := kept[len(kept)-1]
+			if x.Value == p.Value && x.T-p.T <= within {
+				dropped++
+				continue
+			}
+		}
+		kept = append(kept, x)
+	}
+	return kept, dropped
+}

@@ -1,0 +1,205 @@
+package trace
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// WriteMeta writes m as indented JSON (the trace's sidecar). Its format field is always
+// Format, the layout this package writes, whatever m.Format says.
+func WriteMeta(w io.Writer, m Meta) error {
+	m.Format = Format
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("trace: encoding the sidecar: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// ReadMeta reads a sidecar written by WriteMeta. It rejects one whose format is not
+// Format.
+func ReadMeta(r io.Reader) (Meta, error) {
+	var m Meta
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&m); err != nil {
+		if err == io.EOF {
+			return Meta{}, &ParseError{Msg: fmt.Sprintf("empty file: expected a gpuwatt trace sidecar (JSON with \"format\": %q)", Format)}
+		}
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return Meta{}, &ParseError{Msg: fmt.Sprintf("not valid JSON at byte %d (%v): expected a gpuwatt trace sidecar", se.Offset, err)}
+		case errors.As(err, &te):
+			return Meta{}, &ParseError{Msg: fmt.Sprintf("field %q holds a JSON %s: expected %s, as in a gpuwatt trace sidecar", te.Field, te.Value, te.Type)}
+		}
+		return Meta{}, &ParseError{Msg: fmt.Sprintf("%v: expected a gpuwatt trace sidecar", err)}
+	}
+	switch {
+	case m.Format == "":
+		return Meta{}, &ParseError{Msg: fmt.Sprintf("no \"format\" field: expected a gpuwatt trace sidecar with \"format\": %q", Format)}
+	case m.Format != Format:
+		return Meta{}, &ParseError{Msg: fmt.Sprintf("format %q is not supported: this gpuwatt reads %q (was the trace written by another version?)", m.Format, Format)}
+	}
+	return m, nil
+}
+
+// Save writes tr into dir (created if needed) as trace.csv and trace.json. Each file is
+// written to a temporary file in dir and renamed into place, so a reader never sees half a
+// file. Times are stored to the µs (see WriteCSV).
+func Save(dir string, tr *Trace) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, "trace.csv"), func(w io.Writer) error { return WriteCSV(w, tr) }); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, "trace.json"), func(w io.Writer) error { return WriteMeta(w, tr.Meta) })
+}
+
+// writeAtomic writes path through a temporary file in the same directory.
+func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			err = fmt.Errorf("writing %s: %w", path, err)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err = write(bw); err != nil {
+		return err
+	}
+	if err = bw.Flush(); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// Read reads a trace from r, telling gpuwatt's CSV (or any CSV with t_s and power_w
+// columns) from an nvidia-smi --format=csv log by the header. name (a file name) is used in
+// error messages.
+func Read(r io.Reader, name string) (*Trace, error) {
+	tr, _, err := read(r, name)
+	return tr, err
+}
+
+func read(r io.Reader, name string) (*Trace, inputKind, error) {
+	rr := newRecordReader(r)
+	header, err := rr.header()
+	if err == io.EOF {
+		return nil, kindUnknown, named(&ParseError{Msg: "empty file: " + expectedInput}, name)
+	}
+	if err != nil {
+		return nil, kindUnknown, named(err, name)
+	}
+	var tr *Trace
+	switch kind := sniff(header); kind {
+	case kindCSV:
+		cols, err := csvColumns(header)
+		if err != nil {
+			err.(*ParseError).Line = rr.start
+			return nil, kind, named(err, name)
+		}
+		tr, err = readCSVRows(rr, cols)
+		return tr, kind, named(err, name)
+	case kindSMI:
+		tr, err = readSMIRows(rr, header, rr.start)
+		return tr, kind, named(err, name)
+	}
+	return nil, kindUnknown, named(&ParseError{Line: rr.start,
+		Msg: fmt.Sprintf("unknown format (header %s): %s", shortHeader(header), expectedInput)}, name)
+}
+
+const expectedInput = "expected gpuwatt's trace CSV, a CSV whose header names t_s and power_w, " +
+	"or an nvidia-smi --query-gpu=timestamp,... --format=csv log"
+
+// Load reads a trace from path, which is one of
+//
+//   - a directory holding trace.csv and trace.json (written by Save; without trace.json
+//     the metadata is rebuilt);
+//   - a CSV file, with its sidecar when one sits beside it (x.csv → x.json);
+//   - a sidecar (x.json), with the CSV beside it (x.csv);
+//   - an nvidia-smi --format=csv log, told by its header.
+//
+// Without a sidecar, the metadata is rebuilt from the data. Channels found in the data but
+// not described by the sidecar are added to Meta.Channels, described from their names.
+func Load(path string) (*Trace, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	csvPath, metaPath := path, ""
+	switch ext := filepath.Ext(path); {
+	case fi.IsDir():
+		csvPath, metaPath = filepath.Join(path, "trace.csv"), filepath.Join(path, "trace.json")
+		if _, err := os.Stat(csvPath); err != nil {
+			return nil, fmt.Errorf("%s: not a trace directory: expected trace.csv and trace.json in it", path)
+		}
+	case strings.EqualFold(ext, ".json"):
+		csvPath, metaPath = strings.TrimSuffix(path, ext)+".csv", path
+		if _, err := os.Stat(csvPath); err != nil {
+			return nil, fmt.Errorf("%s: a sidecar without its CSV: expected %s beside it", path, filepath.Base(csvPath))
+		}
+	default:
+		metaPath = strings.TrimSuffix(path, ext) + ".json"
+	}
+
+	f, err := os.Open(csvPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tr, kind, err := read(f, csvPath)
+	if err != nil {
+		return nil, err
+	}
+	if kind != kindCSV {
+		return tr, nil
+	}
+	mf, err := os.Open(metaPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return tr, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer mf.Close()
+	meta, err := ReadMeta(mf)
+	if err != nil {
+		return nil, named(err, metaPath)
+	}
+	rebuilt := tr.Meta
+	tr.Meta = meta
+	for _, c := range rebuilt.Channels {
+		if _, ok := tr.Channel(c.GPU, c.Name); !ok {
+			c.Description = "found in the CSV but not described by its sidecar"
+			tr.Meta.Channels = append(tr.Meta.Channels, c)
+		}
+	}
+	if len(tr.Meta.GPUs) == 0 {
+		tr.Meta.GPUs = rebuilt.GPUs
+	}
+	return tr, nil
+}

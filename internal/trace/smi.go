@@ -1,0 +1,406 @@
+package trace
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SMITimeLayout is the layout of nvidia-smi's timestamp column (local time; a fractional
+// second after the seconds is read too).
+const SMITimeLayout = "2006/01/02 15:04:05"
+
+// smiKind says how a column's values are read.
+type smiKind int
+
+const (
+	smiPower  smiKind = iota // W (mW, kW accepted)
+	smiClock                 // MHz unless the value or the header says otherwise
+	smiTemp                  // degC
+	smiUtil                  // %
+	smiPState                // P0..P15
+	smiMask                  // 0x... bit mask
+)
+
+// smiChannel maps an nvidia-smi query field to a trace channel.
+type smiChannel struct {
+	channel  string
+	kind     smiKind
+	priority int // when two fields map to one channel, the higher wins
+	desc     string
+}
+
+var smiChannels = map[string]smiChannel{
+	"power.draw": {"power.usage", smiPower, 0,
+		"nvidia-smi power.draw: board power draw; a 1 s average on Ampere and newer, instantaneous on older GPUs"},
+	"power.draw.instant":   {"power.instant", smiPower, 0, "nvidia-smi power.draw.instant: last measured instant board power draw"},
+	"power.draw.average":   {"power.average", smiPower, 0, "nvidia-smi power.draw.average: last measured average board power draw"},
+	"enforced.power.limit": {"power.limit", smiPower, 1, "nvidia-smi enforced.power.limit: power limit in force"},
+	"power.limit":          {"power.limit", smiPower, 0, "nvidia-smi power.limit: software power limit"},
+	"clocks.sm":            {"clock.sm", smiClock, 0, "nvidia-smi clocks.sm: current SM clock"},
+	"clocks.current.sm":    {"clock.sm", smiClock, 0, "nvidia-smi clocks.current.sm: current SM clock"},
+	"clocks.mem":           {"clock.mem", smiClock, 0, "nvidia-smi clocks.mem: current memory clock"},
+	"clocks.current.memory": {"clock.mem", smiClock, 0,
+		"nvidia-smi clocks.current.memory: current memory clock"},
+	"clocks.gr":               {"clock.gr", smiClock, 0, "nvidia-smi clocks.gr: current graphics clock"},
+	"clocks.current.graphics": {"clock.gr", smiClock, 0, "nvidia-smi clocks.current.graphics: current graphics clock"},
+	"temperature.gpu":         {"temp.gpu", smiTemp, 0, "nvidia-smi temperature.gpu: core GPU temperature"},
+	"temperature.memory":      {"temp.mem", smiTemp, 0, "nvidia-smi temperature.memory: HBM memory temperature"},
+	"utilization.gpu": {"util.gpu", smiUtil, 0,
+		"nvidia-smi utilization.gpu: percent of the past sample period during which a kernel was running"},
+	"utilization.memory": {"util.mem", smiUtil, 0,
+		"nvidia-smi utilization.memory: percent of the past sample period during which memory was read or written"},
+	"pstate": {"pstate", smiPState, 0, "nvidia-smi pstate: performance state (0 = P0, maximum performance)"},
+	"clocks_event_reasons.active": {"throttle.reasons", smiMask, 0,
+		"nvidia-smi clocks_event_reasons.active: bit mask of the reasons the clocks are held down"},
+	"clocks_throttle_reasons.active": {"throttle.reasons", smiMask, 0,
+		"nvidia-smi clocks_throttle_reasons.active: bit mask of the reasons the clocks are held down"},
+}
+
+// smiInfo are nvidia-smi fields that describe the GPU rather than being sampled.
+var smiInfo = map[string]bool{
+	"timestamp": true, "index": true, "name": true, "uuid": true, "pci.bus_id": true,
+	"driver_version": true, "power.default_limit": true, "serial": true, "count": true,
+}
+
+// smiFieldName returns the query field of a header cell: "power.draw [W]" → "power.draw".
+func smiFieldName(h string) string {
+	name, _, _ := strings.Cut(h, "[")
+	return strings.ToLower(strings.TrimSpace(name))
+}
+
+// smiHeaderUnit returns the unit in brackets of a header cell, or "".
+func smiHeaderUnit(h string) string {
+	_, u, ok := strings.Cut(h, "[")
+	if !ok {
+		return ""
+	}
+	u, _, _ = strings.Cut(u, "]")
+	return strings.TrimSpace(u)
+}
+
+func isSMIField(f string) bool {
+	_, ok := smiChannels[f]
+	return ok || smiInfo[f]
+}
+
+// ReadSMI reads a log written by nvidia-smi --query-gpu=timestamp,index,power.draw,...
+// --format=csv (with or without nounits). Known fields become channels (power.draw →
+// power.usage, power.draw.instant → power.instant, power.draw.average → power.average,
+// clocks.sm → clock.sm in Hz, clocks.mem → clock.mem, clocks.gr → clock.gr,
+// temperature.gpu → temp.gpu, temperature.memory → temp.mem, utilization.gpu → util.gpu,
+// utilization.memory → util.mem, pstate → pstate, clocks_event_reasons.active →
+// throttle.reasons, enforced.power.limit or power.limit → power.limit); other columns are
+// ignored. Values in brackets ("[N/A]", "[Not Supported]") are skipped; a field that never
+// has a value is listed in Meta.Unavailable. The GPU comes from the index column, else from
+// the order of distinct pci.bus_id or uuid values. t_s counts from the first row's timestamp
+// (local time), which becomes Meta.Start, to the µs. A last line cut short (a log copied while
+// nvidia-smi was writing it) is dropped and the trace marked incomplete.
+func ReadSMI(r io.Reader) (*Trace, error) {
+	rr := newRecordReader(r)
+	header, err := rr.header()
+	if err == io.EOF {
+		return nil, &ParseError{Msg: "empty file: expected an nvidia-smi --format=csv log with a header line"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return readSMIRows(rr, header, rr.start)
+}
+
+// smiCol is a sampled column.
+type smiCol struct {
+	idx  int
+	head string // as in the header, for messages
+	unit string // from the header's brackets
+	smiChannel
+}
+
+// smiGPU is what a log tells about one GPU.
+type smiGPU struct {
+	GPU
+	limitSet, defaultSet bool
+	seen                 map[string]bool   // channels with at least one value
+	marker               map[string]string // first "[N/A]"-like marker of each channel
+}
+
+func readSMIRows(rr *recordReader, header []string, headerLine int) (*Trace, error) {
+	tsCol, indexCol, nameCol, uuidCol, busCol, drvCol, defLimCol := -1, -1, -1, -1, -1, -1, -1
+	var cols []smiCol
+	for i, h := range header {
+		f := smiFieldName(h)
+		switch f {
+		case "timestamp":
+			tsCol = i
+		case "index":
+			indexCol = i
+		case "name":
+			nameCol = i
+		case "uuid":
+			uuidCol = i
+		case "pci.bus_id":
+			busCol = i
+		case "driver_version":
+			drvCol = i
+		case "power.default_limit":
+			defLimCol = i
+		}
+		m, ok := smiChannels[f]
+		if !ok {
+			continue
+		}
+		dup := slices.IndexFunc(cols, func(c smiCol) bool { return c.channel == m.channel })
+		c := smiCol{idx: i, head: h, unit: smiHeaderUnit(h), smiChannel: m}
+		switch {
+		case dup < 0:
+			cols = append(cols, c)
+		case m.priority > cols[dup].priority:
+			cols[dup] = c
+		}
+	}
+	if tsCol < 0 {
+		return nil, &ParseError{Line: headerLine, Column: "timestamp",
+			Msg: fmt.Sprintf("the nvidia-smi header lacks timestamp: expected --query-gpu=timestamp,index,power.draw,... (got %s)", shortHeader(header))}
+	}
+
+	var (
+		start    time.Time
+		haveT0   bool
+		list     sampleList
+		gpus     = map[int]*smiGPU{}
+		order    []int
+		idOf     = map[string]int{} // bus id or uuid → GPU when there is no index column
+		sorted   = true
+		lastT    time.Duration
+		meta     Meta
+		idColumn = busCol
+	)
+	if idColumn < 0 {
+		idColumn = uuidCol
+	}
+	for {
+		f, err := rr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		line := rr.start
+		if len(f) != len(header) {
+			if !rr.terminated && len(f) < len(header) {
+				meta.Incomplete = true
+				meta.IncompleteWhy = fmt.Sprintf("the last line (%d) of the nvidia-smi log is cut short", line)
+				break
+			}
+			return nil, lineErr(line, "%d fields, but the header has %d: expected one value per column", len(f), len(header))
+		}
+		tb := f[tsCol]
+		if len(tb) >= 9 && strings.EqualFold(string(tb[:9]), "timestamp") {
+			continue // a repeated header (logs appended to each other)
+		}
+		ts, ok := parseSMITime(string(tb))
+		if !ok {
+			return nil, colErr(line, header[tsCol], tb, "is not a time: expected YYYY/MM/DD hh:mm:ss.sss as nvidia-smi writes it")
+		}
+		if !haveT0 {
+			start, haveT0 = ts, true
+		}
+		t := ts.Sub(start)
+		if lim := time.Duration(maxUS-1) * time.Microsecond; t > lim || t < -lim {
+			return nil, colErr(line, header[tsCol], tb, "is too far from the first row's time: expected a log of less than 290 years")
+		}
+		t = t.Round(time.Microsecond) // the resolution of gpuwatt's CSV; nvidia-smi writes ms
+		if t < lastT {
+			sorted = false
+		}
+		lastT = t
+
+		gpu := 0
+		switch {
+		case indexCol >= 0:
+			g, ok := parseIndex(f[indexCol])
+			if !ok {
+				return nil, colErr(line, header[indexCol], f[indexCol], "is not a GPU index: expected a whole number ≥ 0")
+			}
+			gpu = g
+		case idColumn >= 0:
+			id := string(f[idColumn])
+			g, ok := idOf[id]
+			if !ok {
+				g = len(idOf)
+				idOf[id] = g
+			}
+			gpu = g
+		}
+		g := gpus[gpu]
+		if g == nil {
+			g = &smiGPU{GPU: GPU{Index: gpu}, seen: map[string]bool{}, marker: map[string]string{}}
+			gpus[gpu] = g
+			order = append(order, gpu)
+			if nameCol >= 0 && !isMarker(f[nameCol]) {
+				g.Name = string(f[nameCol])
+			}
+			if uuidCol >= 0 && !isMarker(f[uuidCol]) {
+				g.UUID = string(f[uuidCol])
+			}
+			if busCol >= 0 && !isMarker(f[busCol]) {
+				g.PCIBusID = string(f[busCol])
+			}
+		}
+		if drvCol >= 0 && meta.DriverVersion == "" && !isMarker(f[drvCol]) {
+			meta.DriverVersion = string(f[drvCol])
+		}
+		if defLimCol >= 0 && !g.defaultSet && !isMarker(f[defLimCol]) {
+			v, msg := smiValue(f[defLimCol], smiPower, smiHeaderUnit(header[defLimCol]))
+			if msg != "" {
+				return nil, colErr(line, header[defLimCol], f[defLimCol], msg)
+			}
+			g.DefaultPowerLimit, g.defaultSet = v, true
+		}
+		for _, c := range cols {
+			cell := f[c.idx]
+			if isMarker(cell) {
+				if _, ok := g.marker[c.channel]; !ok {
+					g.marker[c.channel] = string(cell)
+				}
+				continue
+			}
+			v, msg := smiValue(cell, c.kind, c.unit)
+			if msg != "" {
+				return nil, colErr(line, c.head, cell, msg)
+			}
+			list.add(Sample{T: t, GPU: gpu, Channel: c.channel, Value: v})
+			g.seen[c.channel] = true
+			if c.channel == "power.limit" && !g.limitSet {
+				g.PowerLimitW, g.limitSet = v, true
+			}
+		}
+	}
+	samples := list.slice()
+	if !sorted {
+		slices.SortStableFunc(samples, cmpT)
+	}
+
+	meta.Format = Format
+	meta.SourceFormat = "nvidia-smi"
+	meta.Start = start
+	meta.Duration = duration(samples)
+	slices.Sort(order)
+	for _, gi := range order {
+		g := gpus[gi]
+		meta.GPUs = append(meta.GPUs, g.GPU)
+		for _, c := range cols {
+			if !g.seen[c.channel] {
+				why := "nvidia-smi gave no value"
+				if m := g.marker[c.channel]; m != "" {
+					why = "nvidia-smi gave " + m
+				}
+				meta.Unavailable = append(meta.Unavailable, Missing{GPU: gi, Name: c.channel, Reason: why})
+				continue
+			}
+			ch := inferChannel(gi, c.channel, "", c.desc)
+			ch.Source = "nvidia-smi --query-gpu=" + smiFieldName(c.head)
+			meta.Channels = append(meta.Channels, ch)
+		}
+	}
+	return &Trace{Meta: meta, Samples: samples}, nil
+}
+
+// isMarker tells whether an nvidia-smi cell says there is no value: "[N/A]",
+// "[Not Supported]", "[Unknown Error]", "N/A" and the like.
+func isMarker(b []byte) bool {
+	return len(b) == 0 || b[0] == '[' || string(b) == "N/A"
+}
+
+// parseSMITime reads nvidia-smi's timestamp (local time); RFC 3339 is accepted too.
+func parseSMITime(s string) (time.Time, bool) {
+	if t, err := time.ParseInLocation(SMITimeLayout, s, time.Local); err == nil {
+		return t, true
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, true
+	}
+	return time.Time{}, false
+}
+
+// smiValue reads one sampled cell, such as "250.50 W", "1980 MHz", "45 %", "P0" or
+// "0x0000000000000004", in the channel's unit. It returns a message saying what is wrong,
+// or "".
+func smiValue(b []byte, kind smiKind, headerUnit string) (float64, string) {
+	s := string(b)
+	switch kind {
+	case smiPState:
+		if len(s) >= 2 && (s[0] == 'P' || s[0] == 'p') {
+			if n, ok := parseIndex(b[1:]); ok && n <= 31 {
+				return float64(n), ""
+			}
+		}
+		return 0, "is not a performance state: expected P0 to P15"
+	case smiMask:
+		n, err := strconv.ParseUint(s, 0, 64)
+		if err != nil {
+			return 0, "is not a bit mask: expected a hexadecimal number such as 0x0000000000000004"
+		}
+		return float64(n), ""
+	}
+	num, unit, _ := strings.Cut(s, " ")
+	unit = strings.TrimSpace(unit)
+	if unit == "" {
+		unit = headerUnit
+	}
+	scale, want := 1.0, ""
+	switch kind {
+	case smiPower:
+		want = "W"
+		switch unit {
+		case "", "W":
+		case "mW":
+			scale = 1e-3
+		case "kW":
+			scale = 1e3
+		default:
+			scale = 0
+		}
+	case smiClock:
+		want = "MHz"
+		switch unit {
+		case "", "MHz":
+			scale = 1e6
+		case "GHz":
+			scale = 1e9
+		case "kHz":
+			scale = 1e3
+		case "Hz":
+		default:
+			scale = 0
+		}
+	case smiTemp:
+		want = "degrees C"
+		switch unit {
+		case "", "C", "°C", "degC":
+		default:
+			scale = 0
+		}
+	case smiUtil:
+		want = "%"
+		if unit != "" && unit != "%" {
+			scale = 0
+		}
+	}
+	if scale == 0 {
+		return 0, fmt.Sprintf("has unit %q: expected a number in %s", strings.Clone(unit), want)
+	}
+	v, msg := parseFinite(num)
+	if msg != "" {
+		return 0, msg + ": expected a number in " + want
+	}
+	if v *= scale; math.IsInf(v, 0) {
+		return 0, "is out of range"
+	}
+	return v, ""
+}
