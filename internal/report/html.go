@@ -1,0 +1,315 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Page is one self-contained HTML report: a title, an optional highlighted notice, and
+// sections of text, warnings, a table and plots. Render writes it as a single HTML5 file
+// with inline CSS and inline SVG: no scripts, fonts, images or links to anything outside
+// the file. The output is also well-formed XML (every tag closed), so it can be checked
+// with encoding/xml.
+type Page struct {
+	Title    string // also the document title; empty means "gpuwatt report"
+	Subtitle string // a line under the title: device, date, command
+	// Notice is shown in a highlighted banner at the top, e.g. "Measured on the sim
+	// device: no GPU was found".
+	Notice   string
+	Sections []Section
+}
+
+// Section is one part of a Page, rendered in this order: title, text, warnings, table,
+// plots, raw HTML.
+type Section struct {
+	Title string
+	// Text is plain text (escaped); blank lines separate paragraphs.
+	Text  string
+	Table *Table
+	Plots []Plot
+	// Raw is inserted as is. It is the caller's job to keep it safe and well-formed.
+	Raw template.HTML
+	// Warnings are shown as a highlighted list, e.g. the warnings of an analysis.
+	Warnings []string
+}
+
+// Table is a simple table of strings.
+type Table struct {
+	Caption string
+	Header  []string
+	Rows    [][]string
+	// Align gives each column's alignment, "l" or "r". Without it, columns whose cells
+	// all start with a number are right-aligned and the others left-aligned.
+	Align []string
+}
+
+// Render writes the page as one HTML document to w. Nothing is written if rendering fails.
+func (p Page) Render(w io.Writer) error {
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, p.view()); err != nil {
+		return fmt.Errorf("report: rendering page %q: %w", p.Title, err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// WriteFile renders the page to path atomically (a temporary file, then a rename).
+func (p Page) WriteFile(path string) error {
+	var buf bytes.Buffer
+	if err := p.Render(&buf); err != nil {
+		return err
+	}
+	return writeFileAtomic(path, buf.Bytes())
+}
+
+type pageView struct {
+	Title, Subtitle, Notice string
+	TOC                     bool
+	Sections                []sectionView
+}
+
+type sectionView struct {
+	ID, Title  string
+	Paragraphs []string
+	Warnings   []string
+	Table      *tableView
+	Plots      []template.HTML
+	Raw        template.HTML
+}
+
+type tableView struct {
+	Caption string
+	Header  []cellView
+	Rows    [][]cellView
+}
+
+type cellView struct {
+	Text  string
+	Right bool
+}
+
+// clean replaces what XML cannot carry (control characters, invalid UTF-8) with U+FFFD,
+// keeping tabs and newlines; html/template does the escaping.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' || xmlChar(r) {
+			return r
+		}
+		return '\uFFFD'
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+func (p Page) view() pageView {
+	v := pageView{
+		Title:    clean(p.Title),
+		Subtitle: clean(p.Subtitle),
+		Notice:   clean(p.Notice),
+		TOC:      len(p.Sections) >= 3,
+	}
+	if v.Title == "" {
+		v.Title = "gpuwatt report"
+	}
+	for i, s := range p.Sections {
+		sv := sectionView{
+			ID:         "s" + strconv.Itoa(i+1),
+			Title:      clean(s.Title),
+			Paragraphs: paragraphs(clean(s.Text)),
+			Raw:        s.Raw,
+		}
+		if sv.Title == "" {
+			sv.Title = "Section " + strconv.Itoa(i+1)
+		}
+		for _, w := range s.Warnings {
+			sv.Warnings = append(sv.Warnings, clean(w))
+		}
+		if s.Table != nil {
+			sv.Table = s.Table.view()
+		}
+		for _, pl := range s.Plots {
+			sv.Plots = append(sv.Plots, template.HTML(pl.SVG()))
+		}
+		v.Sections = append(v.Sections, sv)
+	}
+	return v
+}
+
+// paragraphs splits text at blank lines.
+func paragraphs(s string) []string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	var out []string
+	for _, p := range strings.Split(s, "\n\n") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (t *Table) view() *tableView {
+	ncol := len(t.Header)
+	for _, r := range t.Rows {
+		ncol = max(ncol, len(r))
+	}
+	right := make([]bool, ncol)
+	for c := range ncol {
+		if c < len(t.Align) && (t.Align[c] == "l" || t.Align[c] == "r") {
+			right[c] = t.Align[c] == "r"
+			continue
+		}
+		numeric, has := true, false
+		for _, r := range t.Rows {
+			if c < len(r) && strings.TrimSpace(r[c]) != "" {
+				has = true
+				numeric = numeric && startsWithNumber(r[c])
+			}
+		}
+		right[c] = has && numeric
+	}
+	tv := &tableView{Caption: clean(t.Caption)}
+	if len(t.Header) > 0 {
+		for c := range ncol {
+			tv.Header = append(tv.Header, cellView{Text: clean(at(t.Header, c)), Right: right[c]})
+		}
+	}
+	for _, r := range t.Rows {
+		row := make([]cellView, ncol)
+		for c := range ncol {
+			row[c] = cellView{Text: clean(at(r, c)), Right: right[c]}
+		}
+		tv.Rows = append(tv.Rows, row)
+	}
+	return tv
+}
+
+func at(s []string, i int) string {
+	if i < len(s) {
+		return s[i]
+	}
+	return ""
+}
+
+// startsWithNumber reports whether the first word of s is a number ("712.3", "-5",
+// "1e3", "12.5 %", "690 W").
+func startsWithNumber(s string) bool {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return false
+	}
+	w := strings.TrimSuffix(strings.TrimPrefix(f[0], "±"), "%")
+	_, err := strconv.ParseFloat(w, 64)
+	return err == nil
+}
+
+const pageCSS = `
+:root { color-scheme: light; }
+* { box-sizing: border-box; }
+body { margin: 0; background: #fff; color: #1b1b1b;
+  font: 15px/1.55 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+main { max-width: 880px; margin: 0 auto; padding: 28px 24px 48px; }
+h1 { font-size: 26px; line-height: 1.25; margin: 0 0 4px; font-weight: 650; }
+h2 { font-size: 19px; line-height: 1.3; margin: 36px 0 10px; padding-bottom: 4px;
+  border-bottom: 1px solid #ddd; font-weight: 620; }
+p { margin: 8px 0; }
+.subtitle { color: #555; margin: 0 0 12px; }
+.notice { margin: 16px 0; padding: 10px 14px; background: #fff5d9; border: 1px solid #f0d58c;
+  border-left: 5px solid #E69F00; border-radius: 3px; }
+nav { margin: 16px 0; font-size: 14px; color: #555; }
+nav ol { margin: 4px 0; padding-left: 22px; }
+a { color: #0a5fa4; }
+ul.warnings { margin: 10px 0; padding: 8px 14px 8px 32px; background: #fdeee8;
+  border: 1px solid #f3c5b3; border-left: 5px solid #D55E00; border-radius: 3px; }
+ul.warnings li { margin: 2px 0; }
+figure { margin: 18px 0; }
+figure svg { display: block; max-width: 100%; height: auto; }
+table { border-collapse: collapse; margin: 12px 0; font-size: 14px; font-variant-numeric: tabular-nums; }
+caption { caption-side: top; text-align: left; color: #555; padding: 0 0 6px; font-size: 13px; }
+th, td { padding: 4px 12px; text-align: left; vertical-align: top; border-bottom: 1px solid #e4e4e4; }
+th { font-weight: 600; border-bottom: 2px solid #999; white-space: nowrap; }
+tbody tr:nth-child(even) { background: #f8f8f8; }
+.r { text-align: right; }
+footer { margin-top: 40px; color: #888; font-size: 12px; }
+@media print {
+  body { font-size: 11pt; }
+  main { max-width: none; padding: 0; }
+  nav { display: none; }
+  h2 { break-after: avoid; }
+  figure, table, ul.warnings { break-inside: avoid; }
+  .notice, ul.warnings, tbody tr { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+}
+`
+
+var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8"/>
+<meta name="viewport" content="width=device-width, initial-scale=1"/>
+<meta name="generator" content="gpuwatt"/>
+<title>{{.Title}}</title>
+<style>` + pageCSS + `</style>
+</head>
+<body>
+<main>
+<header>
+<h1>{{.Title}}</h1>
+{{- with .Subtitle}}
+<p class="subtitle">{{.}}</p>
+{{- end}}
+{{- with .Notice}}
+<div class="notice" role="note">{{.}}</div>
+{{- end}}
+</header>
+{{- if .TOC}}
+<nav><strong>Contents</strong>
+<ol>
+{{- range .Sections}}
+<li><a href="#{{.ID}}">{{.Title}}</a></li>
+{{- end}}
+</ol>
+</nav>
+{{- end}}
+{{- range .Sections}}
+<section id="{{.ID}}">
+<h2>{{.Title}}</h2>
+{{- range .Paragraphs}}
+<p>{{.}}</p>
+{{- end}}
+{{- with .Warnings}}
+<ul class="warnings">
+{{- range .}}
+<li>{{.}}</li>
+{{- end}}
+</ul>
+{{- end}}
+{{- with .Table}}
+<table>
+{{- with .Caption}}
+<caption>{{.}}</caption>
+{{- end}}
+{{- with .Header}}
+<thead><tr>{{range .}}<th{{if .Right}} class="r"{{end}}>{{.Text}}</th>{{end}}</tr></thead>
+{{- end}}
+<tbody>
+{{- range .Rows}}
+<tr>{{range .}}<td{{if .Right}} class="r"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{- end}}
+</tbody>
+</table>
+{{- end}}
+{{- range .Plots}}
+<figure>
+{{.}}</figure>
+{{- end}}
+{{- with .Raw}}
+{{.}}
+{{- end}}
+</section>
+{{- end}}
+<footer>Generated by gpuwatt. This file is self-contained: it loads no scripts, fonts or other resources.</footer>
+</main>
+</body>
+</html>
+`))
