@@ -1,0 +1,590 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"gpuwatt/internal/sensor/simsensor"
+	"gpuwatt/internal/units"
+)
+
+// Config describes a sim system. Start from Preset (or LoadConfig, which does) rather than
+// from a zero Config. The JSON keys are documented in doc.go.
+type Config struct {
+	Preset string // preset: the preset the config started from
+	Seed   uint64 // seed: fixes noise, jitter, board errors of GPUs 1.., UUIDs
+	GPUs   int    // gpus: number of devices
+	Name   string // name: the product name devices report
+
+	Idle             units.Power   // idle_w: true power with nothing running, long after any load
+	ActiveIdle       units.Power   // active_idle_w: true power right after a load ends
+	ActiveIdleHold   time.Duration // active_idle_hold_s: how long active idle is held
+	IdleSteps        int           // idle_steps: steps from active idle down to idle (>= 1)
+	IdleStepInterval time.Duration // idle_step_s: time between those steps
+	CommandLoad      units.Power   // command_load_w: true power while a measured command runs
+
+	PowerLimit        units.Power // power_limit_w: enforced limit (not applied to the truth yet)
+	DefaultPowerLimit units.Power // default_power_limit_w: 0 = power_limit_w
+
+	MemoryIdle         units.Power // memory_idle_w: memory power at idle
+	MemoryLoadFraction float64     // memory_load_fraction: memory's share of board power above idle
+
+	// BoardSpread is the spread of the per-board errors of GPUs 1.. (board_spread): their
+	// power channels' gains are multiplied by 1 ± BoardSpread and their offsets moved by
+	// ± BoardSpread × idle_w, uniformly, fixed by the seed. GPU 0 has the models as written.
+	BoardSpread float64
+
+	Load []LoadStep // load: scripted true power on the clock axis
+	// Sensors maps a channel name to its model, or marks it unsupported; a channel missing
+	// from the map is unsupported.
+	Sensors map[string]SensorConfig
+
+	// Reserved for kernel execution (a later issue): parsed, kept, not used yet.
+	Pi0           units.Power  // pi0_w: constant power while a kernel runs
+	EpsFlopFP32   units.Energy // eps_flop_fp32_pj: energy per FP32 flop
+	EpsFlopFP64   units.Energy // eps_flop_fp64_pj: energy per FP64 flop
+	EpsMemPerByte units.Energy // eps_mem_pj_per_byte: energy per byte moved from DRAM
+}
+
+// LoadStep is one entry of a scripted load: power P from T on, for Duration, or until the
+// next entry when Duration is 0 (for ever if it is the last). After a load ends the device
+// goes to active idle, then steps down to idle.
+type LoadStep struct {
+	T        time.Duration // t_s
+	Duration time.Duration // duration_s
+	Power    units.Power   // power_w
+}
+
+// SensorConfig is the model of one channel, or the fact that the board lacks it.
+type SensorConfig struct {
+	Model       simsensor.Model
+	Unsupported bool // unsupported: the channel fails with simsensor.ErrNotSupported
+	Ring        int  // ring: samples kept by a buffered channel (power.samples)
+}
+
+// clone returns a deep copy of c.
+func (c Config) clone() Config {
+	c.Load = slices.Clone(c.Load)
+	s := make(map[string]SensorConfig, len(c.Sensors))
+	for k, v := range c.Sensors {
+		s[k] = v
+	}
+	c.Sensors = s
+	return c
+}
+
+// cfgField is one top-level key of the JSON config.
+type cfgField struct {
+	key string
+	get func(*Config) any
+	set func(*Config, json.RawMessage) error
+}
+
+func numberOf(key, what string, raw json.RawMessage) (float64, error) {
+	var v float64
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return 0, fmt.Errorf("%s: want a number (%s), got %s", key, what, short(raw))
+	}
+	return v, nil
+}
+
+// seconds reads a time in seconds, within ±simsensor.MaxSeconds.
+func seconds(key string, raw json.RawMessage) (float64, error) {
+	v, err := numberOf(key, "seconds", raw)
+	if err == nil && math.Abs(v) > simsensor.MaxSeconds {
+		return 0, fmt.Errorf("%s: want at most %g seconds, got %s", key, simsensor.MaxSeconds, short(raw))
+	}
+	return v, err
+}
+
+func short(raw json.RawMessage) string {
+	s := string(bytes.TrimSpace(raw))
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	return s
+}
+
+func powerKey(key string, f func(*Config) *units.Power) cfgField {
+	return cfgField{key,
+		func(c *Config) any { return float64(*f(c)) },
+		func(c *Config, raw json.RawMessage) error {
+			v, err := numberOf(key, "watts", raw)
+			*f(c) = units.Power(v)
+			return err
+		}}
+}
+
+func secondsKey(key string, f func(*Config) *time.Duration) cfgField {
+	return cfgField{key,
+		func(c *Config) any { return f(c).Seconds() },
+		func(c *Config, raw json.RawMessage) error {
+			v, err := seconds(key, raw)
+			*f(c) = simsensor.Seconds(v)
+			return err
+		}}
+}
+
+func floatKey(key, what string, f func(*Config) *float64) cfgField {
+	return cfgField{key,
+		func(c *Config) any { return *f(c) },
+		func(c *Config, raw json.RawMessage) error {
+			v, err := numberOf(key, what, raw)
+			*f(c) = v
+			return err
+		}}
+}
+
+func picojouleKey(key string, f func(*Config) *units.Energy) cfgField {
+	return cfgField{key,
+		func(c *Config) any { return float64(*f(c) / units.Picojoule) },
+		func(c *Config, raw json.RawMessage) error {
+			v, err := numberOf(key, "picojoules", raw)
+			*f(c) = units.Energy(v) * units.Picojoule
+			return err
+		}}
+}
+
+func intKey(key string, f func(*Config) *int) cfgField {
+	return cfgField{key,
+		func(c *Config) any { return *f(c) },
+		func(c *Config, raw json.RawMessage) error {
+			var v int
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return fmt.Errorf("%s: want a whole number, got %s", key, short(raw))
+			}
+			*f(c) = v
+			return nil
+		}}
+}
+
+// cfgFields lists the top-level keys in their documented order.
+var cfgFields = []cfgField{
+	{"preset", func(c *Config) any { return c.Preset }, nil}, // applied first, by LoadConfig
+	{"seed", func(c *Config) any { return c.Seed }, func(c *Config, raw json.RawMessage) error {
+		if err := json.Unmarshal(raw, &c.Seed); err != nil {
+			return fmt.Errorf("seed: want a whole number >= 0, got %s", short(raw))
+		}
+		return nil
+	}},
+	intKey("gpus", func(c *Config) *int { return &c.GPUs }),
+	{"name", func(c *Config) any { return c.Name }, func(c *Config, raw json.RawMessage) error {
+		if err := json.Unmarshal(raw, &c.Name); err != nil {
+			return fmt.Errorf("name: want a string, got %s", short(raw))
+		}
+		return nil
+	}},
+	powerKey("idle_w", func(c *Config) *units.Power { return &c.Idle }),
+	powerKey("active_idle_w", func(c *Config) *units.Power { return &c.ActiveIdle }),
+	secondsKey("active_idle_hold_s", func(c *Config) *time.Duration { return &c.ActiveIdleHold }),
+	intKey("idle_steps", func(c *Config) *int { return &c.IdleSteps }),
+	secondsKey("idle_step_s", func(c *Config) *time.Duration { return &c.IdleStepInterval }),
+	powerKey("command_load_w", func(c *Config) *units.Power { return &c.CommandLoad }),
+	powerKey("power_limit_w", func(c *Config) *units.Power { return &c.PowerLimit }),
+	powerKey("default_power_limit_w", func(c *Config) *units.Power { return &c.DefaultPowerLimit }),
+	powerKey("memory_idle_w", func(c *Config) *units.Power { return &c.MemoryIdle }),
+	floatKey("memory_load_fraction", "a fraction", func(c *Config) *float64 { return &c.MemoryLoadFraction }),
+	floatKey("board_spread", "a fraction", func(c *Config) *float64 { return &c.BoardSpread }),
+	powerKey("pi0_w", func(c *Config) *units.Power { return &c.Pi0 }),
+	picojouleKey("eps_flop_fp32_pj", func(c *Config) *units.Energy { return &c.EpsFlopFP32 }),
+	picojouleKey("eps_flop_fp64_pj", func(c *Config) *units.Energy { return &c.EpsFlopFP64 }),
+	picojouleKey("eps_mem_pj_per_byte", func(c *Config) *units.Energy { return &c.EpsMemPerByte }),
+	{"load", func(c *Config) any { return loadJSON(c.Load) }, setLoad},
+	{"sensors", func(c *Config) any { return sensorsJSON(c.Sensors) }, setSensors},
+}
+
+// ConfigKeys returns the top-level keys of the JSON config in their documented order.
+func ConfigKeys() []string {
+	out := make([]string, len(cfgFields))
+	for i, f := range cfgFields {
+		out[i] = f.key
+	}
+	return out
+}
+
+func fieldOf(key string) (cfgField, bool) {
+	for _, f := range cfgFields {
+		if f.key == key {
+			return f, true
+		}
+	}
+	return cfgField{}, false
+}
+
+// member is one key of a JSON object, in document order.
+type member struct {
+	key string
+	val json.RawMessage
+}
+
+// members returns the members of a JSON object in document order.
+func members(raw json.RawMessage, what string) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("%s: want an object, got %s", what, short(raw))
+	}
+	var out []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", what, err)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("%s: %v", what, err)
+		}
+		out = append(out, member{tok.(string), v})
+	}
+	return out, nil
+}
+
+func unknownKey(where, key string, known []string) error {
+	return fmt.Errorf("%sunknown key %q (want one of %s)", where, key, strings.Join(known, ", "))
+}
+
+// LoadConfig reads a JSON config: the preset named by "preset" (default h100), then every
+// other key overriding it. An unknown key anywhere is an error naming it; the result is
+// validated.
+func LoadConfig(r io.Reader) (Config, error) {
+	dec := json.NewDecoder(r)
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return Config{}, fmt.Errorf("sim config: not valid JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Config{}, errors.New("sim config: unexpected data after the top-level object")
+	}
+	ms, err := members(raw, "sim config")
+	if err != nil {
+		return Config{}, err
+	}
+	preset := DefaultPreset
+	for _, m := range ms {
+		if m.key == "preset" {
+			if err := json.Unmarshal(m.val, &preset); err != nil {
+				return Config{}, fmt.Errorf("sim config: preset: want a string (one of %s), got %s", strings.Join(Presets(), ", "), short(m.val))
+			}
+		}
+	}
+	cfg, err := Preset(preset)
+	if err != nil {
+		return Config{}, fmt.Errorf("sim config: preset: %w", err)
+	}
+	for _, m := range ms {
+		if m.key == "preset" {
+			continue
+		}
+		f, ok := fieldOf(m.key)
+		if !ok {
+			return Config{}, unknownKey("sim config: ", m.key, ConfigKeys())
+		}
+		if err := f.set(&cfg, m.val); err != nil {
+			return Config{}, fmt.Errorf("sim config: %w", err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, fmt.Errorf("sim config: %w", err)
+	}
+	return cfg, nil
+}
+
+// LoadConfigFile is LoadConfig on the named file; errors name the file.
+func LoadConfigFile(path string) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, err
+	}
+	defer f.Close()
+	cfg, err := LoadConfig(f)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+var loadKeys = []string{"t_s", "duration_s", "power_w"}
+
+func setLoad(c *Config, raw json.RawMessage) error {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return fmt.Errorf("load: want a list of {\"t_s\", \"power_w\"} or {\"t_s\", \"duration_s\", \"power_w\"} objects, got %s", short(raw))
+	}
+	var out []LoadStep // nil when empty, as in the presets
+	for i, it := range items {
+		where := fmt.Sprintf("load[%d]", i)
+		ms, err := members(it, where)
+		if err != nil {
+			return err
+		}
+		var st LoadStep
+		seen := map[string]bool{}
+		for _, m := range ms {
+			var v float64
+			if !slices.Contains(loadKeys, m.key) {
+				return unknownKey(where+": ", m.key, loadKeys)
+			}
+			if m.key == "power_w" {
+				if v, err = numberOf(m.key, "watts", m.val); err != nil {
+					return fmt.Errorf("%s: %w", where, err)
+				}
+			} else if v, err = seconds(m.key, m.val); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			seen[m.key] = true
+			switch m.key {
+			case "t_s":
+				st.T = simsensor.Seconds(v)
+			case "duration_s":
+				st.Duration = simsensor.Seconds(v)
+			case "power_w":
+				st.Power = units.Power(v)
+			}
+		}
+		for _, k := range []string{"t_s", "power_w"} {
+			if !seen[k] {
+				return fmt.Errorf("%s: missing key %q", where, k)
+			}
+		}
+		out = append(out, st)
+	}
+	c.Load = out
+	return nil
+}
+
+func loadJSON(steps []LoadStep) any {
+	out := []map[string]float64{}
+	for _, s := range steps {
+		m := map[string]float64{"t_s": s.T.Seconds(), "power_w": float64(s.Power)}
+		if s.Duration != 0 {
+			m["duration_s"] = s.Duration.Seconds()
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func setSensors(c *Config, raw json.RawMessage) error {
+	ms, err := members(raw, "sensors")
+	if err != nil {
+		return err
+	}
+	if c.Sensors == nil {
+		c.Sensors = map[string]SensorConfig{}
+	}
+	for _, m := range ms {
+		spec, ok := specOf(m.key)
+		if !ok {
+			return fmt.Errorf("sensors: unknown channel %q (want one of %s)", m.key, strings.Join(ChannelNames(), ", "))
+		}
+		where := fmt.Sprintf("sensors[%q]", m.key)
+		sc := c.Sensors[m.key]
+		if err := sc.apply(spec, m.val, where); err != nil {
+			return err
+		}
+		c.Sensors[m.key] = sc
+	}
+	return nil
+}
+
+// keysFor lists the keys a channel's entry accepts.
+func keysFor(spec chanSpec) []string {
+	keys := []string{"unsupported"}
+	switch spec.kind {
+	case kindConst:
+		return keys
+	case kindBuffered:
+		keys = append(keys, "ring")
+	}
+	return append(keys, simsensor.ModelKeys()...)
+}
+
+func (sc *SensorConfig) apply(spec chanSpec, raw json.RawMessage, where string) error {
+	ms, err := members(raw, where)
+	if err != nil {
+		return err
+	}
+	known := keysFor(spec)
+	model := map[string]json.RawMessage{}
+	for _, m := range ms {
+		if !slices.Contains(known, m.key) {
+			if spec.kind == kindConst {
+				return fmt.Errorf("%s: unknown key %q (only \"unsupported\" may be set: the value is power_limit_w)", where, m.key)
+			}
+			return unknownKey(where+": ", m.key, known)
+		}
+		switch m.key {
+		case "unsupported":
+			if err := json.Unmarshal(m.val, &sc.Unsupported); err != nil {
+				return fmt.Errorf("%s: unsupported: want true or false, got %s", where, short(m.val))
+			}
+		case "ring":
+			if err := json.Unmarshal(m.val, &sc.Ring); err != nil {
+				return fmt.Errorf("%s: ring: want a whole number of samples, got %s", where, short(m.val))
+			}
+		default:
+			model[m.key] = m.val
+		}
+	}
+	if len(model) > 0 {
+		b, _ := json.Marshal(model)
+		if err := sc.Model.UnmarshalJSON(b); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	return nil
+}
+
+// sensorJSON is the JSON form of a SensorConfig: the model's keys flattened beside
+// "unsupported" (and "ring").
+func sensorJSON(spec chanSpec, sc SensorConfig) json.RawMessage {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"unsupported":%t`, sc.Unsupported)
+	if spec.kind == kindBuffered {
+		fmt.Fprintf(&b, `,"ring":%d`, sc.Ring)
+	}
+	if spec.kind != kindConst {
+		m, _ := sc.Model.MarshalJSON()
+		if len(m) > 2 {
+			b.WriteByte(',')
+			b.Write(m[1 : len(m)-1])
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+func sensorsJSON(s map[string]SensorConfig) any {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	n := 0
+	for _, spec := range channelSpecs {
+		sc, ok := s[spec.name]
+		if !ok {
+			continue
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		fmt.Fprintf(&b, "%q:%s", spec.name, sensorJSON(spec, sc))
+	}
+	b.WriteByte('}')
+	return json.RawMessage(b.Bytes())
+}
+
+// MarshalJSON writes every key of c in the documented order: the effective config, which
+// LoadConfig reads back to the same Config.
+func (c Config) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range cfgFields {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		v, err := json.Marshal(f.get(&c))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+		fmt.Fprintf(&b, "%q:%s", f.key, v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// Validate reports the first setting of c that is out of range.
+func (c Config) Validate() error {
+	finite := func(key string, v float64) error {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%s: not a finite number", key)
+		}
+		return nil
+	}
+	nonNeg := func(key string, v float64) error {
+		if err := finite(key, v); err != nil {
+			return err
+		}
+		if v < 0 {
+			return fmt.Errorf("%s: want >= 0, got %g", key, v)
+		}
+		return nil
+	}
+	checks := []struct {
+		key string
+		v   float64
+	}{
+		{"idle_w", float64(c.Idle)},
+		{"active_idle_w", float64(c.ActiveIdle)},
+		{"active_idle_hold_s", c.ActiveIdleHold.Seconds()},
+		{"idle_step_s", c.IdleStepInterval.Seconds()},
+		{"command_load_w", float64(c.CommandLoad)},
+		{"default_power_limit_w", float64(c.DefaultPowerLimit)},
+		{"memory_idle_w", float64(c.MemoryIdle)},
+		{"pi0_w", float64(c.Pi0)},
+		{"eps_flop_fp32_pj", float64(c.EpsFlopFP32)},
+		{"eps_flop_fp64_pj", float64(c.EpsFlopFP64)},
+		{"eps_mem_pj_per_byte", float64(c.EpsMemPerByte)},
+	}
+	for _, ch := range checks {
+		if err := nonNeg(ch.key, ch.v); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.GPUs < 1 || c.GPUs > 64:
+		return fmt.Errorf("gpus: want 1 to 64, got %d", c.GPUs)
+	case c.IdleSteps < 1:
+		return fmt.Errorf("idle_steps: want >= 1, got %d", c.IdleSteps)
+	case c.IdleSteps > 1 && c.IdleStepInterval <= 0:
+		return fmt.Errorf("idle_step_s: want > 0 with %d idle_steps", c.IdleSteps)
+	case !(c.PowerLimit > 0) || math.IsInf(float64(c.PowerLimit), 0):
+		return fmt.Errorf("power_limit_w: want > 0, got %g", float64(c.PowerLimit))
+	case !(c.MemoryLoadFraction >= 0 && c.MemoryLoadFraction <= 1):
+		return fmt.Errorf("memory_load_fraction: want 0 to 1, got %g", c.MemoryLoadFraction)
+	case !(c.BoardSpread >= 0 && c.BoardSpread <= 0.2):
+		return fmt.Errorf("board_spread: want 0 to 0.2, got %g", c.BoardSpread)
+	}
+	for i, s := range c.Load {
+		where := fmt.Sprintf("load[%d]", i)
+		switch {
+		case s.T < 0:
+			return fmt.Errorf("%s: t_s: want >= 0 (the clock's origin), got %g", where, s.T.Seconds())
+		case s.Duration < 0:
+			return fmt.Errorf("%s: duration_s: want >= 0, got %g", where, s.Duration.Seconds())
+		case !(s.Power >= 0) || math.IsInf(float64(s.Power), 0):
+			return fmt.Errorf("%s: power_w: want >= 0, got %g", where, float64(s.Power))
+		case i > 0 && s.T < c.Load[i-1].T:
+			return fmt.Errorf("%s: t_s %g is before the previous entry's %g: list the load in time order", where, s.T.Seconds(), c.Load[i-1].T.Seconds())
+		}
+	}
+	for name, sc := range c.Sensors {
+		spec, ok := specOf(name)
+		if !ok {
+			return fmt.Errorf("sensors: unknown channel %q (want one of %s)", name, strings.Join(ChannelNames(), ", "))
+		}
+		if sc.Unsupported || spec.kind == kindConst {
+			continue
+		}
+		where := fmt.Sprintf("sensors[%q]", name)
+		var err error
+		if spec.kind == kindCounter {
+			err = sc.Model.ValidateCounter()
+		} else {
+			err = sc.Model.Validate()
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if spec.kind == kindBuffered && (sc.Ring < 1 || sc.Ring > 1<<20) {
+			return fmt.Errorf("%s: ring: want 1 to %d samples, got %d", where, 1<<20, sc.Ring)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,410 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/sensor/simsensor"
+	"gpuwatt/internal/trace"
+	"gpuwatt/internal/units"
+)
+
+var (
+	_ gpu.System          = (*System)(nil)
+	_ gpu.Device          = (*Device)(nil)
+	_ gpu.CommandObserver = (*Device)(nil)
+)
+
+// System is a set of sim devices on one clock.
+type System struct {
+	cfg  Config
+	devs []*Device
+}
+
+// Open returns a sim system of cfg.GPUs devices whose sensors run on clk. The t=0 of the
+// config's load is the clock's origin.
+func Open(clk clock.Clock, cfg Config) (*System, error) {
+	if clk == nil {
+		return nil, fmt.Errorf("sim: no clock")
+	}
+	cfg = cfg.clone()
+	if cfg.Preset == "" {
+		cfg.Preset = "custom"
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("sim config: %w", err)
+	}
+	s := &System{cfg: cfg}
+	for i := range cfg.GPUs {
+		d, err := newDevice(clk, cfg, i)
+		if err != nil {
+			return nil, err
+		}
+		s.devs = append(s.devs, d)
+	}
+	return s, nil
+}
+
+// Name implements gpu.System: "sim:<preset>".
+func (s *System) Name() string { return "sim:" + s.cfg.Preset }
+
+// DriverVersion implements gpu.System.
+func (s *System) DriverVersion() string { return "sim" }
+
+// NVMLVersion implements gpu.System.
+func (s *System) NVMLVersion() string { return "sim" }
+
+// Devices implements gpu.System.
+func (s *System) Devices() []gpu.Device {
+	out := make([]gpu.Device, len(s.devs))
+	for i, d := range s.devs {
+		out[i] = d
+	}
+	return out
+}
+
+// Device returns device i with its truth accessors.
+func (s *System) Device(i int) *Device { return s.devs[i] }
+
+// Config returns the config the system was opened with.
+func (s *System) Config() Config { return s.cfg.clone() }
+
+// Close implements gpu.System.
+func (s *System) Close() error { return nil }
+
+// activity is a period of load: power p over [start, end) (end = clock.Never while open).
+type activity struct {
+	start, end time.Duration
+	p          units.Power
+}
+
+// Device is one sim GPU. Its true board power is idle power when nothing has run; the
+// highest of the loads running (scripted loads, measured commands); after the last load
+// ends, active idle for the hold time, then IdleSteps equal steps down to idle, one every
+// IdleStepInterval. Its memory power is MemoryIdle + MemoryLoadFraction × (board − idle).
+type Device struct {
+	clk     clock.Clock
+	cfg     Config // with this board's sensor models
+	info    trace.GPU
+	board   *simsensor.Load
+	memory  *simsensor.Load
+	busy    *simsensor.Load
+	sensors []sensor.Sensor
+	byName  map[string]sensor.Sensor
+
+	mu   sync.Mutex
+	acts []activity
+	open []int // indexes in acts of running commands, innermost last
+}
+
+// mix is splitmix64's finaliser.
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// unit returns a number in [0, 1) fixed by (seed, a, b).
+func unit(seed, a, b uint64) float64 {
+	return float64(mix(seed^mix(a^mix(b)))>>11) / (1 << 53)
+}
+
+// pciBuses are the bus numbers of the GPUs of an 8-GPU HGX board.
+var pciBuses = []int{0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb}
+
+func newDevice(clk clock.Clock, cfg Config, index int) (*Device, error) {
+	cfg = cfg.clone() // the board errors below are this device's own
+	seed := mix(cfg.Seed ^ mix(uint64(index)+1))
+	if index > 0 && cfg.BoardSpread > 0 {
+		g := 1 + cfg.BoardSpread*(2*unit(cfg.Seed, uint64(index), 1)-1)
+		o := units.Power(cfg.BoardSpread * float64(cfg.Idle) * (2*unit(cfg.Seed, uint64(index), 2) - 1))
+		for _, spec := range channelSpecs {
+			sc, ok := cfg.Sensors[spec.name]
+			if !ok || spec.q != trace.QPower && spec.q != trace.QEnergy {
+				continue
+			}
+			sc.Model.Gain *= g
+			if spec.kind != kindCounter {
+				sc.Model.Offset += o
+			}
+			cfg.Sensors[spec.name] = sc
+		}
+	}
+	bus := 0x18 + 0x10*index
+	if index < len(pciBuses) {
+		bus = pciBuses[index]
+	}
+	def := cfg.DefaultPowerLimit
+	if def == 0 {
+		def = cfg.PowerLimit
+	}
+	d := &Device{
+		clk: clk,
+		cfg: cfg,
+		info: trace.GPU{
+			Index:             index,
+			Name:              cfg.Name,
+			UUID:              fmt.Sprintf("GPU-5a1d0000-%04x-4%03x-8%03x-%012x", index, mix(seed)&0xfff, mix(seed+1)&0xfff, mix(seed+2)&0xffffffffffff),
+			PCIBusID:          fmt.Sprintf("00000000:%02X:00.0", bus),
+			PowerLimitW:       float64(cfg.PowerLimit),
+			DefaultPowerLimit: float64(def),
+		},
+		board:  simsensor.NewLoad(cfg.Idle),
+		memory: simsensor.NewLoad(cfg.MemoryIdle),
+		busy:   simsensor.NewLoad(0),
+		byName: map[string]sensor.Sensor{},
+	}
+	for _, st := range cfg.Load {
+		end := clock.Never
+		if st.Duration > 0 {
+			end = st.T + st.Duration
+		}
+		d.acts = append(d.acts, activity{st.T, end, st.Power})
+	}
+	// A step without a duration lasts until the next step.
+	for i := range d.acts {
+		if cfg.Load[i].Duration == 0 && i+1 < len(d.acts) {
+			d.acts[i].end = d.acts[i+1].start
+		}
+	}
+	d.rebuild(0)
+
+	// Energy counters count from the driver's start, long before ours.
+	start := units.Energy(math.Round(1e5 + 9e5*unit(seed, 3, 3)))
+	for _, spec := range channelSpecs {
+		sn, err := d.newSensor(spec, seed, start)
+		if err != nil {
+			return nil, fmt.Errorf("sim gpu %d: %w", index, err)
+		}
+		d.sensors = append(d.sensors, sn)
+		d.byName[spec.name] = sn
+	}
+	return d, nil
+}
+
+func (d *Device) newSensor(spec chanSpec, seed uint64, start units.Energy) (sensor.Sensor, error) {
+	ch := trace.Channel{
+		GPU:      d.info.Index,
+		Name:     spec.name,
+		Quantity: spec.q,
+		Unit:     spec.q.Unit(),
+		Source:   "sim (as " + spec.source + ")",
+	}
+	sc, ok := d.cfg.Sensors[spec.name]
+	if !ok || sc.Unsupported {
+		ch.Description = fmt.Sprintf("sim: not supported on the %s, as on the real board (%s)", d.cfg.Name, spec.source)
+		return simsensor.NewUnsupported(ch), nil
+	}
+	truth := d.board
+	switch spec.truth {
+	case truthMemory:
+		truth = d.memory
+	case truthBusy:
+		truth = d.busy
+	}
+	m := sc.Model
+	switch spec.kind {
+	case kindConst:
+		ch.Description = fmt.Sprintf("sim: enforced power limit %s (power_limit_w)", d.cfg.PowerLimit)
+		return simsensor.NewConst(ch, float64(d.cfg.PowerLimit), time.Second), nil
+	case kindBuffered:
+		ch.Description = fmt.Sprintf("sim: %s; ring of %d samples, %s", spec.what, sc.Ring, m.Describe(ch.Unit))
+		return simsensor.NewBuffered(d.clk, truth, ch, m, seed, sc.Ring)
+	case kindCounter:
+		ch.Description = fmt.Sprintf("sim: exact integral of the true board power, counting from %s at the clock's origin; %s",
+			start, m.DescribeCounter())
+		return simsensor.NewCounter(d.clk, truth, ch, m, seed, start)
+	}
+	ch.Description = fmt.Sprintf("sim: %s; %s", spec.what, m.Describe(ch.Unit))
+	return simsensor.NewPublished(d.clk, truth, ch, m, seed)
+}
+
+// Info implements gpu.Device.
+func (d *Device) Info() trace.GPU { return d.info }
+
+// Sensors implements gpu.Device: every channel of the real driver, in a stable order;
+// channels the preset's board lacks fail with simsensor.ErrNotSupported.
+func (d *Device) Sensors() []sensor.Sensor { return append([]sensor.Sensor(nil), d.sensors...) }
+
+// Sensor returns the channel with the given name, or nil.
+func (d *Device) Sensor(name string) sensor.Sensor { return d.byName[name] }
+
+// Scheduled returns the channel with the given name with its truth accessors (update
+// times, published values, model), or false for unsupported and constant channels.
+func (d *Device) Scheduled(name string) (simsensor.Scheduled, bool) {
+	s, ok := d.byName[name].(simsensor.Scheduled)
+	return s, ok
+}
+
+// Model returns the sensor model of a channel of this board (with its board errors), and
+// whether the channel is supported.
+func (d *Device) Model(name string) (simsensor.Model, bool) {
+	s, ok := d.Scheduled(name)
+	if !ok {
+		return simsensor.Model{}, false
+	}
+	return s.Model(), true
+}
+
+// Config returns the device's effective config (its sensor models include its board errors).
+func (d *Device) Config() Config { return d.cfg.clone() }
+
+// TruePower is the true board power at t.
+func (d *Device) TruePower(t time.Duration) units.Power { return d.board.Power(t) }
+
+// TrueEnergy is the exact true board energy over [t0, t1].
+func (d *Device) TrueEnergy(t0, t1 time.Duration) units.Energy { return d.board.Energy(t0, t1) }
+
+// TrueMemoryPower is the true memory power at t.
+func (d *Device) TrueMemoryPower(t time.Duration) units.Power { return d.memory.Power(t) }
+
+// Busy reports whether a load or command runs at t.
+func (d *Device) Busy(t time.Duration) bool { return d.busy.Power(t) > 0 }
+
+// Board returns the true board power, which the board power channels observe.
+func (d *Device) Board() *simsensor.Load { return d.board }
+
+// Memory returns the true memory power, which the memory power channels observe.
+func (d *Device) Memory() *simsensor.Load { return d.memory }
+
+// BusyLoad returns the busy signal (1 while a load or command runs, else 0), which the
+// clock, state and utilisation channels observe.
+func (d *Device) BusyLoad() *simsensor.Load { return d.busy }
+
+// CommandStarted implements gpu.CommandObserver: from t on the device draws
+// command_load_w until CommandEnded.
+func (d *Device) CommandStarted(t time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.acts = append(d.acts, activity{t, clock.Never, d.cfg.CommandLoad})
+	d.open = append(d.open, len(d.acts)-1)
+	d.rebuild(t)
+}
+
+// CommandEnded implements gpu.CommandObserver: the innermost running command ends at t;
+// the device goes to active idle, then steps down to idle. Without a running command it
+// does nothing.
+func (d *Device) CommandEnded(t time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.open) == 0 {
+		return
+	}
+	i := d.open[len(d.open)-1]
+	d.open = d.open[:len(d.open)-1]
+	d.acts[i].end = max(t, d.acts[i].start)
+	d.rebuild(d.acts[i].end)
+}
+
+// AddLoad adds a load of power p over [start, end) (end = clock.Never: for ever) on top of
+// what is there: the true power is the highest of the loads running.
+func (d *Device) AddLoad(start, end time.Duration, p units.Power) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.acts = append(d.acts, activity{start, max(end, start), p})
+	d.rebuild(start)
+}
+
+// rebuild rewrites the truths from `from` on. Called with d.mu held (or before d is shared).
+func (d *Device) rebuild(from time.Duration) {
+	board, busy := d.profile()
+	mem := make([]simsensor.Step, len(board))
+	for i, s := range board {
+		mem[i] = simsensor.Step{T: s.T, P: d.memoryPower(s.P)}
+	}
+	d.board.SetSteps(from, clip(board, from, d.cfg.Idle))
+	d.memory.SetSteps(from, clip(mem, from, d.cfg.MemoryIdle))
+	d.busy.SetSteps(from, clip(busy, from, 0))
+}
+
+func (d *Device) memoryPower(board units.Power) units.Power {
+	return d.cfg.MemoryIdle + units.Power(d.cfg.MemoryLoadFraction)*max(board-d.cfg.Idle, 0)
+}
+
+// clip returns the steps from `from` on: one at from with the value that holds there, then
+// the later ones.
+func clip(steps []simsensor.Step, from time.Duration, p0 units.Power) []simsensor.Step {
+	i := sort.Search(len(steps), func(i int) bool { return steps[i].T > from })
+	v := p0
+	if i > 0 {
+		v = steps[i-1].P
+	}
+	return append([]simsensor.Step{{T: from, P: v}}, steps[i:]...)
+}
+
+// profile returns the whole true board power and busy signal as steps, from the activities.
+func (d *Device) profile() (board, busy []simsensor.Step) {
+	var evs []time.Duration
+	for _, a := range d.acts {
+		evs = append(evs, a.start)
+		if a.end != clock.Never {
+			evs = append(evs, a.end)
+		}
+	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i] < evs[j] })
+	evs = compact(evs)
+	acts := append([]activity(nil), d.acts...)
+	sort.SliceStable(acts, func(i, j int) bool { return acts[i].start < acts[j].start })
+	var running []activity
+	next := 0
+	for i, e := range evs {
+		for next < len(acts) && acts[next].start <= e {
+			running = append(running, acts[next])
+			next++
+		}
+		level, on := units.Power(0), false
+		kept := running[:0]
+		for _, a := range running {
+			if a.end > e {
+				kept = append(kept, a)
+				if a.start <= e && (!on || a.p > level) {
+					level, on = a.p, true
+				}
+			}
+		}
+		running = kept
+		if on {
+			board = append(board, simsensor.Step{T: e, P: level})
+			busy = append(busy, simsensor.Step{T: e, P: 1})
+			continue
+		}
+		// A gap begins at e, the end of a load: active idle, then steps down to idle.
+		busy = append(busy, simsensor.Step{T: e, P: 0})
+		until := clock.Never
+		if i+1 < len(evs) {
+			until = evs[i+1]
+		}
+		board = append(board, simsensor.Step{T: e, P: d.cfg.ActiveIdle})
+		n := d.cfg.IdleSteps
+		for j := 1; j <= n; j++ {
+			t := e + d.cfg.ActiveIdleHold + time.Duration(j-1)*d.cfg.IdleStepInterval
+			if t >= until {
+				break
+			}
+			p := d.cfg.ActiveIdle + (d.cfg.Idle-d.cfg.ActiveIdle)*units.Power(j)/units.Power(n)
+			if j == n {
+				p = d.cfg.Idle
+			}
+			board = append(board, simsensor.Step{T: t, P: p})
+		}
+	}
+	return board, busy
+}
+
+// compact removes repeated values from a sorted slice.
+func compact(s []time.Duration) []time.Duration {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}

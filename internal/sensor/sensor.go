@@ -1,0 +1,40 @@
+// Package sensor defines a power (or clock, temperature, state) channel of a GPU and the
+// Sampler that records many channels of many GPUs at once on one monotonic clock.
+//
+// Implementations live in nvmlsensor (the NVIDIA driver) and simsensor (the sim device's
+// sensor models). A Sensor knows nothing about kernels or commands.
+package sensor
+
+import (
+	"time"
+
+	"gpuwatt/internal/trace"
+)
+
+// Reading is one value read from a channel.
+type Reading struct {
+	// Timed is true when the sensor set T itself (buffered channels know when each of
+	// their samples was taken); otherwise the Sampler stamps the reading with the time of
+	// the call.
+	Timed bool
+	T     time.Duration
+	Value float64 // in the channel's unit (W, J, Hz, degC, %, pstate, mask)
+	// DriverUS is the driver's own timestamp of the value in µs since 1970, 0 if none.
+	// A reading with the same value and the same DriverUS as the previous one is a repeat.
+	DriverUS int64
+}
+
+// Sensor is one channel of one GPU.
+type Sensor interface {
+	// Channel describes what the sensor reads.
+	Channel() trace.Channel
+	// Read appends the channel's current reading to dst. A buffered channel appends every
+	// sample newer than the newest one it returned before (possibly none).
+	Read(dst []Reading) ([]Reading, error)
+}
+
+// PeriodHinter is implemented by sensors that know roughly how often they update; the
+// Sampler uses the hint until it has learned the period itself.
+type PeriodHinter interface {
+	PeriodHint() time.Duration
+}
