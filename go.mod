@@ -2,4 +2,4 @@ module gpuwatt
 
 go 1.26
 
-require github.com/ebitengine/purego v0.11.3 // indirect
+require github.com/ebitengine/purego v0.11.3

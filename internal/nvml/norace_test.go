@@ -1,0 +1,5 @@
+//go:build !race
+
+package nvml_test
+
+const raceEnabled = false

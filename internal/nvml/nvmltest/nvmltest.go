@@ -1,0 +1,138 @@
+// Package nvmltest builds a fake libnvidia-ml (testdata/fakenvml.c) for tests of the nvml
+// binding and of the packages above it, and drives its simulated time and sample buffer.
+//
+// The fake needs gcc; without it Build skips the test. Its devices and values are
+// described at the top of the C file and mirrored by the constants below.
+package nvmltest
+
+import (
+	_ "embed"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/ebitengine/purego"
+)
+
+//go:embed testdata/fakenvml.c
+var source []byte
+
+// Known values of the fake library.
+const (
+	DriverVersion = "999.88.77"
+	NVMLVersion   = "13.999.88.77"
+	DeviceCount   = 2
+	// EpochUS is the fake's default "now": 2026-01-01T00:00:00Z in µs since 1970, the
+	// epoch of gpuwatt's virtual clocks.
+	EpochUS = 1767225600000000
+	// RingSize is the capacity of the fake's sample buffer.
+	RingSize = 120
+
+	Dev0Name           = "Fake H100 80GB HBM3"
+	Dev0UUID           = "GPU-00000000-1111-2222-3333-444444444444"
+	Dev0BusID          = "00000000:19:00.0"
+	Dev0PowerMW        = 123456
+	Dev0LimitMW        = 700000
+	Dev0DefaultLimitMW = 700000
+	Dev0SMMHz          = 1980
+	Dev0MemMHz         = 2619
+	Dev0TempC          = 41
+	Dev0UtilGPU        = 87
+	Dev0UtilMem        = 42
+	Dev0EnergyMJ       = 123456789012
+	Dev0EventReasons   = 0x5  // from nvmlDeviceGetCurrentClocksEventReasons
+	Dev0ThrottleMask   = 0x40 // from nvmlDeviceGetCurrentClocksThrottleReasons
+	// Power fields of device 0 in mW; the memory-scope instant field is NOT_SUPPORTED.
+	Dev0InstantMW       = 250000
+	Dev0AverageMW       = 240000
+	Dev0ModuleInstantMW = 400000
+	Dev0ModuleAverageMW = 380000
+	Dev0MemoryAverageMW = 39000.5
+
+	Dev1Name           = "Fake Tesla V100"
+	Dev1UUID           = "GPU-55555555-6666-7777-8888-999999999999"
+	Dev1BusID          = "00000000:3B:00.0"
+	Dev1PowerMW        = 55000
+	Dev1LimitMW        = 250000
+	Dev1DefaultLimitMW = 300000
+)
+
+// BigRing is a define for Build: a sample ring of 300 entries, more than a real driver's.
+const BigRing = "FAKE_RING=300"
+
+// OldDriver is a define for Build: the library then lacks
+// nvmlDeviceGetCurrentClocksEventReasons, like drivers older than 535.
+const OldDriver = "FAKE_OLD_DRIVER"
+
+// Build compiles the fake into a fresh temporary directory and returns the path of the
+// library (named libnvidia-ml.so.1). Each call gives a new library with its own state.
+// defines are passed to gcc as -D flags. It skips t when gcc is not on PATH.
+func Build(t testing.TB, defines ...string) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc not on PATH: cannot build the fake libnvidia-ml")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "fakenvml.c")
+	if err := os.WriteFile(src, source, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(dir, "libnvidia-ml.so.1")
+	args := []string{"-shared", "-fPIC", "-O1", "-Wall", "-o", lib}
+	for _, d := range defines {
+		args = append(args, "-D"+d)
+	}
+	args = append(args, src)
+	cmd := exec.Command(gcc, args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the fake libnvidia-ml: %v\n%s", err, out)
+	}
+	return lib
+}
+
+// Fake drives a fake library built by Build.
+type Fake struct {
+	setTimeUS    func(uint64)
+	addSample    func(uint64, uint32)
+	clearSamples func()
+	initCount    func() int32
+}
+
+// Control opens the fake at path (the same library nvml.Open(path) loads) and returns its
+// controls.
+func Control(t testing.TB, path string) *Fake {
+	t.Helper()
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		t.Fatalf("opening the fake libnvidia-ml: %v", err)
+	}
+	f := &Fake{}
+	for name, fp := range map[string]any{
+		"fakeSetTimeUS":    &f.setTimeUS,
+		"fakeAddSample":    &f.addSample,
+		"fakeClearSamples": &f.clearSamples,
+		"fakeInitCount":    &f.initCount,
+	} {
+		p, err := purego.Dlsym(h, name)
+		if err != nil {
+			t.Fatalf("fake libnvidia-ml: %v", err)
+		}
+		purego.RegisterFunc(fp, p)
+	}
+	return f
+}
+
+// SetTimeUS sets the fake's "now" in µs since 1970.
+func (f *Fake) SetTimeUS(us uint64) { f.setTimeUS(us) }
+
+// AddSample appends a TOTAL_POWER sample to the ring (the oldest drops out when full).
+func (f *Fake) AddSample(tsUS uint64, mw uint32) { f.addSample(tsUS, mw) }
+
+// ClearSamples empties the ring.
+func (f *Fake) ClearSamples() { f.clearSamples() }
+
+// InitCount returns how many nvmlInit_v2 calls have not been matched by nvmlShutdown.
+func (f *Fake) InitCount() int { return int(f.initCount()) }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package nvmlsensor_test
+
+const raceEnabled = false
