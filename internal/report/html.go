@@ -227,10 +227,11 @@ figure { margin: 18px 0; }
 figure svg { display: block; max-width: 100%; height: auto; }
 table { border-collapse: collapse; margin: 12px 0; font-size: 14px; font-variant-numeric: tabular-nums; }
 caption { caption-side: top; text-align: left; color: #555; padding: 0 0 6px; font-size: 13px; }
-th, td { padding: 4px 12px; text-align: left; vertical-align: top; border-bottom: 1px solid #e4e4e4; }
+th, td { padding: 4px 10px; text-align: left; vertical-align: top; border-bottom: 1px solid #e4e4e4; }
 th { font-weight: 600; border-bottom: 2px solid #999; white-space: nowrap; }
 tbody tr:nth-child(even) { background: #f8f8f8; }
-.r { text-align: right; }
+.r { text-align: right; white-space: nowrap; }
+.tablewrap { overflow-x: auto; }
 footer { margin-top: 40px; color: #888; font-size: 12px; }
 @media print {
   body { font-size: 11pt; }
@@ -285,7 +286,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 </ul>
 {{- end}}
 {{- with .Table}}
-<table>
+<div class="tablewrap"><table>
 {{- with .Caption}}
 <caption>{{.}}</caption>
 {{- end}}
@@ -297,7 +298,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <tr>{{range .}}<td{{if .Right}} class="r"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{- end}}
 </tbody>
-</table>
+</table></div>
 {{- end}}
 {{- range .Plots}}
 <figure>

@@ -1,0 +1,99 @@
+package sensor
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// PollMode says how often the Sampler reads its channels.
+type PollMode int
+
+const (
+	// Adaptive learns each channel's update period and polls just often enough to catch
+	// every update with a timestamp error of a small fraction of the period.
+	Adaptive PollMode = iota
+	// Max busy-polls every channel back to back, as the K20 paper did.
+	Max
+	// Fixed polls every channel at one interval.
+	Fixed
+)
+
+func (m PollMode) String() string {
+	switch m {
+	case Adaptive:
+		return "adaptive"
+	case Max:
+		return "max"
+	case Fixed:
+		return "fixed"
+	}
+	return fmt.Sprintf("PollMode(%d)", int(m))
+}
+
+// Options configure a Sampler. The zero value is adaptive polling with the defaults below.
+type Options struct {
+	Mode     PollMode
+	Interval time.Duration // for Fixed
+
+	// Divisor: in adaptive mode a power channel is polled every UpdatePeriod/Divisor, so a
+	// reading's timestamp is within half of that of the update it reports (default 8).
+	Divisor int
+	// MinInterval and MaxInterval bound the adaptive poll interval (defaults 0.5 ms, 50 ms).
+	MinInterval, MaxInterval time.Duration
+	// StateInterval is the poll interval of clock, temperature, utilisation, state and
+	// reason channels in adaptive mode (default 50 ms).
+	StateInterval time.Duration
+	// CPUShare caps the time a channel's calls may take, as a share of wall time: a channel
+	// whose call takes L is polled at most every L/CPUShare (default 0.005). It matters for
+	// slow calls (the energy counter: ~3 ms) and never for cheap ones.
+	CPUShare float64
+	// VirtualStep is the busy-poll interval on a virtual clock, where calls take no time
+	// (default 100 µs).
+	VirtualStep time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Divisor <= 0 {
+		o.Divisor = 8
+	}
+	if o.MinInterval <= 0 {
+		o.MinInterval = 500 * time.Microsecond
+	}
+	if o.MaxInterval <= 0 {
+		o.MaxInterval = 50 * time.Millisecond
+	}
+	if o.StateInterval <= 0 {
+		o.StateInterval = 50 * time.Millisecond
+	}
+	if o.CPUShare <= 0 {
+		o.CPUShare = 0.005
+	}
+	if o.VirtualStep <= 0 {
+		o.VirtualStep = 100 * time.Microsecond
+	}
+	return o
+}
+
+// ParsePoll parses a --poll value: "adaptive", "max", or a duration such as "5ms".
+func ParsePoll(s string) (Options, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "adaptive", "auto":
+		return Options{Mode: Adaptive}, nil
+	case "max":
+		return Options{Mode: Max}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return Options{}, fmt.Errorf("--poll %q: want adaptive, max, or a positive duration such as 5ms", s)
+	}
+	return Options{Mode: Fixed, Interval: d}, nil
+}
+
+// String is the --poll value that gives o.
+func (o Options) String() string {
+	if o.Mode == Fixed {
+		return o.Interval.String()
+	}
+	return o.Mode.String()
+}

@@ -1,0 +1,476 @@
+package sensor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/trace"
+)
+
+// Sampler records many channels of many GPUs at once with timestamps from one monotonic
+// clock. A reading that only repeats the previous one (same value, same driver timestamp)
+// is not a new sample: it is counted, not stored.
+//
+// On a Real clock the Sampler polls from its own goroutines: one lane per GPU, and a lane
+// of its own for every channel whose call is slow (so the ~3 ms energy counter never delays
+// a power reading). On a Virtual clock it registers as a participant of the clock and polls
+// whenever the clock is advanced through a due time, on the caller's goroutine.
+type Sampler struct {
+	clk   clock.Clock
+	opt   Options
+	chans []*chanState
+	miss  []trace.Missing
+
+	mu      sync.Mutex
+	running bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	virt    *virtualLane
+	start   time.Duration
+	end     time.Duration
+	cpu0    time.Duration
+	cpu     time.Duration
+}
+
+// slowCall is the call latency above which a channel gets a lane of its own (the
+// driver sample buffer, ~0.3 ms, and the energy counter, ~3.8 ms, on an H200).
+const slowCall = 100 * time.Microsecond
+
+type chanKind int
+
+const (
+	kindPower chanKind = iota // catch every update
+	kindBuffered
+	kindCumulative
+	kindState
+)
+
+type chanState struct {
+	s    Sensor
+	ch   trace.Channel
+	kind chanKind
+	hint time.Duration
+
+	interval time.Duration
+	due      time.Duration
+
+	have     bool
+	lastVal  float64
+	lastDrv  int64
+	lastPoll time.Duration // stamp of the previous call (midpoint)
+	lastNew  time.Duration // stamp of the previous new sample
+
+	samples   []trace.Sample
+	polls     int
+	repeats   int
+	errs      int
+	lastErr   string
+	lat       ring
+	latMed    time.Duration // cached median of lat
+	intervals ring
+	sinceNew  int           // polls since the last new value
+	period    time.Duration // learned update period (median interval between new values)
+	pollBase  time.Duration // what the poll interval is derived from: period, or the short intervals of an irregular channel
+	irregular bool
+	missed    int
+	buf       []Reading
+}
+
+// New returns a Sampler for the given sensors. Call Start to begin recording.
+func New(clk clock.Clock, sensors []Sensor, opt Options) *Sampler {
+	s := &Sampler{clk: clk, opt: opt.withDefaults()}
+	for _, sn := range sensors {
+		ch := sn.Channel()
+		cs := &chanState{s: sn, ch: ch}
+		switch {
+		case ch.Buffered:
+			cs.kind = kindBuffered
+		case ch.Cumulative:
+			cs.kind = kindCumulative
+		case ch.Quantity == trace.QPower:
+			cs.kind = kindPower
+		default:
+			cs.kind = kindState
+		}
+		if h, ok := sn.(PeriodHinter); ok {
+			cs.hint = h.PeriodHint()
+		}
+		s.chans = append(s.chans, cs)
+	}
+	return s
+}
+
+// Start reads every channel once (a channel whose first read fails is left out and listed
+// by Unavailable with the reason), then starts polling.
+func (s *Sampler) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		return errors.New("sampler already started")
+	}
+	s.start = s.clk.Now()
+	var ok []*chanState
+	for _, cs := range s.chans {
+		t0 := s.clk.Now()
+		var err error
+		cs.buf, err = cs.s.Read(cs.buf[:0])
+		t1 := s.clk.Now()
+		if err != nil {
+			s.miss = append(s.miss, trace.Missing{GPU: cs.ch.GPU, Name: cs.ch.Name, Reason: err.Error()})
+			continue
+		}
+		cs.addLatency(t1 - t0)
+		cs.polls++
+		cs.record(t0+(t1-t0)/2, cs.buf)
+		cs.interval = s.intervalFor(cs)
+		cs.due = t1 + cs.interval
+		ok = append(ok, cs)
+	}
+	s.chans = ok
+	if len(ok) == 0 {
+		return errors.New("no channel could be read")
+	}
+	s.cpu0 = processCPU()
+	s.running = true
+	if v, isV := s.clk.(*clock.Virtual); isV {
+		s.virt = &virtualLane{s: s, chans: ok}
+		v.Add(s.virt)
+		return nil
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	lanes := map[int][]*chanState{}
+	var order []int
+	for i, cs := range ok {
+		key := cs.ch.GPU
+		if cs.latMed > slowCall {
+			key = -1 - i // a lane of its own
+		}
+		if _, seen := lanes[key]; !seen {
+			order = append(order, key)
+		}
+		lanes[key] = append(lanes[key], cs)
+	}
+	for _, k := range order {
+		s.wg.Add(1)
+		go s.runLane(ctx, lanes[k])
+	}
+	return nil
+}
+
+// Stop ends the recording and returns the channels (with their stats) and the samples in
+// time order. It may be called once; later calls return the same result.
+func (s *Sampler) Stop() ([]trace.Channel, []trace.Sample) {
+	s.mu.Lock()
+	if s.running {
+		s.running = false
+		if s.cancel != nil {
+			s.cancel()
+		}
+		if s.virt != nil {
+			s.clk.(*clock.Virtual).Remove(s.virt)
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+		s.mu.Lock()
+		// A last read of every channel, so the recording reaches the moment of Stop.
+		for _, cs := range s.chans {
+			s.poll(cs)
+		}
+		s.end = s.clk.Now()
+		s.cpu = processCPU() - s.cpu0
+	}
+	defer s.mu.Unlock()
+	var chans []trace.Channel
+	var all []trace.Sample
+	for _, cs := range s.chans {
+		ch := cs.ch
+		ch.Stats = cs.stats()
+		chans = append(chans, ch)
+		all = append(all, cs.samples...)
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].T < all[j].T })
+	return chans, all
+}
+
+// Unavailable lists the channels whose first read failed, with the reason.
+func (s *Sampler) Unavailable() []trace.Missing { return slices.Clone(s.miss) }
+
+// CPUTime is the process CPU time (user + system) spent between Start and Stop, all
+// goroutines together; on a virtual clock it measures the simulation, not a real cost.
+func (s *Sampler) CPUTime() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cpu
+}
+
+// Span is the time from Start to Stop.
+func (s *Sampler) Span() (start, end time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.start, s.end
+}
+
+func (s *Sampler) runLane(ctx context.Context, chans []*chanState) {
+	defer s.wg.Done()
+	busy := s.opt.Mode == Max
+	for ctx.Err() == nil {
+		next := s.pollDue(chans, s.clk.Now())
+		if busy {
+			continue
+		}
+		if wait := next - s.clk.Now(); wait > 0 {
+			if s.clk.Sleep(ctx, wait) != nil {
+				return
+			}
+		}
+	}
+}
+
+// pollDue polls the channels of a lane that are due at now (or nearly: a channel due
+// within a quarter of its interval is polled now too, so wakeups are shared) and returns
+// the lane's next due time.
+func (s *Sampler) pollDue(chans []*chanState, now time.Duration) time.Duration {
+	next := clock.Never
+	for _, cs := range chans {
+		if cs.due-cs.interval/4 <= now {
+			s.poll(cs)
+		}
+		next = min(next, cs.due)
+	}
+	return next
+}
+
+func (s *Sampler) poll(cs *chanState) {
+	t0 := s.clk.Now()
+	var err error
+	cs.buf, err = cs.s.Read(cs.buf[:0])
+	t1 := s.clk.Now()
+	cs.polls++
+	cs.addLatency(t1 - t0)
+	if err != nil {
+		cs.errs++
+		cs.lastErr = err.Error()
+	} else {
+		cs.record(t0+(t1-t0)/2, cs.buf)
+	}
+	cs.interval = s.intervalFor(cs)
+	cs.due = t1 + cs.interval
+}
+
+// record files the readings of one call made at stamp tc.
+func (cs *chanState) record(tc time.Duration, rs []Reading) {
+	anyNew := false
+	for _, r := range rs {
+		if cs.have && r.Value == cs.lastVal && r.DriverUS == cs.lastDrv {
+			cs.repeats++
+			continue
+		}
+		if cs.kind == kindBuffered && cs.have && r.DriverUS != 0 && r.DriverUS <= cs.lastDrv {
+			cs.repeats++
+			continue
+		}
+		t := tc
+		switch {
+		case r.Timed:
+			t = r.T
+		case cs.have:
+			// The update happened between the previous call, which still saw the old
+			// value, and this one: the midpoint is the unbiased estimate.
+			t = cs.lastPoll + (tc-cs.lastPoll)/2
+		}
+		if cs.have {
+			iv := t - cs.lastNew
+			if iv > 0 {
+				cs.intervals.add(iv)
+				if cs.period > 0 && !cs.irregular && cs.kind != kindState && iv > cs.period*18/10 {
+					cs.missed += int((iv+cs.period/2)/cs.period) - 1
+				}
+			}
+		}
+		cs.samples = append(cs.samples, trace.Sample{T: t, GPU: cs.ch.GPU, Channel: cs.ch.Name, Value: r.Value, DriverUS: r.DriverUS})
+		cs.have, cs.lastVal, cs.lastDrv, cs.lastNew = true, r.Value, r.DriverUS, t
+		anyNew = true
+	}
+	if anyNew {
+		cs.sinceNew = 0
+		cs.learn()
+	} else {
+		cs.sinceNew++
+	}
+	cs.lastPoll = tc
+}
+
+// learn re-estimates the update period from the recent intervals between new values.
+//
+// Some channels publish an update as two changes a fraction of a millisecond apart (the
+// H200's power.instant does, see internal/nvml/REAL_GPU_NOTES.md). Intervals shorter than a
+// quarter of the long ones (the 90th percentile) are such bursts: they do not set the poll
+// rate, or the Sampler would poll a 100 ms channel every 0.5 ms.
+func (cs *chanState) learn() {
+	if cs.intervals.n < 4 {
+		return
+	}
+	all := cs.intervals.sorted()
+	q90 := all[int(0.9*float64(len(all)-1)+0.5)]
+	big := all[:0:0]
+	for _, iv := range all {
+		if iv >= q90/4 {
+			big = append(big, iv)
+		}
+	}
+	med := big[len(big)/2]
+	lo := big[int(0.1*float64(len(big)-1)+0.5)]
+	// The median alone is biased by the beat between poll and update times (intervals
+	// alternate between T+d and T-d): average the intervals near it instead.
+	var sum time.Duration
+	n := 0
+	for _, iv := range big {
+		if iv >= med*7/10 && iv <= med*13/10 {
+			sum += iv
+			n++
+		}
+	}
+	med = sum / time.Duration(n)
+	cs.period, cs.pollBase = med, med
+	cs.irregular = lo < med*6/10
+	if cs.irregular {
+		// An irregular channel (the K20 updates at 0.27 to 130 ms intervals): poll for
+		// its short intervals, not its typical one. A long interval is not a miss here.
+		cs.pollBase = lo
+	}
+}
+
+// intervalFor chooses a channel's next poll interval.
+func (s *Sampler) intervalFor(cs *chanState) time.Duration {
+	o := s.opt
+	virtual := s.virt != nil || clock.IsVirtual(s.clk)
+	switch o.Mode {
+	case Max:
+		if virtual {
+			return o.VirtualStep
+		}
+		return 0
+	case Fixed:
+		return o.Interval
+	}
+	var iv time.Duration
+	switch cs.kind {
+	case kindState:
+		iv = o.StateInterval
+	case kindBuffered:
+		p := cs.period
+		if p <= 0 {
+			p = cs.hint
+		}
+		if p <= 0 {
+			p = 20 * time.Millisecond
+		}
+		iv = clampDur(10*p, 20*time.Millisecond, 250*time.Millisecond)
+	default:
+		switch {
+		case cs.pollBase > 0:
+			iv = clampDur(cs.pollBase/time.Duration(o.Divisor), o.MinInterval, o.MaxInterval)
+		case cs.hint > 0:
+			// Learning: poll fast enough to see the intervals clearly.
+			iv = clampDur(cs.hint/20, o.MinInterval, 5*time.Millisecond)
+		default:
+			iv = time.Millisecond
+		}
+		if cs.sinceNew > 200 {
+			// Nothing new for a long while: a constant channel (a power limit), or an idle
+			// counter. Poll it like a state channel until it moves again.
+			iv = max(iv, o.StateInterval)
+		}
+	}
+	if !virtual && cs.lat.n >= 8 {
+		if floor := time.Duration(float64(cs.latMed) / o.CPUShare); iv < floor {
+			iv = floor
+		}
+	}
+	return iv
+}
+
+func (cs *chanState) stats() *trace.ChannelStats {
+	return &trace.ChannelStats{
+		Polls:        cs.polls,
+		Samples:      len(cs.samples),
+		Repeats:      cs.repeats,
+		Errors:       cs.errs,
+		LastError:    cs.lastErr,
+		UpdatePeriod: cs.period.Seconds(),
+		PollInterval: cs.interval.Seconds(),
+		CallLatency:  cs.lat.median().Seconds(),
+
+		Missed: cs.missed,
+	}
+}
+
+// addLatency records a call's duration; the median is refreshed every 16 calls (and on
+// the first few) to keep sorting off the hot path.
+func (cs *chanState) addLatency(d time.Duration) {
+	cs.lat.add(d)
+	if cs.lat.n < 16 || cs.polls%16 == 0 {
+		cs.latMed = cs.lat.median()
+	}
+}
+
+func clampDur(d, lo, hi time.Duration) time.Duration { return min(max(d, lo), hi) }
+
+// virtualLane drives all channels from a Virtual clock.
+type virtualLane struct {
+	s     *Sampler
+	chans []*chanState
+}
+
+func (v *virtualLane) Next() time.Duration {
+	next := clock.Never
+	for _, cs := range v.chans {
+		next = min(next, cs.due-cs.interval/4)
+	}
+	return next
+}
+
+func (v *virtualLane) Fire(now time.Duration) { v.s.pollDue(v.chans, now) }
+
+// ring keeps the last 64 durations.
+type ring struct {
+	v [64]time.Duration
+	n int
+	i int
+}
+
+func (r *ring) add(d time.Duration) {
+	r.v[r.i] = d
+	r.i = (r.i + 1) % len(r.v)
+	if r.n < len(r.v) {
+		r.n++
+	}
+}
+
+// sorted returns the kept durations in increasing order (a new slice).
+func (r *ring) sorted() []time.Duration {
+	tmp := make([]time.Duration, r.n)
+	copy(tmp, r.v[:r.n])
+	slices.Sort(tmp)
+	return tmp
+}
+
+func (r *ring) quantile(q float64) time.Duration {
+	if r.n == 0 {
+		return 0
+	}
+	tmp := r.sorted()
+	return tmp[int(q*float64(r.n-1)+0.5)]
+}
+
+func (r *ring) median() time.Duration { return r.quantile(0.5) }
+
+func (s *Sampler) String() string {
+	return fmt.Sprintf("Sampler(%d channels, poll %s)", len(s.chans), s.opt)
+}

@@ -1,0 +1,133 @@
+package sensor_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/trace"
+	"gpuwatt/internal/units"
+)
+
+// TestSamplerOnSimPresets records every preset of the sim device through a varying load
+// and checks against the sim's truth: every update whose value differs from the previous
+// one is recorded (>= 99 %), no sample is a duplicate, time is monotonic.
+func TestSamplerOnSimPresets(t *testing.T) {
+	for _, preset := range sim.Presets() {
+		for _, opt := range []sensor.Options{{Mode: sensor.Adaptive}, {Mode: sensor.Max}} {
+			t.Run(preset+"/"+opt.String(), func(t *testing.T) {
+				clk := clock.NewVirtual(time.Time{})
+				cfg, err := sim.Preset(preset)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sys, err := sim.Open(clk, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dev := sys.Device(0)
+				// Bursts of load of several lengths, some shorter than an update period.
+				at := 2 * time.Second
+				for i, d := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second, 7 * time.Second} {
+					dev.AddLoad(at, at+d, units.Power(200+50*float64(i)))
+					at += d + 1500*time.Millisecond
+				}
+				const span = 30 * time.Second
+				s := sensor.New(clk, dev.Sensors(), opt)
+				if err := s.Start(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				clk.Advance(span)
+				chans, samples := s.Stop()
+				for i := 1; i < len(samples); i++ {
+					if samples[i].T < samples[i-1].T {
+						t.Fatalf("samples out of time order at %d: %v after %v", i, samples[i].T, samples[i-1].T)
+					}
+				}
+				byChan := map[string][]trace.Sample{}
+				for _, x := range samples {
+					byChan[x.Channel] = append(byChan[x.Channel], x)
+				}
+				checked := 0
+				for _, ch := range chans {
+					got := byChan[ch.Name]
+					for i := 1; i < len(got); i++ {
+						if got[i].T <= got[i-1].T {
+							t.Errorf("%s: time not increasing at sample %d", ch.Name, i)
+						}
+						if got[i].Value == got[i-1].Value && got[i].DriverUS == got[i-1].DriverUS {
+							t.Errorf("%s: duplicate sample %v at %v", ch.Name, got[i].Value, got[i].T)
+						}
+					}
+					sch, ok := dev.Scheduled(ch.Name)
+					if !ok {
+						continue
+					}
+					caught, total := caughtUpdates(sch, got, span)
+					if total == 0 {
+						if ch.Quantity == trace.QPower || ch.Quantity == trace.QEnergy {
+							t.Errorf("%s: no update to check", ch.Name)
+						}
+						continue // a constant channel (memory clock, P-state)
+					}
+					checked++
+					if share := float64(caught) / float64(total); share < 0.99 {
+						t.Errorf("%s: caught %d of %d updates (%.2f %%)", ch.Name, caught, total, 100*share)
+					}
+				}
+				if checked == 0 {
+					t.Fatal("no scheduled channel checked")
+				}
+			})
+		}
+	}
+}
+
+// caughtUpdates counts the updates in (0, span] whose value differs from the previous
+// update's (an update that repeats the value is not a new sample, by definition) and how
+// many of them appear among the recorded samples near their time.
+func caughtUpdates(sch interface {
+	UpdateIndex(time.Duration) int
+	UpdateTime(int) time.Duration
+	ValueAt(int) float64
+}, got []trace.Sample, span time.Duration) (caught, total int) {
+	byValue := map[float64][]time.Duration{}
+	for _, x := range got {
+		byValue[x.Value] = append(byValue[x.Value], x.T)
+	}
+	k0 := max(sch.UpdateIndex(0)+1, 1)
+	k1 := sch.UpdateIndex(span - 100*time.Millisecond) // the last updates may come after the final poll
+	for k := k0; k <= k1; k++ {
+		v := sch.ValueAt(k)
+		if v == sch.ValueAt(k-1) {
+			continue
+		}
+		total++
+		lo, hi := sch.UpdateTime(k-1), sch.UpdateTime(k+1)
+		for _, ts := range byValue[v] {
+			if ts >= lo && ts <= hi {
+				caught++
+				break
+			}
+		}
+	}
+	return caught, total
+}
+
+func BenchmarkSamplerSimH100(b *testing.B) {
+	for b.Loop() {
+		clk := clock.NewVirtual(time.Time{})
+		cfg, _ := sim.Preset("h100")
+		sys, _ := sim.Open(clk, cfg)
+		s := sensor.New(clk, sys.Device(0).Sensors(), sensor.Options{})
+		if err := s.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		clk.Advance(10 * time.Second)
+		_, smp := s.Stop()
+		b.ReportMetric(float64(len(smp)), "samples/10s")
+	}
+}

@@ -1,0 +1,248 @@
+package sensor
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/trace"
+)
+
+// stepSensor publishes a new value at phase + k*period (k >= 0) and repeats it in between.
+type stepSensor struct {
+	clk    clock.Clock
+	name   string
+	period time.Duration
+	phase  time.Duration
+	hint   time.Duration
+}
+
+func (f *stepSensor) Channel() trace.Channel {
+	return trace.Channel{Name: f.name, Quantity: trace.QPower, Unit: "W"}
+}
+
+func (f *stepSensor) index(t time.Duration) int {
+	if t < f.phase {
+		return -1
+	}
+	return int((t - f.phase) / f.period)
+}
+
+func (f *stepSensor) Read(dst []Reading) ([]Reading, error) {
+	k := f.index(f.clk.Now())
+	return append(dst, Reading{Value: 100 + float64(k)}), nil
+}
+
+func (f *stepSensor) PeriodHint() time.Duration { return f.hint }
+
+// bufSensor is a driver ring buffer of samples every period.
+type bufSensor struct {
+	clk    clock.Clock
+	period time.Duration
+	last   int
+}
+
+func (b *bufSensor) Channel() trace.Channel {
+	return trace.Channel{Name: "power.samples", Quantity: trace.QPower, Unit: "W", Buffered: true}
+}
+
+func (b *bufSensor) Read(dst []Reading) ([]Reading, error) {
+	k := int(b.clk.Now() / b.period)
+	for i := max(b.last+1, k-118); i <= k; i++ {
+		t := time.Duration(i) * b.period
+		dst = append(dst, Reading{Timed: true, T: t, Value: float64(i), DriverUS: b.clk.Epoch().Add(t).UnixMicro()})
+	}
+	b.last = k
+	return dst, nil
+}
+
+type brokenSensor struct{}
+
+func (brokenSensor) Channel() trace.Channel {
+	return trace.Channel{Name: "power.module.instant", Quantity: trace.QPower}
+}
+func (brokenSensor) Read(dst []Reading) ([]Reading, error) {
+	return dst, errors.New("not supported")
+}
+
+func TestSamplerVirtualCatchesUpdates(t *testing.T) {
+	modes := []Options{{Mode: Adaptive}, {Mode: Max}, {Mode: Fixed, Interval: 5 * time.Millisecond}}
+	for _, opt := range modes {
+		t.Run(opt.String(), func(t *testing.T) {
+			clk := clock.NewVirtual(time.Time{})
+			fast := &stepSensor{clk: clk, name: "power.instant", period: 100 * time.Millisecond, phase: 37 * time.Millisecond, hint: 100 * time.Millisecond}
+			k20 := &stepSensor{clk: clk, name: "power.usage", period: 15 * time.Millisecond, phase: 3 * time.Millisecond}
+			buf := &bufSensor{clk: clk, period: 20 * time.Millisecond, last: -1}
+			s := New(clk, []Sensor{fast, k20, buf, brokenSensor{}}, opt)
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(20 * time.Second)
+			chans, samples := s.Stop()
+			if len(chans) != 3 {
+				t.Fatalf("channels = %d, want 3 (broken one left out)", len(chans))
+			}
+			if miss := s.Unavailable(); len(miss) != 1 || miss[0].Name != "power.module.instant" {
+				t.Fatalf("unavailable = %+v", miss)
+			}
+			for i := 1; i < len(samples); i++ {
+				if samples[i].T < samples[i-1].T {
+					t.Fatalf("samples not in time order at %d", i)
+				}
+			}
+			for _, tc := range []struct {
+				name    string
+				updates int
+				period  time.Duration
+			}{
+				{"power.instant", fast.index(20*time.Second) + 1, 100 * time.Millisecond},
+				{"power.usage", k20.index(20*time.Second) + 1, 15 * time.Millisecond},
+				{"power.samples", int(20*time.Second/(20*time.Millisecond)) + 1, 20 * time.Millisecond},
+			} {
+				var got []trace.Sample
+				for _, x := range samples {
+					if x.Channel == tc.name {
+						got = append(got, x)
+					}
+				}
+				seen := map[float64]bool{}
+				for i, x := range got {
+					if seen[x.Value] {
+						t.Errorf("%s: duplicate sample %v", tc.name, x.Value)
+					}
+					seen[x.Value] = true
+					if i > 0 && x.T <= got[i-1].T {
+						t.Errorf("%s: time not increasing at %d", tc.name, i)
+					}
+				}
+				caught := float64(len(seen)) / float64(tc.updates)
+				if caught < 0.99 {
+					t.Errorf("%s: caught %d of %d updates (%.1f%%)", tc.name, len(seen), tc.updates, 100*caught)
+				}
+				var st *trace.ChannelStats
+				for _, c := range chans {
+					if c.Name == tc.name {
+						st = c.Stats
+					}
+				}
+				if opt.Mode == Adaptive {
+					if p := time.Duration(st.UpdatePeriod * 1e9); math.Abs(float64(p-tc.period)) > 0.05*float64(tc.period) {
+						t.Errorf("%s: learned period %v, want %v", tc.name, p, tc.period)
+					}
+				}
+				if st.Samples != len(got) || (tc.name != "power.samples" && st.Polls < st.Samples) {
+					t.Errorf("%s: stats %+v inconsistent with %d samples", tc.name, st, len(got))
+				}
+			}
+		})
+	}
+}
+
+func TestSamplerTimestampsNearUpdates(t *testing.T) {
+	clk := clock.NewVirtual(time.Time{})
+	f := &stepSensor{clk: clk, name: "power.instant", period: 100 * time.Millisecond, phase: 37 * time.Millisecond, hint: 100 * time.Millisecond}
+	s := New(clk, []Sensor{f}, Options{})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Second)
+	_, samples := s.Stop()
+	// After learning, polls come every T/8, so a stamp is within T/16 of the update.
+	for _, x := range samples[10:] {
+		k := x.Value - 100
+		upd := f.phase + time.Duration(k)*f.period
+		if d := x.T - upd; d < -7*time.Millisecond || d > 7*time.Millisecond {
+			t.Errorf("update %v at %v stamped %v", k, upd, x.T)
+		}
+	}
+}
+
+func TestSamplerRealClock(t *testing.T) {
+	clk := clock.NewReal()
+	f := &stepSensor{clk: clk, name: "power.instant", period: 10 * time.Millisecond, hint: 10 * time.Millisecond}
+	s := New(clk, []Sensor{f}, Options{})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	_, samples := s.Stop()
+	if len(samples) < 10 {
+		t.Fatalf("only %d samples in 300 ms of a 10 ms channel", len(samples))
+	}
+	// Stop is idempotent.
+	if _, again := s.Stop(); len(again) != len(samples) {
+		t.Fatalf("second Stop gave %d samples, want %d", len(again), len(samples))
+	}
+}
+
+func TestParsePoll(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Options
+		err  bool
+	}{
+		{"adaptive", Options{Mode: Adaptive}, false},
+		{"max", Options{Mode: Max}, false},
+		{"5ms", Options{Mode: Fixed, Interval: 5 * time.Millisecond}, false},
+		{"-1ms", Options{}, true},
+		{"fast", Options{}, true},
+	} {
+		got, err := ParsePoll(tc.in)
+		if (err != nil) != tc.err || (!tc.err && got != tc.want) {
+			t.Errorf("ParsePoll(%q) = %+v, %v", tc.in, got, err)
+		}
+	}
+}
+
+// burstSensor publishes each update as two changes 0.5 ms apart, as the H200's
+// power.instant does.
+type burstSensor struct {
+	clk    clock.Clock
+	period time.Duration
+}
+
+func (b *burstSensor) Channel() trace.Channel {
+	return trace.Channel{Name: "power.instant", Quantity: trace.QPower, Unit: "W"}
+}
+
+func (b *burstSensor) Read(dst []Reading) ([]Reading, error) {
+	t := b.clk.Now()
+	k := int(t / b.period)
+	v := 2 * float64(k)
+	if t-time.Duration(k)*b.period < 500*time.Microsecond {
+		v-- // the first of the two changes
+	}
+	return append(dst, Reading{Value: v}), nil
+}
+
+func (b *burstSensor) PeriodHint() time.Duration { return 100 * time.Millisecond }
+
+func TestSamplerIgnoresBursts(t *testing.T) {
+	clk := clock.NewVirtual(time.Time{})
+	s := New(clk, []Sensor{&burstSensor{clk: clk, period: 100 * time.Millisecond}}, Options{})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Second)
+	chans, samples := s.Stop()
+	st := chans[0].Stats
+	if p := st.UpdatePeriod; p < 0.095 || p > 0.105 {
+		t.Errorf("learned period %v s, want 0.1 s", p)
+	}
+	if st.PollInterval < 0.010 {
+		t.Errorf("poll interval %v s: the 0.5 ms bursts drove the poll rate", st.PollInterval)
+	}
+	// Every update's final value is caught.
+	final := map[float64]bool{}
+	for _, x := range samples {
+		if int(x.Value)%2 == 0 {
+			final[x.Value] = true
+		}
+	}
+	if len(final) < 99 {
+		t.Errorf("caught %d of 100 updates", len(final))
+	}
+}
