@@ -1,0 +1,202 @@
+// Package cli is gpuwatt's command line: the verb table, flags, exit codes and progress
+// output. It wires the feature packages together and computes nothing itself.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/measure"
+)
+
+// Exit codes.
+const (
+	ExitOK       = 0
+	ExitFailure  = 1 // the work could not be done (driver error, I/O error)
+	ExitUsage    = 2 // bad input: unknown verb or flag, bad value, unwritable --out
+	ExitNotFound = 127
+)
+
+// App holds what the verbs need from the outside world, so tests can replace it: the clock
+// and command runner for `measure`, and the way devices are opened.
+type App struct {
+	Stdout, Stderr io.Writer
+	Stdin          io.Reader
+	// NewClock returns the clock for a recording; nil means a real clock.
+	NewClock func() clock.Clock
+	// Runner runs measure's command; nil means a real process.
+	Runner measure.Runner
+	// NVMLPaths overrides where libnvidia-ml is looked for (tests point it at nothing).
+	NVMLPaths []string
+	// Host overrides the host name written into metadata.
+	Host string
+	// Version overrides the version string (golden tests pin it).
+	Version string
+	// Interactive forces progress output on or off; nil means "when stderr is a terminal".
+	Interactive *bool
+}
+
+type verb struct {
+	name, summary string
+	run           func(a *App, ctx context.Context, args []string) int
+}
+
+var verbs []verb
+
+func init() {
+	verbs = []verb{
+		{"devices", "list every GPU and every power channel, and whether it works", (*App).devices},
+		{"measure", "run a command while recording every GPU power channel; print energy and power", (*App).measure},
+		{"version", "print gpuwatt's version", (*App).version},
+	}
+}
+
+// Main runs gpuwatt with args (without the program name) and returns the exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &App{Stdout: stdout, Stderr: stderr, Stdin: os.Stdin}
+	return a.Main(ctx, args)
+}
+
+// Main runs gpuwatt on a configured App.
+func (a *App) Main(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		a.usage(a.Stderr)
+		return ExitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 {
+			return a.Main(ctx, []string{args[1], "--help"})
+		}
+		a.usage(a.Stdout)
+		return ExitOK
+	case "-version", "--version":
+		return a.version(ctx, nil)
+	}
+	for _, v := range verbs {
+		if v.name == args[0] {
+			return v.run(a, ctx, args[1:])
+		}
+	}
+	return a.usageError("", fmt.Errorf("unknown verb %q (verbs: %s)", args[0], verbNames()))
+}
+
+func verbNames() string {
+	var n []string
+	for _, v := range verbs {
+		n = append(n, v.name)
+	}
+	sort.Strings(n)
+	return strings.Join(n, ", ")
+}
+
+func (a *App) usage(w io.Writer) {
+	fmt.Fprintf(w, "gpuwatt: how much power and energy GPU code really uses, and why.\n\nUsage: gpuwatt VERB [flags] [args]\n\nVerbs:\n")
+	for _, v := range verbs {
+		fmt.Fprintf(w, "  %-10s %s\n", v.name, v.summary)
+	}
+	fmt.Fprintf(w, "\nRun 'gpuwatt VERB --help' for a verb's flags. Without an NVIDIA driver, gpuwatt runs on the sim device.\n")
+}
+
+// usageError prints one line naming the problem and returns ExitUsage.
+func (a *App) usageError(verb string, err error) int {
+	prefix := "gpuwatt"
+	if verb != "" {
+		prefix += " " + verb
+	}
+	fmt.Fprintf(a.Stderr, "%s: %v\n", prefix, err)
+	return ExitUsage
+}
+
+// fail prints one line and returns ExitFailure.
+func (a *App) fail(verb string, err error) int {
+	fmt.Fprintf(a.Stderr, "gpuwatt %s: %v\n", verb, err)
+	return ExitFailure
+}
+
+// parseFlags parses a verb's flags. It returns (code, false) when the verb must stop:
+// --help (exit 0) or a bad flag (a one-line message, exit 2).
+func (a *App) parseFlags(fs *flag.FlagSet, args []string, synopsis string) (int, bool) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(a.Stdout, "Usage: gpuwatt %s %s\n\nFlags:\n", fs.Name(), synopsis)
+			fs.SetOutput(a.Stdout)
+			fs.PrintDefaults()
+			return ExitOK, false
+		}
+		msg := err.Error()
+		if strings.HasPrefix(msg, "flag provided but not defined: ") {
+			msg = "unknown flag " + strings.TrimPrefix(msg, "flag provided but not defined: ")
+		}
+		return a.usageError(fs.Name(), fmt.Errorf("%s (see 'gpuwatt %s --help')", msg, fs.Name())), false
+	}
+	return 0, true
+}
+
+func (a *App) version(ctx context.Context, args []string) int {
+	fmt.Fprintf(a.Stdout, "gpuwatt %s\n", a.versionString())
+	return ExitOK
+}
+
+// versionString is the module version, or the VCS revision of a development build.
+func (a *App) versionString() string {
+	if a.Version != "" {
+		return a.Version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	v := bi.Main.Version
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += " " + rev + dirty
+	}
+	return v
+}
+
+func (a *App) host() string {
+	if a.Host != "" {
+		return a.Host
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
+func (a *App) interactive() bool {
+	if a.Interactive != nil {
+		return *a.Interactive
+	}
+	f, ok := a.Stderr.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

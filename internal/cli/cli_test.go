@@ -1,0 +1,342 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/measure"
+	"gpuwatt/internal/trace"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// fakeRunner "runs" a command on the virtual clock: argv is ["fake", DURATION, EXITCODE]
+// or ["interrupt", DURATION], which cancels the measurement (Ctrl-C) after DURATION.
+type fakeRunner struct {
+	clk    *clock.Virtual
+	cancel context.CancelFunc
+}
+
+func (f *fakeRunner) Run(ctx context.Context, argv []string) (int, error) {
+	d, err := time.ParseDuration(argv[1])
+	if err != nil {
+		return 127, err
+	}
+	switch argv[0] {
+	case "interrupt":
+		f.clk.Advance(d)
+		f.cancel()
+		return 130, nil
+	case "fake":
+		f.clk.Advance(d)
+		code := 0
+		if len(argv) > 2 {
+			code, _ = strconv.Atoi(argv[2])
+		}
+		return code, nil
+	}
+	return 127, fmt.Errorf("%w: %s", measure.ErrCommandNotFound, argv[0])
+}
+
+// testApp runs gpuwatt on the virtual clock with a fake runner and no NVIDIA library.
+func testApp(t *testing.T) (*App, *bytes.Buffer, *bytes.Buffer, context.Context) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	clk := clock.NewVirtual(time.Time{})
+	off := false
+	a := &App{
+		Stdout: &stdout, Stderr: &stderr,
+		NewClock:    func() clock.Clock { return clk },
+		Runner:      &fakeRunner{clk: clk, cancel: cancel},
+		NVMLPaths:   []string{filepath.Join(t.TempDir(), "libnvidia-ml.so.1")},
+		Host:        "testhost",
+		Version:     "test",
+		Interactive: &off,
+	}
+	return a, &stdout, &stderr, ctx
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/cli -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./internal/cli -update to accept):\n--- got ---\n%s", name, got)
+	}
+}
+
+func TestMeasureGolden(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	out := filepath.Join(t.TempDir(), "run")
+	code := a.Main(ctx, []string{"measure", "--device", "sim:h100", "--out", out, "--", "fake", "5s", "3"})
+	if code != 3 {
+		t.Fatalf("exit code %d, want the command's 3; stderr:\n%s", code, stderr)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout = %q, want nothing (the summary goes to stderr)", stdout)
+	}
+	golden(t, "measure_h100.txt", stderr.Bytes())
+	for _, f := range []string{"summary.json", "trace.json", "trace.csv"} {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "measure_h100_"+f, bytes.ReplaceAll(b, []byte(out), []byte("$OUT")))
+	}
+	checkReport(t, filepath.Join(out, "report.html"), 7)
+
+	// The files agree with each other: the trace loads back and the summary names its energy.
+	tr, err := trace.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Meta.Incomplete || len(tr.Samples) == 0 {
+		t.Fatalf("trace: incomplete=%v, %d samples", tr.Meta.Incomplete, len(tr.Samples))
+	}
+	var sum measure.Summary
+	readJSON(t, filepath.Join(out, "summary.json"), &sum)
+	g := sum.GPUs[0]
+	if g.EnergySource != "energy.total" || g.EnergyJ <= 0 || sum.ExitCode != 3 || sum.DurationS != 5 {
+		t.Fatalf("summary = %+v", sum)
+	}
+}
+
+// TestMeasureSimTruth checks the measured figures against the sim device's truth.
+func TestMeasureSimTruth(t *testing.T) {
+	for _, preset := range []string{"h100", "h200", "a100", "v100", "k20"} {
+		t.Run(preset, func(t *testing.T) {
+			a, _, stderr, ctx := testApp(t)
+			out := filepath.Join(t.TempDir(), "run")
+			if code := a.Main(ctx, []string{"measure", "--device", "sim:" + preset, "--baseline", "2s", "--out", out, "--json", "--", "fake", "20s"}); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var sum measure.Summary
+			readJSON(t, filepath.Join(out, "summary.json"), &sum)
+			cfgPath := filepath.Join(out, "trace.json")
+			var meta trace.Meta
+			readJSON(t, cfgPath, &meta)
+			g := sum.GPUs[0]
+			// The sim's command load is constant, so the truth is load x duration; the
+			// boards carry a gain error of a few percent, which the figures must show.
+			truth := simCommandEnergy(t, preset, sum.DurationS)
+			if rel := (g.EnergyJ - truth) / truth; rel < -0.05 || rel > 0.05 {
+				t.Errorf("energy %.1f J from %s, truth %.1f J (%.1f %%)", g.EnergyJ, g.EnergySource, truth, 100*rel)
+			}
+			if g.MeanPowerW <= g.IdlePowerW || g.EnergyAboveIdleJ <= 0 {
+				t.Errorf("mean %v W, idle %v W, above idle %v J", g.MeanPowerW, g.IdlePowerW, g.EnergyAboveIdleJ)
+			}
+		})
+	}
+}
+
+func TestMeasureInterrupted(t *testing.T) {
+	a, _, stderr, ctx := testApp(t)
+	out := filepath.Join(t.TempDir(), "run")
+	code := a.Main(ctx, []string{"measure", "--device", "sim", "--out", out, "--", "interrupt", "3s"})
+	if code != 130 {
+		t.Fatalf("exit %d, want 130; stderr:\n%s", code, stderr)
+	}
+	tr, err := trace.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Meta.Incomplete || !strings.Contains(tr.Meta.IncompleteWhy, "interrupted") {
+		t.Errorf("trace.json incomplete=%v reason=%q", tr.Meta.Incomplete, tr.Meta.IncompleteWhy)
+	}
+	if len(tr.Samples) == 0 || tr.Meta.Duration < 4 {
+		t.Errorf("recorded %d samples over %v s, want the 1 s baseline and 3 s of the command", len(tr.Samples), tr.Meta.Duration)
+	}
+	var sum measure.Summary
+	readJSON(t, filepath.Join(out, "summary.json"), &sum)
+	if !sum.Incomplete {
+		t.Error("summary.json not marked incomplete")
+	}
+	if !strings.Contains(stderr.String(), "INCOMPLETE") {
+		t.Errorf("stderr does not say INCOMPLETE:\n%s", stderr)
+	}
+	checkReport(t, filepath.Join(out, "report.html"), 1)
+}
+
+func TestBadInput(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no verb", []string{"frobnicate"}, `unknown verb "frobnicate"`},
+		{"no command", []string{"measure", "--device", "sim"}, "no command to measure"},
+		{"unknown flag", []string{"measure", "--frequency", "5", "--", "fake", "1s"}, "unknown flag -frequency"},
+		{"bad poll", []string{"measure", "--poll", "sometimes", "--", "fake", "1s"}, `--poll "sometimes"`},
+		{"unwritable out", []string{"measure", "--device", "sim", "--out", filepath.Join(file, "sub"), "--", "fake", "1s"}, "--out " + filepath.Join(file, "sub") + ": cannot create the directory"},
+		{"bad gpu", []string{"measure", "--gpu", "x", "--", "fake", "1s"}, `--gpu "x"`},
+		{"missing gpu", []string{"measure", "--device", "sim", "--gpu", "3", "--", "fake", "1s"}, "--gpu 3: no such GPU"},
+		{"bad device", []string{"measure", "--device", "tpu", "--", "fake", "1s"}, `--device "tpu"`},
+		{"bad preset", []string{"devices", "--device", "sim:gtx480"}, "--device sim:gtx480"},
+		{"bad sim config", []string{"devices", "--sim-config", "/nonexistent.json"}, "--sim-config"},
+		{"no channel", []string{"measure", "--device", "sim", "--channels", "nothing.*", "--", "fake", "1s"}, "--channels nothing.*: matches no channel"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, stdout, stderr, ctx := testApp(t)
+			code := a.Main(ctx, tc.args)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d", code, ExitUsage)
+			}
+			msg := stderr.String()
+			if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, tc.want) {
+				t.Errorf("stderr = %q, want one line containing %q", msg, tc.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout = %q", stdout)
+			}
+		})
+	}
+}
+
+func TestBadSimConfigKey(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "sim.json")
+	if err := os.WriteFile(cfg, []byte(`{"preset":"h100","idle_watts":100}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, _, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"devices", "--sim-config", cfg}); code != ExitUsage || !strings.Contains(stderr.String(), "idle_watts") {
+		t.Fatalf("exit %d, stderr %q: want 2 and the unknown key named", code, stderr)
+	}
+}
+
+func TestDevicesGolden(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"devices", "--device", "sim:h200"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	golden(t, "devices_h200.txt", stdout.Bytes())
+}
+
+func TestDevicesWithoutDriver(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"devices", "--json"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep deviceReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.Note, "no NVIDIA driver found") || rep.System != "sim:h100" || len(rep.GPUs) != 1 {
+		t.Fatalf("report: note %q, system %q, %d GPUs", rep.Note, rep.System, len(rep.GPUs))
+	}
+	works := map[string]bool{}
+	for _, c := range rep.GPUs[0].Channels {
+		works[c.Name] = c.Works
+		if !c.Works && !strings.Contains(c.Text, "not supported") {
+			t.Errorf("%s: %q does not say why it does not work", c.Name, c.Text)
+		}
+	}
+	if !works["power.instant"] || works["power.module.instant"] {
+		t.Errorf("works = %v", works)
+	}
+}
+
+func TestMeasureAnnouncesSim(t *testing.T) {
+	a, _, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"measure", "--", "fake", "1s"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	first, _, _ := strings.Cut(stderr.String(), "\n")
+	if !strings.Contains(first, "no NVIDIA driver found") || !strings.Contains(first, "using the sim device") {
+		t.Fatalf("first stderr line = %q", first)
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"measure", "--help"}, {"devices", "--help"}, {"help", "measure"}, {"version"}} {
+		a, stdout, stderr, ctx := testApp(t)
+		if code := a.Main(ctx, args); code != 0 || stdout.Len() == 0 || stderr.Len() != 0 {
+			t.Errorf("%v: exit %d, stdout %d bytes, stderr %q", args, code, stdout.Len(), stderr)
+		}
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// checkReport parses report.html as XML and counts its plots.
+func checkReport(t *testing.T, path string, minPlots int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(b))
+	d.Strict = true
+	d.Entity = xml.HTMLEntity
+	svgs, marks := 0, 0
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("report.html is not well-formed: %v", err)
+			}
+			break
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "svg" {
+			svgs++
+		}
+		if cd, ok := tok.(xml.CharData); ok && strings.Contains(string(cd), "cmd start") {
+			marks++
+		}
+	}
+	if svgs < minPlots {
+		t.Errorf("report.html has %d plots, want at least %d", svgs, minPlots)
+	}
+	if marks < minPlots {
+		t.Errorf("report.html marks the command's start on %d plots, want at least %d", marks, minPlots)
+	}
+}
+
+// simCommandEnergy is the sim's true energy for a command of the given duration: the
+// preset's command load, constant while the command runs.
+func simCommandEnergy(t *testing.T, preset string, seconds float64) float64 {
+	t.Helper()
+	cfg, err := sim.Preset(preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(cfg.CommandLoad) * seconds
+}

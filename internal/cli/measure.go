@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/measure"
+	"gpuwatt/internal/report"
+	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/trace"
+)
+
+const measureSynopsis = "[flags] -- CMD [ARGS...]"
+
+func (a *App) measure(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("measure", flag.ContinueOnError)
+	var df deviceFlags
+	fs.StringVar(&df.device, "device", "auto", "auto (NVIDIA driver, else sim), nvml, sim or sim:PRESET")
+	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device")
+	gpus := fs.String("gpu", "all", "GPUs to record: all, or indices such as 0,2")
+	chans := fs.String("channels", "all", "channels to record: all, or names and globs such as power.*,energy.total")
+	poll := fs.String("poll", "adaptive", "adaptive (learn each channel's update period), max (busy-poll), or an interval such as 5ms")
+	baseline := fs.Duration("baseline", time.Second, "idle recording before the command (gives the idle power)")
+	tail := fs.Duration("tail", time.Second, "recording after the command (shows the sensors settle)")
+	out := fs.String("out", "", "directory for trace.csv, trace.json, summary.json and report.html")
+	asJSON := fs.Bool("json", false, "print summary.json to stdout instead of the text summary on stderr")
+	quiet := fs.Bool("quiet", false, "no progress messages")
+	if code, ok := a.parseFlags(fs, args, measureSynopsis); !ok {
+		return code
+	}
+	cmd := fs.Args()
+	if len(cmd) == 0 {
+		return a.usageError("measure", errors.New("no command to measure: gpuwatt measure [flags] -- CMD [ARGS...]"))
+	}
+	popt, err := sensor.ParsePoll(*poll)
+	if err != nil {
+		return a.usageError("measure", err)
+	}
+	if *baseline < 0 || *tail < 0 {
+		return a.usageError("measure", errors.New("--baseline and --tail must not be negative"))
+	}
+	gpuIdx, err := parseIndices(*gpus)
+	if err != nil {
+		return a.usageError("measure", err)
+	}
+	var patterns []string
+	if *chans != "all" && *chans != "" {
+		patterns = strings.Split(*chans, ",")
+	}
+	if *out != "" {
+		if err := checkWritable(*out); err != nil {
+			return a.usageError("measure", fmt.Errorf("--out %s: %v", *out, err))
+		}
+	}
+	runner := a.Runner
+	if runner == nil {
+		er := measure.ExecRunner{Stdin: a.Stdin, Stdout: a.Stdout, Stderr: a.Stderr}
+		if err := er.Check(cmd); err != nil {
+			fmt.Fprintf(a.Stderr, "gpuwatt measure: %v\n", err)
+			return ExitNotFound
+		}
+		if *asJSON {
+			// stdout carries the JSON summary: the command's output goes to stderr.
+			er.Stdout = a.Stderr
+		}
+		runner = er
+	}
+	clk := clock.Clock(clock.NewReal())
+	if a.NewClock != nil {
+		clk = a.NewClock()
+	}
+	sys, err := a.openSystem("measure", df, clk)
+	if err != nil {
+		return a.exitFor("measure", err)
+	}
+	defer sys.Close()
+	if !*quiet && a.interactive() {
+		fmt.Fprintf(a.Stderr, "gpuwatt measure: recording %s (poll %s), %s baseline, then running %s\n", sys.Name(), popt, *baseline, strings.Join(cmd, " "))
+	}
+	res, runErr := measure.Run(ctx, measure.Config{
+		System: sys, GPUs: gpuIdx, Channels: patterns, Poll: popt,
+		Baseline: *baseline, Tail: *tail, Clock: clk, Runner: runner, Command: cmd,
+		Version: a.versionString(), Host: a.host(), CommandLine: append([]string{"gpuwatt", "measure"}, args...),
+	})
+	if res == nil {
+		return a.exitFor("measure", runErr)
+	}
+	sum := measure.Summarize(res, cmd, *baseline)
+	code := res.ExitCode
+	if runErr != nil && ctx.Err() == nil {
+		fmt.Fprintf(a.Stderr, "gpuwatt measure: %v\n", runErr)
+		if errors.Is(runErr, measure.ErrCommandNotFound) {
+			code = ExitNotFound
+		} else if code == 0 {
+			code = ExitFailure
+		}
+	}
+	if *out != "" {
+		if err := writeMeasureFiles(*out, res, sum); err != nil {
+			fmt.Fprintf(a.Stderr, "gpuwatt measure: --out %s: %v\n", *out, err)
+			if code == 0 {
+				code = ExitFailure
+			}
+		}
+	}
+	if *asJSON {
+		if err := report.WriteJSONTo(a.Stdout, sum); err != nil {
+			return a.fail("measure", err)
+		}
+	} else {
+		measure.WriteText(a.Stderr, sum)
+	}
+	if ctx.Err() != nil && code == 0 {
+		code = 130
+	}
+	return code
+}
+
+// writeMeasureFiles writes trace.csv, trace.json, summary.json and report.html.
+func writeMeasureFiles(dir string, res *measure.Result, sum *measure.Summary) error {
+	if err := trace.Save(dir, res.Trace); err != nil {
+		return err
+	}
+	if err := report.WriteJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "report.html"))
+	if err != nil {
+		return err
+	}
+	if err := measure.Page(res.Trace, sum).Render(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// checkWritable creates dir if needed and proves a file can be written in it, so a bad
+// --out is reported before anything is measured, not after.
+func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create the directory: %v", unwrapPath(err))
+	}
+	f, err := os.CreateTemp(dir, ".gpuwatt-probe-*")
+	if err != nil {
+		return fmt.Errorf("cannot write there: %v", unwrapPath(err))
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// parseIndices parses "all" or "0,2".
+func parseIndices(s string) ([]int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "all" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		i, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || i < 0 {
+			return nil, fmt.Errorf("--gpu %q: want all, or GPU indices such as 0,2", s)
+		}
+		out = append(out, i)
+	}
+	return out, nil
+}

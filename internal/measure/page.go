@@ -1,0 +1,130 @@
+package measure
+
+import (
+	"fmt"
+	"strings"
+
+	"gpuwatt/internal/report"
+	"gpuwatt/internal/trace"
+	"gpuwatt/internal/units"
+)
+
+// Page builds report.html: the summary, and every recorded channel over time with the
+// command's start and end marked.
+func Page(tr *trace.Trace, s *Summary) report.Page {
+	m := tr.Meta
+	p := report.Page{
+		Title:    "gpuwatt measure: " + strings.Join(s.Command, " "),
+		Subtitle: fmt.Sprintf("%s on %s, gpuwatt %s, driver %s, started %s", m.Device, m.Host, m.Version, m.DriverVersion, m.Start.Format("2006-01-02 15:04:05 MST")),
+	}
+	var notes []string
+	if strings.HasPrefix(m.Device, "sim") {
+		notes = append(notes, "Measured on the sim device: every figure here is simulated, not read from a GPU.")
+	}
+	if s.Incomplete {
+		notes = append(notes, "INCOMPLETE: "+s.IncompleteReason+". What was recorded is shown.")
+	}
+	p.Notice = strings.Join(notes, " ")
+	marks := []report.VLine{{X: s.StartS, Label: "cmd start"}, {X: s.EndS, Label: "cmd end"}}
+	band := []report.Band{{X0: s.StartS, X1: s.EndS, Label: "command"}}
+	for _, g := range s.GPUs {
+		sec := report.Section{Title: fmt.Sprintf("GPU %d: %s", g.Index, g.Name), Warnings: g.Warnings}
+		sec.Text = fmt.Sprintf("UUID %s. The command ran %.3f s and exited with %d. Energy %s from %s; %s above the idle power of %s; mean power %s.",
+			g.UUID, s.DurationS, s.ExitCode, units.Energy(g.EnergyJ), g.EnergySource, units.Energy(g.EnergyAboveIdleJ), units.Power(g.IdlePowerW), units.Power(g.MeanPowerW))
+		tab := &report.Table{
+			Caption: "Energy during the command, by channel",
+			Header:  []string{"channel", "energy", "above idle", "idle power", "mean power", "max power", "samples", "update period", "poll interval", "repeats"},
+			Align:   []string{"l", "r", "r", "r", "r", "r", "r", "r", "r", "r"},
+		}
+		for _, c := range g.Channels {
+			maxs := ""
+			if c.MaxPowerW != 0 {
+				maxs = units.Power(c.MaxPowerW).String()
+			}
+			tab.Rows = append(tab.Rows, []string{c.Channel, units.Energy(c.EnergyJ).String(), units.Energy(c.EnergyAboveIdleJ).String(),
+				units.Power(c.IdlePowerW).String(), units.Power(c.MeanPowerW).String(), maxs, fmt.Sprint(c.Samples),
+				fmtDur(c.UpdatePeriodS), pollCell(c.PollIntervalS, s.Poll.Mode), fmt.Sprint(c.Repeats)})
+		}
+		sec.Table = tab
+		sec.Plots = gpuPlots(tr, g, marks, band)
+		p.Sections = append(p.Sections, sec)
+	}
+	p.Sections = append(p.Sections, channelSection(m))
+	return p
+}
+
+// gpuPlots draws every channel of one GPU, grouped by quantity.
+func gpuPlots(tr *trace.Trace, g GPUSummary, marks []report.VLine, band []report.Band) []report.Plot {
+	groups := []struct {
+		title, ylabel string
+		q             trace.Quantity
+		scale         float64
+	}{
+		{"Power", "power (W)", trace.QPower, 1},
+		{"Energy counter", "energy since driver load (J)", trace.QEnergy, 1},
+		{"Clocks", "clock (MHz)", trace.QFrequency, 1e-6},
+		{"Temperature", "temperature (°C)", trace.QTemperature, 1},
+		{"Utilisation", "utilisation (%)", trace.QUtilization, 1},
+		{"Performance state", "P-state", trace.QState, 1},
+		{"Clock-event reasons", "reason mask", trace.QReasons, 1},
+	}
+	var plots []report.Plot
+	for _, gr := range groups {
+		pl := report.Plot{Title: fmt.Sprintf("GPU %d: %s", g.Index, gr.title), XLabel: "time (s)", YLabel: gr.ylabel, VLines: marks, Bands: band,
+			XMin: report.Float(0), XMax: report.Float(tr.Meta.Duration)}
+		for _, ch := range tr.Meta.Channels {
+			if ch.GPU != g.Index || ch.Quantity != gr.q {
+				continue
+			}
+			ss := tr.Series(g.Index, ch.Name)
+			if len(ss) == 0 {
+				continue
+			}
+			x := make([]float64, len(ss))
+			y := make([]float64, len(ss))
+			for i, smp := range ss {
+				x[i], y[i] = smp.T.Seconds(), smp.Value*gr.scale
+			}
+			style := report.Step
+			if gr.q == trace.QEnergy {
+				style = report.Line
+			} else if end := tr.Meta.Duration; end > x[len(x)-1] {
+				// A reading holds until the next one: draw the last until the recording ends.
+				x, y = append(x, end), append(y, y[len(y)-1])
+			}
+			pl.Series = append(pl.Series, report.Series{Name: ch.Name, X: x, Y: y, Style: style, Dash: ch.Name == "power.limit"})
+		}
+		if gr.q == trace.QPower && g.PowerLimitW > 0 {
+			pl.HLines = []report.HLine{{Y: g.PowerLimitW, Label: fmt.Sprintf("power limit %s", units.Power(g.PowerLimitW))}}
+		}
+		if len(pl.Series) > 0 {
+			plots = append(plots, pl)
+		}
+	}
+	return plots
+}
+
+// channelSection explains every channel: what it is, how it was polled, what failed.
+func channelSection(m trace.Meta) report.Section {
+	tab := &report.Table{
+		Caption: "Channels: what each one measures and how the Sampler read it",
+		Header:  []string{"gpu", "channel", "unit", "what it is", "polls", "new samples", "repeats", "errors"},
+		Align:   []string{"r", "l", "l", "l", "r", "r", "r", "r"},
+	}
+	for _, c := range m.Channels {
+		var st trace.ChannelStats
+		if c.Stats != nil {
+			st = *c.Stats
+		}
+		tab.Rows = append(tab.Rows, []string{fmt.Sprint(c.GPU), c.Name, c.Unit, c.Description, fmt.Sprint(st.Polls), fmt.Sprint(st.Samples), fmt.Sprint(st.Repeats), fmt.Sprint(st.Errors)})
+	}
+	var miss []string
+	for _, u := range m.Unavailable {
+		miss = append(miss, fmt.Sprintf("GPU %d %s: %s", u.GPU, u.Name, u.Reason))
+	}
+	text := "A repeat is a reading that only repeated the previous one (same value, same driver timestamp): it is counted, not stored."
+	if len(miss) > 0 {
+		text += " Not recorded: " + strings.Join(miss, "; ") + "."
+	}
+	return report.Section{Title: "Channels", Text: text, Table: tab}
+}

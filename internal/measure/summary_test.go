@@ -1,0 +1,134 @@
+package measure
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"gpuwatt/internal/trace"
+)
+
+// synthetic builds a trace of one GPU drawing 100 W, then 300 W during [1 s, 3 s], then
+// 100 W again until 4 s: a power channel sampled every 10 ms, an energy counter every
+// 100 ms, an SM clock and a throttle mask with sw_power_cap set during [2 s, 3 s].
+func synthetic() *Result {
+	start, end := time.Second, 3*time.Second
+	p := func(t time.Duration) float64 {
+		if t >= start && t < end {
+			return 300
+		}
+		return 100
+	}
+	var ss []trace.Sample
+	for t := time.Duration(0); t <= 4*time.Second; t += 10 * time.Millisecond {
+		ss = append(ss, trace.Sample{T: t, Channel: "power.samples", Value: p(t)})
+	}
+	// The counter: exact integral of the step function.
+	e := 0.0
+	var prev time.Duration
+	for t := time.Duration(0); t <= 4*time.Second; t += time.Millisecond {
+		e += p(prev) * (t - prev).Seconds()
+		prev = t
+		if t%(100*time.Millisecond) == 0 {
+			ss = append(ss, trace.Sample{T: t, Channel: "energy.total", Value: 5000 + e})
+		}
+	}
+	ss = append(ss,
+		trace.Sample{T: 0, Channel: "clock.sm", Value: 1980e6},
+		trace.Sample{T: 2 * time.Second, Channel: "clock.sm", Value: 1515e6},
+		trace.Sample{T: 0, Channel: "throttle.reasons", Value: 0},
+		trace.Sample{T: 2 * time.Second, Channel: "throttle.reasons", Value: 4},
+		trace.Sample{T: 3 * time.Second, Channel: "throttle.reasons", Value: 0},
+	)
+	tr := &trace.Trace{
+		Meta: trace.Meta{
+			Device: "test",
+			GPUs:   []trace.GPU{{Index: 0, Name: "Test GPU", UUID: "GPU-test", PowerLimitW: 700}},
+			Channels: []trace.Channel{
+				{Name: "power.samples", Quantity: trace.QPower, Unit: "W", Buffered: true, Stats: &trace.ChannelStats{UpdatePeriod: 0.01}},
+				{Name: "energy.total", Quantity: trace.QEnergy, Unit: "J", Cumulative: true, Stats: &trace.ChannelStats{UpdatePeriod: 0.1}},
+				{Name: "clock.sm", Quantity: trace.QFrequency, Unit: "Hz"},
+				{Name: "throttle.reasons", Quantity: trace.QReasons, Unit: "mask"},
+			},
+			Duration: 4,
+			Poll:     trace.Poll{Mode: "adaptive"},
+		},
+	}
+	sortSamples(ss)
+	tr.Samples = ss
+	return &Result{Trace: tr, Start: start, End: end}
+}
+
+func sortSamples(ss []trace.Sample) {
+	for i := 1; i < len(ss); i++ {
+		for j := i; j > 0 && ss[j].T < ss[j-1].T; j-- {
+			ss[j], ss[j-1] = ss[j-1], ss[j]
+		}
+	}
+}
+
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+
+func TestSummarizeKnownTruth(t *testing.T) {
+	s := Summarize(synthetic(), []string{"load"}, time.Second)
+	if len(s.GPUs) != 1 {
+		t.Fatalf("GPUs = %d", len(s.GPUs))
+	}
+	g := s.GPUs[0]
+	if s.DurationS != 2 {
+		t.Errorf("duration = %v, want 2", s.DurationS)
+	}
+	if g.EnergySource != "energy.total" || !near(g.EnergyJ, 600, 0.5) {
+		t.Errorf("energy = %v J from %s, want 600 J from energy.total", g.EnergyJ, g.EnergySource)
+	}
+	if !near(g.IdlePowerW, 100, 0.5) || !near(g.EnergyAboveIdleJ, 400, 1) {
+		t.Errorf("idle %v W, above idle %v J; want 100 W, 400 J", g.IdlePowerW, g.EnergyAboveIdleJ)
+	}
+	if !near(g.MeanPowerW, 300, 0.3) || g.MaxPowerW != 300 {
+		t.Errorf("mean %v W, max %v W; want 300, 300", g.MeanPowerW, g.MaxPowerW)
+	}
+	var ps *ChannelSummary
+	for i := range g.Channels {
+		if g.Channels[i].Channel == "power.samples" {
+			ps = &g.Channels[i]
+		}
+	}
+	// Trapezoids across the 10 ms edge at 3 s smear 1 J of the step.
+	if ps == nil || !near(ps.EnergyJ, 600, 1.5) || !near(ps.IdlePowerW, 100, 1.5) {
+		t.Fatalf("power.samples summary = %+v", ps)
+	}
+	if g.SMClockMHz == nil || g.SMClockMHz.Min != 1515 || g.SMClockMHz.Max != 1980 {
+		t.Errorf("SM clock = %+v", g.SMClockMHz)
+	}
+	if len(g.Throttle) != 1 || g.Throttle[0].Reason != "sw_power_cap" || !near(g.Throttle[0].Share, 0.5, 1e-9) {
+		t.Errorf("throttle = %+v, want sw_power_cap 50 %%", g.Throttle)
+	}
+	if !strings.Contains(strings.Join(g.Warnings, "\n"), "power limit") {
+		t.Errorf("no power-cap warning in %q", g.Warnings)
+	}
+}
+
+func TestSummarizeDisagreementWarns(t *testing.T) {
+	r := synthetic()
+	// A channel that sees only 75 % of the power: must be flagged against the counter.
+	for i, x := range r.Trace.Samples {
+		if x.Channel == "power.samples" {
+			r.Trace.Samples[i].Value *= 0.75
+		}
+	}
+	g := Summarize(r, []string{"load"}, time.Second).GPUs[0]
+	w := strings.Join(g.Warnings, "\n")
+	if !strings.Contains(w, "power.samples and energy.total disagree by -25.") {
+		t.Errorf("warnings = %q", g.Warnings)
+	}
+}
+
+func TestSummarizeNoBaseline(t *testing.T) {
+	r := synthetic()
+	r.Start = 0
+	g := Summarize(r, []string{"load"}, 0).GPUs[0]
+	if !strings.Contains(strings.Join(g.Warnings, "\n"), "--baseline 0") {
+		t.Errorf("warnings = %q", g.Warnings)
+	}
+}

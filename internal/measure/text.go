@@ -1,0 +1,117 @@
+package measure
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"gpuwatt/internal/units"
+)
+
+// WriteText prints the summary in the spirit of `perf stat`.
+func WriteText(w io.Writer, s *Summary) error {
+	var b strings.Builder
+	cmd := strings.Join(s.Command, " ")
+	state := fmt.Sprintf("exit %d", s.ExitCode)
+	if s.Incomplete {
+		state = "INCOMPLETE: " + s.IncompleteReason
+	}
+	fmt.Fprintf(&b, "\n Power and energy for '%s' (%s)\n", cmd, state)
+	fmt.Fprintf(&b, " device %s, poll %s, baseline %s before, recording %s in all\n", s.Device, pollText(s), fmtDur(s.BaselineS), fmtDur(s.RecordingS))
+	for _, g := range s.GPUs {
+		fmt.Fprintf(&b, "\n GPU %d  %s  %s\n\n", g.Index, g.Name, g.UUID)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		line := func(v, what string) { fmt.Fprintf(tw, "%s\t  %s\n", v, what) }
+		line(fmtSec(s.DurationS), "duration\t")
+		if g.EnergySource != "" {
+			line(units.Energy(g.EnergyJ).String(), "energy, from "+g.EnergySource+"\t")
+			line(units.Energy(g.EnergyAboveIdleJ).String(), fmt.Sprintf("above idle (idle %s)\t", units.Power(g.IdlePowerW)))
+			line(units.Power(g.MeanPowerW).String(), "mean power\t")
+		}
+		if g.MaxPowerSource != "" {
+			extra := ""
+			if g.PowerLimitW > 0 {
+				extra = fmt.Sprintf(", limit %s", units.Power(g.PowerLimitW))
+			}
+			line(units.Power(g.MaxPowerW).String(), fmt.Sprintf("max power (%s%s)\t", g.MaxPowerSource, extra))
+		}
+		if r := g.SMClockMHz; r != nil {
+			mem := ""
+			if m := g.MemClockMHz; m != nil {
+				mem = fmt.Sprintf(" (memory %s MHz)", rangeText(m, "%.0f"))
+			}
+			line(rangeText(r, "%.0f")+" MHz", "SM clock"+mem+"\t")
+		}
+		if r := g.TemperatureC; r != nil {
+			line(rangeText(r, "%.0f")+" °C", "temperature\t")
+		}
+		var th []string
+		for _, r := range g.Throttle {
+			th = append(th, fmt.Sprintf("%s %.0f %%", r.Reason, 100*r.Share))
+		}
+		if len(th) == 0 {
+			th = []string{"none"}
+		}
+		line("", "clock events: "+strings.Join(th, ", ")+"\t")
+		tw.Flush()
+
+		if len(g.Channels) > 0 {
+			fmt.Fprintf(&b, "\n")
+			tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintf(tw, "   channel\tenergy\tabove idle\tidle\tmean\tmax\tsamples\tupdate\tpoll\t\n")
+			for _, c := range g.Channels {
+				maxs := "-"
+				if c.MaxPowerW != 0 {
+					maxs = units.Power(c.MaxPowerW).String()
+				}
+				fmt.Fprintf(tw, "   %s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", c.Channel,
+					units.Energy(c.EnergyJ), units.Energy(c.EnergyAboveIdleJ), units.Power(c.IdlePowerW),
+					units.Power(c.MeanPowerW), maxs, c.Samples, fmtDur(c.UpdatePeriodS), pollCell(c.PollIntervalS, s.Poll.Mode))
+			}
+			tw.Flush()
+		}
+		if len(g.Warnings) > 0 {
+			fmt.Fprintf(&b, "\n   warnings:\n")
+			for _, w := range g.Warnings {
+				fmt.Fprintf(&b, "   ! %s\n", w)
+			}
+		}
+	}
+	if len(s.Unavailable) > 0 {
+		var u []string
+		for _, m := range s.Unavailable {
+			u = append(u, fmt.Sprintf("gpu%d/%s", m.GPU, m.Name))
+		}
+		fmt.Fprintf(&b, "\n not recorded (unavailable on this device; reasons in trace.json): %s\n", strings.Join(u, ", "))
+	}
+	if s.SamplerCPUShare > 0 {
+		fmt.Fprintf(&b, " sampler CPU: %.2f %% of one core\n", 100*s.SamplerCPUShare)
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func pollText(s *Summary) string {
+	if s.Poll.Mode == "fixed" {
+		return fmtDur(s.Poll.Interval)
+	}
+	return s.Poll.Mode
+}
+
+func pollCell(iv float64, mode string) string {
+	if mode == "max" {
+		return "busy"
+	}
+	return fmtDur(iv)
+}
+
+func fmtSec(sec float64) string { return fmt.Sprintf("%.3f s", sec) }
+
+func rangeText(r *Range, f string) string {
+	if r.Min == r.Max {
+		return fmt.Sprintf(f, r.Min)
+	}
+	return fmt.Sprintf(f+" – "+f, r.Min, r.Max)
+}
