@@ -9,7 +9,7 @@
 # vs --poll max, idle and under load), and measure's wall-time overhead on the load.
 set -u
 OUT=${1:?usage: foundation.sh OUTDIR}
-R=$OUT/r
+R=${WORKDIR:-/tmp/gpuwatt-run}/r
 mkdir -p "$R"
 B=${GPUWATT:-.gpu/gpuwatt}
 LOAD="python3 bench/load/matmul.py"
@@ -30,18 +30,21 @@ log "measure of a 5 s matmul load"
 "$B" measure --out "$R/measure" -- $LOAD --seconds 5 >"$R/measure.stdout.txt" 2>"$R/measure.txt"
 echo "exit $?" >>"$R/measure.txt"
 
-log "sampler benchmark"
-for mode in adaptive max; do
-  "$B" measure --poll $mode --baseline 0 --tail 0 --out "$R/poll-$mode-idle" -- sleep 10 >/dev/null 2>"$R/poll-$mode-idle.txt"
-  "$B" measure --poll $mode --baseline 0 --tail 0 --out "$R/poll-$mode-load" -- $LOAD --seconds 10 >/dev/null 2>"$R/poll-$mode-load.txt"
+log "sampler benchmark: adaptive recording nested inside a --poll max recording of the same GPU"
+for what in idle load; do
+  if [ $what = idle ]; then W="sleep 10"; else W="$LOAD --seconds 10"; fi
+  "$B" measure --poll max --out "$R/pmax-$what" -- "$B" measure --out "$R/pad-$what" -- $W >/dev/null 2>"$R/poll-$what.txt"
 done
+"$B" measure --out "$R/adaptive-alone" -- sleep 10 >/dev/null 2>"$R/adaptive-alone.txt"
 
 log "overhead: the same fixed work bare and under measure, alternating"
 TIMEFORMAT="wall %R s"
 for i in 1 2 3 4 5; do
   { time $LOAD --iters 3000; } >>"$R/overhead-bare.txt" 2>&1
   { time "$B" measure --quiet --baseline 0 --tail 0 --json -- $LOAD --iters 3000; } >>"$R/overhead-measure.txt" 2>&1
+done
+for i in 1 2; do
   { time "$B" measure --quiet --poll max --baseline 0 --tail 0 --json -- $LOAD --iters 3000; } >>"$R/overhead-max.txt" 2>&1
 done
 log done
-tar czf "$OUT/results.tgz" -C "$OUT" r
+tar czf "$OUT/results.tgz" -C "$(dirname "$R")" r

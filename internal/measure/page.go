@@ -92,7 +92,7 @@ func gpuPlots(tr *trace.Trace, g GPUSummary, marks []report.VLine, band []report
 				// A reading holds until the next one: draw the last until the recording ends.
 				x, y = append(x, end), append(y, y[len(y)-1])
 			}
-			pl.Series = append(pl.Series, report.Series{Name: ch.Name, X: x, Y: y, Style: style, Dash: ch.Name == "power.limit"})
+			pl.Series = append(pl.Series, report.Series{Name: ch.Name, X: x, Y: y, Style: style, Dash: ch.Setting})
 		}
 		if gr.q == trace.QPower && g.PowerLimitW > 0 {
 			pl.HLines = []report.HLine{{Y: g.PowerLimitW, Label: fmt.Sprintf("power limit %s", units.Power(g.PowerLimitW))}}

@@ -162,6 +162,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		incomplete = "interrupted during the baseline"
 		runErr = err
 	} else {
+		smp.Poke() // a reading of every channel, the energy counter above all, right at the start
 		res.Start = clk.Now()
 		mark("cmd.start", res.Start)
 		notify(devs, func(o gpu.CommandObserver) { o.CommandStarted(res.Start) })
@@ -169,6 +170,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.End = clk.Now()
 		notify(devs, func(o gpu.CommandObserver) { o.CommandEnded(res.End) })
 		mark("cmd.end", res.End)
+		smp.Poke()
 		switch {
 		case ctx.Err() != nil:
 			incomplete = "interrupted while the command ran"

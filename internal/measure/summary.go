@@ -148,7 +148,7 @@ func summarizeGPU(tr *trace.Trace, g trace.GPU, start, end, b0 time.Duration) GP
 			cs = ChannelSummary{Channel: ch.Name, EnergyJ: e.Joules(), MeanPowerW: e.Joules() / dur.Seconds(), Coverage: 1}
 			cs.IdlePowerW = baselinePower(series, b0, start, true)
 			cs.Samples = countIn(series, start, end)
-		case ch.Quantity == trace.QPower && ch.Name != "power.limit":
+		case ch.Quantity == trace.QPower && !ch.Setting:
 			in := trace.Integrate(series, start, end)
 			cs = ChannelSummary{Channel: ch.Name, EnergyJ: in.Energy.Joules(), MeanPowerW: float64(in.Mean), MaxPowerW: float64(in.Max), Samples: in.Samples, Coverage: in.Coverage}
 			cs.IdlePowerW = baselinePower(series, b0, start, false)
@@ -161,7 +161,9 @@ func summarizeGPU(tr *trace.Trace, g trace.GPU, start, end, b0 time.Duration) GP
 		cs.EnergyAboveIdleJ = cs.EnergyJ - cs.IdlePowerW*dur.Seconds()
 		if st := ch.Stats; st != nil {
 			cs.UpdatePeriodS, cs.PollIntervalS, cs.Polls, cs.Repeats, cs.MissedUpdates = st.UpdatePeriod, st.PollInterval, st.Polls, st.Repeats, st.Missed
-			if st.Missed > 2 && st.Missed > st.Samples/100 {
+			// A long interval is either a missed update or an update that repeated the
+			// value (common at idle); only a slow poll makes the first plausible.
+			if st.Missed > 2 && st.Missed > st.Samples/100 && st.PollInterval > st.UpdatePeriod/4 {
 				warn("%s: about %d of %d updates were missed (poll interval %s, update period %s)", ch.Name, st.Missed, st.Samples+st.Missed, fmtDur(st.PollInterval), fmtDur(st.UpdatePeriod))
 			}
 			if st.Errors > 0 {
@@ -270,11 +272,6 @@ func baselinePower(series []trace.Sample, b0, start time.Duration, cumulative bo
 	i := sort.Search(len(series), func(i int) bool { return series[i].T >= b0 })
 	j := sort.Search(len(series), func(j int) bool { return series[j].T > start })
 	in := series[i:j]
-	if i == 0 && cumulative && len(in) > 2 {
-		// The recording's first reading of a counter is as old as the last update before
-		// the recording began, not as old as its timestamp says: leave it out of the rate.
-		in = in[1:]
-	}
 	switch {
 	case len(in) >= 2 && cumulative:
 		first, last := in[0], in[len(in)-1]

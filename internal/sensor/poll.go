@@ -42,11 +42,13 @@ type Options struct {
 	// MinInterval and MaxInterval bound the adaptive poll interval (defaults 0.5 ms, 50 ms).
 	MinInterval, MaxInterval time.Duration
 	// StateInterval is the poll interval of clock, temperature, utilisation, state and
-	// reason channels in adaptive mode (default 50 ms).
+	// reason channels in adaptive mode (default 100 ms: an H200 updates them about every
+	// 100 ms).
 	StateInterval time.Duration
 	// CPUShare caps the time a channel's calls may take, as a share of wall time: a channel
-	// whose call takes L is polled at most every L/CPUShare (default 0.005). It matters for
-	// slow calls (the energy counter: ~3 ms) and never for cheap ones.
+	// whose call takes L is polled at most every L/CPUShare (default 0.002). It matters for
+	// slow calls (the H200's energy counter: ~3.8 ms of CPU, so read every ~1.9 s) and
+	// never for cheap ones (~1 µs).
 	CPUShare float64
 	// VirtualStep is the busy-poll interval on a virtual clock, where calls take no time
 	// (default 100 µs).
@@ -64,10 +66,10 @@ func (o Options) withDefaults() Options {
 		o.MaxInterval = 50 * time.Millisecond
 	}
 	if o.StateInterval <= 0 {
-		o.StateInterval = 50 * time.Millisecond
+		o.StateInterval = 100 * time.Millisecond
 	}
 	if o.CPUShare <= 0 {
-		o.CPUShare = 0.005
+		o.CPUShare = 0.002
 	}
 	if o.VirtualStep <= 0 {
 		o.VirtualStep = 100 * time.Microsecond

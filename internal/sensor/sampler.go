@@ -29,6 +29,7 @@ type Sampler struct {
 
 	mu      sync.Mutex
 	running bool
+	pokes   []chan chan struct{} // one per lane on a real clock
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	virt    *virtualLane
@@ -93,7 +94,7 @@ func New(clk clock.Clock, sensors []Sensor, opt Options) *Sampler {
 			cs.kind = kindBuffered
 		case ch.Cumulative:
 			cs.kind = kindCumulative
-		case ch.Quantity == trace.QPower:
+		case ch.Quantity == trace.QPower && !ch.Setting:
 			cs.kind = kindPower
 		default:
 			cs.kind = kindState
@@ -157,10 +158,41 @@ func (s *Sampler) Start(ctx context.Context) error {
 		lanes[key] = append(lanes[key], cs)
 	}
 	for _, k := range order {
+		poke := make(chan chan struct{})
+		s.pokes = append(s.pokes, poke)
 		s.wg.Add(1)
-		go s.runLane(ctx, lanes[k])
+		go s.runLane(ctx, lanes[k], poke)
 	}
 	return nil
+}
+
+// Poke reads every channel now and returns when all have been read. Call it at the
+// boundaries of a region (a command's start and end) so that slowly polled channels, above
+// all the energy counter, have a reading right there rather than up to a poll interval away.
+func (s *Sampler) Poke() {
+	s.mu.Lock()
+	if !s.running {
+		s.mu.Unlock()
+		return
+	}
+	if s.virt != nil {
+		s.mu.Unlock()
+		for _, cs := range s.chans {
+			s.poll(cs)
+		}
+		return
+	}
+	pokes := s.pokes
+	s.mu.Unlock()
+	var dones []chan struct{}
+	for _, p := range pokes {
+		d := make(chan struct{})
+		p <- d
+		dones = append(dones, d)
+	}
+	for _, d := range dones {
+		<-d
+	}
 }
 
 // Stop ends the recording and returns the channels (with their stats) and the samples in
@@ -216,18 +248,38 @@ func (s *Sampler) Span() (start, end time.Duration) {
 	return s.start, s.end
 }
 
-func (s *Sampler) runLane(ctx context.Context, chans []*chanState) {
+func (s *Sampler) runLane(ctx context.Context, chans []*chanState, poke chan chan struct{}) {
 	defer s.wg.Done()
 	busy := s.opt.Mode == Max
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	pollAll := func(done chan struct{}) {
+		for _, cs := range chans {
+			s.poll(cs)
+		}
+		close(done)
+	}
 	for ctx.Err() == nil {
 		next := s.pollDue(chans, s.clk.Now())
 		if busy {
+			select {
+			case done := <-poke:
+				pollAll(done)
+			default:
+			}
 			continue
 		}
-		if wait := next - s.clk.Now(); wait > 0 {
-			if s.clk.Sleep(ctx, wait) != nil {
-				return
-			}
+		wait := next - s.clk.Now()
+		if wait <= 0 {
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case done := <-poke:
+			pollAll(done)
+		case <-timer.C:
 		}
 	}
 }
@@ -275,14 +327,9 @@ func (cs *chanState) record(tc time.Duration, rs []Reading) {
 			cs.repeats++
 			continue
 		}
-		t := tc
-		switch {
-		case r.Timed:
-			t = r.T
-		case cs.have:
-			// The update happened between the previous call, which still saw the old
-			// value, and this one: the midpoint is the unbiased estimate.
-			t = cs.lastPoll + (tc-cs.lastPoll)/2
+		t := r.T
+		if !r.Timed {
+			t = cs.stamp(tc)
 		}
 		if cs.have {
 			iv := t - cs.lastNew
@@ -304,6 +351,38 @@ func (cs *chanState) record(tc time.Duration, rs []Reading) {
 		cs.sinceNew++
 	}
 	cs.lastPoll = tc
+}
+
+// stamp estimates when an update first seen by the call at tc happened. It happened after
+// the previous call (which still saw the old value) and, if the channel updates every T, no
+// earlier than tc - T: the middle of that interval is the unbiased estimate. Polled faster
+// than it updates, that is the midpoint between the two calls; polled slower (the energy
+// counter), it is tc - T/2, not half a poll interval back. The first reading of a recording
+// is stamped tc - T/2 too: it may lie before the recording's start, which is the truth.
+// State channels (clocks, temperature, reasons) are read as "the state now": their first
+// reading is stamped at the call.
+func (cs *chanState) stamp(tc time.Duration) time.Duration {
+	lo, known := cs.lastPoll, cs.have
+	if T := cs.updatePeriod(); T > 0 && cs.kind != kindState && (!known || tc-T > lo) {
+		lo, known = tc-T, true
+	}
+	if !known {
+		return tc
+	}
+	return lo + (tc-lo)/2
+}
+
+// updatePeriod is the best knowledge of how often the channel updates: what was learned,
+// except for a counter polled more slowly than it updates, whose learned intervals are the
+// poll interval; then the sensor's hint.
+func (cs *chanState) updatePeriod() time.Duration {
+	if cs.kind == kindCumulative && cs.hint > 0 && (cs.period == 0 || cs.interval*2 > cs.period) {
+		return cs.hint
+	}
+	if cs.period > 0 {
+		return cs.period
+	}
+	return cs.hint
 }
 
 // learn re-estimates the update period from the recent intervals between new values.
@@ -371,7 +450,9 @@ func (s *Sampler) intervalFor(cs *chanState) time.Duration {
 		if p <= 0 {
 			p = 20 * time.Millisecond
 		}
-		iv = clampDur(10*p, 20*time.Millisecond, 250*time.Millisecond)
+		// The H200's ring holds 119 samples (2.4 s) and a read costs ~0.3 ms of CPU
+		// whatever it returns: read it every 25 sample periods, a fifth of its depth.
+		iv = clampDur(25*p, 20*time.Millisecond, 500*time.Millisecond)
 	default:
 		switch {
 		case cs.pollBase > 0:
@@ -397,13 +478,17 @@ func (s *Sampler) intervalFor(cs *chanState) time.Duration {
 }
 
 func (cs *chanState) stats() *trace.ChannelStats {
+	period := cs.period
+	if cs.kind == kindCumulative {
+		period = cs.updatePeriod()
+	}
 	return &trace.ChannelStats{
 		Polls:        cs.polls,
 		Samples:      len(cs.samples),
 		Repeats:      cs.repeats,
 		Errors:       cs.errs,
 		LastError:    cs.lastErr,
-		UpdatePeriod: cs.period.Seconds(),
+		UpdatePeriod: period.Seconds(),
 		PollInterval: cs.interval.Seconds(),
 		CallLatency:  cs.lat.median().Seconds(),
 

@@ -246,3 +246,34 @@ func TestSamplerIgnoresBursts(t *testing.T) {
 		t.Errorf("caught %d of 100 updates", len(final))
 	}
 }
+
+// nowSensor reads the clock: every read is new.
+type nowSensor struct{ clk clock.Clock }
+
+func (n nowSensor) Channel() trace.Channel {
+	return trace.Channel{Name: "energy.total", Quantity: trace.QEnergy, Unit: "J", Cumulative: true}
+}
+func (n nowSensor) Read(dst []Reading) ([]Reading, error) {
+	return append(dst, Reading{Value: float64(n.clk.Now())}), nil
+}
+
+func TestSamplerPoke(t *testing.T) {
+	for _, clk := range []clock.Clock{clock.NewReal(), clock.NewVirtual(time.Time{})} {
+		s := New(clk, []Sensor{nowSensor{clk}}, Options{Mode: Fixed, Interval: time.Hour})
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		clk.Sleep(context.Background(), 20*time.Millisecond)
+		before := clk.Now()
+		s.Poke()
+		clk.Sleep(context.Background(), time.Millisecond)
+		_, samples := s.Stop()
+		// Start's read, the poke's, and Stop's last read.
+		if len(samples) != 3 {
+			t.Fatalf("%T: %d samples, want 3", clk, len(samples))
+		}
+		if v := time.Duration(samples[1].Value); v < before {
+			t.Errorf("%T: the poke's reading was taken at %v, before the poke at %v", clk, v, before)
+		}
+	}
+}

@@ -59,6 +59,9 @@ type Channel struct {
 	Cumulative bool `json:"cumulative,omitempty"`
 	// Buffered channels are read from a driver ring buffer of timestamped samples.
 	Buffered bool `json:"buffered,omitempty"`
+	// Setting channels report a configured value (the power limit), not a measurement:
+	// they are recorded, plotted, and left out of energy figures.
+	Setting bool `json:"setting,omitempty"`
 	// Stats are filled in by the Sampler at the end of a recording.
 	Stats *ChannelStats `json:"stats,omitempty"`
 }

@@ -213,6 +213,7 @@ func (d *Device) newSensor(spec chanSpec, seed uint64, start units.Energy) (sens
 	switch spec.kind {
 	case kindConst:
 		ch.Description = fmt.Sprintf("sim: enforced power limit %s (power_limit_w)", d.cfg.PowerLimit)
+		ch.Setting = true
 		return simsensor.NewConst(ch, float64(d.cfg.PowerLimit), time.Second), nil
 	case kindBuffered:
 		ch.Description = fmt.Sprintf("sim: %s; ring of %d samples, %s", spec.what, sc.Ring, m.Describe(ch.Unit))

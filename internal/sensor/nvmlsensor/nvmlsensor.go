@@ -188,13 +188,19 @@ func Sensors(dev nvml.Device, gpuIndex int, clk clock.Clock) []sensor.Sensor {
 				_, m, err := dev.Utilization()
 				return float64(m), err
 			}),
-		scalar(ch(PowerLimit, trace.QPower, "nvmlDeviceGetEnforcedPowerLimit",
-			"power limit the board enforces now"),
+		scalar(setting(ch(PowerLimit, trace.QPower, "nvmlDeviceGetEnforcedPowerLimit",
+			"power limit the board enforces now")),
 			slowHint, func() (float64, error) {
 				p, err := dev.EnforcedPowerLimit()
 				return p.Watts(), err
 			}),
 	}
+}
+
+// setting marks a channel as a configured value rather than a measurement.
+func setting(c trace.Channel) trace.Channel {
+	c.Setting = true
+	return c
 }
 
 // base holds what every sensor has.

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Share of updates the adaptive Sampler caught, against a --poll max recording made at the
+same time on the same GPU (one gpuwatt measure nested inside the other).
+
+    python3 bench/gpu/compare_polls.py MAX_DIR ADAPTIVE_DIR
+
+For each channel, every new value the busy-polling recording saw inside the adaptive
+recording's time span is looked for among the adaptive recording's samples (same value,
+within 150 ms of wall-clock time; driver samples by their driver timestamp). Prints a
+Markdown table. Uses only the standard library.
+"""
+import csv
+import datetime as dt
+import json
+import sys
+
+
+def load(d):
+    meta = json.load(open(f"{d}/trace.json"))
+    t0 = dt.datetime.fromisoformat(meta["start"].replace("Z", "+00:00")).timestamp()
+    rows = {}
+    for r in csv.DictReader(open(f"{d}/trace.csv")):
+        rows.setdefault(r["channel"], []).append((t0 + float(r["t_s"]), r["value"], r["driver_t_us"]))
+    return meta, rows
+
+
+def main(maxdir, addir):
+    mmeta, mrows = load(maxdir)
+    ameta, arows = load(addir)
+    a0 = dt.datetime.fromisoformat(ameta["start"].replace("Z", "+00:00")).timestamp()
+    lo, hi = a0 + 0.3, a0 + ameta["duration_s"] - 0.3
+    stats = {c["name"]: c["stats"] for c in ameta["channels"]}
+    print(f"adaptive recording: {ameta['duration_s']:.2f} s, sampler CPU {ameta.get('sampler_cpu_s', 0):.3f} s "
+          f"= {100 * ameta.get('sampler_cpu_s', 0) / ameta['duration_s']:.2f} % of one core")
+    print(f"max recording: {mmeta['duration_s']:.2f} s, sampler CPU {mmeta.get('sampler_cpu_s', 0):.3f} s "
+          f"= {100 * mmeta.get('sampler_cpu_s', 0) / mmeta['duration_s']:.1f} % of one core\n")
+    print("| channel | updates seen by --poll max | caught by adaptive | share | adaptive poll interval | adaptive polls/s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for ch in sorted(mrows):
+        ref = [x for x in mrows[ch] if lo <= x[0] <= hi]
+        got = arows.get(ch, [])
+        if not ref or ch not in stats:
+            continue
+        if ref[0][2]:
+            have = {x[2] for x in got}
+            caught = sum(1 for x in ref if x[2] in have)
+        else:
+            caught = 0
+            for t, v, _ in ref:
+                if any(v == gv and abs(t - gt) <= 0.15 for gt, gv, _ in got):
+                    caught += 1
+        st = stats[ch]
+        if ch.startswith("energy."):
+            print(f"| {ch} | {len(ref)} | {len(got)} readings | cumulative: read sparingly by design | "
+                  f"{1e3 * st['poll_interval_s']:.1f} ms | {st['polls'] / ameta['duration_s']:.1f} |")
+            continue
+        print(f"| {ch} | {len(ref)} | {caught} | {100 * caught / len(ref):.1f} % | "
+              f"{1e3 * st['poll_interval_s']:.1f} ms | {st['polls'] / ameta['duration_s']:.1f} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
