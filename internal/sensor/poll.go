@@ -41,14 +41,12 @@ type Options struct {
 	Divisor int
 	// MinInterval and MaxInterval bound the adaptive poll interval (defaults 0.5 ms, 50 ms).
 	MinInterval, MaxInterval time.Duration
-	// StateInterval is the poll interval of clock, temperature, utilisation, state and
-	// reason channels in adaptive mode (default 100 ms: an H200 updates them about every
-	// 100 ms).
+	// StateInterval is the poll interval, in adaptive mode, of a channel that has shown
+	// nothing new for 200 polls: a constant clock, state or limit (default 100 ms).
 	StateInterval time.Duration
-	// CPUShare caps the time a channel's calls may take, as a share of wall time: a channel
-	// whose call takes L is polled at most every L/CPUShare (default 0.002). It matters for
-	// slow calls (the H200's energy counter: ~3.8 ms of CPU, so read every ~1.9 s) and
-	// never for cheap ones (~1 µs).
+	// CPUShare caps the time a counter's calls may take, as a share of wall time: a counter
+	// whose call takes L is polled at most every L/CPUShare (default 0.002). The H200's
+	// energy counter costs ~3.8 ms of CPU a call, so it is read every ~1.9 s (and on Poke).
 	CPUShare float64
 	// VirtualStep is the busy-poll interval on a virtual clock, where calls take no time
 	// (default 100 µs).

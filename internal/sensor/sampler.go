@@ -440,8 +440,6 @@ func (s *Sampler) intervalFor(cs *chanState) time.Duration {
 	}
 	var iv time.Duration
 	switch cs.kind {
-	case kindState:
-		iv = o.StateInterval
 	case kindBuffered:
 		p := cs.period
 		if p <= 0 {
@@ -469,7 +467,10 @@ func (s *Sampler) intervalFor(cs *chanState) time.Duration {
 			iv = max(iv, o.StateInterval)
 		}
 	}
-	if !virtual && cs.lat.n >= 8 {
+	// Only a counter is worth slowing down for CPU: its readings lose no energy when
+	// spaced out. The others are cheap (~1 µs), and the ring must be read before it wraps;
+	// a slow call there means contention for the driver, not work of ours.
+	if !virtual && cs.kind == kindCumulative && cs.lat.n >= 8 {
 		if floor := time.Duration(float64(cs.latMed) / o.CPUShare); iv < floor {
 			iv = floor
 		}
