@@ -456,8 +456,9 @@ func (s *Sampler) intervalFor(cs *chanState) time.Duration {
 		case cs.pollBase > 0:
 			iv = clampDur(cs.pollBase/time.Duration(o.Divisor), o.MinInterval, o.MaxInterval)
 		case cs.hint > 0:
-			// Learning: poll fast enough to see the intervals clearly.
-			iv = clampDur(cs.hint/20, o.MinInterval, 5*time.Millisecond)
+			// Learning: poll fast enough to see the intervals clearly (5 ms for a 100 ms
+			// power channel, 50 ms for a clock or temperature hinted at 1 s).
+			iv = clampDur(cs.hint/20, o.MinInterval, o.MaxInterval)
 		default:
 			iv = time.Millisecond
 		}
