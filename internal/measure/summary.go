@@ -163,7 +163,7 @@ func summarizeGPU(tr *trace.Trace, g trace.GPU, start, end, b0 time.Duration) GP
 			cs.UpdatePeriodS, cs.PollIntervalS, cs.Polls, cs.Repeats, cs.MissedUpdates = st.UpdatePeriod, st.PollInterval, st.Polls, st.Repeats, st.Missed
 			// A long interval is either a missed update or an update that repeated the
 			// value (common at idle); only a slow poll makes the first plausible.
-			if st.Missed > 2 && st.Missed > st.Samples/100 && st.PollInterval > st.UpdatePeriod/4 {
+			if st.Missed > 2 && st.Missed > st.Samples/100 && !st.PhaseLocked && st.PollInterval > st.UpdatePeriod/4 {
 				warn("%s: about %d of %d updates were missed (poll interval %s, update period %s)", ch.Name, st.Missed, st.Samples+st.Missed, fmtDur(st.PollInterval), fmtDur(st.UpdatePeriod))
 			}
 			if st.Errors > 0 {

@@ -48,6 +48,9 @@ type Options struct {
 	// whose call takes L is polled at most every L/CPUShare (default 0.002). The H200's
 	// energy counter costs ~3.8 ms of CPU a call, so it is read every ~1.9 s (and on Poke).
 	CPUShare float64
+	// NoPhaseLock turns off phase-locked polling: every power channel is then polled at
+	// UpdatePeriod/Divisor throughout.
+	NoPhaseLock bool
 	// VirtualStep is the busy-poll interval on a virtual clock, where calls take no time
 	// (default 100 µs).
 	VirtualStep time.Duration

@@ -52,6 +52,14 @@ const (
 	kindState
 )
 
+type lockState int
+
+const (
+	unlocked  lockState = iota
+	searching           // polling finely until an update is caught precisely
+	locked              // sleeping between windows around the expected updates
+)
+
 type chanState struct {
 	s    Sensor
 	ch   trace.Channel
@@ -80,7 +88,13 @@ type chanState struct {
 	pollBase  time.Duration // what the poll interval is derived from: period, or the short intervals of an irregular channel
 	irregular bool
 	missed    int
-	buf       []Reading
+
+	// Phase lock (adaptive mode, regular measurement channels): once the period is known,
+	// the Sampler sleeps until just before the next expected update and polls finely
+	// around it, so an update is stamped within a millisecond for a few polls per period.
+	lock   lockState
+	anchor time.Duration // precisely stamped time of the last update caught in a window
+	buf    []Reading
 }
 
 // New returns a Sampler for the given sensors. Call Start to begin recording.
@@ -129,7 +143,7 @@ func (s *Sampler) Start(ctx context.Context) error {
 		cs.addLatency(t1 - t0)
 		cs.polls++
 		cs.record(t0+(t1-t0)/2, cs.buf)
-		cs.interval = s.intervalFor(cs)
+		cs.interval = s.intervalFor(cs, t1)
 		cs.due = t1 + cs.interval
 		ok = append(ok, cs)
 	}
@@ -223,6 +237,9 @@ func (s *Sampler) Stop() ([]trace.Channel, []trace.Sample) {
 	for _, cs := range s.chans {
 		ch := cs.ch
 		ch.Stats = cs.stats()
+		if cs.polls > 1 && s.end > s.start {
+			ch.Stats.PollInterval = (s.end - s.start).Seconds() / float64(cs.polls-1)
+		}
 		chans = append(chans, ch)
 		all = append(all, cs.samples...)
 	}
@@ -290,7 +307,7 @@ func (s *Sampler) runLane(ctx context.Context, chans []*chanState, poke chan cha
 func (s *Sampler) pollDue(chans []*chanState, now time.Duration) time.Duration {
 	next := clock.Never
 	for _, cs := range chans {
-		if cs.due-cs.interval/4 <= now {
+		if cs.due-cs.slack() <= now {
 			s.poll(cs)
 		}
 		next = min(next, cs.due)
@@ -311,7 +328,7 @@ func (s *Sampler) poll(cs *chanState) {
 	} else {
 		cs.record(t0+(t1-t0)/2, cs.buf)
 	}
-	cs.interval = s.intervalFor(cs)
+	cs.interval = s.intervalFor(cs, t1)
 	cs.due = t1 + cs.interval
 }
 
@@ -330,6 +347,7 @@ func (cs *chanState) record(tc time.Duration, rs []Reading) {
 		t := r.T
 		if !r.Timed {
 			t = cs.stamp(tc)
+			cs.relock(t, tc)
 		}
 		if cs.have {
 			iv := t - cs.lastNew
@@ -351,6 +369,33 @@ func (cs *chanState) record(tc time.Duration, rs []Reading) {
 		cs.sinceNew++
 	}
 	cs.lastPoll = tc
+}
+
+// relock updates the phase lock with an update stamped t, first seen by the call at tc.
+func (cs *chanState) relock(t, tc time.Duration) {
+	if cs.lock == unlocked {
+		return
+	}
+	fine, guard := cs.window()
+	precise := cs.have && tc-cs.lastPoll <= fine*5/2
+	switch {
+	case precise && cs.lock == locked && t-cs.anchor <= 2*guard:
+		// The second change of a burst (the H200 publishes some updates as two changes
+		// a fraction of a millisecond apart): the update's time is the first change's.
+	case precise:
+		cs.anchor, cs.lock = t, locked
+	case cs.lock == locked:
+		// The update came outside its window: find the phase again.
+		cs.lock = searching
+	}
+}
+
+// window returns the fine poll interval around an expected update and the half-width of
+// the window: 2 ms and 4 ms for a 100 ms channel, 0.5 ms and 1 ms for a 20 ms one.
+func (cs *chanState) window() (fine, guard time.Duration) {
+	fine = clampDur(cs.period/50, 500*time.Microsecond, 2*time.Millisecond)
+	guard = max(2*fine, cs.period/25)
+	return fine, guard
 }
 
 // stamp estimates when an update first seen by the call at tc happened. It happened after
@@ -425,8 +470,8 @@ func (cs *chanState) learn() {
 	}
 }
 
-// intervalFor chooses a channel's next poll interval.
-func (s *Sampler) intervalFor(cs *chanState) time.Duration {
+// intervalFor chooses a channel's next poll interval after a call that ended at now.
+func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 	o := s.opt
 	virtual := s.virt != nil || clock.IsVirtual(s.clk)
 	switch o.Mode {
@@ -452,6 +497,9 @@ func (s *Sampler) intervalFor(cs *chanState) time.Duration {
 		// whatever it returns: read it every 25 sample periods, a fifth of its depth.
 		iv = clampDur(25*p, 20*time.Millisecond, 500*time.Millisecond)
 	default:
+		if iv, ok := s.lockedInterval(cs, now); ok {
+			return iv
+		}
 		switch {
 		case cs.pollBase > 0:
 			iv = clampDur(cs.pollBase/time.Duration(o.Divisor), o.MinInterval, o.MaxInterval)
@@ -479,6 +527,34 @@ func (s *Sampler) intervalFor(cs *chanState) time.Duration {
 	return iv
 }
 
+// lockedInterval is the poll interval of a phase-locked channel, and whether the channel is
+// one: a regular power channel or a cheap counter whose period is known.
+func (s *Sampler) lockedInterval(cs *chanState, now time.Duration) (time.Duration, bool) {
+	lockable := (cs.kind == kindPower || (cs.kind == kindCumulative && cs.latMed < slowCall)) &&
+		!cs.irregular && cs.period > 0 && cs.intervals.n >= 8 && cs.sinceNew <= 200 && !s.opt.NoPhaseLock
+	if !lockable {
+		cs.lock = unlocked
+		return 0, false
+	}
+	fine, guard := cs.window()
+	if cs.lock == unlocked {
+		cs.lock = searching
+	}
+	if cs.lock == searching || now < cs.anchor+fine {
+		// Searching; or just caught: one more fine poll catches the second change of a
+		// burst.
+		return fine, true
+	}
+	next := cs.anchor + cs.period
+	for next+guard < now {
+		next += cs.period // a window passed with no change: the value repeated
+	}
+	if open := next - guard; now < open-fine {
+		return open - now, true
+	}
+	return fine, true
+}
+
 func (cs *chanState) stats() *trace.ChannelStats {
 	period := cs.period
 	if cs.kind == kindCumulative {
@@ -492,10 +568,20 @@ func (cs *chanState) stats() *trace.ChannelStats {
 		LastError:    cs.lastErr,
 		UpdatePeriod: period.Seconds(),
 		PollInterval: cs.interval.Seconds(),
+		PhaseLocked:  cs.lock == locked,
 		CallLatency:  cs.lat.median().Seconds(),
 
 		Missed: cs.missed,
 	}
+}
+
+// slack is how early a channel may be polled when its lane wakes for another: a quarter
+// of its interval, so wakeups are shared; a phase-locked channel keeps to its schedule.
+func (cs *chanState) slack() time.Duration {
+	if cs.lock != unlocked {
+		return 0
+	}
+	return cs.interval / 4
 }
 
 // addLatency records a call's duration; the median is refreshed every 16 calls (and on
@@ -518,7 +604,7 @@ type virtualLane struct {
 func (v *virtualLane) Next() time.Duration {
 	next := clock.Never
 	for _, cs := range v.chans {
-		next = min(next, cs.due-cs.interval/4)
+		next = min(next, cs.due-cs.slack())
 	}
 	return next
 }

@@ -141,22 +141,62 @@ func TestSamplerVirtualCatchesUpdates(t *testing.T) {
 	}
 }
 
+// tapSensor records when it was read.
+type tapSensor struct {
+	*stepSensor
+	times []time.Duration
+}
+
+func (t *tapSensor) Read(dst []Reading) ([]Reading, error) {
+	t.times = append(t.times, t.clk.Now())
+	return t.stepSensor.Read(dst)
+}
+
 func TestSamplerTimestampsNearUpdates(t *testing.T) {
 	clk := clock.NewVirtual(time.Time{})
-	f := &stepSensor{clk: clk, name: "power.instant", period: 100 * time.Millisecond, phase: 37 * time.Millisecond, hint: 100 * time.Millisecond}
+	f := &tapSensor{stepSensor: &stepSensor{clk: clk, name: "power.instant", period: 100 * time.Millisecond, phase: 37 * time.Millisecond, hint: 100 * time.Millisecond}}
 	s := New(clk, []Sensor{f}, Options{})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(10 * time.Second)
 	_, samples := s.Stop()
-	// After learning, polls come every T/8, so a stamp is within T/16 of the update.
-	for _, x := range samples[10:] {
+	// Once locked to the phase (within a couple of seconds), the Sampler polls every 2 ms
+	// around each expected update: a stamp is within 1 ms of the update, for a handful of
+	// polls per period.
+	n := 0
+	for _, x := range samples {
+		if x.T < 2*time.Second {
+			continue
+		}
+		n++
 		k := x.Value - 100
 		upd := f.phase + time.Duration(k)*f.period
-		if d := x.T - upd; d < -7*time.Millisecond || d > 7*time.Millisecond {
+		if d := x.T - upd; d < -time.Millisecond || d > time.Millisecond {
 			t.Errorf("update %v at %v stamped %v", k, upd, x.T)
 		}
+	}
+	polls := 0
+	for _, pt := range f.times {
+		if pt >= 2*time.Second {
+			polls++
+		}
+	}
+	if perUpdate := float64(polls) / float64(n); perUpdate > 5.5 {
+		t.Errorf("%.1f polls per update, want at most 5.5", perUpdate)
+	}
+	// Without the phase lock: every T/8.
+	clk = clock.NewVirtual(time.Time{})
+	f = &tapSensor{stepSensor: &stepSensor{clk: clk, name: "power.instant", period: 100 * time.Millisecond, phase: 37 * time.Millisecond, hint: 100 * time.Millisecond}}
+	s = New(clk, []Sensor{f}, Options{NoPhaseLock: true})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Second)
+	chans, _ := s.Stop()
+	// The mean interval includes the first second of learning at 5 ms.
+	if iv := chans[0].Stats.PollInterval; iv < 0.011 || iv > 0.0126 || chans[0].Stats.PhaseLocked {
+		t.Errorf("mean poll interval without phase lock %v s (locked %v), want just under T/8 = 12.5 ms", iv, chans[0].Stats.PhaseLocked)
 	}
 }
 
@@ -232,8 +272,8 @@ func TestSamplerIgnoresBursts(t *testing.T) {
 	if p := st.UpdatePeriod; p < 0.095 || p > 0.105 {
 		t.Errorf("learned period %v s, want 0.1 s", p)
 	}
-	if st.PollInterval < 0.010 {
-		t.Errorf("poll interval %v s: the 0.5 ms bursts drove the poll rate", st.PollInterval)
+	if perUpdate := float64(st.Polls) / 100; perUpdate > 10 {
+		t.Errorf("%.1f polls per update: the 0.5 ms bursts drove the poll rate", perUpdate)
 	}
 	// Every update's final value is caught.
 	final := map[float64]bool{}

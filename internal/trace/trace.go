@@ -83,7 +83,8 @@ type ChannelStats struct {
 	Errors       int     `json:"errors"`  // failed calls
 	LastError    string  `json:"last_error,omitempty"`
 	UpdatePeriod float64 `json:"update_period_s"`         // learned median interval between new values
-	PollInterval float64 `json:"poll_interval_s"`         // interval the Sampler settled on (0: busy-poll)
+	PollInterval float64 `json:"poll_interval_s"`         // mean interval between calls over the recording
+	PhaseLocked  bool    `json:"phase_locked,omitempty"`  // polled in windows around the expected updates
 	CallLatency  float64 `json:"call_latency_s"`          // median duration of one call
 	Missed       int     `json:"missed_updates_estimate"` // intervals of about 2x or more the update period
 }
