@@ -604,7 +604,7 @@ type virtualLane struct {
 func (v *virtualLane) Next() time.Duration {
 	next := clock.Never
 	for _, cs := range v.chans {
-		next = min(next, cs.due-cs.slack())
+		next = min(next, cs.due) // as a real lane: wake at the first due time
 	}
 	return next
 }
