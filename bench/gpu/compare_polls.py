@@ -38,6 +38,7 @@ def main(maxdir, addir):
           f"= {100 * mmeta.get('sampler_cpu_s', 0) / mmeta['duration_s']:.1f} % of one core\n")
     print("| channel | updates seen by --poll max | caught by adaptive | share | transient values (< 10 ms) seen by max | adaptive poll interval | adaptive polls/s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
+    stamp_err = {}
     for ch in sorted(mrows):
         allref = mrows[ch]
         # A value that held less than HOLD before the next change is a transient read
@@ -71,10 +72,15 @@ def main(maxdir, addir):
                         break
                     i += 1
         else:
-            caught = 0
+            caught, dts = 0, []
             for t, v, _ in ref:
-                if any(v == gv and abs(t - gt) <= 0.15 for gt, gv, _ in got):
+                best = min((abs(t - gt) for gt, gv, _ in got if v == gv and abs(t - gt) <= 0.15), default=None)
+                if best is not None:
                     caught += 1
+                    dts.append(best)
+            dts.sort()
+            if dts:
+                stamp_err[ch] = (1e3 * dts[len(dts) // 2], 1e3 * dts[int(0.95 * (len(dts) - 1))])
         st = stats[ch]
         if ch.startswith("energy."):
             print(f"| {ch} | {len(ref)} | {len(got)} readings | cumulative: read sparingly by design | {transient} | "
@@ -82,6 +88,12 @@ def main(maxdir, addir):
             continue
         print(f"| {ch} | {len(ref)} | {caught} | {100 * caught / len(ref):.1f} % | {transient} | "
               f"{1e3 * st['poll_interval_s']:.1f} ms | {st['polls'] / ameta['duration_s']:.1f} |")
+
+
+    if stamp_err:
+        print("\nTimestamp of each caught update, adaptive minus busy-poll, |dt| median / 95th percentile (ms):")
+        for ch, (med, p95) in sorted(stamp_err.items()):
+            print(f"  {ch}: {med:.2f} / {p95:.2f}")
 
 
 if __name__ == "__main__":

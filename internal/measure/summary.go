@@ -270,6 +270,11 @@ func baselinePower(series []trace.Sample, b0, start time.Duration, cumulative bo
 		return 0
 	}
 	i := sort.Search(len(series), func(i int) bool { return series[i].T >= b0 })
+	if cumulative && i > 0 {
+		// A counter read sparingly may have no reading near the baseline's start: its
+		// rate over the baseline runs from the last reading before it.
+		i--
+	}
 	j := sort.Search(len(series), func(j int) bool { return series[j].T > start })
 	in := series[i:j]
 	switch {

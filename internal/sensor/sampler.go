@@ -94,7 +94,11 @@ type chanState struct {
 	// around it, so an update is stamped within a millisecond for a few polls per period.
 	lock   lockState
 	anchor time.Duration // precisely stamped time of the last update caught in a window
-	buf    []Reading
+	// Windows that caught their update, and updates that came outside their window; too
+	// many of the latter and the channel is polled at T/8 for good (noLock).
+	lockHits, lockMisses int
+	noLock               bool
+	buf                  []Reading
 }
 
 // New returns a Sampler for the given sensors. Call Start to begin recording.
@@ -383,10 +387,19 @@ func (cs *chanState) relock(t, tc time.Duration) {
 		// The second change of a burst (the H200 publishes some updates as two changes
 		// a fraction of a millisecond apart): the update's time is the first change's.
 	case precise:
+		if cs.lock == locked {
+			cs.lockHits++
+		}
 		cs.anchor, cs.lock = t, locked
 	case cs.lock == locked:
 		// The update came outside its window: find the phase again.
 		cs.lock = searching
+		cs.lockMisses++
+	}
+	if n := cs.lockHits + cs.lockMisses; n >= 20 && cs.lockMisses*10 > n {
+		// The updates do not keep time (the H200's come 101 ± 5 ms apart, each interval
+		// drawn anew): windows would have to be wider than the T/8 polling they replace.
+		cs.noLock, cs.lock = true, unlocked
 	}
 }
 
@@ -531,7 +544,7 @@ func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 // one: a regular power channel or a cheap counter whose period is known.
 func (s *Sampler) lockedInterval(cs *chanState, now time.Duration) (time.Duration, bool) {
 	lockable := (cs.kind == kindPower || (cs.kind == kindCumulative && cs.latMed < slowCall)) &&
-		!cs.irregular && cs.period > 0 && cs.intervals.n >= 8 && cs.sinceNew <= 200 && !s.opt.NoPhaseLock
+		!cs.irregular && !cs.noLock && cs.period > 0 && cs.intervals.n >= 8 && cs.sinceNew <= 200 && !s.opt.NoPhaseLock
 	if !lockable {
 		cs.lock = unlocked
 		return 0, false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sort"
 	"testing"
 	"time"
 
@@ -315,5 +316,60 @@ func TestSamplerPoke(t *testing.T) {
 		if v := time.Duration(samples[1].Value); v < before {
 			t.Errorf("%T: the poke's reading was taken at %v, before the poke at %v", clk, v, before)
 		}
+	}
+}
+
+// jitterSensor updates every 101 ms ± 5 ms (Gaussian-like, each interval drawn anew), as
+// the H200's power channels do.
+type jitterSensor struct {
+	clk   clock.Clock
+	times []time.Duration
+}
+
+func newJitterSensor(clk clock.Clock) *jitterSensor {
+	j := &jitterSensor{clk: clk}
+	t := 30 * time.Millisecond
+	x := uint64(12345)
+	for t < 60*time.Second {
+		j.times = append(j.times, t)
+		sum := 0.0
+		for range 4 { // a sum of uniforms: near-Gaussian, sigma 5 ms
+			x = x*6364136223846793005 + 1442695040888963407
+			sum += float64(x>>11) / (1 << 53)
+		}
+		t += 101*time.Millisecond + time.Duration((sum-2)*8.66*float64(time.Millisecond))
+	}
+	return j
+}
+
+func (j *jitterSensor) Channel() trace.Channel {
+	return trace.Channel{Name: "power.instant", Quantity: trace.QPower, Unit: "W"}
+}
+func (j *jitterSensor) Read(dst []Reading) ([]Reading, error) {
+	now := j.clk.Now()
+	k := sort.Search(len(j.times), func(i int) bool { return j.times[i] > now })
+	return append(dst, Reading{Value: float64(k)}), nil
+}
+func (j *jitterSensor) PeriodHint() time.Duration { return 100 * time.Millisecond }
+
+func TestSamplerGivesUpPhaseLockOnJitter(t *testing.T) {
+	clk := clock.NewVirtual(time.Time{})
+	j := newJitterSensor(clk)
+	s := New(clk, []Sensor{j}, Options{})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(30 * time.Second)
+	chans, samples := s.Stop()
+	st := chans[0].Stats
+	if st.PhaseLocked {
+		t.Error("still phase-locked on a channel whose updates jitter by ±5 ms")
+	}
+	want := sort.Search(len(j.times), func(i int) bool { return j.times[i] > 30*time.Second })
+	if got := len(samples); float64(got) < 0.99*float64(want) {
+		t.Errorf("caught %d of %d updates", got, want)
+	}
+	if perUpdate := float64(st.Polls) / float64(want); perUpdate > 10 {
+		t.Errorf("%.1f polls per update", perUpdate)
 	}
 }
