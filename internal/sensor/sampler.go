@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -98,6 +99,7 @@ type chanState struct {
 	// many of the latter and the channel is polled at T/8 for good (noLock).
 	lockHits, lockMisses int
 	noLock               bool
+	probe                []time.Duration // updates stamped precisely while searching
 	buf                  []Reading
 }
 
@@ -386,21 +388,62 @@ func (cs *chanState) relock(t, tc time.Duration) {
 	case precise && cs.lock == locked && t-cs.anchor <= 2*guard:
 		// The second change of a burst (the H200 publishes some updates as two changes
 		// a fraction of a millisecond apart): the update's time is the first change's.
-	case precise:
-		if cs.lock == locked {
-			cs.lockHits++
+	case precise && cs.lock == locked:
+		cs.lockHits++
+		cs.anchor = t
+	case precise && cs.lock == searching:
+		if n := len(cs.probe); n > 0 && t-cs.probe[n-1] <= 2*guard {
+			break // a burst
 		}
-		cs.anchor, cs.lock = t, locked
+		cs.probe = append(cs.probe, t)
+		if len(cs.probe) < 9 {
+			break
+		}
+		if cs.steady(guard) {
+			cs.lock, cs.anchor = locked, t
+		} else {
+			// The updates do not keep time (the H200's come 101 ± 5 ms apart, each
+			// interval drawn anew): windows would have to be wider than the T/8
+			// polling they replace.
+			cs.noLock, cs.lock = true, unlocked
+		}
+		cs.probe = cs.probe[:0]
 	case cs.lock == locked:
 		// The update came outside its window: find the phase again.
 		cs.lock = searching
 		cs.lockMisses++
 	}
 	if n := cs.lockHits + cs.lockMisses; n >= 20 && cs.lockMisses*10 > n {
-		// The updates do not keep time (the H200's come 101 ± 5 ms apart, each interval
-		// drawn anew): windows would have to be wider than the T/8 polling they replace.
 		cs.noLock, cs.lock = true, unlocked
 	}
+}
+
+// steady reports whether the precisely stamped updates in probe keep time well enough for
+// windows of half-width guard: the spread of their intervals (each divided by the number
+// of periods it spans, so repeated values do not count) must be under guard/3.
+func (cs *chanState) steady(guard time.Duration) bool {
+	var x []float64
+	for i := 1; i < len(cs.probe); i++ {
+		iv := cs.probe[i] - cs.probe[i-1]
+		k := (iv + cs.period/2) / cs.period
+		if k < 1 {
+			continue
+		}
+		x = append(x, float64(iv)/float64(k))
+	}
+	if len(x) < 4 {
+		return false
+	}
+	mean := 0.0
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(len(x))
+	varsum := 0.0
+	for _, v := range x {
+		varsum += (v - mean) * (v - mean)
+	}
+	return math.Sqrt(varsum/float64(len(x)-1)) < float64(guard)/3
 }
 
 // window returns the fine poll interval around an expected update and the half-width of
