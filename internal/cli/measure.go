@@ -27,7 +27,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device")
 	gpus := fs.String("gpu", "all", "GPUs to record: all, or indices such as 0,2")
 	chans := fs.String("channels", "all", "channels to record: all, or names and globs such as power.*,energy.total")
-	poll := fs.String("poll", "adaptive", "adaptive (learn each channel's update period), max (busy-poll), or an interval such as 5ms")
+	poll := fs.String("poll", "adaptive", "adaptive (learn each channel's update period, poll at a period/8), lock (adaptive, phase-locked where updates keep time), max (busy-poll), or an interval such as 5ms")
 	baseline := fs.Duration("baseline", time.Second, "idle recording before the command (gives the idle power)")
 	tail := fs.Duration("tail", time.Second, "recording after the command (shows the sensors settle)")
 	out := fs.String("out", "", "directory for trace.csv, trace.json, summary.json and report.html")

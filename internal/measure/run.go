@@ -196,7 +196,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Command:       cfg.CommandLine,
 		Start:         clk.Epoch(),
 		Duration:      end.Seconds(),
-		Poll:          trace.Poll{Mode: cfg.Poll.Mode.String()},
+		Poll:          trace.Poll{Mode: cfg.Poll.String()},
 		Channels:      chans,
 		Unavailable:   smp.Unavailable(),
 		Marks:         marks,
@@ -209,7 +209,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		meta.SamplerCPUSecs = smp.CPUTime().Seconds()
 	}
 	if cfg.Poll.Mode == sensor.Fixed {
-		meta.Poll.Interval = cfg.Poll.Interval.Seconds()
+		meta.Poll = trace.Poll{Mode: "fixed", Interval: cfg.Poll.Interval.Seconds()}
 	}
 	for _, d := range devs {
 		meta.GPUs = append(meta.GPUs, d.Info())

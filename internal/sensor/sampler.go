@@ -587,7 +587,7 @@ func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 // one: a regular power channel or a cheap counter whose period is known.
 func (s *Sampler) lockedInterval(cs *chanState, now time.Duration) (time.Duration, bool) {
 	lockable := (cs.kind == kindPower || (cs.kind == kindCumulative && cs.latMed < slowCall)) &&
-		!cs.irregular && !cs.noLock && cs.period > 0 && cs.intervals.n >= 8 && cs.sinceNew <= 200 && !s.opt.NoPhaseLock
+		!cs.irregular && !cs.noLock && cs.period > 0 && cs.intervals.n >= 8 && cs.sinceNew <= 200 && s.opt.PhaseLock
 	if !lockable {
 		cs.lock = unlocked
 		return 0, false

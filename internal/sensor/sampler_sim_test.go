@@ -17,7 +17,7 @@ import (
 // one is recorded (>= 99 %), no sample is a duplicate, time is monotonic.
 func TestSamplerOnSimPresets(t *testing.T) {
 	for _, preset := range sim.Presets() {
-		for _, opt := range []sensor.Options{{Mode: sensor.Adaptive}, {Mode: sensor.Max}} {
+		for _, opt := range []sensor.Options{{Mode: sensor.Adaptive}, {Mode: sensor.Adaptive, PhaseLock: true}, {Mode: sensor.Max}} {
 			t.Run(preset+"/"+opt.String(), func(t *testing.T) {
 				clk := clock.NewVirtual(time.Time{})
 				cfg, err := sim.Preset(preset)

@@ -156,7 +156,7 @@ func (t *tapSensor) Read(dst []Reading) ([]Reading, error) {
 func TestSamplerTimestampsNearUpdates(t *testing.T) {
 	clk := clock.NewVirtual(time.Time{})
 	f := &tapSensor{stepSensor: &stepSensor{clk: clk, name: "power.instant", period: 100 * time.Millisecond, phase: 37 * time.Millisecond, hint: 100 * time.Millisecond}}
-	s := New(clk, []Sensor{f}, Options{})
+	s := New(clk, []Sensor{f}, Options{PhaseLock: true})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -186,10 +186,10 @@ func TestSamplerTimestampsNearUpdates(t *testing.T) {
 	if perUpdate := float64(polls) / float64(n); perUpdate > 5.5 {
 		t.Errorf("%.1f polls per update, want at most 5.5", perUpdate)
 	}
-	// Without the phase lock: every T/8.
+	// Without the phase lock (the default): every T/8.
 	clk = clock.NewVirtual(time.Time{})
 	f = &tapSensor{stepSensor: &stepSensor{clk: clk, name: "power.instant", period: 100 * time.Millisecond, phase: 37 * time.Millisecond, hint: 100 * time.Millisecond}}
-	s = New(clk, []Sensor{f}, Options{NoPhaseLock: true})
+	s = New(clk, []Sensor{f}, Options{})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +227,7 @@ func TestParsePoll(t *testing.T) {
 	}{
 		{"adaptive", Options{Mode: Adaptive}, false},
 		{"max", Options{Mode: Max}, false},
+		{"lock", Options{Mode: Adaptive, PhaseLock: true}, false},
 		{"5ms", Options{Mode: Fixed, Interval: 5 * time.Millisecond}, false},
 		{"-1ms", Options{}, true},
 		{"fast", Options{}, true},
@@ -263,7 +264,7 @@ func (b *burstSensor) PeriodHint() time.Duration { return 100 * time.Millisecond
 
 func TestSamplerIgnoresBursts(t *testing.T) {
 	clk := clock.NewVirtual(time.Time{})
-	s := New(clk, []Sensor{&burstSensor{clk: clk, period: 100 * time.Millisecond}}, Options{})
+	s := New(clk, []Sensor{&burstSensor{clk: clk, period: 100 * time.Millisecond}}, Options{PhaseLock: true})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +356,7 @@ func (j *jitterSensor) PeriodHint() time.Duration { return 100 * time.Millisecon
 func TestSamplerGivesUpPhaseLockOnJitter(t *testing.T) {
 	clk := clock.NewVirtual(time.Time{})
 	j := newJitterSensor(clk)
-	s := New(clk, []Sensor{j}, Options{})
+	s := New(clk, []Sensor{j}, Options{PhaseLock: true})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
