@@ -10,7 +10,7 @@
 set -u
 OUT=${1:?usage: foundation.sh OUTDIR}
 R=${WORKDIR:-/tmp/gpuwatt-run}/r
-mkdir -p "$R"
+rm -rf "$R"; mkdir -p "$R"
 B=${GPUWATT:-.gpu/gpuwatt}
 LOAD="python3 bench/load/matmul.py"
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$R/steps.txt"; }

@@ -374,3 +374,26 @@ func TestSamplerGivesUpPhaseLockOnJitter(t *testing.T) {
 		t.Errorf("%.1f polls per update", perUpdate)
 	}
 }
+
+func TestSamplerFixedKeepsRingRule(t *testing.T) {
+	clk := clock.NewVirtual(time.Time{})
+	buf := &bufSensor{clk: clk, period: 20 * time.Millisecond, last: -1}
+	step := &stepSensor{clk: clk, name: "power.instant", period: 100 * time.Millisecond, hint: 100 * time.Millisecond}
+	s := New(clk, []Sensor{buf, step}, Options{Mode: Fixed, Interval: 5 * time.Millisecond})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Second)
+	chans, _ := s.Stop()
+	for _, c := range chans {
+		// The ring is read at 500 ms, or up to a quarter earlier when the lane wakes
+		// for the 5 ms channel anyway.
+		lo, hi := 0.0045, 0.0055
+		if c.Buffered {
+			lo, hi = 0.37, 0.5
+		}
+		if got := c.Stats.PollInterval; got < lo || got > hi {
+			t.Errorf("%s: mean poll interval %v s, want %v to %v s", c.Name, got, lo, hi)
+		}
+	}
+}
