@@ -340,3 +340,44 @@ func simCommandEnergy(t *testing.T, preset string, seconds float64) float64 {
 	}
 	return float64(cfg.CommandLoad) * seconds
 }
+
+// sleepRunner runs for a real duration and then cancels the context, as Ctrl-C does.
+type sleepRunner struct {
+	d      time.Duration
+	cancel context.CancelFunc
+}
+
+func (r sleepRunner) Run(ctx context.Context, argv []string) (int, error) {
+	time.Sleep(r.d)
+	r.cancel()
+	return 130, nil
+}
+
+// TestMeasureInterruptedRealClock checks Ctrl-C on a real clock, where the Sampler polls
+// from its own goroutines: measure must not hang, and must keep what it recorded.
+func TestMeasureInterruptedRealClock(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	off := false
+	a := &App{Stdout: &stdout, Stderr: &stderr, Runner: sleepRunner{300 * time.Millisecond, cancel},
+		NVMLPaths: []string{filepath.Join(t.TempDir(), "none.so")}, Host: "testhost", Version: "test", Interactive: &off}
+	out := filepath.Join(t.TempDir(), "run")
+	done := make(chan int)
+	go func() { done <- a.Main(ctx, []string{"measure", "--device", "sim", "--baseline", "200ms", "--out", out, "--", "x"}) }()
+	select {
+	case code := <-done:
+		if code != 130 {
+			t.Fatalf("exit %d, want 130: %s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("measure hung after Ctrl-C")
+	}
+	tr, err := trace.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Meta.Incomplete || len(tr.Series(0, "power.instant")) < 3 {
+		t.Fatalf("incomplete=%v, %d power.instant samples", tr.Meta.Incomplete, len(tr.Series(0, "power.instant")))
+	}
+}

@@ -28,16 +28,17 @@ type Sampler struct {
 	chans []*chanState
 	miss  []trace.Missing
 
-	mu      sync.Mutex
-	running bool
-	pokes   []chan chan struct{} // one per lane on a real clock
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	virt    *virtualLane
-	start   time.Duration
-	end     time.Duration
-	cpu0    time.Duration
-	cpu     time.Duration
+	mu       sync.Mutex
+	running  bool
+	pokes    []chan chan struct{} // one per lane on a real clock
+	laneDone <-chan struct{}      // closed when the lanes are told to stop
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	virt     *virtualLane
+	start    time.Duration
+	end      time.Duration
+	cpu0     time.Duration
+	cpu      time.Duration
 }
 
 // slowCall is the call latency above which a channel gets a lane of its own (the
@@ -164,7 +165,10 @@ func (s *Sampler) Start(ctx context.Context) error {
 		v.Add(s.virt)
 		return nil
 	}
-	ctx, s.cancel = context.WithCancel(ctx)
+	// The lanes run until Stop, not until the caller's context ends: a Ctrl-C must not
+	// stop the recording while the command is still shutting down.
+	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.laneDone = ctx.Done()
 	lanes := map[int][]*chanState{}
 	var order []int
 	for i, cs := range ok {
@@ -202,16 +206,20 @@ func (s *Sampler) Poke() {
 		}
 		return
 	}
-	pokes := s.pokes
+	pokes, stop := s.pokes, s.laneDone
 	s.mu.Unlock()
 	var dones []chan struct{}
 	for _, p := range pokes {
 		d := make(chan struct{})
-		p <- d
-		dones = append(dones, d)
+		select {
+		case p <- d:
+			dones = append(dones, d)
+		case <-stop:
+			return
+		}
 	}
 	for _, d := range dones {
-		<-d
+		<-d // a lane that took the poke closes d even if it is stopping
 	}
 }
 
