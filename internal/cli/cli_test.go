@@ -364,7 +364,9 @@ func TestMeasureInterruptedRealClock(t *testing.T) {
 		NVMLPaths: []string{filepath.Join(t.TempDir(), "none.so")}, Host: "testhost", Version: "test", Interactive: &off}
 	out := filepath.Join(t.TempDir(), "run")
 	done := make(chan int)
-	go func() { done <- a.Main(ctx, []string{"measure", "--device", "sim", "--baseline", "200ms", "--out", out, "--", "x"}) }()
+	go func() {
+		done <- a.Main(ctx, []string{"measure", "--device", "sim", "--baseline", "200ms", "--out", out, "--", "x"})
+	}()
 	select {
 	case code := <-done:
 		if code != 130 {
