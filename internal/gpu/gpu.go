@@ -5,6 +5,7 @@ package gpu
 import (
 	"time"
 
+	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/trace"
 )
@@ -33,4 +34,37 @@ type System interface {
 type CommandObserver interface {
 	CommandStarted(t time.Duration)
 	CommandEnded(t time.Duration)
+}
+
+// Executor is implemented by devices that run gpuwatt's own kernels: a real GPU through
+// the CUDA driver, the sim device through its model.
+type Executor interface {
+	// Props describes the device for throughput figures.
+	Props() Props
+	// Prepare loads a kernel (the driver JIT-compiles its PTX) and allocates and zeroes
+	// its buffers. The kernel is released by Close.
+	Prepare(d kernels.Descriptor) (Kernel, error)
+}
+
+// Kernel is a prepared kernel.
+type Kernel interface {
+	// Run launches the kernel n times back to back, waits until they have finished, and
+	// returns when the first started and the last ended, on the clock the device was
+	// opened with (on a GPU: CUDA events mapped onto the host's monotonic clock).
+	Run(n int) (start, end time.Duration, err error)
+	Close() error
+}
+
+// Props are the device properties that throughput figures need.
+type Props struct {
+	Name              string  `json:"name"`
+	ComputeCapability string  `json:"compute_capability"` // "9.0"
+	SMs               int     `json:"sms"`
+	MaxSMClockHz      float64 `json:"max_sm_clock_hz"`
+	MemClockHz        float64 `json:"mem_clock_hz"`
+	MemBusWidthBits   int     `json:"mem_bus_width_bits"`
+	L2Bytes           int64   `json:"l2_bytes"`
+	MemoryBytes       int64   `json:"memory_bytes"`
+	MaxThreadsPerSM   int     `json:"max_threads_per_sm"`
+	SharedPerSM       int     `json:"shared_bytes_per_sm"`
 }
