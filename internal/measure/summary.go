@@ -1,15 +1,10 @@
 package measure
 
 import (
-	"fmt"
-	"math"
-	"slices"
-	"sort"
-	"strings"
 	"time"
 
+	"gpuwatt/internal/region"
 	"gpuwatt/internal/trace"
-	"gpuwatt/internal/units"
 )
 
 // SummaryFormat is the value of Summary.Format.
@@ -34,63 +29,17 @@ type Summary struct {
 	Unavailable      []trace.Missing `json:"unavailable_channels,omitempty"`
 }
 
-// GPUSummary is the summary of one GPU.
-type GPUSummary struct {
-	Index int    `json:"index"`
-	Name  string `json:"name"`
-	UUID  string `json:"uuid"`
-	// EnergyJ is the best estimate of the energy during the command: the driver's energy
-	// counter where there is one, else the integral of the best power channel.
-	EnergyJ          float64          `json:"energy_j"`
-	EnergySource     string           `json:"energy_source"`
-	IdlePowerW       float64          `json:"idle_power_w"`
-	EnergyAboveIdleJ float64          `json:"energy_above_idle_j"`
-	MeanPowerW       float64          `json:"mean_power_w"`
-	MaxPowerW        float64          `json:"max_power_w"`
-	MaxPowerSource   string           `json:"max_power_source,omitempty"`
-	PowerLimitW      float64          `json:"power_limit_w,omitempty"`
-	Channels         []ChannelSummary `json:"channels"`
-	SMClockMHz       *Range           `json:"sm_clock_mhz,omitempty"`
-	MemClockMHz      *Range           `json:"mem_clock_mhz,omitempty"`
-	TemperatureC     *Range           `json:"temperature_c,omitempty"`
-	Throttle         []ReasonShare    `json:"throttle"`
-	Warnings         []string         `json:"warnings"`
-}
+// GPUSummary is the summary of one GPU during the command (see region.Summary).
+type GPUSummary = region.Summary
 
-// ChannelSummary is the energy seen by one power channel (or the counter) during the run.
-type ChannelSummary struct {
-	Channel          string  `json:"channel"`
-	EnergyJ          float64 `json:"energy_j"`
-	IdlePowerW       float64 `json:"idle_power_w"`
-	EnergyAboveIdleJ float64 `json:"energy_above_idle_j"`
-	MeanPowerW       float64 `json:"mean_power_w"`
-	MaxPowerW        float64 `json:"max_power_w,omitempty"`
-	Samples          int     `json:"samples"`  // new readings inside the run
-	Coverage         float64 `json:"coverage"` // share of the run covered by readings
-	UpdatePeriodS    float64 `json:"update_period_s"`
-	PollIntervalS    float64 `json:"poll_interval_s"`
-	Polls            int     `json:"polls"`
-	Repeats          int     `json:"repeats"`
-	MissedUpdates    int     `json:"missed_updates_estimate"`
-}
+// ChannelSummary is one channel's energy during the command.
+type ChannelSummary = region.Channel
 
-// Range is the span of a quantity during the run.
-type Range struct {
-	Min    float64 `json:"min"`
-	Max    float64 `json:"max"`
-	Median float64 `json:"median"`
-}
+// Range is the span of a quantity during the command.
+type Range = region.Range
 
-// ReasonShare is the share of the run's time during which a clock-event reason was active.
-type ReasonShare struct {
-	Reason string  `json:"reason"`
-	Share  float64 `json:"share"`
-}
-
-// boardChannels are the whole-board power channels, best first for the headline energy
-// when there is no counter: the 20 ms driver buffer sees every part of the time, the
-// instant field a 25 ms window of every 100 ms, the averages lag by about a second.
-var boardChannels = []string{"power.samples", "power.instant", "power.usage", "power.average"}
+// ReasonShare is the share of the command's run during which a clock-event reason was active.
+type ReasonShare = region.ReasonShare
 
 // Summarize turns a measure Result into its Summary.
 func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
@@ -117,284 +66,12 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 	b0 := max(r.Start-baseline, 0)
 	s.BaselineS = (r.Start - b0).Seconds()
 	for _, g := range m.GPUs {
-		s.GPUs = append(s.GPUs, summarizeGPU(tr, g, r.Start, r.End, b0))
+		s.GPUs = append(s.GPUs, region.Summarize(tr, g, r.Start, r.End, b0, "the command"))
 	}
 	return s
 }
 
-func summarizeGPU(tr *trace.Trace, g trace.GPU, start, end, b0 time.Duration) GPUSummary {
-	gs := GPUSummary{Index: g.Index, Name: g.Name, UUID: g.UUID, PowerLimitW: g.PowerLimitW, Throttle: []ReasonShare{}, Warnings: []string{}}
-	dur := end - start
-	warn := func(f string, a ...any) { gs.Warnings = append(gs.Warnings, fmt.Sprintf(f, a...)) }
-	if dur <= 0 {
-		warn("the command did not run: nothing to summarise")
-		return gs
-	}
-	byName := map[string]ChannelSummary{}
-	var names []string
-	for _, ch := range tr.Meta.Channels {
-		if ch.GPU != g.Index {
-			continue
-		}
-		series := tr.Series(g.Index, ch.Name)
-		var cs ChannelSummary
-		switch {
-		case ch.Quantity == trace.QEnergy && ch.Cumulative:
-			e, ok := trace.CounterDelta(series, start, end)
-			if !ok {
-				warn("%s: the counter does not cover the run (or was reset during it); left out", ch.Name)
-				continue
-			}
-			cs = ChannelSummary{Channel: ch.Name, EnergyJ: e.Joules(), MeanPowerW: e.Joules() / dur.Seconds(), Coverage: 1}
-			cs.IdlePowerW = baselinePower(series, b0, start, true)
-			cs.Samples = countIn(series, start, end)
-		case ch.Quantity == trace.QPower && !ch.Setting:
-			in := trace.Integrate(series, start, end)
-			cs = ChannelSummary{Channel: ch.Name, EnergyJ: in.Energy.Joules(), MeanPowerW: float64(in.Mean), MaxPowerW: float64(in.Max), Samples: in.Samples, Coverage: in.Coverage}
-			cs.IdlePowerW = baselinePower(series, b0, start, false)
-			if in.Coverage < 0.99 {
-				warn("%s: readings cover only %.0f %% of the run", ch.Name, 100*in.Coverage)
-			}
-		default:
-			continue
-		}
-		cs.EnergyAboveIdleJ = cs.EnergyJ - cs.IdlePowerW*dur.Seconds()
-		if st := ch.Stats; st != nil {
-			cs.UpdatePeriodS, cs.PollIntervalS, cs.Polls, cs.Repeats, cs.MissedUpdates = st.UpdatePeriod, st.PollInterval, st.Polls, st.Repeats, st.Missed
-			// A long interval is either a missed update or an update that repeated the
-			// value (common at idle); only a slow poll makes the first plausible.
-			if st.Missed > 2 && st.Missed > st.Samples/100 && !st.PhaseLocked && st.PollInterval > st.UpdatePeriod/4 {
-				warn("%s: about %d of %d updates were missed (poll interval %s, update period %s)", ch.Name, st.Missed, st.Samples+st.Missed, fmtDur(st.PollInterval), fmtDur(st.UpdatePeriod))
-			}
-			if st.Errors > 0 {
-				warn("%s: %d failed reads (last: %s)", ch.Name, st.Errors, st.LastError)
-			}
-		}
-		byName[ch.Name] = cs
-		names = append(names, ch.Name)
-	}
-	// Channels in a stable, meaningful order: counter, board channels, then the rest.
-	order := append([]string{"energy.total"}, boardChannels...)
-	sort.SliceStable(names, func(i, j int) bool { return rank(names[i], order) < rank(names[j], order) })
-	for _, n := range names {
-		gs.Channels = append(gs.Channels, byName[n])
-	}
-
-	// The headline: the counter, else the best board channel.
-	var head ChannelSummary
-	found := false
-	for _, n := range order {
-		if c, ok := byName[n]; ok && c.Coverage >= 0.99 {
-			head, found = c, true
-			break
-		}
-	}
-	if !found {
-		for _, n := range order {
-			if c, ok := byName[n]; ok {
-				head, found = c, true
-				break
-			}
-		}
-	}
-	if !found {
-		warn("no power channel or energy counter could be read: no energy figure")
-	} else {
-		gs.EnergyJ, gs.EnergySource, gs.IdlePowerW, gs.EnergyAboveIdleJ = head.EnergyJ, head.Channel, head.IdlePowerW, head.EnergyAboveIdleJ
-		gs.MeanPowerW = head.EnergyJ / dur.Seconds()
-		if head.IdlePowerW == 0 && b0 == start {
-			warn("no idle baseline was recorded (--baseline 0): energy above idle is not known")
-		}
-	}
-	for _, n := range boardChannels {
-		if c, ok := byName[n]; ok && c.Samples > 0 {
-			gs.MaxPowerW, gs.MaxPowerSource = c.MaxPowerW, c.Channel
-			break
-		}
-	}
-	if found {
-		agreement(&gs, byName, head, dur, warn)
-		if p := updatePeriod(tr, g.Index, head.Channel); p > 0 && dur < 20*p {
-			warn("the command ran for %s, only %.0f updates of %s: the energy is uncertain by about one update period's worth (±%s)",
-				fmtDur(dur.Seconds()), dur.Seconds()/p.Seconds(), head.Channel, units.Energy(gs.MeanPowerW*p.Seconds()))
-		}
-	}
-	gs.SMClockMHz = rangeOf(tr.Series(g.Index, "clock.sm"), start, end, 1e-6)
-	gs.MemClockMHz = rangeOf(tr.Series(g.Index, "clock.mem"), start, end, 1e-6)
-	gs.TemperatureC = rangeOf(tr.Series(g.Index, "temp.gpu"), start, end, 1)
-	gs.Throttle = reasonShares(tr.Series(g.Index, "throttle.reasons"), start, end)
-	for _, r := range gs.Throttle {
-		if !notThrottling[r.Reason] && r.Share >= 0.01 {
-			what := "clocks were lowered"
-			if r.Reason == "sw_power_cap" {
-				what = "the board hit its power limit and lowered its clocks"
-			}
-			warn("throttling: %s during %.0f %% of the run (%s)", what, 100*r.Share, r.Reason)
-		}
-	}
-	return gs
-}
-
-// agreement compares every channel's energy with the headline and says why they differ.
-func agreement(gs *GPUSummary, byName map[string]ChannelSummary, head ChannelSummary, dur time.Duration, warn func(string, ...any)) {
-	if head.EnergyJ <= 0 {
-		return
-	}
-	for _, n := range boardChannels {
-		c, ok := byName[n]
-		if !ok || n == head.Channel || c.Coverage < 0.99 {
-			continue
-		}
-		diff := (c.EnergyJ - head.EnergyJ) / head.EnergyJ
-		if math.Abs(diff) <= 0.05 {
-			continue
-		}
-		var why string
-		switch n {
-		case "power.usage", "power.average":
-			why = fmt.Sprintf("%s is a moving average over about 1 s: it lags the load, so over a %s run energy drawn at the start is seen late and energy drawn at the end falls after the run", n, fmtDur(dur.Seconds()))
-		case "power.instant":
-			why = "power.instant averages only part of each update period (about 25 ms of every 100 ms on A100/H100, Yang et al. SC'24): a load that varies faster than the update period is sampled, not integrated"
-		case "power.samples":
-			why = "the driver's 20 ms sample buffer and the energy counter should agree; a lasting difference points at a gain or offset error of one of them"
-		}
-		warn("%s and %s disagree by %+.1f %% (%.1f J vs %.1f J): %s", n, head.Channel, 100*diff, c.EnergyJ, head.EnergyJ, why)
-	}
-}
-
-// baselinePower is a channel's mean power over the baseline [b0, start], from the samples
-// taken inside it only: interpolating across start would blend the first readings of the
-// command's load into the idle figure.
-func baselinePower(series []trace.Sample, b0, start time.Duration, cumulative bool) float64 {
-	if start <= b0 {
-		return 0
-	}
-	i := sort.Search(len(series), func(i int) bool { return series[i].T >= b0 })
-	if cumulative && i > 0 {
-		// A counter read sparingly may have no reading near the baseline's start: its
-		// rate over the baseline runs from the last reading before it.
-		i--
-	}
-	j := sort.Search(len(series), func(j int) bool { return series[j].T > start })
-	in := series[i:j]
-	switch {
-	case len(in) >= 2 && cumulative:
-		first, last := in[0], in[len(in)-1]
-		return (last.Value - first.Value) / (last.T - first.T).Seconds()
-	case len(in) >= 2:
-		return float64(trace.Integrate(in, in[0].T, in[len(in)-1].T).Mean)
-	case len(in) == 1 && !cumulative:
-		return in[0].Value
-	}
-	return 0
-}
-
-func updatePeriod(tr *trace.Trace, gpu int, name string) time.Duration {
-	if ch, ok := tr.Channel(gpu, name); ok && ch.Stats != nil {
-		return time.Duration(ch.Stats.UpdatePeriod * float64(time.Second))
-	}
-	return 0
-}
-
-func rank(name string, order []string) int {
-	if i := slices.Index(order, name); i >= 0 {
-		return i
-	}
-	return len(order)
-}
-
-func countIn(s []trace.Sample, from, to time.Duration) int {
-	n := 0
-	for _, x := range s {
-		if x.T >= from && x.T <= to {
-			n++
-		}
-	}
-	return n
-}
-
-// held returns the samples that describe [from, to] with sample-and-hold semantics: the
-// last one at or before from, then those inside.
-func held(s []trace.Sample, from, to time.Duration) []trace.Sample {
-	i := sort.Search(len(s), func(i int) bool { return s[i].T > from })
-	if i > 0 {
-		i--
-	}
-	j := sort.Search(len(s), func(j int) bool { return s[j].T > to })
-	if i >= j {
-		return nil
-	}
-	return s[i:j]
-}
-
-func rangeOf(s []trace.Sample, from, to time.Duration, scale float64) *Range {
-	h := held(s, from, to)
-	if len(h) == 0 {
-		return nil
-	}
-	v := make([]float64, len(h))
-	for i, x := range h {
-		v[i] = x.Value * scale
-	}
-	slices.Sort(v)
-	return &Range{Min: v[0], Max: v[len(v)-1], Median: v[len(v)/2]}
-}
-
-// reasonShares is the time-weighted share of [from, to] during which each reason bit was set.
-func reasonShares(s []trace.Sample, from, to time.Duration) []ReasonShare {
-	h := held(s, from, to)
-	out := []ReasonShare{}
-	if len(h) == 0 || to <= from {
-		return out
-	}
-	share := make([]float64, len(reasonBits))
-	for i, x := range h {
-		a := max(x.T, from)
-		b := to
-		if i+1 < len(h) {
-			b = min(h[i+1].T, to)
-		}
-		if b <= a {
-			continue
-		}
-		w := float64(b-a) / float64(to-from)
-		for k, rb := range reasonBits {
-			if uint64(x.Value)&rb.bit != 0 {
-				share[k] += w
-			}
-		}
-	}
-	for k, rb := range reasonBits {
-		if share[k] > 0 {
-			out = append(out, ReasonShare{Reason: rb.name, Share: share[k]})
-		}
-	}
-	return out
-}
-
-func fmtDur(sec float64) string {
-	d := time.Duration(sec * float64(time.Second))
-	switch {
-	case d >= time.Second:
-		return fmt.Sprintf("%.3g s", sec)
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.3g ms", sec*1e3)
-	case d > 0:
-		return fmt.Sprintf("%.3g µs", sec*1e6)
-	}
-	return "0"
-}
-
 // ReasonNames renders a clock-event mask as names.
-func ReasonNames(mask uint64) string {
-	var n []string
-	for _, rb := range reasonBits {
-		if mask&rb.bit != 0 {
-			n = append(n, rb.name)
-		}
-	}
-	if len(n) == 0 {
-		return "none"
-	}
-	return strings.Join(n, ",")
-}
+func ReasonNames(mask uint64) string { return region.ReasonNames(mask) }
+
+func fmtDur(sec float64) string { return region.FmtDur(sec) }
