@@ -128,7 +128,7 @@ func TestSummarizeNoBaseline(t *testing.T) {
 	r := synthetic()
 	r.Start = 0
 	g := Summarize(r, []string{"load"}, 0).GPUs[0]
-	if !strings.Contains(strings.Join(g.Warnings, "\n"), "--baseline 0") {
+	if !strings.Contains(strings.Join(g.Warnings, "\n"), "no idle baseline") {
 		t.Errorf("warnings = %q", g.Warnings)
 	}
 }

@@ -78,8 +78,9 @@ type ReasonShare struct {
 var boardChannels = []string{"power.samples", "power.instant", "power.usage", "power.average"}
 
 // Summarize describes GPU g over the region [start, end] of a trace, with the idle
-// baseline [b0, start]. what names the region in warnings ("the command").
-func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0 time.Duration, what string) Summary {
+// baseline [b0, b1] (b1 <= start; b0 == b1 means none). what names the region in
+// warnings ("the command").
+func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, what string) Summary {
 	gs := Summary{Index: g.Index, Name: g.Name, UUID: g.UUID, PowerLimitW: g.PowerLimitW, Throttle: []ReasonShare{}, Warnings: []string{}}
 	dur := end - start
 	warn := func(f string, a ...any) { gs.Warnings = append(gs.Warnings, fmt.Sprintf(f, a...)) }
@@ -103,12 +104,12 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0 time.Duration, what 
 				continue
 			}
 			cs = Channel{Channel: ch.Name, EnergyJ: e.Joules(), MeanPowerW: e.Joules() / dur.Seconds(), Coverage: 1}
-			cs.IdlePowerW = baselinePower(series, b0, start, true)
+			cs.IdlePowerW = baselinePower(series, b0, b1, true)
 			cs.Samples = countIn(series, start, end)
 		case ch.Quantity == trace.QPower && !ch.Setting:
 			in := trace.Integrate(series, start, end)
 			cs = Channel{Channel: ch.Name, EnergyJ: in.Energy.Joules(), MeanPowerW: float64(in.Mean), MaxPowerW: float64(in.Max), Samples: in.Samples, Coverage: in.Coverage}
-			cs.IdlePowerW = baselinePower(series, b0, start, false)
+			cs.IdlePowerW = baselinePower(series, b0, b1, false)
 			if in.Coverage < 0.99 {
 				warn("%s: readings cover only %.0f %% of the run", ch.Name, 100*in.Coverage)
 			}
@@ -159,8 +160,8 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0 time.Duration, what 
 	} else {
 		gs.EnergyJ, gs.EnergySource, gs.IdlePowerW, gs.EnergyAboveIdleJ = head.EnergyJ, head.Channel, head.IdlePowerW, head.EnergyAboveIdleJ
 		gs.MeanPowerW = head.EnergyJ / dur.Seconds()
-		if head.IdlePowerW == 0 && b0 == start {
-			warn("no idle baseline was recorded (--baseline 0): energy above idle is not known")
+		if head.IdlePowerW == 0 && b0 >= b1 {
+			warn("no idle baseline was recorded (a baseline of 0 s): energy above idle is not known")
 		}
 	}
 	for _, n := range boardChannels {

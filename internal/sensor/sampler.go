@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gpuwatt/internal/clock"
@@ -87,6 +88,7 @@ type chanState struct {
 	intervals ring
 	sinceNew  int           // polls since the last new value
 	period    time.Duration // learned update period (median interval between new values)
+	periodNs  atomic.Int64  // period, readable from other goroutines (UpdatePeriod)
 	pollBase  time.Duration // what the poll interval is derived from: period, or the short intervals of an irregular channel
 	irregular bool
 	missed    int
@@ -259,6 +261,29 @@ func (s *Sampler) Stop() ([]trace.Channel, []trace.Sample) {
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].T < all[j].T })
 	return chans, all
+}
+
+// UpdatePeriod is the update period learned so far for a channel (its hint before it has
+// been learned, 0 if unknown or not recorded). Safe to call while recording.
+func (s *Sampler) UpdatePeriod(gpu int, name string) time.Duration {
+	for _, cs := range s.chans {
+		if cs.ch.GPU == gpu && cs.ch.Name == name {
+			if p := time.Duration(cs.periodNs.Load()); p > 0 {
+				return p
+			}
+			return cs.hint
+		}
+	}
+	return 0
+}
+
+// Channels describes the recorded channels (without stats). Safe to call while recording.
+func (s *Sampler) Channels() []trace.Channel {
+	var out []trace.Channel
+	for _, cs := range s.chans {
+		out = append(out, cs.ch)
+	}
+	return out
 }
 
 // Unavailable lists the channels whose first read failed, with the reason.
@@ -526,6 +551,7 @@ func (cs *chanState) learn() {
 	}
 	med = sum / time.Duration(n)
 	cs.period, cs.pollBase = med, med
+	cs.periodNs.Store(int64(med))
 	cs.irregular = lo < med*6/10
 	if cs.irregular {
 		// An irregular channel (the K20 updates at 0.27 to 130 ms intervals): poll for
