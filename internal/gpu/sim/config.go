@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/sensor/simsensor"
 	"gpuwatt/internal/units"
 )
@@ -47,11 +49,80 @@ type Config struct {
 	// from the map is unsupported.
 	Sensors map[string]SensorConfig
 
-	// Reserved for kernel execution (a later issue): parsed, kept, not used yet.
-	Pi0           units.Power  // pi0_w: constant power while a kernel runs
-	EpsFlopFP32   units.Energy // eps_flop_fp32_pj: energy per FP32 flop
-	EpsFlopFP64   units.Energy // eps_flop_fp64_pj: energy per FP64 flop
-	EpsMemPerByte units.Energy // eps_mem_pj_per_byte: energy per byte moved from DRAM
+	// The device's shape (gpu.Props) and its execution model (see doc.go, "Kernels").
+	ComputeCapability      string          // compute_capability: "9.0"
+	SMs                    int             // sms: streaming multiprocessors
+	MaxSMClock             units.Frequency // max_sm_clock_hz: the clock kernels run at unless capped
+	MinSMClock             units.Frequency // min_sm_clock_hz: the lowest clock power capping goes to
+	MemClock               units.Frequency // mem_clock_hz: reported memory clock
+	MemBusWidthBits        int             // mem_bus_width_bits
+	L2Bytes                int64           // l2_bytes
+	MemoryBytes            int64           // memory_bytes
+	MaxThreadsPerSM        int             // max_threads_per_sm
+	SharedPerSM            int             // shared_bytes_per_sm
+	SaturatingThreadsPerSM int             // saturating_threads_per_sm: resident threads an SM needs for full throughput
+	LaunchOverhead         time.Duration   // launch_overhead_s: added to every launch (> 0)
+	// OpsPerCycleSM is the throughput of each instruction class, in thread-level
+	// instructions per SM per clock (ops_per_cycle_sm); a class missing or at 0 is not
+	// supported by the device.
+	OpsPerCycleSM map[kernels.OpClass]float64
+	// Bandwidth is the bandwidth of each memory level in bytes/s, for the whole GPU at the
+	// top clock (bandwidth_bytes_per_s); a level missing or at 0 is not modelled.
+	Bandwidth map[kernels.MemLevel]float64
+
+	Pi0           units.Power  // pi0_w: constant power while a kernel runs at the top clock (< power_limit_w)
+	EpsFlopFP32   units.Energy // eps_flop_fp32_pj: energy per FP32 flop (fp32.fma = 2 flops)
+	EpsFlopFP64   units.Energy // eps_flop_fp64_pj: energy per FP64 flop (fp64.fma = 2 flops)
+	EpsMemPerByte units.Energy // eps_mem_pj_per_byte: energy per byte moved from or to DRAM
+	// EpsOp is the energy per thread-level instruction of each class (eps_op_pj); fp32.fma
+	// and fp64.fma default to 2 × EpsFlopFP32 and 2 × EpsFlopFP64 (see OpEnergy).
+	EpsOp map[kernels.OpClass]units.Energy
+	// EpsLevel is the energy per byte of the on-chip levels l2, shared and const
+	// (eps_level_pj_per_byte); DRAM's is EpsMemPerByte.
+	EpsLevel map[kernels.MemLevel]units.Energy
+	// EpsMemRail is the part of EpsMemPerByte drawn on the memory rail, which the
+	// power.memory.* channels observe (eps_mem_rail_pj_per_byte).
+	EpsMemRail units.Energy
+}
+
+// opClasses are the instruction classes of kernels/descriptor.go, in its order: the
+// classes the sim knows.
+var opClasses = []kernels.OpClass{
+	kernels.Int32Add, kernels.Int32Mul, kernels.Int32Popc, kernels.Int32Shift, kernels.Int32Logic,
+	kernels.Int32Cmp, kernels.Int64Add, kernels.FP32Add, kernels.FP32FMA, kernels.FP32Sin,
+	kernels.FP32Ex2, kernels.FP32Rsqrt, kernels.FP64FMA, kernels.FP16FMA, kernels.BF16FMA,
+}
+
+// memLevels are the memory levels of kernels/descriptor.go; onChipLevels those with an
+// energy in EpsLevel.
+var (
+	memLevels    = []kernels.MemLevel{kernels.DRAM, kernels.L2, kernels.Shared, kernels.Const}
+	onChipLevels = []kernels.MemLevel{kernels.L2, kernels.Shared, kernels.Const}
+)
+
+// OpEnergy returns the energy of one thread-level instruction of class op: EpsOp's entry,
+// else 2 × EpsFlopFP32 for fp32.fma and 2 × EpsFlopFP64 for fp64.fma; false if none.
+func (c Config) OpEnergy(op kernels.OpClass) (units.Energy, bool) {
+	if e, ok := c.EpsOp[op]; ok {
+		return e, true
+	}
+	switch op {
+	case kernels.FP32FMA:
+		return 2 * c.EpsFlopFP32, true
+	case kernels.FP64FMA:
+		return 2 * c.EpsFlopFP64, true
+	}
+	return 0, false
+}
+
+// ByteEnergy returns the energy of one byte moved at level l: EpsMemPerByte for DRAM,
+// EpsLevel's entry for the others; false if none.
+func (c Config) ByteEnergy(l kernels.MemLevel) (units.Energy, bool) {
+	if l == kernels.DRAM {
+		return c.EpsMemPerByte, true
+	}
+	e, ok := c.EpsLevel[l]
+	return e, ok
 }
 
 // LoadStep is one entry of a scripted load: power P from T on, for Duration, or until the
@@ -78,6 +149,10 @@ func (c Config) clone() Config {
 		s[k] = v
 	}
 	c.Sensors = s
+	c.OpsPerCycleSM = maps.Clone(c.OpsPerCycleSM)
+	c.Bandwidth = maps.Clone(c.Bandwidth)
+	c.EpsOp = maps.Clone(c.EpsOp)
+	c.EpsLevel = maps.Clone(c.EpsLevel)
 	return c
 }
 
@@ -166,6 +241,69 @@ func intKey(key string, f func(*Config) *int) cfgField {
 		}}
 }
 
+func int64Key(key string, f func(*Config) *int64) cfgField {
+	return cfgField{key,
+		func(c *Config) any { return *f(c) },
+		func(c *Config, raw json.RawMessage) error {
+			var v int64
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return fmt.Errorf("%s: want a whole number, got %s", key, short(raw))
+			}
+			*f(c) = v
+			return nil
+		}}
+}
+
+func hertzKey(key string, f func(*Config) *units.Frequency) cfgField {
+	return cfgField{key,
+		func(c *Config) any { return float64(*f(c)) },
+		func(c *Config, raw json.RawMessage) error {
+			v, err := numberOf(key, "hertz", raw)
+			*f(c) = units.Frequency(v)
+			return err
+		}}
+}
+
+// mapKey is a key whose value is an object from class or level names to numbers, each
+// scaled by scale (units.Picojoule for pJ): the names given override the config's entries,
+// the others keep theirs.
+func mapKey[K ~string, V ~float64](key, what string, known []K, scale V, f func(*Config) *map[K]V) cfgField {
+	names := make([]string, len(known))
+	for i, k := range known {
+		names[i] = string(k)
+	}
+	return cfgField{key,
+		func(c *Config) any {
+			out := map[string]float64{}
+			for k, v := range *f(c) {
+				out[string(k)] = float64(v / scale)
+			}
+			return out
+		},
+		func(c *Config, raw json.RawMessage) error {
+			ms, err := members(raw, key)
+			if err != nil {
+				return err
+			}
+			m := maps.Clone(*f(c))
+			if m == nil {
+				m = map[K]V{}
+			}
+			for _, mb := range ms {
+				if !slices.Contains(names, mb.key) {
+					return unknownKey(key+": ", mb.key, names)
+				}
+				v, err := numberOf(fmt.Sprintf("%s[%q]", key, mb.key), what, mb.val)
+				if err != nil {
+					return err
+				}
+				m[K(mb.key)] = V(v) * scale
+			}
+			*f(c) = m
+			return nil
+		}}
+}
+
 // cfgFields lists the top-level keys in their documented order.
 var cfgFields = []cfgField{
 	{"preset", func(c *Config) any { return c.Preset }, nil}, // applied first, by LoadConfig
@@ -193,10 +331,32 @@ var cfgFields = []cfgField{
 	powerKey("memory_idle_w", func(c *Config) *units.Power { return &c.MemoryIdle }),
 	floatKey("memory_load_fraction", "a fraction", func(c *Config) *float64 { return &c.MemoryLoadFraction }),
 	floatKey("board_spread", "a fraction", func(c *Config) *float64 { return &c.BoardSpread }),
+	{"compute_capability", func(c *Config) any { return c.ComputeCapability }, func(c *Config, raw json.RawMessage) error {
+		if err := json.Unmarshal(raw, &c.ComputeCapability); err != nil {
+			return fmt.Errorf("compute_capability: want a string such as \"9.0\", got %s", short(raw))
+		}
+		return nil
+	}},
+	intKey("sms", func(c *Config) *int { return &c.SMs }),
+	hertzKey("max_sm_clock_hz", func(c *Config) *units.Frequency { return &c.MaxSMClock }),
+	hertzKey("min_sm_clock_hz", func(c *Config) *units.Frequency { return &c.MinSMClock }),
+	hertzKey("mem_clock_hz", func(c *Config) *units.Frequency { return &c.MemClock }),
+	intKey("mem_bus_width_bits", func(c *Config) *int { return &c.MemBusWidthBits }),
+	int64Key("l2_bytes", func(c *Config) *int64 { return &c.L2Bytes }),
+	int64Key("memory_bytes", func(c *Config) *int64 { return &c.MemoryBytes }),
+	intKey("max_threads_per_sm", func(c *Config) *int { return &c.MaxThreadsPerSM }),
+	intKey("shared_bytes_per_sm", func(c *Config) *int { return &c.SharedPerSM }),
+	intKey("saturating_threads_per_sm", func(c *Config) *int { return &c.SaturatingThreadsPerSM }),
+	secondsKey("launch_overhead_s", func(c *Config) *time.Duration { return &c.LaunchOverhead }),
+	mapKey("ops_per_cycle_sm", "instructions per SM per clock", opClasses, 1, func(c *Config) *map[kernels.OpClass]float64 { return &c.OpsPerCycleSM }),
+	mapKey("bandwidth_bytes_per_s", "bytes per second", memLevels, 1, func(c *Config) *map[kernels.MemLevel]float64 { return &c.Bandwidth }),
 	powerKey("pi0_w", func(c *Config) *units.Power { return &c.Pi0 }),
 	picojouleKey("eps_flop_fp32_pj", func(c *Config) *units.Energy { return &c.EpsFlopFP32 }),
 	picojouleKey("eps_flop_fp64_pj", func(c *Config) *units.Energy { return &c.EpsFlopFP64 }),
 	picojouleKey("eps_mem_pj_per_byte", func(c *Config) *units.Energy { return &c.EpsMemPerByte }),
+	mapKey("eps_op_pj", "picojoules per instruction", opClasses, units.Picojoule, func(c *Config) *map[kernels.OpClass]units.Energy { return &c.EpsOp }),
+	mapKey("eps_level_pj_per_byte", "picojoules per byte", onChipLevels, units.Picojoule, func(c *Config) *map[kernels.MemLevel]units.Energy { return &c.EpsLevel }),
+	picojouleKey("eps_mem_rail_pj_per_byte", func(c *Config) *units.Energy { return &c.EpsMemRail }),
 	{"load", func(c *Config) any { return loadJSON(c.Load) }, setLoad},
 	{"sensors", func(c *Config) any { return sensorsJSON(c.Sensors) }, setSensors},
 }
@@ -531,6 +691,8 @@ func (c Config) Validate() error {
 		{"eps_flop_fp32_pj", float64(c.EpsFlopFP32)},
 		{"eps_flop_fp64_pj", float64(c.EpsFlopFP64)},
 		{"eps_mem_pj_per_byte", float64(c.EpsMemPerByte)},
+		{"eps_mem_rail_pj_per_byte", float64(c.EpsMemRail)},
+		{"launch_overhead_s", c.LaunchOverhead.Seconds()},
 	}
 	for _, ch := range checks {
 		if err := nonNeg(ch.key, ch.v); err != nil {
@@ -550,6 +712,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("memory_load_fraction: want 0 to 1, got %g", c.MemoryLoadFraction)
 	case !(c.BoardSpread >= 0 && c.BoardSpread <= 0.2):
 		return fmt.Errorf("board_spread: want 0 to 0.2, got %g", c.BoardSpread)
+	}
+	if err := c.validateExec(); err != nil {
+		return err
 	}
 	for i, s := range c.Load {
 		where := fmt.Sprintf("load[%d]", i)
@@ -584,6 +749,84 @@ func (c Config) Validate() error {
 		}
 		if spec.kind == kindBuffered && (sc.Ring < 1 || sc.Ring > 1<<20) {
 			return fmt.Errorf("%s: ring: want 1 to %d samples, got %d", where, 1<<20, sc.Ring)
+		}
+	}
+	return nil
+}
+
+// validateExec checks the keys of the execution model.
+func (c Config) validateExec() error {
+	finitePos := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
+	switch {
+	case c.SMs < 1 || c.SMs > 1<<16:
+		return fmt.Errorf("sms: want 1 to %d, got %d", 1<<16, c.SMs)
+	case !finitePos(float64(c.MaxSMClock)):
+		return fmt.Errorf("max_sm_clock_hz: want > 0, got %g", float64(c.MaxSMClock))
+	case !finitePos(float64(c.MinSMClock)) || c.MinSMClock > c.MaxSMClock:
+		return fmt.Errorf("min_sm_clock_hz: want > 0 and at most max_sm_clock_hz (%g), got %g", float64(c.MaxSMClock), float64(c.MinSMClock))
+	case !(c.MemClock >= 0) || math.IsInf(float64(c.MemClock), 0):
+		return fmt.Errorf("mem_clock_hz: want >= 0, got %g", float64(c.MemClock))
+	case c.MemBusWidthBits < 0:
+		return fmt.Errorf("mem_bus_width_bits: want >= 0, got %d", c.MemBusWidthBits)
+	case c.L2Bytes < 0:
+		return fmt.Errorf("l2_bytes: want >= 0, got %d", c.L2Bytes)
+	case c.MemoryBytes < 0:
+		return fmt.Errorf("memory_bytes: want >= 0, got %d", c.MemoryBytes)
+	case c.MaxThreadsPerSM < 1:
+		return fmt.Errorf("max_threads_per_sm: want >= 1, got %d", c.MaxThreadsPerSM)
+	case c.SharedPerSM < 0:
+		return fmt.Errorf("shared_bytes_per_sm: want >= 0, got %d", c.SharedPerSM)
+	case c.SaturatingThreadsPerSM < 1 || c.SaturatingThreadsPerSM > c.MaxThreadsPerSM:
+		return fmt.Errorf("saturating_threads_per_sm: want 1 to max_threads_per_sm (%d), got %d", c.MaxThreadsPerSM, c.SaturatingThreadsPerSM)
+	case c.LaunchOverhead <= 0:
+		return fmt.Errorf("launch_overhead_s: want > 0 (at least 1 ns), got %g", c.LaunchOverhead.Seconds())
+	case c.Pi0 >= c.PowerLimit:
+		return fmt.Errorf("pi0_w: want below power_limit_w (%g W), got %g", float64(c.PowerLimit), float64(c.Pi0))
+	case c.EpsMemRail > c.EpsMemPerByte:
+		return fmt.Errorf("eps_mem_rail_pj_per_byte: want at most eps_mem_pj_per_byte (%g), got %g",
+			float64(c.EpsMemPerByte/units.Picojoule), float64(c.EpsMemRail/units.Picojoule))
+	}
+	for _, op := range slices.Sorted(maps.Keys(c.OpsPerCycleSM)) {
+		r := c.OpsPerCycleSM[op]
+		where := fmt.Sprintf("ops_per_cycle_sm[%q]", op)
+		switch {
+		case !slices.Contains(opClasses, op):
+			return fmt.Errorf("ops_per_cycle_sm: unknown class %q", op)
+		case !(r >= 0) || math.IsInf(r, 0):
+			return fmt.Errorf("%s: want >= 0, got %g", where, r)
+		}
+		if _, ok := c.OpEnergy(op); r > 0 && !ok {
+			return fmt.Errorf("eps_op_pj: no energy for %q, which ops_per_cycle_sm runs", op)
+		}
+	}
+	for _, op := range slices.Sorted(maps.Keys(c.EpsOp)) {
+		e := float64(c.EpsOp[op])
+		switch {
+		case !slices.Contains(opClasses, op):
+			return fmt.Errorf("eps_op_pj: unknown class %q", op)
+		case !(e >= 0) || math.IsInf(e, 0):
+			return fmt.Errorf("eps_op_pj[%q]: want >= 0, got %g", op, e/float64(units.Picojoule))
+		}
+	}
+	for _, l := range slices.Sorted(maps.Keys(c.Bandwidth)) {
+		b := c.Bandwidth[l]
+		switch {
+		case !slices.Contains(memLevels, l):
+			return fmt.Errorf("bandwidth_bytes_per_s: unknown level %q", l)
+		case !(b >= 0) || math.IsInf(b, 0):
+			return fmt.Errorf("bandwidth_bytes_per_s[%q]: want >= 0, got %g", l, b)
+		}
+		if _, ok := c.ByteEnergy(l); b > 0 && !ok {
+			return fmt.Errorf("eps_level_pj_per_byte: no energy for %q, which bandwidth_bytes_per_s serves", l)
+		}
+	}
+	for _, l := range slices.Sorted(maps.Keys(c.EpsLevel)) {
+		e := float64(c.EpsLevel[l])
+		switch {
+		case !slices.Contains(onChipLevels, l):
+			return fmt.Errorf("eps_level_pj_per_byte: unknown level %q (want l2, shared or const; DRAM's is eps_mem_pj_per_byte)", l)
+		case !(e >= 0) || math.IsInf(e, 0):
+			return fmt.Errorf("eps_level_pj_per_byte[%q]: want >= 0, got %g", l, e/float64(units.Picojoule))
 		}
 	}
 	return nil

@@ -16,6 +16,8 @@ func FuzzLoadConfig(f *testing.F) {
 		`{"load": [{"t_s": -1, "power_w": 1}]}`,
 		`{"sensors": {"power.limit": {"unsupported": true}}, "seed": 18446744073709551615}`,
 		`{"preset": 3}`,
+		`{"preset": "a100", "eps_op_pj": {"fp32.add": 0.1, "fp32.fma": 7}, "ops_per_cycle_sm": {"bf16.fma": 0}, "bandwidth_bytes_per_s": {"l2": 1e13}}`,
+		`{"eps_level_pj_per_byte": {"shared": 3.3}, "eps_mem_rail_pj_per_byte": 12.5, "sms": 7, "launch_overhead_s": 1e-9, "l2_bytes": 1}`,
 		`[`,
 	} {
 		f.Add(s)

@@ -2,9 +2,12 @@ package sim
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"strings"
 	"time"
 
+	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/sensor/simsensor"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
@@ -24,9 +27,11 @@ const (
 type truthKind int
 
 const (
-	truthBoard  truthKind = iota // board power, W
-	truthMemory                  // memory power, W
-	truthBusy                    // 1 while a load or command runs, else 0
+	truthBoard   truthKind = iota // board power, W
+	truthMemory                   // memory power, W
+	truthBusy                     // 1 while a load or command runs, else 0
+	truthSMClock                  // the SM clock's level: busy, or less while a kernel is power capped
+	truthReasons                  // the throttle reasons' level: busy, or the sw_power_cap level
 )
 
 // chanSpec describes one channel of the sim device: the same name, quantity and unit as
@@ -51,10 +56,10 @@ var channelSpecs = []chanSpec{
 	{"power.memory.average", trace.QPower, kindPublished, truthMemory, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_AVERAGE, scope memory)", "memory power"},
 	{"power.samples", trace.QPower, kindBuffered, truthBoard, "nvmlDeviceGetSamples(NVML_TOTAL_POWER_SAMPLES)", "board power"},
 	{"energy.total", trace.QEnergy, kindCounter, truthBoard, "nvmlDeviceGetTotalEnergyConsumption", "board energy"},
-	{"clock.sm", trace.QFrequency, kindPublished, truthBusy, "nvmlDeviceGetClockInfo(NVML_CLOCK_SM)", "SM clock = offset + gain × busy"},
+	{"clock.sm", trace.QFrequency, kindPublished, truthSMClock, "nvmlDeviceGetClockInfo(NVML_CLOCK_SM)", "SM clock = offset + gain × busy"},
 	{"clock.mem", trace.QFrequency, kindPublished, truthBusy, "nvmlDeviceGetClockInfo(NVML_CLOCK_MEM)", "memory clock = offset + gain × busy"},
 	{"temp.gpu", trace.QTemperature, kindPublished, truthBoard, "nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)", "temperature = ambient (offset) + gain × board power through a thermal lag (tau)"},
-	{"throttle.reasons", trace.QReasons, kindPublished, truthBusy, "nvmlDeviceGetCurrentClocksEventReasons", "GpuIdle bit (0x1) while nothing runs: offset + gain × busy"},
+	{"throttle.reasons", trace.QReasons, kindPublished, truthReasons, "nvmlDeviceGetCurrentClocksEventReasons", "GpuIdle bit (0x1) while nothing runs: offset + gain × busy"},
 	{"pstate", trace.QState, kindPublished, truthBusy, "nvmlDeviceGetPerformanceState", "P-state = offset + gain × busy"},
 	{"util.gpu", trace.QUtilization, kindPublished, truthBusy, "nvmlDeviceGetUtilizationRates (gpu)", "percent of the window busy (gain × mean of busy)"},
 	{"util.mem", trace.QUtilization, kindPublished, truthBusy, "nvmlDeviceGetUtilizationRates (memory)", "memory utilisation = gain × mean of busy"},
@@ -164,26 +169,34 @@ func h100() Config {
 	b := board{gain: 1.021, offset: -1.2, phase: 37 * ms, jitter: 0.01}
 	s := hopper(b, board{gain: 1.04, offset: -0.4, phase: 37 * ms, jitter: 0.01})
 	common(s, 345, 1980, 2619, 2619, 0)
-	return Config{
+	c := Config{
 		Preset: "h100", Seed: 1, GPUs: 1, Name: "gpuwatt sim H100 (SXM 80GB)",
 		Idle: 118, ActiveIdle: 128, ActiveIdleHold: 2 * time.Second, IdleSteps: 1, IdleStepInterval: time.Second,
 		CommandLoad: 650, PowerLimit: 700,
 		MemoryIdle: 36, MemoryLoadFraction: 0.12, BoardSpread: 0.03,
 		Sensors: s,
 	}
+	exec{cc: "9.0", sms: 132, maxMHz: 1980, minMHz: 345, memMHz: 2619, busBits: 5120, l2: 50 * mib, mem: 81559 * mib,
+		shared: 228 << 10, saturating: 512, launch: 2790 * time.Nanosecond, rates: hopperRates,
+		dram: 3.35e12 * dramEfficiency, l2bw: 7e12, sharedPerClk: 128, pi0: 165, fp32: 4.89, fp64: 11.68, memByte: 96.5, scale: 1, rail: 30}.apply(&c)
+	return c
 }
 
 func h200() Config {
 	b := board{gain: 0.985, offset: 2.1, phase: 52 * ms, jitter: 0.01}
 	s := hopper(b, board{gain: 0.97, offset: 0.6, phase: 52 * ms, jitter: 0.01})
 	common(s, 345, 1980, 3201, 3201, 0)
-	return Config{
+	c := Config{
 		Preset: "h200", Seed: 1, GPUs: 1, Name: "gpuwatt sim H200 (SXM 141GB)",
 		Idle: 122, ActiveIdle: 132, ActiveIdleHold: 2 * time.Second, IdleSteps: 1, IdleStepInterval: time.Second,
 		CommandLoad: 690, PowerLimit: 700,
 		MemoryIdle: 39, MemoryLoadFraction: 0.15, BoardSpread: 0.03,
 		Sensors: s,
 	}
+	exec{cc: "9.0", sms: 132, maxMHz: 1980, minMHz: 345, memMHz: 3201, busBits: 6144, l2: 50 * mib, mem: 143771 * mib,
+		shared: 228 << 10, saturating: 512, launch: 2790 * time.Nanosecond, rates: hopperRates,
+		dram: 4.241e12, l2bw: 7e12, sharedPerClk: 128, pi0: 169, fp32: 4.89, fp64: 11.68, memByte: 96.5, scale: 1, rail: 30}.apply(&c)
+	return c
 }
 
 // a100: instant T=100 ms W=25 ms (Yang et al.); the rest as on Hopper with a recent driver,
@@ -197,13 +210,17 @@ func a100() Config {
 		s[n] = sc
 	}
 	common(s, 210, 1410, 1593, 1593, 0)
-	return Config{
+	c := Config{
 		Preset: "a100", Seed: 1, GPUs: 1, Name: "gpuwatt sim A100 (SXM4 80GB)",
 		Idle: 62, ActiveIdle: 75, ActiveIdleHold: 2 * time.Second, IdleSteps: 1, IdleStepInterval: time.Second,
 		CommandLoad: 350, PowerLimit: 400,
 		MemoryIdle: 20, MemoryLoadFraction: 0.15, BoardSpread: 0.03,
 		Sensors: s,
 	}
+	exec{cc: "8.0", sms: 108, maxMHz: 1410, minMHz: 210, memMHz: 1593, busBits: 5120, l2: 40 * mib, mem: 80 * gib,
+		shared: 164 << 10, saturating: 512, launch: 3 * time.Microsecond, rates: amperRates,
+		dram: 2.039e12 * dramEfficiency, l2bw: 4.5e12, sharedPerClk: 128, pi0: 107, fp32: 6.63, fp64: 14.96, memByte: 102, scale: 1.36, rail: 32}.apply(&c)
+	return c
 }
 
 // v100: power.usage every 20 ms over the last 10 ms (Yang et al.); fields 185/186 and the
@@ -222,13 +239,17 @@ func v100() Config {
 		"energy.total":         {Model: simsensor.Model{Period: 20 * ms, Jitter: b.jitter, Phase: 7 * ms, Quantum: units.Power(units.Millijoule), Gain: b.gain}},
 	}
 	common(s, 135, 1530, 877, 877, 0)
-	return Config{
+	c := Config{
 		Preset: "v100", Seed: 1, GPUs: 1, Name: "gpuwatt sim V100 (SXM2 32GB)",
 		Idle: 42, ActiveIdle: 55, ActiveIdleHold: 2 * time.Second, IdleSteps: 1, IdleStepInterval: time.Second,
 		CommandLoad: 250, PowerLimit: 300,
 		MemoryIdle: 15, MemoryLoadFraction: 0.15, BoardSpread: 0.03,
 		Sensors: s,
 	}
+	exec{cc: "7.0", sms: 80, maxMHz: 1530, minMHz: 135, memMHz: 877, busBits: 4096, l2: 6 * mib, mem: 32 * gib,
+		shared: 96 << 10, saturating: 512, launch: 3500 * time.Nanosecond, rates: voltaRates,
+		dram: 0.9e12 * dramEfficiency, l2bw: 2.5e12, sharedPerClk: 128, pi0: 85, fp32: 9, fp64: 18, memByte: 110, scale: 1.84, rail: 35}.apply(&c)
+	return c
 }
 
 // k20 is the Tesla K20c of Burtscher, Zecena and Zong: the sensor behaves as an RC circuit
@@ -252,11 +273,130 @@ func k20() Config {
 		"energy.total":         {Model: simsensor.Model{Period: 15 * ms, Gain: b.gain, Quantum: units.Power(units.Millijoule)}, Unsupported: true},
 	}
 	common(s, 324, 705, 324, 2600, 8)
-	return Config{
+	c := Config{
 		Preset: "k20", Seed: 1, GPUs: 1, Name: "gpuwatt sim K20c (5GB)",
 		Idle: 25, ActiveIdle: 52.5, ActiveIdleHold: 3500 * ms, IdleSteps: 4, IdleStepInterval: time.Second,
 		CommandLoad: 158, PowerLimit: 225,
 		MemoryIdle: 8, MemoryLoadFraction: 0.15, BoardSpread: 0.03,
 		Sensors: s,
 	}
+	exec{cc: "3.5", sms: 13, maxMHz: 705, minMHz: 324, memMHz: 2600, busBits: 320, l2: 1280 << 10, mem: 4800 * mib,
+		shared: 48 << 10, saturating: 1024, launch: 5 * time.Microsecond, rates: keplerRates,
+		dram: 0.15e12, l2bw: 0.5e12, sharedPerClk: 128, pi0: 75, fp32: 22, fp64: 50, memByte: 250, scale: 4.5, rail: 120}.apply(&c)
+	return c
 }
+
+// pJ is a picojoule, for the energy tables below.
+const pJ = units.Picojoule
+
+// hopperOps is the energy per thread-level instruction on Hopper (GH100: H100, H200, and
+// the GPU of the GH200 that seed 002 measured), in pJ. fp32.fma and fp64.fma are absent:
+// they come from eps_flop_fp32_pj (4.89) and eps_flop_fp64_pj (11.68), seed 002's GH200
+// fits. The rest are assumed, keeping MIPP's (seed 001) ordering: integer and FP32 simple
+// instructions cheapest, multiply-add and popc dearer, the emulated 64-bit add about two
+// simple ones, special functions (SFU) and FP64 several times a simple instruction.
+var hopperOps = map[kernels.OpClass]float64{
+	kernels.Int32Add: 5, kernels.Int32Mul: 9, kernels.Int32Popc: 7.5, kernels.Int32Shift: 5.5,
+	kernels.Int32Logic: 4.5, kernels.Int32Cmp: 5, kernels.Int64Add: 11, kernels.FP32Add: 6,
+	kernels.FP32Sin: 30, kernels.FP32Ex2: 28, kernels.FP32Rsqrt: 28,
+	kernels.FP16FMA: 11, kernels.BF16FMA: 11,
+}
+
+// hopperLevels is the energy per byte of Hopper's on-chip levels, in pJ (assumed: L2 about
+// a quarter of a DRAM byte, shared memory and the constant cache a few pJ).
+var hopperLevels = map[kernels.MemLevel]float64{kernels.L2: 25, kernels.Shared: 6, kernels.Const: 4}
+
+// energies scales a table in pJ by f (an older process) and rounds to 0.1 pJ.
+func energies[K comparable](pj map[K]float64, f float64, classes []K) map[K]units.Energy {
+	out := map[K]units.Energy{}
+	for _, k := range classes {
+		if v, ok := pj[k]; ok {
+			out[k] = units.Energy(math.Round(v*f*10)/10) * pJ
+		}
+	}
+	return out
+}
+
+// exec describes a preset's execution model.
+type exec struct {
+	cc                  string
+	sms                 int
+	maxMHz, minMHz      float64
+	memMHz              float64
+	busBits             int
+	l2, mem             int64
+	shared              int
+	saturating          int
+	launch              time.Duration
+	rates               map[kernels.OpClass]float64
+	dram, l2bw          float64 // B/s
+	sharedPerClk        float64 // shared and const bytes per SM per clock
+	pi0                 units.Power
+	fp32, fp64, memByte float64 // pJ
+	scale               float64 // energies of hopperOps and hopperLevels × scale
+	rail                float64 // pJ/B
+}
+
+func (e exec) apply(c *Config) {
+	c.ComputeCapability, c.SMs = e.cc, e.sms
+	c.MaxSMClock, c.MinSMClock = units.Frequency(e.maxMHz)*units.Megahertz, units.Frequency(e.minMHz)*units.Megahertz
+	c.MemClock, c.MemBusWidthBits = units.Frequency(e.memMHz)*units.Megahertz, e.busBits
+	c.L2Bytes, c.MemoryBytes = e.l2, e.mem
+	c.MaxThreadsPerSM, c.SharedPerSM, c.SaturatingThreadsPerSM = 2048, e.shared, e.saturating
+	c.LaunchOverhead = e.launch
+	c.OpsPerCycleSM = maps.Clone(e.rates)
+	onChip := float64(e.sms) * e.sharedPerClk * e.maxMHz * 1e6
+	c.Bandwidth = map[kernels.MemLevel]float64{kernels.DRAM: e.dram, kernels.L2: e.l2bw, kernels.Shared: onChip, kernels.Const: onChip}
+	c.Pi0 = e.pi0
+	c.EpsFlopFP32, c.EpsFlopFP64, c.EpsMemPerByte = units.Energy(e.fp32)*pJ, units.Energy(e.fp64)*pJ, units.Energy(e.memByte)*pJ
+	c.EpsOp = energies(hopperOps, e.scale, opClasses)
+	c.EpsLevel = energies(hopperLevels, e.scale, onChipLevels)
+	c.EpsMemRail = units.Energy(e.rail) * pJ
+}
+
+// Throughputs in thread-level instructions per SM per clock, from the CUDA C++
+// Programming Guide's table of arithmetic instruction throughputs (fp16x2/bf16x2: half
+// the 16-bit results per clock, one instruction being two FMAs); the 64-bit integer add
+// is emulated with two 32-bit instructions (MIPP measured 51 on Kepler).
+var (
+	hopperRates = map[kernels.OpClass]float64{ // sm_90 (and sm_80, apart from FP32 and FP64)
+		kernels.Int32Add: 64, kernels.Int32Mul: 64, kernels.Int32Popc: 16, kernels.Int32Shift: 64,
+		kernels.Int32Logic: 64, kernels.Int32Cmp: 64, kernels.Int64Add: 32, kernels.FP32Add: 128,
+		kernels.FP32FMA: 128, kernels.FP32Sin: 16, kernels.FP32Ex2: 16, kernels.FP32Rsqrt: 16,
+		kernels.FP64FMA: 64, kernels.FP16FMA: 128, kernels.BF16FMA: 128,
+	}
+	// sm_80: bf16x2 at half the f16x2 rate (A100 whitepaper: FP16 non-tensor 78 TFLOP/s,
+	// BF16 non-tensor 39).
+	amperRates = with(hopperRates, map[kernels.OpClass]float64{kernels.FP32Add: 64, kernels.FP32FMA: 64, kernels.FP64FMA: 32, kernels.BF16FMA: 64})
+	voltaRates = with(hopperRates, map[kernels.OpClass]float64{kernels.FP32Add: 64, kernels.FP32FMA: 64, kernels.FP64FMA: 32,
+		kernels.FP16FMA: 64, kernels.BF16FMA: 0}) // no bf16 before sm_80
+	keplerRates = map[kernels.OpClass]float64{ // sm_35: no 16-bit arithmetic
+		kernels.Int32Add: 160, kernels.Int32Mul: 32, kernels.Int32Popc: 32, kernels.Int32Shift: 64,
+		kernels.Int32Logic: 160, kernels.Int32Cmp: 160, kernels.Int64Add: 51, kernels.FP32Add: 192,
+		kernels.FP32FMA: 192, kernels.FP32Sin: 32, kernels.FP32Ex2: 32, kernels.FP32Rsqrt: 32,
+		kernels.FP64FMA: 64,
+	}
+)
+
+// with returns a copy of base with over's entries (an entry of 0 is dropped).
+func with(base, over map[kernels.OpClass]float64) map[kernels.OpClass]float64 {
+	out := maps.Clone(base)
+	for k, v := range over {
+		if v == 0 {
+			delete(out, k)
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// dramEfficiency is the share of the nominal DRAM bandwidth a copy reaches on the H200
+// (FACTS.md: cudaMemcpy device to device 4241 GB/s of 4800): applied to the other
+// HBM boards' nominal bandwidths.
+const dramEfficiency = 4241.0 / 4800
+
+const (
+	gib = int64(1) << 30
+	mib = int64(1) << 20
+)

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -78,16 +79,22 @@ func (s *System) Config() Config { return s.cfg.clone() }
 // Close implements gpu.System.
 func (s *System) Close() error { return nil }
 
-// activity is a period of load: power p over [start, end) (end = clock.Never while open).
+// activity is a period of load: power p over [start, end) (end = clock.Never while open),
+// with the memory power and the levels of the clock.sm and throttle.reasons truths while
+// it runs (1 and 1 for a command or scripted load: the top clock, no reason).
 type activity struct {
 	start, end time.Duration
 	p          units.Power
+	mem        units.Power
+	clk, rsn   float64
 }
 
 // Device is one sim GPU. Its true board power is idle power when nothing has run; the
-// highest of the loads running (scripted loads, measured commands); after the last load
-// ends, active idle for the hold time, then IdleSteps equal steps down to idle, one every
-// IdleStepInterval. Its memory power is MemoryIdle + MemoryLoadFraction × (board − idle).
+// highest of the loads running (scripted loads, measured commands, kernel runs); after the
+// last load ends, active idle for the hold time, then IdleSteps equal steps down to idle,
+// one every IdleStepInterval. Its memory power is MemoryIdle + MemoryLoadFraction ×
+// (board − idle), except while a kernel runs (its own, from its DRAM bytes). It implements
+// gpu.Executor (exec.go).
 type Device struct {
 	clk     clock.Clock
 	cfg     Config // with this board's sensor models
@@ -95,12 +102,18 @@ type Device struct {
 	board   *simsensor.Load
 	memory  *simsensor.Load
 	busy    *simsensor.Load
+	smClock *simsensor.Load // the level clock.sm observes
+	reasons *simsensor.Load // the level throttle.reasons observes
 	sensors []sensor.Sensor
 	byName  map[string]sensor.Sensor
 
-	mu   sync.Mutex
-	acts []activity
-	open []int // indexes in acts of running commands, innermost last
+	runMu sync.Mutex // serialises kernel runs, as one stream does
+
+	mu      sync.Mutex
+	acts    []activity
+	open    []int         // indexes in acts of running commands, innermost last
+	horizon time.Duration // the latest end of all acts (clock.Never while one is open)
+	last    int           // index in acts of an act ending at horizon (-1: none)
 }
 
 // mix is splitmix64's finaliser.
@@ -156,17 +169,20 @@ func newDevice(clk clock.Clock, cfg Config, index int) (*Device, error) {
 			PowerLimitW:       float64(cfg.PowerLimit),
 			DefaultPowerLimit: float64(def),
 		},
-		board:  simsensor.NewLoad(cfg.Idle),
-		memory: simsensor.NewLoad(cfg.MemoryIdle),
-		busy:   simsensor.NewLoad(0),
-		byName: map[string]sensor.Sensor{},
+		board:   simsensor.NewLoad(cfg.Idle),
+		memory:  simsensor.NewLoad(cfg.MemoryIdle),
+		busy:    simsensor.NewLoad(0),
+		smClock: simsensor.NewLoad(0),
+		reasons: simsensor.NewLoad(0),
+		byName:  map[string]sensor.Sensor{},
+		last:    -1,
 	}
 	for _, st := range cfg.Load {
 		end := clock.Never
 		if st.Duration > 0 {
 			end = st.T + st.Duration
 		}
-		d.acts = append(d.acts, activity{st.T, end, st.Power})
+		d.acts = append(d.acts, d.loadActivity(st.T, end, st.Power))
 	}
 	// A step without a duration lasts until the next step.
 	for i := range d.acts {
@@ -174,6 +190,7 @@ func newDevice(clk clock.Clock, cfg Config, index int) (*Device, error) {
 			d.acts[i].end = d.acts[i+1].start
 		}
 	}
+	d.findHorizon()
 	d.rebuild(0)
 
 	// Energy counters count from the driver's start, long before ours.
@@ -208,6 +225,10 @@ func (d *Device) newSensor(spec chanSpec, seed uint64, start units.Energy) (sens
 		truth = d.memory
 	case truthBusy:
 		truth = d.busy
+	case truthSMClock:
+		truth = d.smClock
+	case truthReasons:
+		truth = d.reasons
 	}
 	m := sc.Model
 	switch spec.kind {
@@ -284,9 +305,8 @@ func (d *Device) BusyLoad() *simsensor.Load { return d.busy }
 func (d *Device) CommandStarted(t time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.acts = append(d.acts, activity{t, clock.Never, d.cfg.CommandLoad})
+	d.add(d.loadActivity(t, clock.Never, d.cfg.CommandLoad))
 	d.open = append(d.open, len(d.acts)-1)
-	d.rebuild(t)
 }
 
 // CommandEnded implements gpu.CommandObserver: the innermost running command ends at t;
@@ -301,6 +321,7 @@ func (d *Device) CommandEnded(t time.Duration) {
 	i := d.open[len(d.open)-1]
 	d.open = d.open[:len(d.open)-1]
 	d.acts[i].end = max(t, d.acts[i].start)
+	d.findHorizon()
 	d.rebuild(d.acts[i].end)
 }
 
@@ -309,20 +330,93 @@ func (d *Device) CommandEnded(t time.Duration) {
 func (d *Device) AddLoad(start, end time.Duration, p units.Power) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.acts = append(d.acts, activity{start, max(end, start), p})
-	d.rebuild(start)
+	d.add(d.loadActivity(start, max(end, start), p))
+}
+
+// loadActivity is a scripted load or a command: memory power from the board's, the top
+// clock, no throttle reason.
+func (d *Device) loadActivity(start, end time.Duration, p units.Power) activity {
+	return activity{start: start, end: end, p: p, mem: d.memoryPower(p), clk: 1, rsn: 1}
+}
+
+// add appends a and rewrites the truths from its start on. Called with d.mu held.
+func (d *Device) add(a activity) {
+	d.acts = append(d.acts, a)
+	if a.start >= d.horizon && d.last >= 0 && d.acts[d.last].end != clock.Never {
+		// The common case of kernels run one after another: a starts after everything
+		// else has ended, so only a and the act that ended last shape the truths from
+		// a.start on.
+		prev := d.acts[d.last]
+		d.note(len(d.acts) - 1)
+		d.rebuildWith(a.start, []activity{prev, a})
+		return
+	}
+	d.note(len(d.acts) - 1)
+	d.rebuild(a.start)
+}
+
+// note updates horizon and last for the new act i.
+func (d *Device) note(i int) {
+	if d.last < 0 || d.acts[i].end >= d.horizon {
+		d.horizon, d.last = d.acts[i].end, i
+	}
+}
+
+// findHorizon recomputes horizon and last from every act.
+func (d *Device) findHorizon() {
+	d.horizon, d.last = 0, -1
+	for i := range d.acts {
+		d.note(i)
+	}
 }
 
 // rebuild rewrites the truths from `from` on. Called with d.mu held (or before d is shared).
 func (d *Device) rebuild(from time.Duration) {
-	board, busy := d.profile()
-	mem := make([]simsensor.Step, len(board))
-	for i, s := range board {
-		mem[i] = simsensor.Step{T: s.T, P: d.memoryPower(s.P)}
+	d.rebuildWith(from, d.relevant(from))
+}
+
+// relevant returns the acts that shape the truths from `from` on, in their order in
+// d.acts: those that end after from, and the one that ended last at or before it (a gap
+// that covers from began at its end, and restarts the stair down to idle there).
+func (d *Device) relevant(from time.Duration) []activity {
+	var out []activity
+	lastEnded := -1
+	for i, a := range d.acts {
+		if a.end > from {
+			continue
+		}
+		if lastEnded < 0 || a.end > d.acts[lastEnded].end {
+			lastEnded = i
+		}
+	}
+	for i, a := range d.acts {
+		if a.end > from || i == lastEnded {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// rebuildWith rewrites the truths from `from` on, from the acts given (the relevant ones).
+func (d *Device) rebuildWith(from time.Duration, acts []activity) {
+	st := d.profile(acts)
+	board := make([]simsensor.Step, len(st))
+	mem := make([]simsensor.Step, len(st))
+	busy := make([]simsensor.Step, len(st))
+	clk := make([]simsensor.Step, len(st))
+	rsn := make([]simsensor.Step, len(st))
+	for i, s := range st {
+		board[i] = simsensor.Step{T: s.t, P: s.board}
+		mem[i] = simsensor.Step{T: s.t, P: s.mem}
+		busy[i] = simsensor.Step{T: s.t, P: units.Power(s.busy)}
+		clk[i] = simsensor.Step{T: s.t, P: units.Power(s.clk)}
+		rsn[i] = simsensor.Step{T: s.t, P: units.Power(s.rsn)}
 	}
 	d.board.SetSteps(from, clip(board, from, d.cfg.Idle))
 	d.memory.SetSteps(from, clip(mem, from, d.cfg.MemoryIdle))
 	d.busy.SetSteps(from, clip(busy, from, 0))
+	d.smClock.SetSteps(from, clip(clk, from, 0))
+	d.reasons.SetSteps(from, clip(rsn, from, 0))
 }
 
 func (d *Device) memoryPower(board units.Power) units.Power {
@@ -340,10 +434,19 @@ func clip(steps []simsensor.Step, from time.Duration, p0 units.Power) []simsenso
 	return append([]simsensor.Step{{T: from, P: v}}, steps[i:]...)
 }
 
-// profile returns the whole true board power and busy signal as steps, from the activities.
-func (d *Device) profile() (board, busy []simsensor.Step) {
+// truthState is the value of every truth from t on.
+type truthState struct {
+	t              time.Duration
+	board, mem     units.Power
+	busy, clk, rsn float64
+}
+
+// profile returns the truths as steps, from the activities given: while loads run, the one
+// of highest power (the first of them on a tie) sets every truth; after the last ends,
+// active idle, then the stair down to idle.
+func (d *Device) profile(acts []activity) []truthState {
 	var evs []time.Duration
-	for _, a := range d.acts {
+	for _, a := range acts {
 		evs = append(evs, a.start)
 		if a.end != clock.Never {
 			evs = append(evs, a.end)
@@ -351,8 +454,9 @@ func (d *Device) profile() (board, busy []simsensor.Step) {
 	}
 	sort.Slice(evs, func(i, j int) bool { return evs[i] < evs[j] })
 	evs = compact(evs)
-	acts := append([]activity(nil), d.acts...)
+	acts = slices.Clone(acts)
 	sort.SliceStable(acts, func(i, j int) bool { return acts[i].start < acts[j].start })
+	var out []truthState
 	var running []activity
 	next := 0
 	for i, e := range evs {
@@ -360,29 +464,28 @@ func (d *Device) profile() (board, busy []simsensor.Step) {
 			running = append(running, acts[next])
 			next++
 		}
-		level, on := units.Power(0), false
+		var top activity
+		on := false
 		kept := running[:0]
 		for _, a := range running {
 			if a.end > e {
 				kept = append(kept, a)
-				if a.start <= e && (!on || a.p > level) {
-					level, on = a.p, true
+				if a.start <= e && (!on || a.p > top.p) {
+					top, on = a, true
 				}
 			}
 		}
 		running = kept
 		if on {
-			board = append(board, simsensor.Step{T: e, P: level})
-			busy = append(busy, simsensor.Step{T: e, P: 1})
+			out = append(out, truthState{t: e, board: top.p, mem: top.mem, busy: 1, clk: top.clk, rsn: top.rsn})
 			continue
 		}
 		// A gap begins at e, the end of a load: active idle, then steps down to idle.
-		busy = append(busy, simsensor.Step{T: e, P: 0})
 		until := clock.Never
 		if i+1 < len(evs) {
 			until = evs[i+1]
 		}
-		board = append(board, simsensor.Step{T: e, P: d.cfg.ActiveIdle})
+		out = append(out, d.idleState(e, d.cfg.ActiveIdle))
 		n := d.cfg.IdleSteps
 		for j := 1; j <= n; j++ {
 			t := e + d.cfg.ActiveIdleHold + time.Duration(j-1)*d.cfg.IdleStepInterval
@@ -393,10 +496,14 @@ func (d *Device) profile() (board, busy []simsensor.Step) {
 			if j == n {
 				p = d.cfg.Idle
 			}
-			board = append(board, simsensor.Step{T: t, P: p})
+			out = append(out, d.idleState(t, p))
 		}
 	}
-	return board, busy
+	return out
+}
+
+func (d *Device) idleState(t time.Duration, p units.Power) truthState {
+	return truthState{t: t, board: p, mem: d.memoryPower(p)}
 }
 
 // compact removes repeated values from a sorted slice.
