@@ -91,7 +91,7 @@ func openDevice(lib *nvml.Lib, i int, clk clock.Clock) (*Device, error) {
 	if p, err := dev.DefaultPowerLimit(); err == nil {
 		info.DefaultPowerLimit = p.Watts()
 	}
-	return &Device{dev: dev, info: info, sensors: nvmlsensor.Sensors(dev, i, clk)}, nil
+	return &Device{dev: dev, info: info, sensors: nvmlsensor.Sensors(dev, i, clk), clk: clk}, nil
 }
 
 // Name implements gpu.System: "nvml".
@@ -108,7 +108,16 @@ func (s *System) Devices() []gpu.Device { return s.devices }
 
 // Close shuts NVML down (once; later calls return the first result).
 func (s *System) Close() error {
-	s.closeOnce.Do(func() { s.closeErr = s.lib.Shutdown() })
+	s.closeOnce.Do(func() {
+		var errs []error
+		for _, d := range s.devices {
+			if dd, ok := d.(*Device); ok {
+				errs = append(errs, dd.exec.close())
+			}
+		}
+		errs = append(errs, s.lib.Shutdown())
+		s.closeErr = errors.Join(errs...)
+	})
 	return s.closeErr
 }
 
@@ -117,6 +126,8 @@ type Device struct {
 	dev     nvml.Device
 	info    trace.GPU
 	sensors []sensor.Sensor
+	clk     clock.Clock
+	exec    executor // the CUDA side, opened on first use (exec.go)
 }
 
 // Info implements gpu.Device.
