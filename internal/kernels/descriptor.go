@@ -3,6 +3,21 @@
 // threads and parameters. The descriptor is what the sim device executes and what every
 // figure per operation or per byte is divided by, so it must match the PTX to the
 // instruction: tests count the instructions in the generated PTX.
+//
+// The kernels are those of the MIPP suite (seed 001), adapted to a modern GPU:
+//
+//   - Arith(class, opts): throughput of one instruction class, a counted loop of
+//     Unroll instructions in Chains independent chains per thread;
+//   - DRAMRead, DRAMCopy, L2Read, SharedRead, ConstRead: one memory level each;
+//   - Coalescing(k), AccessSize(bytes), BankConflicts(n): MIPP's intensity variants;
+//   - Default(suite opts): all of them, in MIPP's order, each launch sized to take
+//     about 5 ms; Names and ByName serve --list and --only;
+//   - SpecOpsPerCycleSM: the CUDA programming guide's throughput table;
+//   - TargetFor: the .target and PTX ISA version for a compute capability.
+//
+// Every module is one .entry with .version, .target sm_XY (from Device.CC) and
+// .address_size 64, pure ASCII (ptxas rejects anything else, even in comments), with
+// .maxntid and .minnctapersm so that ptxas keeps the registers within a full SM.
 package kernels
 
 import "sort"
@@ -17,7 +32,7 @@ const (
 	Int32Popc  OpClass = "int32.popc"  // popc.b32
 	Int32Shift OpClass = "int32.shift" // shl.b32 / shr
 	Int32Logic OpClass = "int32.logic" // and/or/xor.b32 (MIPP "bit op")
-	Int32Cmp   OpClass = "int32.cmp"   // min/max or setp (MIPP "compare")
+	Int32Cmp   OpClass = "int32.cmp"   // min.s32/max.s32/min.u32 (MIPP "compare"); setp is Setp
 	Int64Add   OpClass = "int64.add"   // add.s64 (MIPP "64-bit simple")
 	FP32Add    OpClass = "fp32.add"    // add.f32 (MIPP "FP32 simple")
 	FP32FMA    OpClass = "fp32.fma"    // fma.rn.f32
@@ -28,6 +43,19 @@ const (
 	FP16FMA    OpClass = "fp16.fma"    // fma.rn.f16x2: one op = one f16x2 instruction (2 FMAs)
 	BF16FMA    OpClass = "bf16.fma"    // fma.rn.bf16x2: one op = one bf16x2 instruction (2 FMAs)
 )
+
+// The control classes: instructions that no throughput class covers. They are counted in
+// Descriptor.Overhead only, never in Ops (the sim device models the 15 classes above).
+const (
+	Setp OpClass = "ctrl.setp" // setp: loop tests and the keep-alive comparison
+	Bra  OpClass = "ctrl.bra"  // bra: the loops' back edges
+)
+
+// ArithClasses are the instruction classes of the arithmetic kernels, in MIPP's order.
+var ArithClasses = []OpClass{
+	Int32Add, Int32Mul, Int32Popc, Int32Shift, Int32Logic, Int32Cmp, Int64Add,
+	FP32Add, FP32FMA, FP32Sin, FP32Ex2, FP32Rsqrt, FP64FMA, FP16FMA, BF16FMA,
+}
 
 // Flops returns the floating-point operations one instruction of class c performs (an FMA
 // is two; a packed x2 FMA four; integer and special-function classes none).
@@ -87,8 +115,19 @@ type Descriptor struct {
 	Params          []Param
 
 	// Ops counts the instructions of each class executed by one launch, summed over all
-	// threads (thread-level, not warp-level).
+	// threads (thread-level, not warp-level): the measured sequence and the arithmetic of
+	// the overhead (loop counters, address arithmetic, keep-alive xors, seeding) alike.
+	// PTX instructions of no class (mov, cvt, ld, st, ret) and the control classes are
+	// not in Ops. The counts are of PTX instructions; the SASS the driver makes of them
+	// may differ (see Notes).
 	Ops map[OpClass]int64
+	// Measured is the class an arithmetic kernel exists to measure ("" for memory
+	// kernels); MeasuredOps() of its instructions are the measured sequence.
+	Measured OpClass
+	// Overhead is everything one launch executes besides the measured work, by class:
+	// the part of Ops that is not measured, plus the control classes (Setp, Bra), which
+	// are counted here only. For a memory kernel all of Ops is overhead.
+	Overhead map[OpClass]int64
 	// Bytes counts the bytes one launch moves at each level: for DRAM the bytes actually
 	// transferred (whole sectors, so an uncoalesced access counts its wasted bytes), for
 	// the on-chip levels the bytes requested by the threads.
@@ -132,5 +171,24 @@ func (d Descriptor) Classes() []OpClass {
 	return cs
 }
 
-// Threads total of one launch.
+// TotalThreads returns the threads of one launch.
 func (d Descriptor) TotalThreads() int64 { return int64(d.Blocks) * int64(d.Threads) }
+
+// MeasuredOps returns the instructions of the measured sequence of one launch: those of
+// class Measured that are not overhead (0 for memory kernels).
+func (d Descriptor) MeasuredOps() int64 {
+	if d.Measured == "" {
+		return 0
+	}
+	return d.Ops[d.Measured] - d.Overhead[d.Measured]
+}
+
+// Param returns the parameter called name and whether there is one.
+func (d Descriptor) Param(name string) (Param, bool) {
+	for _, p := range d.Params {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Param{}, false
+}

@@ -1,0 +1,145 @@
+package kernels
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"time"
+)
+
+// SuiteOpts configure the default suite.
+type SuiteOpts struct {
+	Device Device // zero fields from DefaultDevice
+	// LaunchTime is the duration every launch is sized for (default 5 ms); the estimate
+	// uses the spec rates and Device's bandwidths, so real launches take about 1 to 10 ms.
+	LaunchTime time.Duration
+	// Conflicts are the bank-conflict counts of the bank-conflict variants (default
+	// 0, 1, 2, 3, 7, 15, 31).
+	Conflicts []int
+}
+
+// DefaultConflicts are the bank-conflict variants of the default suite.
+var DefaultConflicts = []int{0, 1, 2, 3, 7, 15, 31}
+
+// Coalescings and AccessSizes are the swept values of those variants (MIPP Figs. 6, 7).
+var (
+	Coalescings = []int{1, 2, 4, 8, 16, 32}
+	AccessSizes = []int{1, 2, 4, 8, 16}
+)
+
+// Default returns the whole MIPP suite, in MIPP's order after the baseline kernel (whose
+// power is pi0): the arithmetic classes (integer,
+// then floating point; bf16.fma only from compute capability 8.0), the memory levels
+// (DRAM read and copy, L2, shared, constant), then the coalescing, access-size and
+// bank-conflict variants. Every launch is sized to take about o.LaunchTime.
+func Default(o SuiteOpts) ([]Descriptor, error) {
+	var ds []Descriptor
+	for _, g := range suite(o) {
+		if g.skip {
+			continue
+		}
+		d, err := g.gen()
+		if err != nil {
+			return nil, err
+		}
+		ds = append(ds, d)
+	}
+	return ds, nil
+}
+
+// Names returns the names of the default suite's kernels, in order (for --list; every
+// name that Default can return for some device).
+func Names() []string {
+	var ns []string
+	for _, g := range suite(SuiteOpts{}) {
+		ns = append(ns, g.name)
+	}
+	return ns
+}
+
+// ByName returns the descriptors whose names match any of the patterns, in the order of
+// ds (for --only). A pattern is a name or a path.Match pattern ("coalesce.*",
+// "int32.*"; '*' matches '/' too); one that matches nothing is an error naming it.
+func ByName(ds []Descriptor, patterns ...string) ([]Descriptor, error) {
+	used := make([]bool, len(patterns))
+	var out []Descriptor
+	for _, d := range ds {
+		for i, p := range patterns {
+			ok := p == d.Name
+			if !ok {
+				// '*' matches the '/' of "coalesce.1/16" too.
+				slash := strings.NewReplacer("/", "|")
+				m, err := path.Match(slash.Replace(p), slash.Replace(d.Name))
+				if err != nil {
+					return nil, fmt.Errorf("kernels: bad pattern %q: %w", p, err)
+				}
+				ok = m
+			}
+			if ok {
+				used[i] = true
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	var missing []string
+	for i, u := range used {
+		if !u {
+			missing = append(missing, fmt.Sprintf("%q", patterns[i]))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("kernels: no kernel matches %s (see --list)", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+type suiteEntry struct {
+	name string
+	skip bool
+	gen  func() (Descriptor, error)
+}
+
+func suite(o SuiteOpts) []suiteEntry {
+	opts := Opts{Device: o.Device, LaunchTime: o.LaunchTime}
+	sm := 90
+	if t, err := TargetFor(orDefault(o.Device.CC)); err == nil {
+		sm = t.SM
+	}
+	es := []suiteEntry{{name: "baseline", gen: func() (Descriptor, error) { return Baseline(opts) }}}
+	for _, c := range ArithClasses {
+		es = append(es, suiteEntry{name: string(c), skip: c == BF16FMA && sm < 80,
+			gen: func() (Descriptor, error) { return Arith(c, opts) }})
+	}
+	es = append(es,
+		suiteEntry{name: "dram.read", gen: func() (Descriptor, error) { return DRAMRead(opts) }},
+		suiteEntry{name: "dram.copy", gen: func() (Descriptor, error) { return DRAMCopy(opts) }},
+		suiteEntry{name: "l2.read", gen: func() (Descriptor, error) { return L2Read(opts) }},
+		suiteEntry{name: "shared.read", gen: func() (Descriptor, error) { return SharedRead(opts) }},
+		suiteEntry{name: "const.read", gen: func() (Descriptor, error) { return ConstRead(opts) }},
+	)
+	for _, k := range Coalescings {
+		es = append(es, suiteEntry{name: "coalesce." + coalesceName(k),
+			gen: func() (Descriptor, error) { return Coalescing(k, opts) }})
+	}
+	for _, b := range AccessSizes {
+		es = append(es, suiteEntry{name: fmt.Sprintf("access.%dB", b),
+			gen: func() (Descriptor, error) { return AccessSize(b, opts) }})
+	}
+	conflicts := o.Conflicts
+	if conflicts == nil {
+		conflicts = DefaultConflicts
+	}
+	for _, n := range conflicts {
+		es = append(es, suiteEntry{name: fmt.Sprintf("bank.%d", n),
+			gen: func() (Descriptor, error) { return BankConflicts(n, opts) }})
+	}
+	return es
+}
+
+func orDefault(cc string) string {
+	if cc == "" {
+		return DefaultDevice.CC
+	}
+	return cc
+}
