@@ -223,7 +223,7 @@ func (m *Meter) Stop() (*trace.Trace, error) {
 		tr.Meta.GPUs = append(tr.Meta.GPUs, i)
 	}
 	for _, me := range m.ms {
-		me.Region = region.Summarize(tr, info[me.GPU], me.Start, me.End, me.idle[0], me.idle[1], "the measurement")
+		me.Region = region.Summarize(tr, info[me.GPU], me.Start, me.End, me.idle[0], me.idle[1], region.Options{What: "the measurement", Steady: true})
 	}
 	return tr, nil
 }

@@ -77,10 +77,21 @@ type ReasonShare struct {
 // instant field a 25 ms window of every 100 ms, the averages lag by about a second.
 var boardChannels = []string{"power.samples", "power.instant", "power.usage", "power.average"}
 
+// Options of Summarize.
+type Options struct {
+	// What names the region in warnings ("the command").
+	What string
+	// Steady says the power was constant over the region (a kernel launched back to back
+	// after a warm-up). Each channel's energy is then its mean power from the readings
+	// inside the region times the region's length, instead of an integral interpolated at
+	// both ends across readings up to an update period away, where the power differs.
+	Steady bool
+}
+
 // Summarize describes GPU g over the region [start, end] of a trace, with the idle
-// baseline [b0, b1] (b1 <= start; b0 == b1 means none). what names the region in
-// warnings ("the command").
-func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, what string) Summary {
+// baseline [b0, b1] (b1 <= start; b0 == b1 means none).
+func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o Options) Summary {
+	what := o.What
 	gs := Summary{Index: g.Index, Name: g.Name, UUID: g.UUID, PowerLimitW: g.PowerLimitW, Throttle: []ReasonShare{}, Warnings: []string{}}
 	dur := end - start
 	warn := func(f string, a ...any) { gs.Warnings = append(gs.Warnings, fmt.Sprintf(f, a...)) }
@@ -99,6 +110,11 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, w
 		switch {
 		case ch.Quantity == trace.QEnergy && ch.Cumulative:
 			e, ok := trace.CounterDelta(series, start, end)
+			if o.Steady {
+				if rate, n := insideRate(series, start, end); n >= 2 {
+					e, ok = units.Energy(rate*dur.Seconds()), true
+				}
+			}
 			if !ok {
 				warn("%s: the counter does not cover the run (or was reset during it); left out", ch.Name)
 				continue
@@ -108,6 +124,11 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, w
 			cs.Samples = countIn(series, start, end)
 		case ch.Quantity == trace.QPower && !ch.Setting:
 			in := trace.Integrate(series, start, end)
+			if o.Steady {
+				if mean, n := insideMean(series, start, end); n >= 2 {
+					in.Mean, in.Energy, in.Coverage = units.Power(mean), units.Energy(mean*dur.Seconds()), 1
+				}
+			}
 			cs = Channel{Channel: ch.Name, EnergyJ: in.Energy.Joules(), MeanPowerW: float64(in.Mean), MaxPowerW: float64(in.Max), Samples: in.Samples, Coverage: in.Coverage}
 			cs.IdlePowerW = baselinePower(series, b0, b1, false)
 			if in.Coverage < 0.99 {
@@ -218,6 +239,38 @@ func agreement(gs *Summary, byName map[string]Channel, head Channel, dur time.Du
 		}
 		warn("%s and %s disagree by %+.1f %% (%.1f J vs %.1f J): %s", n, head.Channel, 100*diff, c.EnergyJ, head.EnergyJ, why)
 	}
+}
+
+// inside returns the samples strictly inside (from, to).
+func inside(s []trace.Sample, from, to time.Duration) []trace.Sample {
+	i := sort.Search(len(s), func(i int) bool { return s[i].T > from })
+	j := sort.Search(len(s), func(j int) bool { return s[j].T >= to })
+	if i >= j {
+		return nil
+	}
+	return s[i:j]
+}
+
+// insideRate is a counter's rate (W) from its readings inside (from, to), and how many.
+func insideRate(s []trace.Sample, from, to time.Duration) (float64, int) {
+	in := inside(s, from, to)
+	if len(in) < 2 {
+		return 0, len(in)
+	}
+	a, b := in[0], in[len(in)-1]
+	if b.T <= a.T || b.Value < a.Value {
+		return 0, 0
+	}
+	return (b.Value - a.Value) / (b.T - a.T).Seconds(), len(in)
+}
+
+// insideMean is a power channel's time-weighted mean from its readings inside (from, to).
+func insideMean(s []trace.Sample, from, to time.Duration) (float64, int) {
+	in := inside(s, from, to)
+	if len(in) < 2 {
+		return 0, len(in)
+	}
+	return float64(trace.Integrate(in, in[0].T, in[len(in)-1].T).Mean), len(in)
 }
 
 // baselinePower is a channel's mean power over the baseline [b0, start], from the samples

@@ -1,0 +1,239 @@
+// Package micro is the MIPP microbenchmark suite (seed 001): every functional unit and
+// memory level of a GPU characterised by time, throughput against the spec, average and
+// maximum power, energy, energy efficiency and energy per operation, with the baseline
+// power pi0 (seed 002's baseline kernel) shown apart from the energy the work adds.
+package micro
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/loop"
+	"gpuwatt/internal/region"
+	"gpuwatt/internal/trace"
+)
+
+// Format is the value of Report.Format.
+const Format = "gpuwatt-micro/1"
+
+// Options of a suite run.
+type Options struct {
+	Loop loop.Options
+	// Idle is the idle recording before the suite (default 3 s).
+	Idle time.Duration
+	// Progress, if set, is called before each kernel (i counts from 1) and after it with
+	// its row.
+	Progress func(i, n int, name string, row *Row)
+}
+
+// Report is results.json.
+type Report struct {
+	Format           string    `json:"format"`
+	Device           string    `json:"device"`
+	GPU              trace.GPU `json:"gpu"`
+	Props            gpu.Props `json:"props"`
+	IdlePowerW       float64   `json:"idle_power_w"`
+	Pi0W             float64   `json:"pi0_w"`
+	Pi0Source        string    `json:"pi0_source"`
+	Rows             []Row     `json:"rows"`
+	Incomplete       bool      `json:"incomplete"`
+	IncompleteReason string    `json:"incomplete_reason,omitempty"`
+	Warnings         []string  `json:"warnings"`
+}
+
+// Row is one kernel's figures.
+type Row struct {
+	Name    string             `json:"name"`
+	Group   string             `json:"group"`
+	What    string             `json:"what"` // the instruction class or memory level measured
+	Unit    string             `json:"unit"` // "op" (one thread-level instruction) or "B"
+	Variant map[string]float64 `json:"variant,omitempty"`
+
+	Launches       int     `json:"launches"`
+	TimePerLaunchS float64 `json:"time_per_launch_s"`
+	WorkPerLaunch  int64   `json:"work_per_launch"` // instructions of the class, or bytes at the level
+	FlopsPerLaunch int64   `json:"flops_per_launch,omitempty"`
+
+	// Throughput: per second, per SM and clock (at the median SM clock of the
+	// measurement), and the spec figure per SM and clock (0 where unknown).
+	PerSecond      float64 `json:"per_s"`
+	FlopsPerSecond float64 `json:"flops_per_s,omitempty"`
+	PerCycleSM     float64 `json:"per_cycle_per_sm"`
+	SpecPerCycleSM float64 `json:"spec_per_cycle_per_sm,omitempty"`
+	ClockMHz       float64 `json:"sm_clock_mhz"`
+
+	MeanPowerW       float64 `json:"mean_power_w"`
+	MaxPowerW        float64 `json:"max_power_w"`
+	EnergyPerLaunchJ float64 `json:"energy_per_launch_j"`
+	// Energy per unit of work: in all, the share of the baseline power pi0 (pi0 × time per
+	// unit), and what the work adds above it.
+	PJPerUnit         float64 `json:"pj_per_unit"`
+	PJPerUnitPi0      float64 `json:"pj_per_unit_pi0"`
+	PJPerUnitAbovePi0 float64 `json:"pj_per_unit_above_pi0"`
+	// Efficiency: units per joule, and MIPP's (MIPS / W) / SM.
+	PerJoule         float64 `json:"per_joule"`
+	MIPSPerWattPerSM float64 `json:"mips_per_watt_per_sm"`
+
+	EnergySource string               `json:"energy_source"`
+	Throttle     []region.ReasonShare `json:"throttle"`
+	Warnings     []string             `json:"warnings"`
+}
+
+// Run measures every descriptor of suite on dev (which must be a gpu.Executor) with the
+// Meter m, then stops m and returns the report and the trace. When ctx is cancelled it
+// stops after the kernel in progress and returns what was measured, marked incomplete,
+// together with ctx's error.
+func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Descriptor, opt Options) (*Report, *trace.Trace, error) {
+	exec, ok := dev.(gpu.Executor)
+	if !ok {
+		m.Stop()
+		return nil, nil, errors.New("this device cannot run kernels")
+	}
+	if opt.Idle <= 0 {
+		opt.Idle = 3 * time.Second
+	}
+	info := dev.Info()
+	rep := &Report{Format: Format, GPU: info, Props: exec.Props(), Warnings: []string{}}
+	var runErr error
+	type done struct {
+		d  kernels.Descriptor
+		me *loop.Measurement
+	}
+	var measured []done
+	if err := m.Idle(ctx, info.Index, opt.Idle); err != nil {
+		runErr = err
+	}
+	for i, d := range suite {
+		if runErr != nil {
+			break
+		}
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(suite), d.Name, nil)
+		}
+		k, err := exec.Prepare(d)
+		if err != nil {
+			runErr = fmt.Errorf("%s: %w", d.Name, err)
+			break
+		}
+		me, err := m.Measure(ctx, info.Index, k, d.Name, opt.Loop)
+		k.Close()
+		if err != nil {
+			runErr = err
+			break
+		}
+		measured = append(measured, done{d, me})
+	}
+	tr, err := m.Stop()
+	if err != nil {
+		return nil, nil, err
+	}
+	if runErr != nil {
+		rep.Incomplete = true
+		rep.IncompleteReason = runErr.Error()
+		if ctx.Err() != nil {
+			rep.IncompleteReason = "interrupted"
+		}
+	}
+	// The idle power, and pi0 from the baseline kernel (else the idle power, said so).
+	for _, x := range measured {
+		rep.IdlePowerW = x.me.Region.IdlePowerW
+		break
+	}
+	rep.Pi0W, rep.Pi0Source = rep.IdlePowerW, "idle power (no baseline kernel was run)"
+	for _, x := range measured {
+		if x.d.Group == "baseline" {
+			rep.Pi0W, rep.Pi0Source = x.me.Region.MeanPowerW, "baseline kernel (seed 002, Algorithm 1)"
+		}
+	}
+	if rep.Pi0Source[0] == 'i' {
+		rep.Warnings = append(rep.Warnings, "no baseline kernel: pi0 is taken as the idle power, so the energy above pi0 includes the cost of holding the top clock")
+	}
+	for i, x := range measured {
+		row := makeRow(x.d, x.me, rep.Props, rep.Pi0W)
+		rep.Rows = append(rep.Rows, row)
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(suite), x.d.Name, &rep.Rows[len(rep.Rows)-1])
+		}
+	}
+	return rep, tr, runErr
+}
+
+// makeRow turns a measurement into the row's figures.
+func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0 float64) Row {
+	r := me.Region
+	row := Row{
+		Name: d.Name, Group: d.Group, Variant: d.Variant,
+		Launches: me.Launches, TimePerLaunchS: me.PerLaunch,
+		MeanPowerW: r.MeanPowerW, MaxPowerW: r.MaxPowerW, EnergySource: r.EnergySource,
+		Throttle: r.Throttle, Warnings: append(append([]string{}, me.Warnings...), r.Warnings...),
+	}
+	if me.Launches > 0 {
+		row.EnergyPerLaunchJ = r.EnergyJ / float64(me.Launches)
+	}
+	switch {
+	case d.Measured != "":
+		row.What, row.Unit = string(d.Measured), "op"
+		row.WorkPerLaunch = d.MeasuredOps()
+		row.FlopsPerLaunch = row.WorkPerLaunch * d.Measured.Flops()
+		if s, ok := kernels.SpecOpsPerCycleSM(d.Measured, p.ComputeCapability); ok {
+			row.SpecPerCycleSM = s
+		}
+	case len(d.Bytes) > 0:
+		lvl, n := mainLevel(d.Bytes)
+		row.What, row.Unit, row.WorkPerLaunch = string(lvl), "B", n
+	default:
+		row.What, row.Unit = d.Group, "launch"
+		row.WorkPerLaunch = 1
+	}
+	row.ClockMHz = p.MaxSMClockHz / 1e6
+	if r.SMClockMHz != nil && r.SMClockMHz.Median > 0 {
+		row.ClockMHz = r.SMClockMHz.Median
+	}
+	T := me.PerLaunch
+	if T > 0 && row.WorkPerLaunch > 0 {
+		w := float64(row.WorkPerLaunch)
+		row.PerSecond = w / T
+		row.FlopsPerSecond = float64(row.FlopsPerLaunch) / T
+		if p.SMs > 0 && row.ClockMHz > 0 {
+			row.PerCycleSM = row.PerSecond / (float64(p.SMs) * row.ClockMHz * 1e6)
+		}
+		row.PJPerUnit = row.EnergyPerLaunchJ / w * 1e12
+		row.PJPerUnitPi0 = pi0 * T / w * 1e12
+		row.PJPerUnitAbovePi0 = row.PJPerUnit - row.PJPerUnitPi0
+		if row.EnergyPerLaunchJ > 0 {
+			row.PerJoule = w / row.EnergyPerLaunchJ
+			if row.Unit == "op" && p.SMs > 0 && r.MeanPowerW > 0 {
+				row.MIPSPerWattPerSM = row.PerSecond / 1e6 / r.MeanPowerW / float64(p.SMs)
+			}
+		}
+	}
+	if row.SpecPerCycleSM > 0 && row.PerCycleSM > 0 && row.PerCycleSM < 0.9*row.SpecPerCycleSM {
+		row.Warnings = append(row.Warnings, fmt.Sprintf("reached %.0f %% of the spec throughput", 100*row.PerCycleSM/row.SpecPerCycleSM))
+	}
+	if math.IsNaN(row.PJPerUnit) || math.IsInf(row.PJPerUnit, 0) {
+		row.PJPerUnit, row.PJPerUnitPi0, row.PJPerUnitAbovePi0 = 0, 0, 0
+	}
+	return row
+}
+
+// mainLevel is the memory level with the most bytes.
+func mainLevel(b map[kernels.MemLevel]int64) (kernels.MemLevel, int64) {
+	var ls []kernels.MemLevel
+	for l := range b {
+		ls = append(ls, l)
+	}
+	sort.Slice(ls, func(i, j int) bool { return ls[i] < ls[j] })
+	best, n := kernels.MemLevel(""), int64(-1)
+	for _, l := range ls {
+		if b[l] > n {
+			best, n = l, b[l]
+		}
+	}
+	return best, n
+}
