@@ -55,6 +55,7 @@ func init() {
 	verbs = []verb{
 		{"devices", "list every GPU and every power channel, and whether it works", (*App).devices},
 		{"measure", "run a command while recording every GPU power channel; print energy and power", (*App).measure},
+		{"micro", "the MIPP microbenchmark suite: throughput, power and energy per instruction class and memory level", (*App).micro},
 		{"version", "print gpuwatt's version", (*App).version},
 	}
 }

@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/loop"
+	"gpuwatt/internal/micro"
+	"gpuwatt/internal/report"
+	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/trace"
+)
+
+func (a *App) micro(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("micro", flag.ContinueOnError)
+	var df deviceFlags
+	fs.StringVar(&df.device, "device", "auto", "auto (NVIDIA driver, else sim), nvml, sim or sim:PRESET")
+	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device")
+	gpuIdx := fs.Int("gpu", 0, "the GPU to characterise")
+	list := fs.Bool("list", false, "list the suite's kernels and exit")
+	only := fs.String("only", "", "run only these kernels: names or globs, comma-separated (int32.*,dram.copy)")
+	out := fs.String("out", "", "directory for results.json, results.csv, report.html, trace.csv and trace.json")
+	asJSON := fs.Bool("json", false, "print results.json to stdout instead of the table")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	minUpdates := fs.Int("min-updates", 50, "sensor updates each measurement must span")
+	warmup := fs.Duration("warmup", time.Second, "back-to-back launches before each measurement")
+	poll := fs.String("poll", "adaptive", "Sampler poll mode (see gpuwatt measure --help)")
+	if code, ok := a.parseFlags(fs, args, "[--device ...] [--gpu N] [--list] [--only K1,K2] [--out DIR] [--json]"); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return a.usageError("micro", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	popt, err := sensor.ParsePoll(*poll)
+	if err != nil {
+		return a.usageError("micro", err)
+	}
+	if *list {
+		ds, err := kernels.Default(kernels.SuiteOpts{})
+		if err != nil {
+			return a.fail("micro", err)
+		}
+		for _, d := range ds {
+			what := string(d.Measured)
+			if what == "" {
+				for l := range d.Bytes {
+					what = string(l)
+				}
+			}
+			fmt.Fprintf(a.Stdout, "%-18s %-15s %s\n", d.Name, d.Group, what)
+		}
+		return ExitOK
+	}
+	if *out != "" {
+		if err := checkWritable(*out); err != nil {
+			return a.usageError("micro", fmt.Errorf("--out %s: %v", *out, err))
+		}
+	}
+	sys, clk, err := a.openForKernels("micro", df)
+	if err != nil {
+		return a.exitFor("micro", err)
+	}
+	defer sys.Close()
+	devs := sys.Devices()
+	if *gpuIdx < 0 || *gpuIdx >= len(devs) {
+		return a.usageError("micro", fmt.Errorf("--gpu %d: no such GPU (found %d)", *gpuIdx, len(devs)))
+	}
+	dev := devs[*gpuIdx]
+	exec, ok := dev.(gpu.Executor)
+	if !ok {
+		return a.fail("micro", fmt.Errorf("GPU %d cannot run kernels", *gpuIdx))
+	}
+	props := exec.Props()
+	if props.SMs == 0 {
+		// The CUDA side could not be opened: Prepare says why.
+		if _, err := exec.Prepare(kernels.Descriptor{}); err != nil {
+			return a.fail("micro", err)
+		}
+	}
+	suite, err := kernels.Default(kernels.SuiteOpts{Device: kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}})
+	if err != nil {
+		return a.fail("micro", err)
+	}
+	if *only != "" {
+		if suite, err = kernels.ByName(suite, strings.Split(*only, ",")...); err != nil {
+			return a.usageError("micro", fmt.Errorf("--only: %v", err))
+		}
+	}
+	m, err := loop.Start(ctx, clk, []gpu.Device{dev}, popt)
+	if err != nil {
+		return a.fail("micro", err)
+	}
+	progress := !*quiet
+	t0 := time.Now()
+	opt := micro.Options{Loop: loop.Options{Warmup: *warmup, MinUpdates: *minUpdates}}
+	opt.Progress = func(i, n int, name string, row *micro.Row) {
+		if !progress || row != nil {
+			return
+		}
+		fmt.Fprintf(a.Stderr, "gpuwatt micro: [%2d/%d] %-16s (%s elapsed)\n", i, n, name, time.Since(t0).Round(time.Second))
+	}
+	rep, tr, runErr := micro.Run(ctx, m, dev, suite, opt)
+	if rep == nil {
+		return a.fail("micro", runErr)
+	}
+	rep.Device = sys.Name()
+	if *out != "" {
+		if err := a.writeMicro(*out, rep, tr, sys, args); err != nil {
+			fmt.Fprintf(a.Stderr, "gpuwatt micro: --out %s: %v\n", *out, err)
+			return ExitFailure
+		}
+	}
+	if *asJSON {
+		if err := report.WriteJSONTo(a.Stdout, rep); err != nil {
+			return a.fail("micro", err)
+		}
+	} else {
+		micro.WriteText(a.Stdout, rep)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return 130
+	case runErr != nil:
+		fmt.Fprintf(a.Stderr, "gpuwatt micro: %v\n", runErr)
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu.System, args []string) error {
+	tr.Meta.Version, tr.Meta.Host, tr.Meta.Device = a.versionString(), a.host(), sys.Name()
+	tr.Meta.DriverVersion, tr.Meta.NVMLVersion = sys.DriverVersion(), sys.NVMLVersion()
+	tr.Meta.Command = append([]string{"gpuwatt", "micro"}, args...)
+	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.IncompleteReason
+	if err := trace.Save(dir, tr); err != nil {
+		return err
+	}
+	if err := report.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "results.csv"))
+	if err != nil {
+		return err
+	}
+	if err := micro.WriteCSV(f, rep); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return micro.Page(rep).WriteFile(filepath.Join(dir, "report.html"))
+}
+
+// openForKernels opens the GPUs for gpuwatt's own workloads: a real clock for a real GPU,
+// a virtual one (instant, deterministic) for the sim device.
+func (a *App) openForKernels(verb string, df deviceFlags) (gpu.System, clock.Clock, error) {
+	if a.NewClock != nil {
+		clk := a.NewClock()
+		sys, err := a.openSystem(verb, df, clk)
+		return sys, clk, err
+	}
+	real := clock.NewReal()
+	sys, err := a.openSystem(verb, df, real)
+	if err != nil {
+		return nil, nil, err
+	}
+	if strings.HasPrefix(sys.Name(), "sim") {
+		sys.Close()
+		virt := clock.NewVirtual(time.Time{})
+		quiet := *a
+		quiet.Stderr = discard{} // the fallback was announced once already
+		sys, err = quiet.openSystem(verb, df, virt)
+		return sys, virt, err
+	}
+	return sys, real, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

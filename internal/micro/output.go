@@ -1,0 +1,231 @@
+package micro
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"gpuwatt/internal/report"
+	"gpuwatt/internal/units"
+)
+
+// WriteText prints the suite's table, in the spirit of MIPP's Tables I-IV.
+func WriteText(w io.Writer, r *Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n MIPP suite on GPU %d, %s (%s, %d SMs, cc %s)\n", r.GPU.Index, r.GPU.Name, r.Device, r.Props.SMs, r.Props.ComputeCapability)
+	fmt.Fprintf(&b, " idle %s, baseline power pi0 %s (%s)\n", units.Power(r.IdlePowerW), units.Power(r.Pi0W), r.Pi0Source)
+	if r.Incomplete {
+		fmt.Fprintf(&b, " INCOMPLETE: %s\n", r.IncompleteReason)
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, " kernel\twhat\ttime/launch\tthroughput\tper clk/SM\tspec\tclock\tmean\tmax\tpJ/unit\tpi0 share\tabove pi0\t\n")
+	for _, x := range r.Rows {
+		spec := "-"
+		if x.SpecPerCycleSM > 0 {
+			spec = strconv.FormatFloat(x.SpecPerCycleSM, 'g', 4, 64)
+		}
+		if x.Unit == "launch" {
+			fmt.Fprintf(tw, " %s\t%s\t%s\t-\t-\t-\t%.0f MHz\t%s\t%s\t-\t-\t-\t\n", x.Name, x.What,
+				fmtSec(x.TimePerLaunchS), x.ClockMHz, units.Power(x.MeanPowerW), units.Power(x.MaxPowerW))
+			continue
+		}
+		fmt.Fprintf(tw, " %s\t%s\t%s\t%s\t%.1f\t%s\t%.0f MHz\t%s\t%s\t%.4g\t%.4g\t%.4g\t\n", x.Name, x.What,
+			fmtSec(x.TimePerLaunchS), throughput(x), x.PerCycleSM, spec, x.ClockMHz,
+			units.Power(x.MeanPowerW), units.Power(x.MaxPowerW), x.PJPerUnit, x.PJPerUnitPi0, x.PJPerUnitAbovePi0)
+	}
+	tw.Flush()
+	b.WriteString("\n pJ/unit: energy per instruction (op) or byte (B) in all; pi0 share: the baseline power's part; above pi0: what the work adds.\n")
+	var warns []string
+	for _, x := range r.Rows {
+		for _, wn := range x.Warnings {
+			warns = append(warns, x.Name+": "+wn)
+		}
+	}
+	warns = append(warns, r.Warnings...)
+	if len(warns) > 0 {
+		b.WriteString("\n warnings:\n")
+		for _, wn := range warns {
+			fmt.Fprintf(&b, " ! %s\n", wn)
+		}
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func throughput(x Row) string {
+	switch {
+	case x.FlopsPerSecond > 0:
+		return fmt.Sprintf("%.4g TFLOP/s", x.FlopsPerSecond/1e12)
+	case x.Unit == "B":
+		return fmt.Sprintf("%.4g GB/s", x.PerSecond/1e9)
+	case x.Unit == "op":
+		return fmt.Sprintf("%.4g Gop/s", x.PerSecond/1e9)
+	}
+	return fmt.Sprintf("%.4g /s", x.PerSecond)
+}
+
+func fmtSec(s float64) string {
+	switch {
+	case s >= 1:
+		return fmt.Sprintf("%.3g s", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.3g ms", s*1e3)
+	}
+	return fmt.Sprintf("%.3g µs", s*1e6)
+}
+
+// CSVHeader is the header of results.csv.
+var CSVHeader = []string{"name", "group", "what", "unit", "launches", "time_per_launch_s", "work_per_launch",
+	"per_s", "flops_per_s", "per_cycle_per_sm", "spec_per_cycle_per_sm", "sm_clock_mhz", "mean_power_w", "max_power_w",
+	"energy_per_launch_j", "pj_per_unit", "pj_per_unit_pi0", "pj_per_unit_above_pi0", "per_joule", "mips_per_watt_per_sm",
+	"energy_source", "variant"}
+
+// WriteCSV writes results.csv: one row per kernel.
+func WriteCSV(w io.Writer, r *Report) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader); err != nil {
+		return err
+	}
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	for _, x := range r.Rows {
+		var vs []string
+		for k, v := range x.Variant {
+			vs = append(vs, k+"="+g(v))
+		}
+		sort.Strings(vs)
+		rec := []string{x.Name, x.Group, x.What, x.Unit, strconv.Itoa(x.Launches), g(x.TimePerLaunchS), strconv.FormatInt(x.WorkPerLaunch, 10),
+			g(x.PerSecond), g(x.FlopsPerSecond), g(x.PerCycleSM), g(x.SpecPerCycleSM), g(x.ClockMHz), g(x.MeanPowerW), g(x.MaxPowerW),
+			g(x.EnergyPerLaunchJ), g(x.PJPerUnit), g(x.PJPerUnitPi0), g(x.PJPerUnitAbovePi0), g(x.PerJoule), g(x.MIPSPerWattPerSM),
+			x.EnergySource, strings.Join(vs, ";")}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// Page builds report.html: the tables, and the intensity variants plotted as MIPP's
+// Figs. 6-8 (throughput, average and maximum power, energy per useful byte).
+func Page(r *Report) report.Page {
+	p := report.Page{
+		Title:    fmt.Sprintf("gpuwatt micro: %s", r.GPU.Name),
+		Subtitle: fmt.Sprintf("%s, GPU %d (%s), %d SMs, compute capability %s", r.Device, r.GPU.Index, r.GPU.UUID, r.Props.SMs, r.Props.ComputeCapability),
+	}
+	var notes []string
+	if strings.HasPrefix(r.Device, "sim") {
+		notes = append(notes, "Measured on the sim device: every figure here is simulated, not read from a GPU.")
+	}
+	if r.Incomplete {
+		notes = append(notes, "INCOMPLETE: "+r.IncompleteReason+". What was measured is shown.")
+	}
+	p.Notice = strings.Join(notes, " ")
+	intro := fmt.Sprintf("Idle power %s. Baseline power pi0 %s, from the %s: every energy per instruction or byte is shown in all, as pi0's share (pi0 times the time one unit takes), and as what the work adds above pi0.",
+		units.Power(r.IdlePowerW), units.Power(r.Pi0W), r.Pi0Source)
+	groups := []struct{ title, match string }{
+		{"Arithmetic units (MIPP Tables I-II)", "arith"},
+		{"Memory levels (MIPP Tables III-IV)", "memory"},
+		{"Baseline", "baseline"},
+	}
+	for i, gr := range groups {
+		sec := report.Section{Title: gr.title}
+		if i == 0 {
+			sec.Text = intro
+		}
+		tab := &report.Table{Header: []string{"kernel", "unit", "time/launch", "throughput", "per clk/SM", "spec", "clock (MHz)", "mean power", "max power", "energy/launch", "pJ/unit", "pi0 share", "above pi0", "units/J"}}
+		for _, x := range r.Rows {
+			if x.Group != gr.match {
+				continue
+			}
+			spec := ""
+			if x.SpecPerCycleSM > 0 {
+				spec = strconv.FormatFloat(x.SpecPerCycleSM, 'g', 4, 64)
+			}
+			tab.Rows = append(tab.Rows, []string{x.Name, x.Unit, fmtSec(x.TimePerLaunchS), throughput(x), fmt.Sprintf("%.1f", x.PerCycleSM), spec,
+				fmt.Sprintf("%.0f", x.ClockMHz), units.Power(x.MeanPowerW).String(), units.Power(x.MaxPowerW).String(), units.Energy(x.EnergyPerLaunchJ).String(),
+				fmt.Sprintf("%.4g", x.PJPerUnit), fmt.Sprintf("%.4g", x.PJPerUnitPi0), fmt.Sprintf("%.4g", x.PJPerUnitAbovePi0), fmt.Sprintf("%.4g", x.PerJoule)})
+			sec.Warnings = append(sec.Warnings, prefix(x.Name, x.Warnings)...)
+		}
+		if len(tab.Rows) > 0 {
+			sec.Table = tab
+			p.Sections = append(p.Sections, sec)
+		}
+	}
+	for _, v := range []struct{ title, group, key, xlabel string }{
+		{"DRAM coalescing (MIPP Fig. 6)", "coalescing", "coalescing", "threads per transaction"},
+		{"DRAM access size (MIPP Fig. 7)", "access-size", "access_bytes", "access size (bytes)"},
+		{"Shared-memory bank conflicts (MIPP Fig. 8)", "bank-conflicts", "conflicts", "bank conflicts"},
+	} {
+		if sec, ok := variantSection(r, v.title, v.group, v.key, v.xlabel); ok {
+			p.Sections = append(p.Sections, sec)
+		}
+	}
+	if len(r.Warnings) > 0 {
+		p.Sections = append(p.Sections, report.Section{Title: "Warnings", Warnings: r.Warnings})
+	}
+	return p
+}
+
+func prefix(name string, ws []string) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, name+": "+w)
+	}
+	return out
+}
+
+// variantSection plots one intensity variant: throughput, mean and max power, and energy
+// per byte moved, against the swept parameter.
+func variantSection(r *Report, title, group, key, xlabel string) (report.Section, bool) {
+	var rows []Row
+	for _, x := range r.Rows {
+		if x.Group == group {
+			if _, ok := x.Variant[key]; ok {
+				rows = append(rows, x)
+			}
+		}
+	}
+	if len(rows) == 0 {
+		// Fall back to any variant key the rows carry.
+		for _, x := range r.Rows {
+			if x.Group == group && len(x.Variant) > 0 {
+				rows = append(rows, x)
+			}
+		}
+		if len(rows) == 0 {
+			return report.Section{}, false
+		}
+		for k := range rows[0].Variant {
+			key = k
+			break
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Variant[key] < rows[j].Variant[key] })
+	var x, thr, mean, maxp, pj []float64
+	for _, row := range rows {
+		x = append(x, row.Variant[key])
+		thr = append(thr, row.PerSecond/1e9)
+		mean = append(mean, row.MeanPowerW)
+		maxp = append(maxp, row.MaxPowerW)
+		pj = append(pj, row.PJPerUnit)
+	}
+	unit := "GB/s"
+	if rows[0].Unit == "op" {
+		unit = "Gop/s"
+	}
+	logx := group != "bank-conflicts"
+	return report.Section{Title: title, Plots: []report.Plot{
+		{Title: title + ": throughput", XLabel: xlabel, YLabel: "throughput (" + unit + ")", XLog: logx, YMin: report.Float(0),
+			Series: []report.Series{{Name: "throughput", X: x, Y: thr, Style: report.Line}, {X: x, Y: thr, Style: report.Points}}},
+		{Title: title + ": power", XLabel: xlabel, YLabel: "power (W)", XLog: logx,
+			Series: []report.Series{{Name: "mean power", X: x, Y: mean, Style: report.Line}, {Name: "max power", X: x, Y: maxp, Style: report.Line, Dash: true}}},
+		{Title: title + ": energy per " + rows[0].Unit, XLabel: xlabel, YLabel: "energy (pJ per " + rows[0].Unit + ")", XLog: logx, YMin: report.Float(0),
+			Series: []report.Series{{Name: "pJ per " + rows[0].Unit, X: x, Y: pj, Style: report.Line}, {X: x, Y: pj, Style: report.Points}}},
+	}}, true
+}
