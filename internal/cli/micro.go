@@ -128,6 +128,9 @@ func (a *App) micro(ctx context.Context, args []string) int {
 	switch {
 	case ctx.Err() != nil:
 		return 130
+	case len(rep.Failed) > 0:
+		fmt.Fprintf(a.Stderr, "gpuwatt micro: %d kernel(s) could not be measured: %s\n", len(rep.Failed), strings.Join(rep.Failed, ", "))
+		return ExitFailure
 	case runErr != nil:
 		fmt.Fprintf(a.Stderr, "gpuwatt micro: %v\n", runErr)
 		return ExitFailure

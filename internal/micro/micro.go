@@ -42,6 +42,7 @@ type Report struct {
 	Pi0W             float64   `json:"pi0_w"`
 	Pi0Source        string    `json:"pi0_source"`
 	Rows             []Row     `json:"rows"`
+	Failed           []string  `json:"failed,omitempty"` // kernels that could not be measured
 	Incomplete       bool      `json:"incomplete"`
 	IncompleteReason string    `json:"incomplete_reason,omitempty"`
 	Warnings         []string  `json:"warnings"`
@@ -116,16 +117,23 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 		if opt.Progress != nil {
 			opt.Progress(i+1, len(suite), d.Name, nil)
 		}
+		// A kernel that fails is reported and the suite goes on; an interruption ends it.
 		k, err := exec.Prepare(d)
 		if err != nil {
-			runErr = fmt.Errorf("%s: %w", d.Name, err)
-			break
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured: %v", d.Name, err))
+			rep.Failed = append(rep.Failed, d.Name)
+			continue
 		}
 		me, err := m.Measure(ctx, info.Index, k, d.Name, opt.Loop)
 		k.Close()
-		if err != nil {
-			runErr = err
+		if ctx.Err() != nil {
+			runErr = ctx.Err()
 			break
+		}
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured: %v", d.Name, err))
+			rep.Failed = append(rep.Failed, d.Name)
+			continue
 		}
 		measured = append(measured, done{d, me})
 	}
