@@ -182,15 +182,18 @@ func (m *Meter) Measure(ctx context.Context, gpuIndex int, k gpu.Kernel, name st
 	return me, nil
 }
 
-// updatePeriod is the longest learned update period of the GPU's power and energy
-// channels (the one that limits how well a measurement is resolved), at most 1 s.
+// updatePeriod is the longest learned update period of the GPU's power channels (the one
+// that limits how well a measurement is resolved), at most 1 s. Counters are left out:
+// they are read at both ends of a measurement, and a counter read sparingly to save CPU
+// (the H200's, every ~1-2 s) shows its poll interval as its period, not its 100 ms updates;
+// the sample ring is left out too (it sees every 20 ms sample anyway).
 func (m *Meter) updatePeriod(gpuIndex int) time.Duration {
 	var T time.Duration
 	for _, ch := range m.smp.Channels() {
-		if ch.GPU != gpuIndex || ch.Setting || ch.Buffered {
+		if ch.GPU != gpuIndex || ch.Setting || ch.Buffered || ch.Cumulative {
 			continue
 		}
-		if ch.Quantity == trace.QPower || ch.Quantity == trace.QEnergy {
+		if ch.Quantity == trace.QPower {
 			T = max(T, m.smp.UpdatePeriod(ch.GPU, ch.Name))
 		}
 	}

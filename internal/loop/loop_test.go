@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +83,32 @@ func TestMeasureAgainstSimTruth(t *testing.T) {
 	if r.MeanPowerW < 500 || r.MeanPowerW > 540 {
 		t.Errorf("mean power %.1f W, want about 520 W", r.MeanPowerW)
 	}
+}
+
+// TestLaunchesFromPowerChannels: a counter that updates (or is read) every 2 s must not set
+// the measurement's length; the 100 ms power channels do (50 updates: 5 s). On an H200 the
+// sparsely read counter made every measurement run into the 30 s cap.
+func TestLaunchesFromPowerChannels(t *testing.T) {
+	clk := clock.NewVirtual(time.Time{})
+	cfg, err := sim.LoadConfig(strings.NewReader(`{"preset":"h200","sensors":{"energy.total":{"period_s":2}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := sim.Open(clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Start(context.Background(), clk, sys.Devices(), sensor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &stepKernel{dev: sys.Device(0), clk: clk, per: 2 * time.Millisecond, power: 400}
+	me, err := m.Measure(context.Background(), 0, k, "step", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := me.End - me.Start; d < 5*time.Second || d > 6*time.Second {
+		t.Errorf("measurement lasted %v (update period %v s), want about 5 s", d, me.UpdatePeriodS)
+	}
+	m.Stop()
 }
