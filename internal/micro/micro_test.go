@@ -57,15 +57,20 @@ func runSim(t *testing.T, preset string, ideal bool, only ...string) (*Report, s
 // energy per instruction of every class within 2 %, once pi0 (from the baseline kernel) is
 // taken apart; with the board's gain error left in, within 2 % of gain x truth.
 func TestSimPerClassEnergies(t *testing.T) {
-	for _, ideal := range []bool{true, false} {
-		rep, cfg := runSim(t, "h100", ideal)
+	type run struct {
+		preset string
+		ideal  bool
+	}
+	for _, tc := range []run{{"h100", true}, {"h100", false}, {"h200", true}, {"a100", true}, {"v100", true}} {
+		preset, ideal := tc.preset, tc.ideal
+		rep, cfg := runSim(t, preset, ideal)
 		gain := 1.0
 		if !ideal {
-			m, _ := sim.Preset("h100")
+			m, _ := sim.Preset(preset)
 			gain = m.Sensors["energy.total"].Model.Gain
 		}
 		if math.Abs(rep.Pi0W/(gain*cfg.Pi0.Watts())-1) > 0.01 {
-			t.Errorf("ideal=%v: pi0 %.2f W from %s, truth %.2f W", ideal, rep.Pi0W, rep.Pi0Source, gain*cfg.Pi0.Watts())
+			t.Errorf("%s ideal=%v: pi0 %.2f W from %s, truth %.2f W", preset, ideal, rep.Pi0W, rep.Pi0Source, gain*cfg.Pi0.Watts())
 		}
 		n := 0
 		for _, r := range rep.Rows {
@@ -79,12 +84,12 @@ func TestSimPerClassEnergies(t *testing.T) {
 			}
 			want := gain * truth.Joules() * 1e12
 			if rel := r.PJPerUnitAbovePi0/want - 1; math.Abs(rel) > 0.02 {
-				t.Errorf("ideal=%v %s: %.3f pJ per instruction above pi0, truth %.3f (%+.1f %%)", ideal, r.Name, r.PJPerUnitAbovePi0, want, 100*rel)
+				t.Errorf("%s ideal=%v %s: %.3f pJ per instruction above pi0, truth %.3f (%+.1f %%)", preset, ideal, r.Name, r.PJPerUnitAbovePi0, want, 100*rel)
 			}
 			n++
 		}
 		if n < 14 {
-			t.Errorf("only %d arithmetic rows", n)
+			t.Errorf("%s: only %d arithmetic rows", preset, n)
 		}
 	}
 }

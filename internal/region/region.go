@@ -251,17 +251,32 @@ func inside(s []trace.Sample, from, to time.Duration) []trace.Sample {
 	return s[i:j]
 }
 
-// insideRate is a counter's rate (W) from its readings inside (from, to), and how many.
+// insideRate is a counter's rate (W) from its readings inside (from, to), and how many:
+// the least-squares slope of energy over time, so that the timing error of each reading
+// (up to half a poll interval) averages out instead of weighing on two end points.
 func insideRate(s []trace.Sample, from, to time.Duration) (float64, int) {
 	in := inside(s, from, to)
-	if len(in) < 2 {
-		return 0, len(in)
-	}
-	a, b := in[0], in[len(in)-1]
-	if b.T <= a.T || b.Value < a.Value {
+	if len(in) < 2 || in[len(in)-1].Value < in[0].Value {
 		return 0, 0
 	}
-	return (b.Value - a.Value) / (b.T - a.T).Seconds(), len(in)
+	t0, e0 := in[0].T, in[0].Value
+	var mt, me float64
+	for _, x := range in {
+		mt += (x.T - t0).Seconds()
+		me += x.Value - e0
+	}
+	n := float64(len(in))
+	mt, me = mt/n, me/n
+	var sxy, sxx float64
+	for _, x := range in {
+		dt, de := (x.T-t0).Seconds()-mt, x.Value-e0-me
+		sxy += dt * de
+		sxx += dt * dt
+	}
+	if sxx <= 0 {
+		return 0, 0
+	}
+	return sxy / sxx, len(in)
 }
 
 // insideMean is a power channel's time-weighted mean from its readings inside (from, to).

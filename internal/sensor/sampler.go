@@ -103,6 +103,7 @@ type chanState struct {
 	lockHits, lockMisses int
 	noLock               bool
 	probe                []time.Duration // updates stamped precisely while searching
+	rng                  uint64          // dither state
 	buf                  []Reading
 }
 
@@ -613,6 +614,11 @@ func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 			// counter. Poll it like a state channel until it moves again.
 			iv = max(iv, o.StateInterval)
 		}
+		// Dither the interval by ±25 %: with a fixed interval the phase between polls and
+		// updates drifts slowly, so consecutive timestamp errors are alike and do not
+		// average out over a measurement (on the sim, a counter's rate over 5 s was off
+		// by 0.2 % that way); dithered, they are independent.
+		iv = time.Duration(float64(iv) * (0.75 + 0.5*cs.rand()))
 	}
 	// Only a counter is worth slowing down for CPU: its readings lose no energy when
 	// spaced out. The others are cheap (~1 µs), and the ring must be read before it wraps;
@@ -680,6 +686,20 @@ func (cs *chanState) slack() time.Duration {
 		return 0
 	}
 	return cs.interval / 4
+}
+
+// rand returns a pseudo-random number in [0, 1), deterministic per channel (xorshift64*).
+func (cs *chanState) rand() float64 {
+	if cs.rng == 0 {
+		cs.rng = 0x9e3779b97f4a7c15 ^ uint64(len(cs.ch.Name))<<32 ^ uint64(cs.ch.GPU+1)
+		for _, c := range cs.ch.Name {
+			cs.rng = cs.rng*31 + uint64(c)
+		}
+	}
+	cs.rng ^= cs.rng >> 12
+	cs.rng ^= cs.rng << 25
+	cs.rng ^= cs.rng >> 27
+	return float64((cs.rng*2685821657736338717)>>11) / (1 << 53)
 }
 
 // addLatency records a call's duration; the median is refreshed every 16 calls (and on
