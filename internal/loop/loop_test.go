@@ -4,12 +4,14 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/units"
 )
@@ -111,4 +113,60 @@ func TestLaunchesFromPowerChannels(t *testing.T) {
 		t.Errorf("measurement lasted %v (update period %v s), want about 5 s", d, me.UpdatePeriodS)
 	}
 	m.Stop()
+}
+
+// TestTwoGPUsAtOnce measures a kernel on each of two sim GPUs from two goroutines on a real
+// clock (the Sampler polling from its own goroutines meanwhile): both measurements come back
+// with their own energy, and the device that worked harder used more.
+func TestTwoGPUsAtOnce(t *testing.T) {
+	clk := clock.NewReal()
+	cfg, err := sim.LoadConfig(strings.NewReader(`{"preset":"h100","gpus":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := sim.Open(clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Start(context.Background(), clk, sys.Devices(), sensor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	res := make([]*Measurement, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := kernels.Descriptor{Name: "fma", Blocks: 1056, Threads: 256,
+				Ops: map[kernels.OpClass]int64{kernels.FP32FMA: int64(1+i) * 3e10}}
+			k, err := sys.Device(i).Prepare(d)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer k.Close()
+			res[i], errs[i] = m.Measure(ctx, i, k, "fma", Options{Warmup: 100 * time.Millisecond, MinUpdates: 4})
+		}()
+	}
+	wg.Wait()
+	if _, err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if errs[i] != nil {
+			t.Fatalf("GPU %d: %v", i, errs[i])
+		}
+		if r.GPU != i || r.Region.EnergyJ <= 0 || r.End-r.Start < 300*time.Millisecond {
+			t.Fatalf("GPU %d: %+v", i, r)
+		}
+	}
+	// Same power (the work per launch doubles, so does its time), different energy per launch.
+	e0 := res[0].Region.EnergyJ / float64(res[0].Launches)
+	e1 := res[1].Region.EnergyJ / float64(res[1].Launches)
+	if e1 < 1.7*e0 || e1 > 2.3*e0 {
+		t.Errorf("energy per launch %.4g J and %.4g J: want the second about twice the first", e0, e1)
+	}
 }
