@@ -56,6 +56,7 @@ func init() {
 		{"devices", "list every GPU and every power channel, and whether it works", (*App).devices},
 		{"measure", "run a command while recording every GPU power channel; print energy and power", (*App).measure},
 		{"micro", "the MIPP microbenchmark suite: throughput, power and energy per instruction class and memory level", (*App).micro},
+		{"energy", "the energy of a region of a recorded trace, with the sensor's lag or window corrected", (*App).energy},
 		{"version", "print gpuwatt's version", (*App).version},
 	}
 }

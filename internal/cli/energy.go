@@ -1,0 +1,200 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gpuwatt/internal/correct"
+	"gpuwatt/internal/report"
+	"gpuwatt/internal/trace"
+	"gpuwatt/internal/units"
+)
+
+const energySynopsis = "--trace FILE [--from T1] [--to T2] [--sensor SPEC] [--channel NAME] [--gpu N] [--idle W] [--json]"
+
+// energy is `gpuwatt energy`: the energy of a region of a recorded trace, with the sensor's
+// model inverted (internal/correct does the work).
+func (a *App) energy(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("energy", flag.ContinueOnError)
+	path := fs.String("trace", "", "the trace: a gpuwatt trace directory or CSV, any CSV whose header names t_s and power_w, or an nvidia-smi log")
+	fromS := fs.String("from", "", "start of the region on the trace's t_s axis, with a unit (3.2s, 3200ms); default: the first reading")
+	toS := fs.String("to", "", "end of the region, with a unit; default: the last reading")
+	spec := fs.String("sensor", "auto", "the sensor's model: auto (a guess from the trace), none, rc:tau=0.84s, boxcar:window=1s, boxcar:window=25ms,period=100ms, or a sensor.json file")
+	channel := fs.String("channel", "", "the power channel (default: the best present of "+strings.Join(correct.BoardChannels, ", ")+")")
+	gpu := fs.Int("gpu", 0, "the GPU (default: the first in the trace)")
+	idleS := fs.String("idle", "", "the idle power to subtract for the energy above idle, in W (default: estimated from the trace)")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of the text")
+	if code, ok := a.parseFlags(fs, args, energySynopsis); !ok {
+		return code
+	}
+	bad := func(f string, v ...any) int { return a.usageError("energy", fmt.Errorf(f, v...)) }
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q: gpuwatt energy %s", fs.Arg(0), energySynopsis)
+	}
+	if *path == "" {
+		return bad("no trace: gpuwatt energy %s", energySynopsis)
+	}
+	from, haveFrom, err := parseTime("--from", *fromS)
+	if err != nil {
+		return a.usageError("energy", err)
+	}
+	to, haveTo, err := parseTime("--to", *toS)
+	if err != nil {
+		return a.usageError("energy", err)
+	}
+	if haveFrom && haveTo && from >= to {
+		return bad("--from %s is not before --to %s: want a region of positive length", *fromS, *toS)
+	}
+	sp, err := correct.ParseSpec(*spec)
+	if err != nil {
+		return bad("--sensor: %v", err)
+	}
+	opt := correct.Options{}
+	if *idleS != "" {
+		w, err := parseWatts(*idleS)
+		if err != nil {
+			return bad("--idle %s: %v", *idleS, err)
+		}
+		opt.Idle, opt.IdleSet = units.Power(w), true
+	}
+	gpuSet := false
+	fs.Visit(func(f *flag.Flag) { gpuSet = gpuSet || f.Name == "gpu" })
+	if *gpu < 0 {
+		return bad("--gpu %d: want a GPU index >= 0", *gpu)
+	}
+
+	tr, err := trace.Load(*path)
+	if err != nil {
+		var pe *trace.ParseError
+		if errors.As(err, &pe) {
+			return bad("--trace: %v", err)
+		}
+		return bad("--trace %s: %v", *path, unwrapPath(err))
+	}
+	g, err := pickGPU(tr, *gpu, gpuSet)
+	if err != nil {
+		return a.usageError("energy", err)
+	}
+	name := *channel
+	if name == "" {
+		if name, err = correct.PickChannel(tr, g); err != nil {
+			return a.usageError("energy", err)
+		}
+	}
+	samples := correct.Channel(tr, g, name)
+	switch {
+	case len(samples) == 0:
+		return bad("--channel %s: GPU %d has no such channel in %s (power channels: %s)", name, g, *path, strings.Join(correct.PowerChannels(tr, g), ", "))
+	case !correct.IsPower(tr, g, name):
+		return bad("--channel %s: not a power channel (power channels: %s)", name, strings.Join(correct.PowerChannels(tr, g), ", "))
+	}
+	meta, ok := tr.Channel(g, name)
+	if !ok {
+		meta = trace.Channel{GPU: g, Name: name}
+	}
+	choice, err := sp.Resolve(tr, meta)
+	if err != nil {
+		return bad("--sensor: %v", err)
+	}
+	if meta.Stats != nil && meta.Stats.UpdatePeriod > 0 {
+		opt.Period = time.Duration(math.Round(meta.Stats.UpdatePeriod * 1e9))
+	}
+	ser := correct.Prepare(samples, choice.Model, opt)
+	lo, hi := ser.Span()
+	if !haveFrom {
+		from = lo
+	}
+	if !haveTo {
+		to = hi
+	}
+	if from >= to {
+		return bad("the region %s to %s is empty (the readings of %s describe %s to %s)", fmtT(from), fmtT(to), name, fmtT(lo), fmtT(hi))
+	}
+	res := ser.Energy(from, to)
+	if res.Covered == 0 {
+		return bad("the region %s to %s lies outside the readings of %s (%s to %s)", fmtT(from), fmtT(to), name, fmtT(lo), fmtT(hi))
+	}
+	rep := correct.NewReport(*path, tr, g, name, choice, res)
+	if *asJSON {
+		err = report.WriteJSONTo(a.Stdout, rep)
+	} else {
+		err = correct.WriteText(a.Stdout, rep)
+	}
+	if err != nil {
+		return a.fail("energy", err)
+	}
+	return ExitOK
+}
+
+// parseTime reads a time on a trace's axis: a duration with a unit ("3.2s", "3200ms",
+// "-0.1s"). "" means not given.
+func parseTime(flagName, s string) (time.Duration, bool, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, false, nil
+	}
+	want := fmt.Errorf("%s %s: want a time on the trace's t_s axis with a unit, such as 3.2s or 3200ms", flagName, s)
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return 0, false, fmt.Errorf("%s %s: a bare number; want a time with a unit, such as %ss or %sms", flagName, s, s, s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, false, want
+	}
+	return d, true, nil
+}
+
+// parseWatts reads a power in watts: "52.5" or "52.5W".
+func parseWatts(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	t = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(t, "W"), "w"))
+	w, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+		return 0, errors.New("want a power in watts >= 0, such as 52.5 or 52.5W")
+	}
+	return w, nil
+}
+
+// pickGPU returns the GPU to measure: the one asked for, or by default the first GPU of
+// the trace that has readings (0 for a plain CSV).
+func pickGPU(tr *trace.Trace, want int, set bool) (int, error) {
+	seen := map[int]bool{}
+	first := -1
+	for i := range tr.Samples {
+		g := tr.Samples[i].GPU
+		if !seen[g] {
+			seen[g] = true
+			if first < 0 || g < first {
+				first = g
+			}
+		}
+	}
+	switch {
+	case first < 0:
+		return 0, errors.New("--trace: the trace holds no readings")
+	case set && !seen[want]:
+		var have []int
+		for g := range seen {
+			have = append(have, g)
+		}
+		slices.Sort(have)
+		return 0, fmt.Errorf("--gpu %d: no such GPU in the trace (it has %s)", want, strings.Trim(fmt.Sprint(have), "[]"))
+	case set:
+		return want, nil
+	}
+	return first, nil
+}
+
+// fmtT formats a time on the trace's axis in seconds: "2.5 s".
+func fmtT(d time.Duration) string {
+	s := strconv.FormatFloat(d.Seconds(), 'f', 6, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s + " s"
+}

@@ -1,0 +1,344 @@
+package correct
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"gpuwatt/internal/trace"
+	"gpuwatt/internal/units"
+)
+
+// DefaultDedupe is the stale-repeat rule of Burtscher et al.: equal readings no more than
+// 4 ms apart are one reading.
+const DefaultDedupe = 4 * time.Millisecond
+
+// DefaultMinSamples is the fewest readings a region should hold: about ten for an energy
+// within 5 % of a well-behaved profile (Burtscher et al.).
+const DefaultMinSamples = 10
+
+// Options of Energy. The zero value gives the defaults.
+type Options struct {
+	// Idle is the active-idle power to subtract for EnergyActive, when IdleSet; otherwise
+	// Energy estimates it from the whole series.
+	Idle    units.Power
+	IdleSet bool
+	// Dedupe drops a reading equal to the previous kept one no more than this after it
+	// (trace.Dedupe); 0 means DefaultDedupe, a negative value keeps every reading.
+	Dedupe time.Duration
+	// Period is the channel's update period from the trace's metadata, used when the model
+	// names none; 0 means learn it from the readings.
+	Period time.Duration
+	// MinSamples: a region with fewer readings gets a warning (0: DefaultMinSamples).
+	MinSamples int
+}
+
+// Result is the energy of a region of one power channel.
+type Result struct {
+	From, To time.Duration // the region asked for
+	Model    Model         // the model inverted (its Period as given)
+	Period   time.Duration // the update period in use: the model's, the trace's, or learned
+	// PeriodSource says where Period came from: "model", "trace" (Options.Period, the
+	// Sampler's figure) or "readings" (learned here); "" when unknown.
+	PeriodSource string
+	// Energy is the corrected energy of the covered part of the region.
+	Energy units.Energy
+	// EnergyRaw is the trapezoid integral of the readings as given (repeats included) over
+	// the region, on their own timestamps: what a naive integration gives.
+	EnergyRaw units.Energy
+	// EnergyActive is Energy less Idle × Covered: the energy above the idle floor.
+	EnergyActive units.Energy
+	// Idle is the level subtracted for EnergyActive: Options.Idle, or the median of the
+	// lowest decile of the corrected mean power in short bins over the whole series.
+	Idle          units.Power
+	IdleEstimated bool
+	MeanPower     units.Power // Energy / Covered
+	Samples       int         // readings in [From, To] after dedupe
+	Dropped       int         // stale repeats dropped in [From, To]
+	// Covered is the part of the region the readings describe; DataCoverage is its share
+	// of the region, SensorCoverage the share of time the sensor sees (W/T for a boxcar
+	// window shorter than its period), Coverage their product.
+	Covered        time.Duration
+	DataCoverage   float64
+	SensorCoverage float64
+	Coverage       float64
+	Warnings       []string
+}
+
+// Energy returns the energy of the region [from, to] of one power channel's samples
+// (sorted by time, in W), with the sensor model m inverted:
+//
+//  1. stale repeats are dropped (trace.Dedupe, 4 ms by default);
+//  2. the model is inverted: none integrates the readings; rc adds tau·(P(b) − P(a)) to
+//     their integral; a boxcar whose window spans 1.5 update periods or more is deconvolved;
+//     a shorter one holds each reading over its own period, centred on its window;
+//  3. everything is integrated on the readings' own timestamps.
+//
+// Where the region extends beyond what the readings describe, only the covered part is
+// integrated (see Covered). Energy never fails: what it cannot do, it says in Warnings.
+// For several regions of one channel, Prepare once and call Series.Energy.
+func Energy(samples []trace.Sample, from, to time.Duration, m Model, opt Options) Result {
+	return Prepare(samples, m, opt).Energy(from, to)
+}
+
+// Series is one power channel's readings prepared for a model: deduplicated, with the
+// model's inversion set up and the idle floor computed on first use. It is not safe for
+// concurrent use.
+type Series struct {
+	raw, kept []trace.Sample
+	m         Model
+	opt       Options
+	period    time.Duration
+	periodSrc string
+	inv       inverter // nil without readings
+	idle      units.Power
+	haveIdle  bool
+}
+
+// Prepare drops stale repeats from samples (one channel, sorted by time, in W) and sets up
+// the inversion of m. samples must not change while the Series is in use.
+func Prepare(samples []trace.Sample, m Model, opt Options) *Series {
+	if opt.Dedupe == 0 {
+		opt.Dedupe = DefaultDedupe
+	}
+	if opt.MinSamples <= 0 {
+		opt.MinSamples = DefaultMinSamples
+	}
+	s := &Series{raw: samples, kept: samples, m: m, opt: opt}
+	if opt.Dedupe > 0 {
+		s.kept, _ = trace.Dedupe(samples, opt.Dedupe)
+	}
+	switch {
+	case m.Period > 0:
+		s.period, s.periodSrc = m.Period, "model"
+	case opt.Period > 0:
+		s.period, s.periodSrc = opt.Period, "trace"
+	default:
+		if s.period = LearnPeriod(s.kept); s.period > 0 {
+			s.periodSrc = "readings"
+		}
+	}
+	if len(s.kept) > 0 {
+		s.inv = newInverter(s.kept, m, s.period)
+	}
+	if opt.IdleSet {
+		s.idle, s.haveIdle = opt.Idle, true
+	}
+	return s
+}
+
+// Period is the update period in use: the model's, else Options.Period, else learned.
+func (s *Series) Period() time.Duration { return s.period }
+
+// Span returns the part of the time axis the readings describe under the model: from the
+// first reading to the last, moved back by the model's delay and, for a boxcar held over
+// its periods, out to the edges of the first and last periods; rounded inwards to the µs
+// (a trace's resolution). It is the default region. (0, 0) without readings.
+func (s *Series) Span() (from, to time.Duration) {
+	if s.inv == nil {
+		return 0, 0
+	}
+	lo, hi := s.inv.span()
+	// (A thousandth of a µs of slack: lo and hi are sums of floats.)
+	return time.Duration(math.Ceil(lo*1e6-1e-3)) * time.Microsecond, time.Duration(math.Floor(hi*1e6+1e-3)) * time.Microsecond
+}
+
+// Idle is the idle floor: Options.Idle when set, else the median of the lowest decile of
+// the corrected mean power in bins of max(250 ms, 4 T, W, tau/2) over the whole series.
+func (s *Series) Idle() units.Power {
+	if !s.haveIdle && s.inv != nil {
+		lo, hi := s.inv.span()
+		s.idle, s.haveIdle = idleLevel(s.inv, lo, hi, s.m, s.period), true
+	}
+	return s.idle
+}
+
+// Energy returns the energy of the region [from, to]: see the function Energy.
+func (s *Series) Energy(from, to time.Duration) Result {
+	m, opt := s.m, s.opt
+	r := Result{From: from, To: to, Model: m, Period: s.period, PeriodSource: s.periodSrc, Warnings: []string{}}
+	warn := func(f string, a ...any) { r.Warnings = append(r.Warnings, fmt.Sprintf(f, a...)) }
+	if to <= from {
+		warn("the region is empty (from %s to %s)", fmtT(from), fmtT(to))
+		return r
+	}
+	r.EnergyRaw = trace.Integrate(s.raw, from, to).Energy
+	r.Samples = countIn(s.kept, from, to)
+	r.Dropped = countIn(s.raw, from, to) - r.Samples
+	r.SensorCoverage = m.Coverage(s.period)
+	if s.inv == nil {
+		warn("no readings: nothing to integrate")
+		return r
+	}
+	lo, hi := s.inv.span()
+	a, b := max(from.Seconds(), lo), min(to.Seconds(), hi)
+	region := (to - from).Seconds()
+	if b <= a {
+		warn("no reading describes the region %s to %s (the readings describe %s to %s)", fmtT(from), fmtT(to), fmtS(lo), fmtS(hi))
+		return r
+	}
+	e := s.inv.energy(a, b)
+	notes := s.inv.notes()
+	r.Covered = time.Duration(math.Round((b - a) * 1e9))
+	r.DataCoverage = min(1, (b-a)/region)
+	if a <= from.Seconds() && b >= to.Seconds() {
+		r.DataCoverage = 1
+	}
+	r.Coverage = r.DataCoverage * r.SensorCoverage
+	r.Energy = units.Energy(e)
+	r.MeanPower = units.Power(e / (b - a))
+	r.Idle, r.IdleEstimated = s.Idle(), !opt.IdleSet
+	r.EnergyActive = units.Energy(e - float64(r.Idle)*(b-a))
+
+	if r.DataCoverage < 0.99 {
+		warn("the readings describe only %.0f %% of the region (%s to %s of %s to %s): the energy is that of the covered part",
+			100*r.DataCoverage, fmtS(a), fmtS(b), fmtT(from), fmtT(to))
+	}
+	if r.SensorCoverage < 1 {
+		warn("the sensor sees %.0f %% of the time (a %s window every %s): a load that varies faster than %s is sampled, not integrated (Yang et al.); a steady load is measured right",
+			100*r.SensorCoverage, fmtDur(m.Window), fmtDur(s.period), fmtDur(s.period))
+	}
+	if r.Samples < opt.MinSamples {
+		warn("only %d readings in the region: want at least %d for an energy within a few per cent", r.Samples, opt.MinSamples)
+	}
+	if s.period > 0 && to-from < 50*s.period {
+		warn("the region (%s) is shorter than 50 update periods (T = %s): a power change near its edges is resolved to about a period, which makes the energy uncertain by up to ΔP × %s",
+			fmtDur(to-from), fmtDur(s.period), fmtDur(edgeUncertainty(m, s.period)))
+	}
+	if s.period == 0 {
+		warn("the update period is unknown (too few readings to learn it)")
+	}
+	for _, w := range notes {
+		warn("%s", w)
+	}
+	return r
+}
+
+// edgeUncertainty is how far a step of power near a region's edge may be misplaced: a
+// quarter period where the sensor sees all of the time, half of the unseen part of each
+// period otherwise.
+func edgeUncertainty(m Model, period time.Duration) time.Duration {
+	if m.Kind == Boxcar && m.Window < period {
+		return (period - m.Window) / 2
+	}
+	return period / 4
+}
+
+// Span returns Prepare(samples, m, opt).Span(): the default region.
+func Span(samples []trace.Sample, m Model, opt Options) (from, to time.Duration) {
+	return Prepare(samples, m, opt).Span()
+}
+
+// LearnPeriod estimates a channel's update period from its (deduplicated) readings: the
+// median interval between them, leaving out bursts (intervals under a quarter of the 90th
+// percentile: some boards publish an update as two changes a fraction of a millisecond
+// apart). 0 if there are fewer than two readings.
+func LearnPeriod(s []trace.Sample) time.Duration {
+	if len(s) < 2 {
+		return 0
+	}
+	const most = 8192
+	step := max(1, (len(s)-1)/most)
+	iv := make([]time.Duration, 0, min(len(s)-1, most+1))
+	for i := step; i < len(s); i += step {
+		if d := s[i].T - s[i-1].T; d > 0 {
+			iv = append(iv, d)
+		}
+	}
+	if len(iv) == 0 {
+		return 0
+	}
+	slices.Sort(iv)
+	q90 := iv[int(0.9*float64(len(iv)-1)+0.5)]
+	big := iv[:0]
+	for _, d := range iv {
+		if d >= q90/4 {
+			big = append(big, d)
+		}
+	}
+	return big[len(big)/2]
+}
+
+func countIn(s []trace.Sample, from, to time.Duration) int {
+	i := sort.Search(len(s), func(i int) bool { return s[i].T >= from })
+	j := sort.Search(len(s), func(i int) bool { return s[i].T > to })
+	return max(j-i, 0)
+}
+
+// idleLevel is the median of the lowest decile of the corrected mean power over bins of
+// max(250 ms, 4 T, W, tau/2) across [lo, hi] (at most maxBins of them, evenly spread).
+// The bins are long enough that the noise of the corrected power (tau multiplies that of
+// the readings) does not drag the lowest decile down.
+func idleLevel(inv inverter, lo, hi float64, m Model, period time.Duration) units.Power {
+	bin := max(0.25, 4*period.Seconds(), m.Window.Seconds(), m.Tau.Seconds()/2)
+	n := int((hi - lo) / bin)
+	if n < 1 {
+		return units.Power(inv.energy(lo, hi) / (hi - lo))
+	}
+	bin = (hi - lo) / float64(n)
+	stride := max(1, n/maxBins)
+	var bins []interval
+	for i := 0; i < n; i += stride {
+		bins = append(bins, interval{lo + float64(i)*bin, min(hi, lo+float64(i+1)*bin)})
+	}
+	p := inv.binEnergies(bins)
+	for i := range p {
+		p[i] /= bins[i].b - bins[i].a
+	}
+	slices.Sort(p)
+	dec := p[:max(1, (len(p)+5)/10)]
+	return units.Power(dec[(len(dec)-1)/2])
+}
+
+// maxBins bounds the bins of idleLevel: their lowest decile is well estimated from a few
+// thousand.
+const maxBins = 4096
+
+func fmtT(d time.Duration) string { return fmtS(d.Seconds()) }
+
+// fmtS formats a time on the trace's axis in seconds: "3.2 s", "12.345678 s".
+func fmtS(s float64) string {
+	return fmt.Sprintf("%s s", trimFloat(s))
+}
+
+func trimFloat(s float64) string {
+	b := []byte(fmt.Sprintf("%.6f", s))
+	for len(b) > 0 && b[len(b)-1] == '0' {
+		b = b[:len(b)-1]
+	}
+	if len(b) > 0 && b[len(b)-1] == '.' {
+		b = b[:len(b)-1]
+	}
+	if string(b) == "-0" {
+		return "0"
+	}
+	return string(b)
+}
+
+// Channel returns the samples of one channel of tr in time order, like tr.Series, without
+// copying when the trace holds that channel alone (a plain t_s,power_w CSV).
+func Channel(tr *trace.Trace, gpu int, name string) []trace.Sample {
+	n := 0
+	for i := range tr.Samples {
+		if x := &tr.Samples[i]; x.GPU == gpu && x.Channel == name {
+			n++
+		}
+	}
+	if n == len(tr.Samples) {
+		return tr.Samples
+	}
+	out := make([]trace.Sample, 0, n)
+	for _, x := range tr.Samples {
+		if x.GPU == gpu && x.Channel == name {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Dedupe drops stale repeats by the rule of Burtscher et al.: a reading equal to the
+// previous kept one no more than 4 ms after it is not a new reading (trace.Dedupe with
+// DefaultDedupe). It returns the readings kept and how many were dropped.
+func Dedupe(s []trace.Sample) ([]trace.Sample, int) { return trace.Dedupe(s, DefaultDedupe) }

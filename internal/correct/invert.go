@@ -1,0 +1,616 @@
+package correct
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"gpuwatt/internal/trace"
+)
+
+// An inverter turns a channel's readings into the energy of the true power over intervals.
+// Times are seconds on the trace's axis.
+type inverter interface {
+	// span is the part of the axis the readings describe.
+	span() (lo, hi float64)
+	// energy is the energy over [a, b] (lo <= a < b <= hi), in J.
+	energy(a, b float64) float64
+	// binEnergies is the energy of each interval, computed more cheaply (and less
+	// carefully near power changes) than energy: for the idle floor.
+	binEnergies(bins []interval) []float64
+	// notes are warnings about the last energy call.
+	notes() []string
+}
+
+// interval is [a, b] on the trace's axis, in seconds.
+type interval struct{ a, b float64 }
+
+func newInverter(s []trace.Sample, m Model, period time.Duration) inverter {
+	delay := m.Delay.Seconds()
+	switch {
+	case m.Kind == RC:
+		return newRC(s, m.Tau.Seconds(), delay)
+	case m.dense(period):
+		return newDense(collapseBursts(s, period/4), m.Window.Seconds(), delay)
+	case m.Kind == Boxcar:
+		return newHold(collapseBursts(s, period/4), delay+m.Window.Seconds()/2, period.Seconds(), m.Window.Seconds())
+	}
+	return newLinear(s, 0)
+}
+
+// collapseBursts merges readings less than gap after the first of their burst into one:
+// the last value, at the first one's time. A boxcar published every T sometimes shows one
+// update as two changes a fraction of a millisecond apart (the H200's power.instant does:
+// internal/nvml/REAL_GPU_NOTES.md); held over a period each, the first would take half of
+// it. s is not modified.
+func collapseBursts(s []trace.Sample, gap time.Duration) []trace.Sample {
+	if gap <= 0 {
+		return s
+	}
+	i := 1
+	for i < len(s) && s[i].T-s[i-1].T >= gap {
+		i++
+	}
+	if i >= len(s) {
+		return s // none: no copy
+	}
+	out := slices.Clone(s[:i])
+	start := s[i-1].T
+	for ; i < len(s); i++ {
+		if s[i].T-start < gap {
+			out[len(out)-1].Value = s[i].Value
+			continue
+		}
+		out = append(out, s[i])
+		start = s[i].T
+	}
+	return out
+}
+
+// linear is the piecewise-linear interpolant of readings, with its running integral.
+type linear struct {
+	t, v []float64
+	cum  []float64 // cum[i] = integral from t[0] to t[i]
+}
+
+// newLinear places reading i at s[i].T − shift.
+func newLinear(s []trace.Sample, shift float64) *linear {
+	n := len(s)
+	l := &linear{t: make([]float64, n), v: make([]float64, n), cum: make([]float64, n)}
+	for i := range s {
+		l.t[i] = s[i].T.Seconds() - shift
+		l.v[i] = s[i].Value
+	}
+	for i := 1; i < n; i++ {
+		l.cum[i] = l.cum[i-1] + (l.t[i]-l.t[i-1])*(l.v[i]+l.v[i-1])/2
+	}
+	return l
+}
+
+func (l *linear) span() (float64, float64) { return l.t[0], l.t[len(l.t)-1] }
+
+// seg returns i with t[i] <= x < t[i+1] (clamped to [0, n−2]); n >= 2.
+func (l *linear) seg(x float64) int {
+	i := sort.SearchFloat64s(l.t, x) // first t >= x
+	if i < len(l.t) && l.t[i] == x {
+		return min(i, len(l.t)-2)
+	}
+	return min(max(i-1, 0), len(l.t)-2)
+}
+
+// at is the interpolated reading at x, held constant beyond the ends.
+func (l *linear) at(x float64) float64 {
+	n := len(l.t)
+	switch {
+	case n == 1 || x <= l.t[0]:
+		return l.v[0]
+	case x >= l.t[n-1]:
+		return l.v[n-1]
+	}
+	i := l.seg(x)
+	dt := l.t[i+1] - l.t[i]
+	if dt <= 0 {
+		return l.v[i+1]
+	}
+	return l.v[i] + (l.v[i+1]-l.v[i])*(x-l.t[i])/dt
+}
+
+// cumAt is the integral from t[0] to x (t[0] <= x <= t[n−1]).
+func (l *linear) cumAt(x float64) float64 {
+	if len(l.t) == 1 || x <= l.t[0] {
+		return 0
+	}
+	i := l.seg(x)
+	return l.cum[i] + (x-l.t[i])*(l.v[i]+l.at(x))/2
+}
+
+func (l *linear) energy(a, b float64) float64 { return l.cumAt(b) - l.cumAt(a) }
+
+func (l *linear) binEnergies(bins []interval) []float64 {
+	out := make([]float64, len(bins))
+	for i, x := range bins {
+		out[i] = l.energy(x.a, x.b)
+	}
+	return out
+}
+
+func (l *linear) notes() []string { return nil }
+
+// hold stands each reading for its own update period: a cell centred on its window's centre,
+// bounded by the midpoints to the neighbouring centres (half a period beyond the first and
+// last). Exact for a boxcar whose windows tile the time (W = T); for W < T it samples W of
+// every T and holds it, which is right for steady loads.
+//
+// A reading that lies between its neighbours, further from each than the noise, saw a change of
+// power inside its window: if the power stepped once, from the previous reading's level to
+// the next one's, the reading's value tells where in the window (a fraction f of it at the
+// old level, f = (next − this)/(next − previous)). The cell is then split there instead of
+// held at the mixed value. For W = T the cell's energy is unchanged and only its share on
+// either side of a region's edge moves; for W < T it also puts the step where it was seen
+// instead of at the midpoint of the unseen gap.
+type hold struct {
+	edges []float64 // n+1
+	v     []float64
+	cum   []float64 // cum[i] = integral from edges[0] to edges[i]
+	split []float64 // where cell i changes from v[i−1] to v[i+1]; NaN: held at v[i]
+}
+
+// newHold centres reading i at s[i].T − shift (shift = delay + W/2); period is used for the
+// half cells beyond the ends (0: the mean interval).
+func newHold(s []trace.Sample, shift, period, w float64) *hold {
+	n := len(s)
+	h := &hold{edges: make([]float64, n+1), v: make([]float64, n), cum: make([]float64, n+1), split: make([]float64, n)}
+	c := func(i int) float64 { return s[i].T.Seconds() - shift }
+	for i := range s {
+		h.v[i] = s[i].Value
+		h.split[i] = math.NaN()
+	}
+	for i := 1; i < n; i++ {
+		h.edges[i] = (c(i-1) + c(i)) / 2
+	}
+	half := period / 2
+	switch {
+	case half > 0:
+	case n >= 2:
+		half = (c(n-1) - c(0)) / float64(n-1) / 2
+	default:
+		half = 1e-3 // one reading and no period: a nominal millisecond
+	}
+	h.edges[0], h.edges[n] = c(0)-half, c(n-1)+half
+	thr := 6*noiseSigma(h.v) + 1e-3
+	for i := 1; i+1 < n; i++ {
+		prev, cur, next := h.v[i-1], h.v[i], h.v[i+1]
+		if math.Abs(cur-prev) <= thr || math.Abs(next-cur) <= thr || !(prev < cur && cur < next || prev > cur && cur > next) {
+			continue
+		}
+		f := (next - cur) / (next - prev)
+		p := c(i) - w/2 + f*w
+		h.split[i] = min(max(p, h.edges[i]), h.edges[i+1])
+	}
+	for i := 0; i < n; i++ {
+		h.cum[i+1] = h.cum[i] + h.cellEnergy(i, h.edges[i+1])
+	}
+	return h
+}
+
+// cellEnergy is the energy of cell i from its start to x (within the cell).
+func (h *hold) cellEnergy(i int, x float64) float64 {
+	e0 := h.edges[i]
+	if p := h.split[i]; !math.IsNaN(p) {
+		return h.v[i-1]*(min(x, p)-e0) + h.v[i+1]*max(0, x-p)
+	}
+	return h.v[i] * (x - e0)
+}
+
+func (h *hold) span() (float64, float64) { return h.edges[0], h.edges[len(h.edges)-1] }
+
+func (h *hold) cumAt(x float64) float64 {
+	n := len(h.v)
+	if x <= h.edges[0] {
+		return 0
+	}
+	if x >= h.edges[n] {
+		return h.cum[n]
+	}
+	k := sort.SearchFloat64s(h.edges, x) // first edge >= x: x lies in cell k−1
+	k = min(max(k-1, 0), n-1)
+	return h.cum[k] + h.cellEnergy(k, x)
+}
+
+func (h *hold) energy(a, b float64) float64 { return h.cumAt(b) - h.cumAt(a) }
+
+func (h *hold) binEnergies(bins []interval) []float64 {
+	out := make([]float64, len(bins))
+	for i, x := range bins {
+		out[i] = h.energy(x.a, x.b)
+	}
+	return out
+}
+
+func (h *hold) notes() []string { return nil }
+
+// rcInv inverts a first-order lag: with tau·dy/dt = P − y, the energy of P over [a, b] is
+// ∫y + tau·(y(b) − y(a)). No derivative of noisy readings is taken; only the readings at
+// the two ends matter, and those are estimated by fitting the lag's own response to the
+// readings around each end (see level).
+type rcInv struct {
+	l   *linear
+	tau float64
+}
+
+// rcSide is the number of readings on each side of an end that its fit uses, and rcReach
+// the farthest (in units of tau) they may lie.
+const (
+	rcSide  = 12
+	rcReach = 0.5
+)
+
+func newRC(s []trace.Sample, tau, delay float64) *rcInv {
+	return &rcInv{l: newLinear(s, delay), tau: tau}
+}
+
+func (r *rcInv) span() (float64, float64) { return r.l.span() }
+
+func (r *rcInv) energy(a, b float64) float64 {
+	return r.l.energy(a, b) + r.tau*(r.level(b, true)-r.level(a, true))
+}
+
+func (r *rcInv) binEnergies(bins []interval) []float64 {
+	out := make([]float64, len(bins))
+	for i, x := range bins {
+		out[i] = r.l.energy(x.a, x.b) + r.tau*(r.level(x.b, false)-r.level(x.a, false))
+	}
+	return out
+}
+
+func (r *rcInv) notes() []string { return nil }
+
+// level estimates the lagged signal y at x from the readings around it. The lag of a
+// power that is constant on an interval is y(t) = P + (y(x) − P)·(exp(−(t − x)/tau)): with
+// tau known, linear in two parameters, y(x) and P. level fits that to the readings within
+// rcSide readings and rcReach·tau of x on both sides (one power throughout), and, when scan
+// is set, also every split of those readings in two with a power of its own on each side
+// (the power changed once, between two readings), and keeps the model with the lowest BIC.
+// A split's two curves meet where the power changed; the readings are then fitted once more
+// with the curves joined there (y continuous, a power on each side) and y(x) read from it. A region's edge usually sits on a power change (a kernel's start):
+// that change is found, and the noise of the readings at the ends, which tau multiplies,
+// is averaged over a dozen readings instead of two.
+func (r *rcInv) level(x float64, scan bool) float64 {
+	t, v := r.l.t, r.l.v
+	n := len(t)
+	i := sort.SearchFloat64s(t, x)
+	lo, hi := max(0, i-rcSide), min(n, i+rcSide)
+	reach := rcReach * r.tau
+	for lo < i && x-t[lo] > reach {
+		lo++
+	}
+	for hi > i && t[hi-1]-x > reach {
+		hi--
+	}
+	if hi-lo < 4 {
+		return r.l.at(x)
+	}
+	ts, vs := t[lo:hi], v[lo:hi]
+	u := make([]float64, len(ts))
+	for k, tk := range ts {
+		u[k] = -math.Expm1(-(tk - x) / r.tau)
+	}
+	y, _, rss, ok := fitLag(u, vs)
+	if !ok {
+		return r.l.at(x)
+	}
+	if !scan {
+		return y
+	}
+	m := float64(len(ts))
+	bic := func(rss float64, p int) float64 {
+		return m*math.Log(max(rss, m*1e-10)/m) + float64(p)*math.Log(m)
+	}
+	best, split := bic(rss, 2), -1
+	var at float64
+	for j := 2; j+3 < len(ts); j++ { // readings 0..j on the left, j+1.. on the right: 3 or more each
+		yl, dl, rl, okl := fitLag(u[:j+1], vs[:j+1])
+		yr, dr, rr, okr := fitLag(u[j+1:], vs[j+1:])
+		if !okl || !okr {
+			continue
+		}
+		if b := bic(rl+rr, 5); b < best {
+			// Where the two curves meet is when the power changed (within the gap).
+			c := (ts[j] + ts[j+1]) / 2
+			if dl != dr {
+				if uc := (yr - yl) / (dl - dr); uc < 1 {
+					c = min(max(x-r.tau*math.Log1p(-uc), ts[j]), ts[j+1])
+				}
+			}
+			best, split, at = b, j, c
+		}
+	}
+	if split >= 0 {
+		// Fit again with the curves joined at the change: one y there, a power on each side.
+		if yy, ok := fitChange(ts, vs, at, x, r.tau); ok {
+			y = yy
+		}
+	}
+	return y
+}
+
+// fitChange fits a lag whose input steps at s: v_k = Y + D1·w_k for t_k <= s, Y + D2·w_k
+// after, w_k = 1 − exp(−(t_k − s)/tau), Y being y(s), and returns the fit at x.
+func fitChange(ts, vs []float64, s, x, tau float64) (float64, bool) {
+	var n, sl, sr, sll, srr, sy, sly, sry float64
+	for k, t := range ts {
+		w := -math.Expm1(-(t - s) / tau)
+		n++
+		sy += vs[k]
+		if t <= s {
+			sl += w
+			sll += w * w
+			sly += w * vs[k]
+		} else {
+			sr += w
+			srr += w * w
+			sry += w * vs[k]
+		}
+	}
+	if !(sll > 1e-300 && srr > 1e-300) {
+		return 0, false
+	}
+	// D1 = (sly − Y·sl)/sll and D2 = (sry − Y·sr)/srr eliminated:
+	den := n - sl*sl/sll - sr*sr/srr
+	if !(den > 1e-12*n) {
+		return 0, false
+	}
+	y := (sy - sl*sly/sll - sr*sry/srr) / den
+	d := (sry - y*sr) / srr
+	if x <= s {
+		d = (sly - y*sl) / sll
+	}
+	return y + d*(-math.Expm1(-(x-s)/tau)), true
+}
+
+// fitLag fits v_k = y + d·u_k by least squares and returns y, d and the residual sum of
+// squares.
+func fitLag(u, v []float64) (y, d, rss float64, ok bool) {
+	var su, sv, suu, suv float64
+	m := float64(len(u))
+	for k, uk := range u {
+		su += uk
+		sv += v[k]
+		suu += uk * uk
+		suv += uk * v[k]
+	}
+	den := m*suu - su*su
+	if !(den > 1e-300) {
+		return 0, 0, 0, false
+	}
+	d = (m*suv - su*sv) / den
+	y = (sv - d*su) / m
+	for k, uk := range u {
+		e := v[k] - y - d*uk
+		rss += e * e
+	}
+	return y, d, rss, true
+}
+
+// dense deconvolves a boxcar whose windows overlap (W >= 1.5 T). A reading r(t) is the mean
+// power over [t − W, t], so W·r(t) = F(t) − F(t − W) for the cumulative energy F, and
+//
+//	E[a, b] = F(b) − F(a) = W·(r(b) − r(a)) + E[a − W, b − W].
+//
+// The recursion steps back one window at a time until the readings around the shifted
+// region are steady (then E = its length × their mean), or until it lies before the first
+// reading (the power is taken to have been steady before it). r between readings is
+// piecewise linear while the power is piecewise constant: at follows it into the kink a
+// change of power makes between two readings. Where it cannot (kinks too close together),
+// the chord's error at a change and the one it makes one window later, in the same chain of
+// the recursion, are equal and opposite and cancel, except at the region's own edges.
+type dense struct {
+	l     *linear
+	w     float64
+	tol   float64 // readings within tol of each other are steady
+	sigma float64 // their noise
+
+	capped, unsteadyStart bool
+}
+
+// denseMaxLevels bounds the recursion of a region; binLevels that of the idle bins. Beyond
+// it the rest is estimated by shifting the readings back by W/2.
+const (
+	denseMaxLevels = 1 << 20
+	binLevels      = 4
+	flatMost       = 512 // the most readings a steadiness check looks at
+)
+
+func newDense(s []trace.Sample, w, delay float64) *dense {
+	d := &dense{l: newLinear(s, delay), w: w}
+	d.sigma = noiseSigma(d.l.v)
+	d.tol = 6*d.sigma + 1e-4*math.Abs(median(d.l.v)) + 1e-3
+	return d
+}
+
+func (d *dense) span() (float64, float64) { return d.l.span() }
+
+func (d *dense) energy(a, b float64) float64 {
+	e, how := d.deconvolve(a, b, denseMaxLevels)
+	d.capped = how == endCapped
+	d.unsteadyStart = false
+	if how == endStart {
+		// The power must have been steady before the first reading; if the readings of
+		// the first window already move, it probably was not.
+		t0 := d.l.t[0]
+		_, steady := d.flat(t0, t0+d.w)
+		d.unsteadyStart = !steady
+	}
+	return e
+}
+
+func (d *dense) binEnergies(bins []interval) []float64 {
+	out := make([]float64, len(bins))
+	for i, x := range bins {
+		out[i], _ = d.deconvolve(x.a, x.b, binLevels)
+	}
+	return out
+}
+
+func (d *dense) notes() []string {
+	var n []string
+	if d.unsteadyStart {
+		n = append(n, fmt.Sprintf("the deconvolution reached the start of the trace, where the power was changing: it took the power to have been steady before the first reading (start the recording at least %s before the region)", fmtDur(seconds(2*d.w))))
+	}
+	if d.capped {
+		n = append(n, "the deconvolution was cut short: the rest was estimated by shifting the readings back by half a window")
+	}
+	return n
+}
+
+type ending int
+
+const (
+	endSteady ending = iota
+	endStart
+	endCapped
+)
+
+func (d *dense) deconvolve(a, b float64, maxLevels int) (float64, ending) {
+	var e float64
+	t0 := d.l.t[0]
+	for j := 0; ; j++ {
+		if b <= t0 {
+			return e + d.l.v[0]*(b-a), endStart
+		}
+		if mean, ok := d.flat(a-d.w, b+d.w); ok {
+			return e + mean*(b-a), endSteady
+		}
+		if j == maxLevels {
+			return e + d.shifted(a, b), endCapped
+		}
+		e += d.w * (d.at(b) - d.at(a))
+		a -= d.w
+		b -= d.w
+	}
+}
+
+// at is the reading interpolated at x. r is piecewise linear, with a kink wherever the
+// power changes (and one window later): where the lines through the readings before and
+// after an interval cross inside it, r follows them to that kink instead of the chord, which
+// cuts the corner by up to ΔP·T/4 (times W in the energy). One of the two sides must show
+// a straight line over three readings (within the noise or a sixteenth of the bend): when
+// both bend too, the kinks lie closer together than the readings can resolve, and it is
+// the chord, as it is for a bend within the noise.
+func (d *dense) at(x float64) float64 {
+	t, v := d.l.t, d.l.v
+	n := len(t)
+	if n < 6 || x <= t[2] || x >= t[n-3] {
+		return d.l.at(x)
+	}
+	k := d.l.seg(x) // t[k] <= x < t[k+1]
+	if k < 2 || k+3 >= n {
+		return d.l.at(x)
+	}
+	dl, dm, dr := t[k]-t[k-1], t[k+1]-t[k], t[k+2]-t[k+1]
+	if !(dl > 0 && dm > 0 && dr > 0 && t[k-1] > t[k-2] && t[k+3] > t[k+2]) {
+		return d.l.at(x)
+	}
+	sl, sm, sr := (v[k]-v[k-1])/dl, (v[k+1]-v[k])/dm, (v[k+2]-v[k+1])/dr
+	bend := math.Abs(sl-sr) * min(dl, dr)
+	// A bend: the chord's slope between the outer ones, and more than the noise can make.
+	if !(sl < sm && sm < sr || sl > sm && sm > sr) || bend < 4*d.sigma {
+		return d.l.at(x)
+	}
+	tol := max(3*d.sigma, bend/16)
+	if off(t[k-2], v[k-2], t[k-1], v[k-1], t[k], v[k]) > tol && off(t[k+1], v[k+1], t[k+2], v[k+2], t[k+3], v[k+3]) > tol {
+		return d.l.at(x)
+	}
+	c := (v[k+1] - v[k] - sr*t[k+1] + sl*t[k]) / (sl - sr)
+	if !(c > t[k] && c < t[k+1]) {
+		return d.l.at(x)
+	}
+	if x <= c {
+		return v[k] + sl*(x-t[k])
+	}
+	return v[k+1] + sr*(x-t[k+1])
+}
+
+// off is how far the middle of three readings lies from the line through the outer two.
+func off(t0, v0, t1, v1, t2, v2 float64) float64 {
+	return math.Abs(v1 - (v0 + (v2-v0)*(t1-t0)/(t2-t0)))
+}
+
+// flat reports whether the readings in [lo, hi] (at least two, at most flatMost) lie within
+// tol of each other, and their mean.
+func (d *dense) flat(lo, hi float64) (float64, bool) {
+	t, v := d.l.t, d.l.v
+	i := sort.SearchFloat64s(t, lo)
+	j := sort.SearchFloat64s(t, hi) // readings i..j−1 (t < hi), plus one at hi
+	if j < len(t) && t[j] == hi {
+		j++
+	}
+	if j-i < 2 || j-i > flatMost {
+		return 0, false
+	}
+	mn, mx, sum := v[i], v[i], 0.0
+	for _, x := range v[i:j] {
+		mn, mx = min(mn, x), max(mx, x)
+		if mx-mn > d.tol {
+			return 0, false
+		}
+		sum += x
+	}
+	return sum / float64(j-i), true
+}
+
+// shifted is ∫ from a + W/2 to b + W/2 of the readings: the energy of [a, b] when the power
+// changes slowly compared with W.
+func (d *dense) shifted(a, b float64) float64 {
+	lo, hi := d.l.span()
+	h := d.w / 2
+	x, y := a+h, b+h
+	var e float64
+	if x < lo { // before the first reading: its value
+		e += d.l.v[0] * (min(y, lo) - x)
+		x = min(y, lo)
+	}
+	if y > hi {
+		e += d.l.v[len(d.l.v)-1] * (y - max(x, hi))
+		y = max(x, hi)
+	}
+	if y > x {
+		e += d.l.energy(x, y)
+	}
+	return e
+}
+
+// noiseSigma estimates the standard deviation of the readings' noise from their second
+// differences (insensitive to ramps): 1.4826 × median |d2| / √6, from at most 4096 of them.
+func noiseSigma(v []float64) float64 {
+	if len(v) < 3 {
+		return 0
+	}
+	step := max(1, (len(v)-2)/4096)
+	d := make([]float64, 0, min(len(v)-2, 4097))
+	for i := 1; i+1 < len(v); i += step {
+		d = append(d, math.Abs(v[i+1]-2*v[i]+v[i-1]))
+	}
+	return 1.4826 * median(d) / math.Sqrt(6)
+}
+
+// median of v (v is reordered when it is not a copy: callers pass scratch or tolerate it).
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	if len(v) > 4096 {
+		step := len(v) / 4096
+		s := make([]float64, 0, 4097)
+		for i := 0; i < len(v); i += step {
+			s = append(s, v[i])
+		}
+		v = s
+	} else {
+		v = slices.Clone(v)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}

@@ -1,0 +1,318 @@
+package correct
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"gpuwatt/internal/trace"
+)
+
+// Spec is what `--sensor` names: a model, "auto" (a guess from the trace's metadata), or a
+// sensor.json profile. Resolve turns it into the Model of one channel.
+type Spec struct {
+	text    string
+	auto    bool
+	model   Model
+	profile *Profile
+}
+
+// ParseSpec reads a --sensor value: none, auto, rc:..., boxcar:... (see ParseModel), or
+// the path of a sensor.json file, which it reads and checks.
+func ParseSpec(s string) (Spec, error) {
+	t := strings.TrimSpace(s)
+	lower := strings.ToLower(t)
+	switch {
+	case lower == "auto":
+		return Spec{text: "auto", auto: true}, nil
+	case lower == "none" || lower == "rc" || lower == "boxcar" ||
+		strings.HasPrefix(lower, "none:") || strings.HasPrefix(lower, "rc:") || strings.HasPrefix(lower, "boxcar:"):
+		m, err := ParseModel(t)
+		if err != nil {
+			return Spec{}, err
+		}
+		return Spec{text: m.String(), model: m}, nil
+	case t == "":
+		return Spec{}, errors.New("empty sensor spec: " + specForms)
+	}
+	data, err := os.ReadFile(t)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(t, `/\.`) {
+			return Spec{}, fmt.Errorf("unknown sensor model %q: %s", t, specForms)
+		}
+		return Spec{}, fmt.Errorf("sensor profile %s: %v (%s)", t, unwrapPath(err), specForms)
+	}
+	p, err := ParseProfile(data)
+	if err != nil {
+		return Spec{}, fmt.Errorf("sensor profile %s: %v", t, err)
+	}
+	return Spec{text: t, profile: p}, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// String is the spec as given (a model in its canonical form).
+func (s Spec) String() string {
+	if s.text == "" {
+		return "none"
+	}
+	return s.text
+}
+
+// Choice is the model chosen for a channel, and where it came from.
+type Choice struct {
+	Model Model
+	// Source says where the model came from: "--sensor rc:tau=840ms", "sensor.json x",
+	// "auto: ...".
+	Source string
+	// Guess is true for "auto": a model picked from the channel's name and the board's
+	// name, not measured on this board.
+	Guess bool
+}
+
+// Resolve picks the model of channel ch of trace tr (tr may be nil: no metadata).
+func (s Spec) Resolve(tr *trace.Trace, ch trace.Channel) (Choice, error) {
+	switch {
+	case s.auto:
+		gpuName := ""
+		if tr != nil {
+			for _, g := range tr.Meta.GPUs {
+				if g.Index == ch.GPU {
+					gpuName = g.Name
+				}
+			}
+		}
+		m, why := Auto(ch.Name, gpuName)
+		if ch.Stats != nil && ch.Stats.UpdatePeriod > 0 {
+			m.Period = 0 // the period the Sampler learned (Options.Period) beats the table's
+		}
+		return Choice{Model: m, Source: "auto: " + why, Guess: true}, nil
+	case s.profile != nil:
+		cm, ok := s.profile.Channels[ch.Name]
+		if !ok {
+			names := make([]string, 0, len(s.profile.Channels))
+			for n := range s.profile.Channels {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			return Choice{}, fmt.Errorf("sensor profile %s has no model for channel %s (it has %s)", s.text, ch.Name, strings.Join(names, ", "))
+		}
+		m, _ := cm.Parse() // checked by ParseProfile
+		src := "sensor profile " + s.text
+		if s.profile.Device != "" {
+			src += " (" + s.profile.Device + ")"
+		}
+		return Choice{Model: m, Source: src}, nil
+	}
+	return Choice{Model: s.model, Source: "--sensor " + s.String()}, nil
+}
+
+// Auto guesses the model of a power channel from its name and the board's product name. It
+// returns the model (with the table's nominal period) and a line saying why. The table (docs/energy.md) holds the published figures of Burtscher et al. (K20) and
+// Yang et al. (SC'24, 70+ GPUs); boards and drivers differ, so a measured sensor.json beats
+// it.
+//
+//	board                          channel                          model
+//	Kepler (K20, K40, K80)         power.usage                      rc:tau=840ms
+//	Volta, Pascal (V100, P100)     power.usage, power.samples       boxcar:window=10ms,period=20ms
+//	GeForce RTX 3090               power.usage                      boxcar:window=100ms,period=100ms
+//	GH200                          power.instant                    boxcar:window=20ms,period=100ms
+//	others (A100, H100, H200...)   power.usage, *.average           boxcar:window=1s,period=100ms
+//	                               power.instant, *.instant         boxcar:window=25ms,period=100ms
+//	                               power.samples                    boxcar:window=20ms,period=20ms
+//	any                            any other (power of a plain CSV) none
+//
+// Spec.Resolve drops the table's period when the trace's metadata has the period the
+// Sampler learned.
+func Auto(channel, gpuName string) (Model, string) {
+	board := strings.ToUpper(gpuName)
+	has := func(subs ...string) bool {
+		for _, s := range subs {
+			if strings.Contains(board, s) {
+				return true
+			}
+		}
+		return false
+	}
+	boxcar := func(w, t time.Duration) Model { return Model{Kind: Boxcar, Window: w, Period: t} }
+	average := channel == "power.usage" || strings.HasSuffix(channel, ".average")
+	instant := strings.HasSuffix(channel, ".instant")
+	name := gpuName
+	if name == "" {
+		name = "an unnamed board"
+	}
+	switch {
+	case has("K20", "K40", "K80") && channel == "power.usage":
+		return Model{Kind: RC, Tau: 840 * time.Millisecond},
+			fmt.Sprintf("%s on %s, a Kepler board: an RC lag of 0.84 s (Burtscher et al.)", channel, name)
+	case has("V100", "P100") && (channel == "power.usage" || channel == "power.samples"):
+		return boxcar(10*time.Millisecond, 20*time.Millisecond),
+			fmt.Sprintf("%s on %s: a 10 ms window every 20 ms (Yang et al., Volta/Pascal)", channel, name)
+	case has("RTX 3090") && channel == "power.usage":
+		return boxcar(100*time.Millisecond, 100*time.Millisecond),
+			fmt.Sprintf("%s on %s: a 100 ms window every 100 ms (Yang et al.)", channel, name)
+	case has("GH200") && instant:
+		return boxcar(20*time.Millisecond, 100*time.Millisecond),
+			fmt.Sprintf("%s on %s: about 20 ms seen of every 100 ms (Yang et al., GH200)", channel, name)
+	case average:
+		return boxcar(time.Second, 100*time.Millisecond),
+			fmt.Sprintf("%s on %s: a 1 s moving average (NVML power usage and the average field on Ampere/Hopper)", channel, name)
+	case instant:
+		return boxcar(25*time.Millisecond, 100*time.Millisecond),
+			fmt.Sprintf("%s on %s: the last 25 ms of every 100 ms (Yang et al., A100/H100)", channel, name)
+	case channel == "power.samples":
+		return boxcar(20*time.Millisecond, 20*time.Millisecond),
+			fmt.Sprintf("%s on %s: the driver's buffer, a 20 ms mean every 20 ms", channel, name)
+	}
+	return Model{}, fmt.Sprintf("no model is known for channel %s: integrated as recorded", channel)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+// ProfileFormat is the format field of a sensor.json that this version reads and writes.
+const ProfileFormat = "gpuwatt-sensor/1"
+
+// Profile is a sensor.json: the measured model of each power channel of a board, as the
+// `sensor` verb writes it and `energy --sensor FILE` reads it.
+//
+//	{
+//	  "format": "gpuwatt-sensor/1",          optional; if given, this value
+//	  "device": "NVIDIA H200",                optional: what was characterised
+//	  "channels": {                           required: channel name -> model
+//	    "power.instant": {"model": "boxcar", "window_s": 0.025, "period_s": 0.1, "delay_s": 0},
+//	    "power.usage":   {"model": "boxcar", "window_s": 1, "period_s": 0.1},
+//	    "power.samples": {"model": "none"}
+//	  },
+//	  "meta": {...}                           optional, any JSON: how it was measured
+//	}
+//
+// A channel's "model" is none, rc (with tau_s > 0) or boxcar (with window_s > 0); period_s
+// and delay_s (>= 0, 0 = unknown/none) apply to both; "evidence" (any JSON) carries what
+// the characterisation measured and is not read here. Times are in seconds, at most an
+// hour. Any other key is an error naming it.
+type Profile struct {
+	Format   string                  `json:"format,omitempty"`
+	Device   string                  `json:"device,omitempty"`
+	Channels map[string]ChannelModel `json:"channels"`
+	Meta     json.RawMessage         `json:"meta,omitempty"`
+}
+
+// ChannelModel is one channel's entry in a sensor.json.
+type ChannelModel struct {
+	Model    string          `json:"model"`
+	TauS     float64         `json:"tau_s,omitempty"`
+	WindowS  float64         `json:"window_s,omitempty"`
+	PeriodS  float64         `json:"period_s,omitempty"`
+	DelayS   float64         `json:"delay_s,omitempty"`
+	Evidence json.RawMessage `json:"evidence,omitempty"`
+}
+
+// ProfileEntry returns m as a sensor.json entry.
+func ProfileEntry(m Model) ChannelModel {
+	return ChannelModel{Model: m.Kind.String(), TauS: m.Tau.Seconds(), WindowS: m.Window.Seconds(),
+		PeriodS: m.Period.Seconds(), DelayS: m.Delay.Seconds()}
+}
+
+// Parse checks the entry and returns its model.
+func (c ChannelModel) Parse() (Model, error) {
+	var m Model
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"tau_s", c.TauS}, {"window_s", c.WindowS}, {"period_s", c.PeriodS}, {"delay_s", c.DelayS}} {
+		if math.IsNaN(f.v) || f.v < 0 || f.v > MaxDuration.Seconds() {
+			return Model{}, fmt.Errorf("%s = %v: want seconds in [0, %g]", f.name, f.v, MaxDuration.Seconds())
+		}
+	}
+	switch c.Model {
+	case "none":
+		if c.TauS != 0 || c.WindowS != 0 {
+			return Model{}, errors.New(`model "none" takes no tau_s or window_s`)
+		}
+	case "rc":
+		m.Kind = RC
+		if c.WindowS != 0 {
+			return Model{}, errors.New(`model "rc" takes tau_s, not window_s`)
+		}
+		if c.TauS <= 0 {
+			return Model{}, errors.New(`model "rc" needs tau_s > 0`)
+		}
+	case "boxcar":
+		m.Kind = Boxcar
+		if c.TauS != 0 {
+			return Model{}, errors.New(`model "boxcar" takes window_s, not tau_s`)
+		}
+		if c.WindowS <= 0 {
+			return Model{}, errors.New(`model "boxcar" needs window_s > 0`)
+		}
+	case "":
+		return Model{}, errors.New(`no "model": want "none", "rc" or "boxcar"`)
+	default:
+		return Model{}, fmt.Errorf(`model %q: want "none", "rc" or "boxcar"`, c.Model)
+	}
+	m.Tau, m.Window, m.Period, m.Delay = seconds(c.TauS), seconds(c.WindowS), seconds(c.PeriodS), seconds(c.DelayS)
+	if m.Kind == RC && m.Tau == 0 || m.Kind == Boxcar && m.Window == 0 {
+		return Model{}, errors.New("the time constant rounds to 0 ns: want a positive duration")
+	}
+	return m, m.Validate()
+}
+
+// ParseProfile reads and checks a sensor.json.
+func ParseProfile(data []byte) (*Profile, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		if err == io.EOF {
+			return nil, errors.New(`empty file: want a JSON object {"channels": {"power.instant": {"model": "boxcar", "window_s": 0.025, "period_s": 0.1}, ...}}`)
+		}
+		return nil, fmt.Errorf("%v: want a JSON object with \"channels\" (see docs/energy.md)", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value: want one object")
+	}
+	if p.Format != "" && p.Format != ProfileFormat {
+		return nil, fmt.Errorf("format %q is not supported: this gpuwatt reads %q", p.Format, ProfileFormat)
+	}
+	if len(p.Channels) == 0 {
+		return nil, errors.New(`no "channels": want at least one channel's model`)
+	}
+	names := make([]string, 0, len(p.Channels))
+	for n := range p.Channels {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if n == "" {
+			return nil, errors.New("a channel with an empty name")
+		}
+		if _, err := p.Channels[n].Parse(); err != nil {
+			return nil, fmt.Errorf("channel %s: %v", n, err)
+		}
+	}
+	return &p, nil
+}
+
+// WriteProfile writes p as indented JSON with its format set.
+func WriteProfile(w io.Writer, p Profile) error {
+	p.Format = ProfileFormat
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
