@@ -19,12 +19,14 @@
 package cuda
 
 import (
+	"errors"
 	"strconv"
-	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"gpuwatt/internal/dl"
 )
 
 // DefaultPaths are the names Open tries when given none: the driver's versioned soname
@@ -139,10 +141,7 @@ const (
 	symEventDestroy       = "cuEventDestroy_v2"
 )
 
-const (
-	dlopenMode = purego.RTLD_NOW | purego.RTLD_LOCAL
-	noDriver   = "no NVIDIA driver found: "
-)
+const ()
 
 // Open loads libcuda from the first of paths that loads (DefaultPaths when none are
 // given) and binds its symbols. It does not initialise the driver: cuInit(0) runs on first
@@ -152,29 +151,16 @@ func Open(paths ...string) (*Lib, error) {
 	if len(paths) == 0 {
 		paths = DefaultPaths
 	}
-	var first error
-	for _, p := range paths {
-		l, err := open(p)
-		if err == nil {
-			return l, nil
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	return nil, first
-}
-
-func open(path string) (*Lib, error) {
-	h, err := purego.Dlopen(path, dlopenMode)
+	var l *Lib
+	err := dl.Open(paths, func(h uintptr, path string) error {
+		l = &Lib{path: path, handle: h}
+		return l.bind()
+	})
 	if err != nil {
-		why := oneLine(err.Error())
-		why = strings.TrimPrefix(why, path+": ") // dlerror repeats the path
-		return nil, &openError{msg: noDriver + "cannot load " + path + ": " + why}
-	}
-	l := &Lib{path: path, handle: h}
-	if err := l.bind(); err != nil {
-		_ = purego.Dlclose(h)
+		var le *dl.LoadError
+		if errors.As(err, &le) {
+			return nil, &openError{msg: le.Msg}
+		}
 		return nil, err
 	}
 	if l.cuGetErrorString != nil {
@@ -183,9 +169,6 @@ func open(path string) (*Lib, error) {
 	}
 	return l, nil
 }
-
-// oneLine folds a multi-line message onto one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Path returns the name the library was loaded from.
 func (l *Lib) Path() string {
@@ -388,7 +371,7 @@ func (l *Lib) bind() error {
 		{l.cuDeviceGet != nil, symDeviceGet},
 	} {
 		if !req.ok {
-			return &openError{msg: noDriver + l.path + " is not libcuda (it has no " + req.name + ")"}
+			return &openError{msg: dl.NoDriver + l.path + " is not libcuda (it has no " + req.name + ")"}
 		}
 	}
 	return nil

@@ -98,7 +98,7 @@ func TestOpenNoLibrary(t *testing.T) {
 
 func TestOpenDefaultWithoutDriver(t *testing.T) {
 	for _, p := range DefaultPaths {
-		if h, err := purego.Dlopen(p, dlopenMode); err == nil {
+		if h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); err == nil {
 			_ = purego.Dlclose(h)
 			t.Skipf("%s loads on this machine", p)
 		}
@@ -118,7 +118,7 @@ func TestOpenDefaultWithoutDriver(t *testing.T) {
 // symbols, so Open refuses it and every function field stays nil.
 func TestOpenNotNVML(t *testing.T) {
 	const libc = "libc.so.6"
-	h, err := purego.Dlopen(libc, dlopenMode)
+	h, err := purego.Dlopen(libc, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		t.Skipf("no %s here: %v", libc, err)
 	}

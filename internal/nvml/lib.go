@@ -14,12 +14,14 @@
 package nvml
 
 import (
+	"errors"
 	"runtime"
-	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"gpuwatt/internal/dl"
 )
 
 // DefaultPaths are the names Open tries when given none: the driver's versioned soname
@@ -85,8 +87,6 @@ const (
 )
 
 const (
-	dlopenMode            = purego.RTLD_NOW | purego.RTLD_LOCAL
-	noDriver              = "no NVIDIA driver found: "
 	maxScratchSamples     = 1 << 14 // larger sample buffers are not kept in the pool
 	maxScratchFieldValues = 16      // larger field requests allocate their C array
 )
@@ -99,29 +99,16 @@ func Open(paths ...string) (*Lib, error) {
 	if len(paths) == 0 {
 		paths = DefaultPaths
 	}
-	var first error
-	for _, p := range paths {
-		l, err := open(p)
-		if err == nil {
-			return l, nil
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	return nil, first
-}
-
-func open(path string) (*Lib, error) {
-	h, err := purego.Dlopen(path, dlopenMode)
+	var l *Lib
+	err := dl.Open(paths, func(h uintptr, path string) error {
+		l = &Lib{path: path, handle: h}
+		return l.bind()
+	})
 	if err != nil {
-		why := oneLine(err.Error())
-		why = strings.TrimPrefix(why, path+": ") // dlerror repeats the path
-		return nil, &openError{msg: noDriver + "cannot load " + path + ": " + why}
-	}
-	l := &Lib{path: path, handle: h}
-	if err := l.bind(); err != nil {
-		_ = purego.Dlclose(h)
+		var le *dl.LoadError
+		if errors.As(err, &le) {
+			return nil, &openError{msg: le.Msg}
+		}
 		return nil, err
 	}
 	if l.errorString != nil {
@@ -129,12 +116,6 @@ func open(path string) (*Lib, error) {
 		errorString.Store(&f)
 	}
 	return l, nil
-}
-
-// oneLine folds a multi-line message onto one line.
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // Path returns the name the library was loaded from.
@@ -175,9 +156,9 @@ func (l *Lib) bind() error {
 	l.deviceGetUtilizationRates = bind(l, symUtilizationRates, mkDevPtr[utilization])
 	switch {
 	case l.init == nil:
-		return &openError{msg: noDriver + l.path + " is not libnvidia-ml (it has no " + symInit + ")"}
+		return &openError{msg: dl.NoDriver + l.path + " is not libnvidia-ml (it has no " + symInit + ")"}
 	case l.shutdown == nil:
-		return &openError{msg: noDriver + l.path + " is not libnvidia-ml (it has no " + symShutdown + ")"}
+		return &openError{msg: dl.NoDriver + l.path + " is not libnvidia-ml (it has no " + symShutdown + ")"}
 	}
 	return nil
 }
