@@ -1,0 +1,476 @@
+package sensorchar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/correct"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/trace"
+	"gpuwatt/internal/units"
+)
+
+// Channel is what was learned about one power channel.
+type Channel struct {
+	Name          string  `json:"name"`
+	Model         string  `json:"model"` // the spec correct.ParseModel reads
+	Kind          string  `json:"kind"`  // boxcar, rc or none
+	CallLatencyUS float64 `json:"call_latency_us"`
+	Readings      int     `json:"readings"`
+	PeriodS       float64 `json:"update_period_s"`
+	PeriodJitterS float64 `json:"update_period_jitter_s"` // standard deviation of the intervals
+	DelayS        float64 `json:"delay_s"`                // the fitted model's delay
+	FirstMoveS    float64 `json:"first_move_s"`           // load start to the first reading that moved
+	WindowS       float64 `json:"window_s,omitempty"`
+	TauS          float64 `json:"tau_s,omitempty"`
+	Coverage      float64 `json:"coverage"` // W/T, at most 1
+	// RMS residuals of the best boxcar and the best RC fit, as a share of the step.
+	ResidualBoxcar float64 `json:"residual_boxcar"`
+	ResidualRC     float64 `json:"residual_rc"`
+	IdleW          float64 `json:"idle_w"`
+	LoadW          float64 `json:"load_w"`
+	SteadyW        float64 `json:"steady_w"`
+	RatioToCounter float64 `json:"ratio_to_counter,omitempty"`
+	RatioToRef     float64 `json:"ratio_to_reference,omitempty"`
+	// Waves: the spread of the readings under each square wave (5th to 95th percentile,
+	// as a share of the step) beside the fitted model's.
+	Waves    []Wave   `json:"square_waves"`
+	Warnings []string `json:"warnings"`
+
+	fit   fitResult
+	ts    []float64 // readings used by the fit, s
+	ys    []float64
+	model correct.Model
+}
+
+// Wave is one square wave's readings on one channel.
+type Wave struct {
+	LoadPeriodS float64 `json:"load_period_s"`
+	Readings    int     `json:"readings"`
+	Spread      float64 `json:"spread"`
+	ModelSpread float64 `json:"model_spread"`
+}
+
+// Counter is the energy counter.
+type Counter struct {
+	Name          string  `json:"name"`
+	CallLatencyUS float64 `json:"call_latency_us"`
+	PeriodS       float64 `json:"update_period_s"`
+	PeriodJitterS float64 `json:"update_period_jitter_s"`
+	SteadyW       float64 `json:"steady_w"`
+}
+
+// Energies are one region's energy, corrected and naive (and true, on the sim).
+type Energies struct {
+	CorrectedJ float64  `json:"corrected_j"`
+	NaiveJ     float64  `json:"naive_j"`
+	TrueJ      *float64 `json:"true_j,omitempty"`
+}
+
+// Anomalies are the tests of seed 003 on one channel.
+type Anomalies struct {
+	Channel string `json:"channel"`
+	Model   string `json:"model"`
+	// Doubling: run B is twice as long as run A: B/A should be 2.00 ± 0.04.
+	SingleE               Energies `json:"single"`
+	DoubleE               Energies `json:"double"`
+	DoublingCorrected     float64  `json:"doubling_corrected"`
+	DoublingNaive         float64  `json:"doubling_naive"`
+	DoublingPass          bool     `json:"doubling_pass"`
+	First                 Energies `json:"back_to_back_first"`
+	Second                Energies `json:"back_to_back_second"`
+	BackToBackCorrected   float64  `json:"back_to_back_corrected"` // second/first − 1
+	BackToBackNaive       float64  `json:"back_to_back_naive"`
+	BackToBackPass        bool     `json:"back_to_back_pass"`
+	IdleW                 float64  `json:"idle_w"`
+	TailCorrectedJ        float64  `json:"tail_corrected_j"`
+	TailCorrectedS        float64  `json:"tail_corrected_s"`
+	TailNaiveJ            float64  `json:"tail_naive_j"`
+	TailNaiveS            float64  `json:"tail_naive_s"`
+	TailTrueJ             *float64 `json:"tail_true_j,omitempty"`
+	KernelCorrectedJ      float64  `json:"kernel_corrected_j"`
+	TailShareOfKernel     float64  `json:"tail_share_of_kernel"`
+	Warnings              []string `json:"warnings"`
+	tailFrom, tailCorrEnd float64
+}
+
+// Report is the result of a characterisation.
+type Report struct {
+	Device    string     `json:"device"`
+	GPU       int        `json:"gpu"`
+	GPUName   string     `json:"gpu_name"`
+	Quick     bool       `json:"quick"`
+	Poll      string     `json:"poll"`
+	DurationS float64    `json:"duration_s"`
+	Periods   []float64  `json:"wave_periods_s"`
+	Channels  []*Channel `json:"channels"`
+	Counter   *Counter   `json:"energy_counter,omitempty"`
+	Reference string     `json:"reference_channel"`
+	Anomalies *Anomalies `json:"anomalies,omitempty"`
+	Warnings  []string   `json:"warnings"`
+
+	rec *recording
+}
+
+// Trace is the recording the report was made from.
+func (r *Report) Trace() *trace.Trace { return r.rec.tr }
+
+// Profile is the sensor.json of the report: every characterised channel's model, with
+// its evidence.
+func (r *Report) Profile() correct.Profile {
+	p := correct.Profile{Device: r.GPUName, Channels: map[string]correct.ChannelModel{}}
+	for _, c := range r.Channels {
+		e := correct.ProfileEntry(c.model)
+		e.Evidence, _ = json.Marshal(c)
+		p.Channels[c.Name] = e
+	}
+	p.Meta, _ = json.Marshal(map[string]any{"tool": "gpuwatt sensor", "device": r.Device, "quick": r.Quick, "poll": r.Poll})
+	return p
+}
+
+// Run characterises the sensors of dev, which must run kernels (exec), on clk.
+func Run(ctx context.Context, clk clock.Clock, dev gpu.Device, exec gpu.Executor, opt Options) (*Report, error) {
+	rec, err := record(ctx, clk, dev, exec, opt)
+	if err != nil {
+		return nil, err
+	}
+	info := dev.Info()
+	rep := &Report{GPU: info.Index, GPUName: info.Name, Quick: opt.Quick, Poll: "max", rec: rec, Warnings: []string{}}
+	if opt.Poll != nil {
+		rep.Poll = opt.Poll.String()
+	}
+	rep.DurationS = rec.tr.Meta.Duration
+	for _, T := range rec.periods {
+		rep.Periods = append(rep.Periods, T.Seconds())
+	}
+	truth, _ := dev.(trueEnergy)
+	analyze(rep, info.Index, truth)
+	return rep, nil
+}
+
+type trueEnergy interface {
+	TrueEnergy(t0, t1 time.Duration) units.Energy
+}
+
+func secs(s float64) time.Duration { return time.Duration(math.Round(s*1e6)) * time.Microsecond }
+
+func analyze(rep *Report, g int, truth trueEnergy) {
+	rec := rep.rec
+	tr := rec.tr
+	sch := newSchedule(slices.Clone(rec.on))
+	steadyFrom := rec.step.start + (rec.step.end-rec.step.start)*6/10
+	for _, ch := range tr.Meta.Channels {
+		if ch.GPU != g {
+			continue
+		}
+		samples := correct.Channel(tr, g, ch.Name)
+		if ch.Cumulative {
+			c := &Counter{Name: ch.Name}
+			if ch.Stats != nil {
+				c.CallLatencyUS = ch.Stats.CallLatency * 1e6
+			}
+			c.PeriodS, c.PeriodJitterS = period(samples, rec.idle.start, rec.step.end)
+			if e0, ok0 := counterAt(samples, steadyFrom); ok0 {
+				if e1, ok1 := counterAt(samples, rec.step.end); ok1 {
+					c.SteadyW = (e1 - e0) / (rec.step.end - steadyFrom).Seconds()
+				}
+			}
+			rep.Counter = c
+			continue
+		}
+		c := characterise(ch, samples, rec, sch)
+		c.SteadyW = meanIn(samples, steadyFrom, rec.step.end)
+		rep.Channels = append(rep.Channels, c)
+	}
+	if len(rep.Channels) == 0 {
+		rep.Warnings = append(rep.Warnings, "no power channel could be read")
+		return
+	}
+	// The reference: the best board channel present.
+	for _, n := range correct.BoardChannels {
+		for _, c := range rep.Channels {
+			if c.Name == n && rep.Reference == "" {
+				rep.Reference = n
+			}
+		}
+	}
+	if rep.Reference == "" {
+		rep.Reference = rep.Channels[0].Name
+	}
+	var ref *Channel
+	for _, c := range rep.Channels {
+		if c.Name == rep.Reference {
+			ref = c
+		}
+	}
+	for _, c := range rep.Channels {
+		if rep.Counter != nil && rep.Counter.SteadyW > 0 {
+			c.RatioToCounter = c.SteadyW / rep.Counter.SteadyW
+		}
+		if ref.SteadyW > 0 {
+			c.RatioToRef = c.SteadyW / ref.SteadyW
+		}
+	}
+	rep.Anomalies = anomalies(tr, g, ref, rec, truth)
+}
+
+// period returns the median interval between new readings in [from, to] and the standard
+// deviation of the intervals.
+func period(s []trace.Sample, from, to time.Duration) (float64, float64) {
+	var iv []float64
+	for i := 1; i < len(s); i++ {
+		if s[i-1].T >= from && s[i].T <= to {
+			iv = append(iv, (s[i].T - s[i-1].T).Seconds())
+		}
+	}
+	if len(iv) < 2 {
+		return 0, 0
+	}
+	med := quantile(iv, 0.5)
+	// Intervals of about two periods or more are missed updates (equal values): left out.
+	var keep []float64
+	for _, x := range iv {
+		if x < 1.6*med {
+			keep = append(keep, x)
+		}
+	}
+	_, sd := meanSD(keep)
+	return med, sd
+}
+
+func quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	x := q * float64(len(s)-1)
+	i := int(x)
+	if i+1 >= len(s) {
+		return s[len(s)-1]
+	}
+	return s[i] + (x-float64(i))*(s[i+1]-s[i])
+}
+
+func meanSD(v []float64) (float64, float64) {
+	if len(v) == 0 {
+		return 0, 0
+	}
+	m := 0.0
+	for _, x := range v {
+		m += x
+	}
+	m /= float64(len(v))
+	ss := 0.0
+	for _, x := range v {
+		ss += (x - m) * (x - m)
+	}
+	if len(v) < 2 {
+		return m, 0
+	}
+	return m, math.Sqrt(ss / float64(len(v)-1))
+}
+
+func meanIn(s []trace.Sample, from, to time.Duration) float64 {
+	sum, n := 0.0, 0
+	for _, x := range s {
+		if x.T >= from && x.T <= to {
+			sum += x.Value
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
+
+// counterAt interpolates a cumulative counter at t.
+func counterAt(s []trace.Sample, t time.Duration) (float64, bool) {
+	i, _ := slices.BinarySearchFunc(s, t, func(x trace.Sample, t time.Duration) int {
+		return int(x.T - t)
+	})
+	if i == 0 || i >= len(s) {
+		return 0, false
+	}
+	a, b := s[i-1], s[i]
+	f := float64(t-a.T) / float64(b.T-a.T)
+	return a.Value + f*(b.Value-a.Value), true
+}
+
+// characterise fits the boxcar and the RC model to one channel's readings from half a
+// second before the step to the end of the square waves, and picks the better.
+func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch *schedule) *Channel {
+	c := &Channel{Name: ch.Name, Readings: len(samples), Warnings: []string{}}
+	if ch.Stats != nil {
+		c.CallLatencyUS = ch.Stats.CallLatency * 1e6
+	}
+	c.PeriodS, c.PeriodJitterS = period(samples, rec.idle.start, rec.step.end)
+	from := rec.step.start - 500*time.Millisecond
+	for _, x := range samples {
+		if x.T >= from && x.T <= rec.charEnd {
+			c.ts = append(c.ts, x.T.Seconds())
+			c.ys = append(c.ys, x.Value)
+		}
+	}
+	c.IdleW = meanIn(samples, rec.idle.start+rec.idle.Dur()/4, rec.idle.end)
+	if len(c.ts) < 8 || c.PeriodS <= 0 {
+		c.Kind, c.Model = "none", "none"
+		c.Warnings = append(c.Warnings, fmt.Sprintf("only %d readings: not characterised", len(c.ts)))
+		return c
+	}
+	T := c.PeriodS
+	dMax := math.Max(T, 0.02)
+	box := sch.fit(false, c.ts, c.ys, 1e-4, 3, dMax)
+	rc := sch.fit(true, c.ts, c.ys, 1e-3, 5, dMax)
+	step := math.Abs(box.levels[stateOn] - box.levels[statePre])
+	if step <= 0 {
+		step = 1
+	}
+	c.ResidualBoxcar, c.ResidualRC = box.rms()/step, rc.rms()/step
+	best := box
+	if rc.rss < box.rss {
+		best = rc
+	}
+	c.fit = best
+	c.LoadW = best.levels[stateOn]
+	c.DelayS = best.delay
+	if best.rc {
+		c.Kind, c.TauS = "rc", best.p
+		c.Coverage = 1
+		c.model = correct.Model{Kind: correct.RC, Tau: secs(best.p), Period: secs(T), Delay: secs(best.delay)}
+	} else {
+		c.Kind, c.WindowS = "boxcar", best.p
+		c.Coverage = math.Min(1, best.p/T)
+		c.model = correct.Model{Kind: correct.Boxcar, Window: max(secs(best.p), time.Microsecond), Period: secs(T), Delay: secs(best.delay)}
+	}
+	c.Model = c.model.String()
+	if math.Min(c.ResidualBoxcar, c.ResidualRC) > 0.05 {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("neither model fits well: RMS residual %.1f %% of the step", 100*math.Min(c.ResidualBoxcar, c.ResidualRC)))
+	}
+	// First reading that moved after the load started.
+	pre := []float64{}
+	for i, t := range c.ts {
+		if t < rec.step.start.Seconds() {
+			pre = append(pre, c.ys[i])
+		}
+	}
+	_, sd := meanSD(pre)
+	lvl := quantile(pre, 0.5)
+	thr := math.Max(5*sd, 0.02*step)
+	c.FirstMoveS = math.NaN()
+	for i, t := range c.ts {
+		if t >= rec.step.start.Seconds() && math.Abs(c.ys[i]-lvl) > thr {
+			c.FirstMoveS = t - rec.step.start.Seconds()
+			break
+		}
+	}
+	if math.IsNaN(c.FirstMoveS) {
+		c.FirstMoveS = 0
+		c.Warnings = append(c.Warnings, "no reading moved after the load started")
+	}
+	// The square waves' spread.
+	pred := sch.predict(best, c.ts)
+	for i, w := range rec.waves {
+		var ys, ps []float64
+		for j, t := range c.ts {
+			if t >= w.start.Seconds() && t <= w.end.Seconds() {
+				ys = append(ys, (c.ys[j]-best.levels[stateOff])/step)
+				ps = append(ps, (pred[j]-best.levels[stateOff])/step)
+			}
+		}
+		if len(ys) == 0 {
+			continue
+		}
+		c.Waves = append(c.Waves, Wave{LoadPeriodS: rec.waveLoad[i], Readings: len(ys),
+			Spread: quantile(ys, 0.95) - quantile(ys, 0.05), ModelSpread: quantile(ps, 0.95) - quantile(ps, 0.05)})
+	}
+	return c
+}
+
+// Dur is the segment's length.
+func (s segment) Dur() time.Duration { return s.end - s.start }
+
+// anomalies runs seed 003's tests on the reference channel with its identified model.
+func anomalies(tr *trace.Trace, g int, ref *Channel, rec *recording, truth trueEnergy) *Anomalies {
+	a := &Anomalies{Channel: ref.Name, Model: ref.Model, Warnings: []string{}}
+	samples := correct.Channel(tr, g, ref.Name)
+	if len(samples) == 0 {
+		a.Warnings = append(a.Warnings, "no readings")
+		return a
+	}
+	idle := correct.Prepare(samples, ref.model, correct.Options{}).Energy(rec.idle.start+rec.idle.Dur()/4, rec.idle.end).MeanPower
+	a.IdleW = float64(idle)
+	ser := correct.Prepare(samples, ref.model, correct.Options{Idle: idle, IdleSet: true})
+	energy := func(s segment) Energies {
+		r := ser.Energy(s.start, s.end)
+		e := Energies{CorrectedJ: r.Energy.Joules(), NaiveJ: r.EnergyRaw.Joules()}
+		if truth != nil {
+			t := truth.TrueEnergy(s.start, s.end).Joules()
+			e.TrueJ = &t
+		}
+		return e
+	}
+	A, B, C, D := rec.runs["A"], rec.runs["B"], rec.runs["C"], rec.runs["D"]
+	a.SingleE, a.DoubleE = energy(A), energy(B)
+	a.DoublingCorrected = a.DoubleE.CorrectedJ / a.SingleE.CorrectedJ
+	a.DoublingNaive = a.DoubleE.NaiveJ / a.SingleE.NaiveJ
+	a.DoublingPass = math.Abs(a.DoublingCorrected-2) <= 0.04
+	a.First, a.Second = energy(C), energy(D)
+	a.BackToBackCorrected = a.Second.CorrectedJ/a.First.CorrectedJ - 1
+	a.BackToBackNaive = a.Second.NaiveJ/a.First.NaiveJ - 1
+	a.BackToBackPass = math.Abs(a.BackToBackCorrected) <= 0.02
+	a.KernelCorrectedJ = a.Second.CorrectedJ
+
+	// Tail: energy above idle after the last kernel, until the power is back at idle.
+	step := math.Max(math.Abs(ref.LoadW-ref.IdleW), 1)
+	tol := math.Max(0.01*step, 1)
+	bin := max(secs(ref.PeriodS), 50*time.Millisecond)
+	back := func(mean func(a, b time.Duration) float64) time.Duration {
+		last := D.end
+		for t := D.end; t+bin <= rec.tailEnd; t += bin {
+			if math.Abs(mean(t, t+bin)-float64(idle)) > tol {
+				last = t + bin
+			}
+		}
+		return last
+	}
+	corrMean := func(x, y time.Duration) float64 { return float64(ser.Energy(x, y).MeanPower) }
+	naiveMean := func(x, y time.Duration) float64 { return meanIn(samples, x, y) }
+	ce := back(corrMean)
+	ne := back(naiveMean)
+	if ce+bin > rec.tailEnd || ne+bin > rec.tailEnd {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("the power was not back at idle (± %.1f W) %s after the kernel: the tail is cut there", tol, (rec.tailEnd-D.end).Round(time.Millisecond)))
+	}
+	if ce > D.end {
+		a.TailCorrectedJ = ser.Energy(D.end, ce).Energy.Joules() - float64(idle)*(ce-D.end).Seconds()
+	}
+	if ne > D.end {
+		a.TailNaiveJ = ser.Energy(D.end, ne).EnergyRaw.Joules() - float64(idle)*(ne-D.end).Seconds()
+	}
+	a.TailCorrectedS, a.TailNaiveS = (ce - D.end).Seconds(), (ne - D.end).Seconds()
+	if truth != nil {
+		t := truth.TrueEnergy(D.end, rec.tailEnd).Joules() - truth.TrueEnergy(rec.idle.start+rec.idle.Dur()/4, rec.idle.end).Joules()/(rec.idle.Dur()*3/4).Seconds()*(rec.tailEnd-D.end).Seconds()
+		a.TailTrueJ = &t
+	}
+	if a.KernelCorrectedJ != 0 {
+		a.TailShareOfKernel = a.TailCorrectedJ / a.KernelCorrectedJ
+	}
+	a.tailFrom, a.tailCorrEnd = D.end.Seconds(), ce.Seconds()
+	if !a.DoublingPass {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("doubling: %.3f× the energy for twice the run (want 2.00 ± 0.04)", a.DoublingCorrected))
+	}
+	if !a.BackToBackPass {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("back-to-back: the second run took %+.1f %% (want ± 2 %%)", 100*a.BackToBackCorrected))
+	}
+	return a
+}
+
+// ErrNoExecutor is returned when the device cannot run gpuwatt's kernels.
+var ErrNoExecutor = errors.New("the GPU cannot run gpuwatt's kernels")

@@ -1,0 +1,281 @@
+package sensorchar
+
+import (
+	"math"
+	"sort"
+)
+
+// The fit: the load's schedule is known (every kernel's start and end on the trace's
+// axis), so a candidate sensor model predicts every reading as a linear mix of three power
+// levels: "pre" (the idle before the first load), "on" (a load runs) and "off" (between
+// loads after the first: active idle). For a boxcar the weights are the shares of the
+// window [t−D−W, t−D] spent in each state; for an RC lag they are the first-order low-pass
+// of each state's indicator at t−D. The levels are solved by least squares for each
+// candidate; the shape (W, D) or (tau, D) by a grid search refined by coordinate descent.
+
+const (
+	statePre = iota
+	stateOn
+	stateOff
+)
+
+// schedule is the known load: on-intervals (sorted, disjoint) after the start s0 of the
+// first load; before s0 the GPU is in the pre state.
+type schedule struct {
+	on  [][2]float64 // seconds
+	cum []float64    // cum[i]: on-time before on[i] starts
+	s0  float64
+}
+
+func newSchedule(on [][2]float64) *schedule {
+	sort.Slice(on, func(i, j int) bool { return on[i][0] < on[j][0] })
+	s := &schedule{on: on, cum: make([]float64, len(on)+1)}
+	for i, iv := range on {
+		s.cum[i+1] = s.cum[i] + iv[1] - iv[0]
+	}
+	if len(on) > 0 {
+		s.s0 = on[0][0]
+	}
+	return s
+}
+
+// onTime is the time spent on in (−∞, t].
+func (s *schedule) onTime(t float64) float64 {
+	i := sort.Search(len(s.on), func(i int) bool { return s.on[i][0] > t }) // on[i-1] starts <= t
+	if i == 0 {
+		return 0
+	}
+	iv := s.on[i-1]
+	return s.cum[i-1] + math.Min(t, iv[1]) - iv[0]
+}
+
+// state returns the state at t.
+func (s *schedule) state(t float64) int {
+	if t < s.s0 {
+		return statePre
+	}
+	i := sort.Search(len(s.on), func(i int) bool { return s.on[i][0] > t })
+	if i > 0 && t < s.on[i-1][1] {
+		return stateOn
+	}
+	return stateOff
+}
+
+// boxWeights are the shares of [b−w, b] spent in each state (a point sample for w ≈ 0).
+func (s *schedule) boxWeights(b, w float64) [3]float64 {
+	if w < 1e-6 {
+		var f [3]float64
+		f[s.state(b)] = 1
+		return f
+	}
+	a := b - w
+	pre := math.Max(0, math.Min(b, s.s0)-a)
+	pre = math.Min(pre, w)
+	on := s.onTime(b) - s.onTime(a)
+	off := w - pre - on
+	return [3]float64{pre / w, on / w, math.Max(0, off) / w}
+}
+
+// boundaries returns the times the state changes, sorted.
+func (s *schedule) boundaries() []float64 {
+	out := make([]float64, 0, 2*len(s.on))
+	for _, iv := range s.on {
+		out = append(out, iv[0], iv[1])
+	}
+	return out
+}
+
+// rcWeights returns, for each query time q (sorted ascending), the RC low-pass (time
+// constant tau) of each state's indicator at q, starting steady in the pre state.
+func (s *schedule) rcWeights(qs []float64, tau float64) [][3]float64 {
+	out := make([][3]float64, len(qs))
+	bs := s.boundaries()
+	x := [3]float64{1, 0, 0}
+	u := statePre
+	t := math.Inf(-1)
+	bi := 0
+	advance := func(to float64) {
+		if math.IsInf(t, -1) {
+			t = to
+			return
+		}
+		k := math.Exp(-(to - t) / tau)
+		for j := range x {
+			target := 0.0
+			if j == u {
+				target = 1
+			}
+			x[j] = target + (x[j]-target)*k
+		}
+		t = to
+	}
+	for i, q := range qs {
+		for bi < len(bs) && bs[bi] <= q {
+			advance(bs[bi])
+			if bi%2 == 0 {
+				u = stateOn
+			} else {
+				u = stateOff
+			}
+			bi++
+		}
+		advance(q)
+		out[i] = x
+	}
+	return out
+}
+
+// solveLevels returns the levels minimising Σ (y − w·L)² and the residual sum of squares.
+func solveLevels(ws [][3]float64, ys []float64) ([3]float64, float64) {
+	var a [3][3]float64
+	var b [3]float64
+	for i, w := range ws {
+		for j := range 3 {
+			b[j] += w[j] * ys[i]
+			for k := range 3 {
+				a[j][k] += w[j] * w[k]
+			}
+		}
+	}
+	// A state never seen gets a small ridge towards the mean of the readings.
+	mean := 0.0
+	for _, y := range ys {
+		mean += y
+	}
+	if len(ys) > 0 {
+		mean /= float64(len(ys))
+	}
+	tr := a[0][0] + a[1][1] + a[2][2]
+	for j := range 3 {
+		r := 1e-9*tr + 1e-12
+		a[j][j] += r
+		b[j] += r * mean
+	}
+	l := solve3(a, b)
+	rss := 0.0
+	for i, w := range ws {
+		d := ys[i] - (w[0]*l[0] + w[1]*l[1] + w[2]*l[2])
+		rss += d * d
+	}
+	return l, rss
+}
+
+// solve3 solves a 3×3 system by Gaussian elimination with partial pivoting.
+func solve3(a [3][3]float64, b [3]float64) [3]float64 {
+	for c := range 3 {
+		p := c
+		for r := c + 1; r < 3; r++ {
+			if math.Abs(a[r][c]) > math.Abs(a[p][c]) {
+				p = r
+			}
+		}
+		a[c], a[p] = a[p], a[c]
+		b[c], b[p] = b[p], b[c]
+		if a[c][c] == 0 {
+			continue
+		}
+		for r := c + 1; r < 3; r++ {
+			f := a[r][c] / a[c][c]
+			for k := c; k < 3; k++ {
+				a[r][k] -= f * a[c][k]
+			}
+			b[r] -= f * b[c]
+		}
+	}
+	var x [3]float64
+	for c := 2; c >= 0; c-- {
+		s := b[c]
+		for k := c + 1; k < 3; k++ {
+			s -= a[c][k] * x[k]
+		}
+		if a[c][c] != 0 {
+			x[c] = s / a[c][c]
+		}
+	}
+	return x
+}
+
+// fitResult is the best model of one shape.
+type fitResult struct {
+	rc     bool
+	p      float64 // window (boxcar) or tau (rc), s
+	delay  float64 // s
+	levels [3]float64
+	rss    float64
+	n      int
+}
+
+func (f fitResult) rms() float64 {
+	if f.n == 0 {
+		return math.Inf(1)
+	}
+	return math.Sqrt(f.rss / float64(f.n))
+}
+
+// weights evaluates the model's weights at the reading times ts (sorted).
+func (s *schedule) weights(rc bool, p, delay float64, ts []float64) [][3]float64 {
+	if rc {
+		qs := make([]float64, len(ts))
+		for i, t := range ts {
+			qs[i] = t - delay
+		}
+		return s.rcWeights(qs, p)
+	}
+	ws := make([][3]float64, len(ts))
+	for i, t := range ts {
+		ws[i] = s.boxWeights(t-delay, p)
+	}
+	return ws
+}
+
+// predict returns the model's reading at each time of ts (sorted).
+func (s *schedule) predict(f fitResult, ts []float64) []float64 {
+	ws := s.weights(f.rc, f.p, f.delay, ts)
+	out := make([]float64, len(ts))
+	for i, w := range ws {
+		out[i] = w[0]*f.levels[0] + w[1]*f.levels[1] + w[2]*f.levels[2]
+	}
+	return out
+}
+
+// fit finds the best shape of one kind: p in [pLo, pHi] (log grid), delay in [0, dMax].
+func (s *schedule) fit(rc bool, ts, ys []float64, pLo, pHi, dMax float64) fitResult {
+	eval := func(p, d float64) fitResult {
+		l, rss := solveLevels(s.weights(rc, p, d, ts), ys)
+		return fitResult{rc: rc, p: p, delay: d, levels: l, rss: rss, n: len(ts)}
+	}
+	const np, nd = 48, 32
+	best := fitResult{rss: math.Inf(1)}
+	for i := range np {
+		p := pLo * math.Pow(pHi/pLo, float64(i)/float64(np-1))
+		for j := range nd {
+			d := dMax * float64(j) / float64(nd-1)
+			if r := eval(p, d); r.rss < best.rss {
+				best = r
+			}
+		}
+	}
+	// Coordinate descent with shrinking steps: p multiplicatively, delay additively.
+	pStep := math.Pow(pHi/pLo, 1.0/float64(np-1))
+	dStep := dMax / float64(nd-1)
+	for range 40 {
+		improved := false
+		for _, c := range [][2]float64{{pStep, 0}, {1 / pStep, 0}, {1, dStep}, {1, -dStep}} {
+			p, d := best.p*c[0], best.delay+c[1]
+			if p < pLo/2 || p > pHi*2 || d < 0 || d > dMax*1.5 {
+				continue
+			}
+			if r := eval(p, d); r.rss < best.rss {
+				best, improved = r, true
+			}
+		}
+		if !improved {
+			pStep = math.Sqrt(pStep)
+			dStep /= 2
+			if pStep < 1.0005 && dStep < 20e-6 {
+				break
+			}
+		}
+	}
+	return best
+}

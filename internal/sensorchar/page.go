@@ -1,0 +1,128 @@
+package sensorchar
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"gpuwatt/internal/report"
+)
+
+// Page is report.html: the channels' table, each channel's step response and square-wave
+// readings with the fitted model, and the anomaly tests.
+func (r *Report) Page() report.Page {
+	p := report.Page{Title: "gpuwatt sensor: " + r.GPUName, Subtitle: r.Device}
+	if strings.HasPrefix(r.Device, "sim") {
+		p.Notice = "Measured on the sim device: the figures are simulated"
+	}
+	t := &report.Table{Header: []string{"channel", "model", "T (ms)", "jitter (ms)", "delay (ms)", "first move (ms)", "W (ms)", "tau (ms)", "coverage", "call (µs)", "vs counter"}}
+	for _, c := range r.Channels {
+		t.Rows = append(t.Rows, []string{c.Name, c.Kind, f3(c.PeriodS * 1e3), f3(c.PeriodJitterS * 1e3), f3(c.DelayS * 1e3), f3(c.FirstMoveS * 1e3),
+			f3(c.WindowS * 1e3), f3(c.TauS * 1e3), fmt.Sprintf("%.0f %%", 100*c.Coverage), f3(c.CallLatencyUS), f3(c.RatioToCounter)})
+	}
+	var warns []string
+	warns = append(warns, r.Warnings...)
+	for _, c := range r.Channels {
+		for _, w := range c.Warnings {
+			warns = append(warns, c.Name+": "+w)
+		}
+	}
+	p.Sections = append(p.Sections, report.Section{Title: "Channels", Table: t, Warnings: warns,
+		Text: "Each channel's model is the best least-squares fit, boxcar (window W, delay) or first-order lag (tau, delay), to its readings under the known schedule of the load: a step and square waves of periods T/2 and T/4 at several phases."})
+	rec := r.rec
+	s0 := rec.step.start.Seconds()
+	sch := newSchedule(append([][2]float64(nil), rec.on...))
+	for _, c := range r.Channels {
+		if len(c.ts) == 0 || c.Kind == "none" {
+			continue
+		}
+		var xs, ys, mx []float64
+		for i, t := range c.ts {
+			if t <= rec.step.end.Seconds()+0.5 {
+				xs, ys = append(xs, t-s0), append(ys, c.ys[i])
+			}
+		}
+		for t := s0 - 0.5; t <= rec.step.end.Seconds()+0.5; t += 0.002 {
+			mx = append(mx, t)
+		}
+		my := sch.predict(c.fit, mx)
+		for i := range mx {
+			mx[i] -= s0
+		}
+		step := report.Plot{Title: c.Name + ": step response", XLabel: "time since the load started (s)", YLabel: "power (W)",
+			Series: []report.Series{{Name: "readings", X: xs, Y: ys, Style: report.Points}, {Name: "model " + c.Model, X: mx, Y: my}}}
+		plots := []report.Plot{step}
+		if len(rec.waves) > 0 {
+			w0, w1 := rec.waves[0].start.Seconds(), rec.waves[len(rec.waves)-1].end.Seconds()
+			var wx, wy, wt []float64
+			for i, t := range c.ts {
+				if t >= w0 && t <= w1 {
+					wx, wy, wt = append(wx, t-w0), append(wy, c.ys[i]), append(wt, t)
+				}
+			}
+			wp := sch.predict(c.fit, wt)
+			plots = append(plots, report.Plot{Title: c.Name + ": square waves (T/2, T/4, several phases)", XLabel: "time since the first wave (s)", YLabel: "power (W)",
+				Series: []report.Series{{Name: "readings", X: wx, Y: wy, Style: report.Points}, {Name: "model", X: wx, Y: wp, Style: report.Points}}})
+		}
+		p.Sections = append(p.Sections, report.Section{Title: c.Name, Plots: plots})
+	}
+	if a := r.Anomalies; a != nil {
+		var b strings.Builder
+		a.WriteText(&b)
+		p.Sections = append(p.Sections, report.Section{Title: "Anomaly tests (seed 003) on " + a.Channel, Text: b.String(), Warnings: a.Warnings})
+	}
+	return p
+}
+
+func f3(v float64) string {
+	if v == 0 || math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+// WriteText prints the anomaly tests.
+func (a *Anomalies) WriteText(w io.Writer) {
+	pass := map[bool]string{true: "pass", false: "FAIL"}
+	fmt.Fprintf(w, "doubling: %.3f× corrected (%s, want 2.00 ± 0.04), %.3f× naive\n", a.DoublingCorrected, pass[a.DoublingPass], a.DoublingNaive)
+	fmt.Fprintf(w, "back-to-back: second run %+.2f %% corrected (%s, want ± 2 %%), %+.2f %% naive\n", 100*a.BackToBackCorrected, pass[a.BackToBackPass], 100*a.BackToBackNaive)
+	fmt.Fprintf(w, "tail after a kernel: %.1f J above idle (%.1f W) over %.2f s corrected (%.1f %% of the kernel's %.1f J); naive %.1f J over %.2f s", a.TailCorrectedJ, a.IdleW, a.TailCorrectedS, 100*a.TailShareOfKernel, a.KernelCorrectedJ, a.TailNaiveJ, a.TailNaiveS)
+	if a.TailTrueJ != nil {
+		fmt.Fprintf(w, "; true %.1f J", *a.TailTrueJ)
+	}
+	fmt.Fprintln(w)
+}
+
+// WriteText prints the report for people.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n Sensors of GPU %d (%s), %s, %.1f s recorded\n\n", r.GPU, r.GPUName, r.Device, r.DurationS)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, " channel\tmodel\tT (ms)\tjitter\tfirst move\tcall (µs)\tvs counter\t\n")
+	for _, c := range r.Channels {
+		fmt.Fprintf(tw, " %s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Name, c.Model, f3(c.PeriodS*1e3), f3(c.PeriodJitterS*1e3), f3(c.FirstMoveS*1e3), f3(c.CallLatencyUS), f3(c.RatioToCounter))
+	}
+	if r.Counter != nil {
+		fmt.Fprintf(tw, " %s\tcounter\t%s\t%s\t\t%s\t%.1f W steady\t\n", r.Counter.Name, f3(r.Counter.PeriodS*1e3), f3(r.Counter.PeriodJitterS*1e3), f3(r.Counter.CallLatencyUS), r.Counter.SteadyW)
+	}
+	tw.Flush()
+	if a := r.Anomalies; a != nil {
+		fmt.Fprintf(&b, "\n anomaly tests on %s (%s):\n   ", a.Channel, a.Model)
+		var x strings.Builder
+		a.WriteText(&x)
+		b.WriteString(strings.ReplaceAll(strings.TrimSpace(x.String()), "\n", "\n   "))
+		b.WriteString("\n")
+		for _, w := range a.Warnings {
+			fmt.Fprintf(&b, "   ! %s\n", w)
+		}
+	}
+	for _, c := range r.Channels {
+		for _, w := range c.Warnings {
+			fmt.Fprintf(&b, " ! %s: %s\n", c.Name, w)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,134 @@
+package sensorchar
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/correct"
+	"gpuwatt/internal/gpu/sim"
+)
+
+func runPreset(t *testing.T, preset string, quick bool) (*Report, *sim.Device) {
+	t.Helper()
+	cfg, err := sim.Preset(preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewVirtual(time.Time{})
+	sys, err := sim.Open(clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := sys.Device(0)
+	rep, err := Run(context.Background(), clk, dev, dev, Options{Quick: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, dev
+}
+
+// near reports whether got is within rel of want, or within abs.
+func near(got, want, rel, abs float64) bool {
+	return math.Abs(got-want) <= math.Max(rel*math.Abs(want), abs)
+}
+
+// TestIdentifyPresets checks, for every preset, that each channel's identified model
+// matches the sim's configured one. Tolerances: T within 2 % (the median of ~100
+// intervals of a ±1 % jittered period); W and tau within 10 % or 1 ms (the poll step on
+// the virtual clock is 0.1 ms); delay within 1 ms or T/4 (a reading is published only at
+// updates, and on the K20 the update instants jitter by ±45 % of T, so the delay trades
+// against the phase of the updates by a fraction of T).
+func TestIdentifyPresets(t *testing.T) {
+	for _, p := range sim.Presets() {
+		t.Run(p, func(t *testing.T) {
+			rep, dev := runPreset(t, p, true)
+			if len(rep.Channels) == 0 {
+				t.Fatal("no channels")
+			}
+			for _, c := range rep.Channels {
+				m, _ := dev.Model(c.Name)
+				T := m.Period.Seconds()
+				if !near(c.PeriodS, T, 0.02, 1e-3) {
+					t.Errorf("%s: T = %.4f s, want %.4f", c.Name, c.PeriodS, T)
+				}
+				if !near(c.DelayS, m.Delay.Seconds(), 0, math.Max(1e-3, T/4)) {
+					t.Errorf("%s: delay = %.4f s, want %.4f", c.Name, c.DelayS, m.Delay.Seconds())
+				}
+				if m.Tau > 0 {
+					if c.Kind != "rc" || !near(c.TauS, m.Tau.Seconds(), 0.10, 1e-3) {
+						t.Errorf("%s: %s, want rc tau=%v", c.Name, c.Model, m.Tau)
+					}
+				} else if c.Kind != "boxcar" || !near(c.WindowS, m.Window.Seconds(), 0.10, 1e-3) {
+					t.Errorf("%s: %s, want boxcar window=%v", c.Name, c.Model, m.Window)
+				}
+				t.Logf("%-22s %s (true T=%v W=%v tau=%v delay=%v)", c.Name, c.Model, m.Period, m.Window, m.Tau, m.Delay)
+			}
+
+			// sensor.json round-trips, and its model gives the energy of a steady region
+			// within 2 % of the truth the channel sees (gain × true energy + offset × time).
+			var buf bytes.Buffer
+			if err := correct.WriteProfile(&buf, rep.Profile()); err != nil {
+				t.Fatal(err)
+			}
+			prof, err := correct.ParseProfile(buf.Bytes())
+			if err != nil {
+				t.Fatalf("ParseProfile: %v\n%s", err, buf.Bytes())
+			}
+			for _, c := range rep.Channels {
+				m, err := prof.Channels[c.Name].Parse()
+				if err != nil || m != c.model {
+					t.Errorf("%s: round trip gave %v (%v), want %v", c.Name, m, err, c.model)
+				}
+				if c.Name != rep.Reference && c.Name != "power.usage" {
+					continue
+				}
+				sm, _ := dev.Model(c.Name)
+				a, b := rep.rec.step.start+500*time.Millisecond, rep.rec.step.end
+				res := correct.Energy(correct.Channel(rep.Trace(), 0, c.Name), a, b, m, correct.Options{})
+				want := sm.Gain*dev.TrueEnergy(a, b).Joules() + float64(sm.Offset)*(b-a).Seconds()
+				if !near(res.Energy.Joules(), want, 0.02, 0) {
+					t.Errorf("%s: energy of [%v, %v] = %.2f J, want %.2f J ± 2 %%", c.Name, a, b, res.Energy.Joules(), want)
+				}
+			}
+
+			an := rep.Anomalies
+			if an == nil {
+				t.Fatal("no anomaly tests")
+			}
+			if !an.DoublingPass || !an.BackToBackPass {
+				t.Errorf("anomalies on %s: doubling %.4f, back-to-back %+.4f", an.Channel, an.DoublingCorrected, an.BackToBackCorrected)
+			}
+			if an.TailTrueJ != nil && !near(an.TailCorrectedJ, *an.TailTrueJ, 0.15, 2) {
+				t.Errorf("tail %.1f J, true %.1f J", an.TailCorrectedJ, *an.TailTrueJ)
+			}
+			t.Logf("anomalies on %s: doubling %.4f (naive %.4f), back-to-back %+.4f (naive %+.4f), tail %.1f J (naive %.1f J)",
+				an.Channel, an.DoublingCorrected, an.DoublingNaive, an.BackToBackCorrected, an.BackToBackNaive, an.TailCorrectedJ, an.TailNaiveJ)
+			if p == "k20" && (an.DoublingNaive < 2.1 || an.BackToBackNaive < 0.03) {
+				t.Errorf("k20: the naive figures should show seed 003's anomalies: doubling %.3f, back-to-back %+.3f", an.DoublingNaive, an.BackToBackNaive)
+			}
+			if err := rep.Page().Render(&bytes.Buffer{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestScheduleWeights(t *testing.T) {
+	s := newSchedule([][2]float64{{1, 2}, {3, 4}})
+	w := s.boxWeights(1.5, 1) // [0.5, 1.5]: half pre, half on
+	if !near(w[statePre], 0.5, 0, 1e-12) || !near(w[stateOn], 0.5, 0, 1e-12) || w[stateOff] != 0 {
+		t.Errorf("boxWeights = %v", w)
+	}
+	w = s.boxWeights(3.5, 2) // [1.5, 3.5]: 1 on, 1 off
+	if !near(w[stateOn], 0.5, 0, 1e-12) || !near(w[stateOff], 0.5, 0, 1e-12) {
+		t.Errorf("boxWeights = %v", w)
+	}
+	r := s.rcWeights([]float64{0, 2}, 1)
+	if r[0] != [3]float64{1, 0, 0} || !near(r[1][stateOn], 1-math.Exp(-1), 0, 1e-12) {
+		t.Errorf("rcWeights = %v", r)
+	}
+}
