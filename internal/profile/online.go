@@ -1,0 +1,176 @@
+package profile
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/sensor"
+)
+
+// MaxSyncAge is how long the online variant trusts a clock sync: the paper found the
+// host's and the GPU's clocks drift apart too far after about 0.2 s.
+const MaxSyncAge = 200 * time.Millisecond
+
+// RunOnline measures the online profile of kernel k on channel s (the paper's Alg. 2): it
+// syncs to an update of the channel (polls until the value changes), launches the kernel
+// at a chosen offset before the predicted next update, and takes one reading per run: the
+// value of that update, caught by polling only a short window around its predicted time
+// (±(T/25 + 2 polls): the update instants jitter, and a prediction alone would blur the
+// profile by that much). A caught update re-syncs the clocks; without one for MaxSyncAge
+// the channel is synced again by polling. Between runs the host is idle. Where the
+// window is longer than the kernel, the offsets are stratified over the stretch where the
+// window's start falls within the kernel, so the update comes after the kernel has ended
+// and the kernel runs undisturbed; otherwise over the whole range as in Run, and updates
+// during the kernel are placed at their predicted time.
+func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt Options) (*Result, error) {
+	opt = opt.withDefaults()
+	if err := opt.check(); err != nil {
+		return nil, err
+	}
+	T, W, D := opt.Sensor.Period, opt.Sensor.Window, opt.Sensor.Delay
+	s0, e0, err := k.Run(1)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	tex := e0 - s0
+	rng := rand.New(rand.NewPCG(opt.Seed, 0x7f4a7c159e3779b9))
+	lo, hi := phaseRange(tex, W, T)
+	trailing := W+lo >= tex+opt.Poll // lo = -m
+	var plan []time.Duration
+	if trailing {
+		plan = strata(rng, opt.Runs, W+lo, hi, 0, 0)
+	} else {
+		plan = stratify(rng, opt.Runs, lo, hi, tex, W)
+	}
+	win := T/25 + 2*opt.Poll
+	predicted := 0
+	gap := max(T, D+W+time.Millisecond)
+	var rbuf []sensor.Reading
+	read := func() (float64, error) {
+		rs, err := s.Read(rbuf[:0])
+		rbuf = rs
+		if err != nil {
+			return 0, err
+		}
+		if len(rs) == 0 {
+			return 0, fmt.Errorf("channel %s returned nothing", s.Channel().Name)
+		}
+		return rs[len(rs)-1].Value, nil
+	}
+	syncs := 0
+	sync := func() (time.Duration, error) {
+		syncs++
+		last, err := read()
+		if err != nil {
+			return 0, err
+		}
+		prev := clk.Now()
+		for t0 := prev; clk.Now()-t0 < 3*T; {
+			if err := clk.Sleep(ctx, opt.Poll); err != nil {
+				return 0, err
+			}
+			v, err := read()
+			if err != nil {
+				return 0, err
+			}
+			now := clk.Now()
+			if v != last {
+				return prev + (now-prev)/2, nil
+			}
+			prev = now
+		}
+		return 0, fmt.Errorf("channel %s did not update within %s", s.Channel().Name, 3*T)
+	}
+	tsync, err := sync()
+	if err != nil {
+		return nil, err
+	}
+	var runs []run
+	var pts []Point
+	prevEnd := e0
+	for i := 0; i < opt.Runs && ctx.Err() == nil; i++ {
+		earliest := max(clk.Now(), prevEnd+gap)
+		place := func() (time.Duration, time.Duration) {
+			j := int((earliest - tsync + D + plan[i] + T - 1) / T)
+			u := tsync + time.Duration(j)*T
+			return u, u - D - plan[i]
+		}
+		u, start := place()
+		if u-tsync > MaxSyncAge {
+			if tsync, err = sync(); err != nil {
+				break
+			}
+			earliest = max(clk.Now(), prevEnd+gap)
+			u, start = place()
+		}
+		if err := clk.Sleep(ctx, start-clk.Now()); err != nil {
+			break
+		}
+		before, err := read()
+		if err != nil {
+			return nil, err
+		}
+		rs, re, err := k.Run(1)
+		if err != nil {
+			return nil, fmt.Errorf("%s: run %d: %w", name, i+1, err)
+		}
+		runs = append(runs, run{rs, re})
+		prevEnd = re
+		if err := clk.Sleep(ctx, u-win-clk.Now()); err != nil {
+			break
+		}
+		v, err := read()
+		if err != nil {
+			return nil, err
+		}
+		if v == before {
+			// poll the window around the predicted update for the actual one
+			prev := clk.Now()
+			for clk.Now() < u+win {
+				if err := clk.Sleep(ctx, opt.Poll); err != nil {
+					break
+				}
+				if v, err = read(); err != nil {
+					return nil, err
+				}
+				now := clk.Now()
+				if v != before {
+					u, tsync = prev+(now-prev)/2, prev+(now-prev)/2
+					syncs++
+					break
+				}
+				prev = now
+			}
+			if v == before {
+				continue // missed: no reading for this run
+			}
+		} else {
+			predicted++ // the update came during the kernel (or before the window)
+		}
+		ph := u - D - rs
+		pts = append(pts, Point{Run: len(runs), PhaseS: ph.Seconds(), MidS: (ph - W/2).Seconds(), PowerW: v})
+		if opt.Progress != nil {
+			opt.Progress(i+1, opt.Runs)
+		}
+	}
+	if len(runs) == 0 {
+		return nil, ctx.Err()
+	}
+	res := newResult(name, s.Channel().Name, "online", opt, runs)
+	res.Syncs = syncs
+	if predicted > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d readings are placed at their predicted update time (±%.2g ms of jitter)", predicted, len(pts), float64(win)/1e6))
+	}
+	if miss := len(runs) - len(pts); miss > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d runs saw no update near the predicted time", miss))
+	}
+	analyse(res, pts, tex, opt)
+	if ctx.Err() != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
+	}
+	return res, nil
+}

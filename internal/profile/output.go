@@ -1,0 +1,139 @@
+package profile
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"gpuwatt/internal/report"
+)
+
+// CSVHeader is the header of profile.csv: one row per bin of the deconvolved profile
+// (kind "profile"), per bin of the raw profile ("raw") and per reading ("point", at the
+// middle of its window: t_s = t_end_s).
+var CSVHeader = []string{"kind", "t_s", "t_end_s", "n", "power_w", "low_w", "high_w", "run"}
+
+// WriteCSV writes profile.csv.
+func WriteCSV(w io.Writer, r *Result) error {
+	cw := csv.NewWriter(w)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 9, 64) }
+	rows := [][]string{CSVHeader}
+	for _, kind := range []struct {
+		name string
+		bins []Bin
+	}{{"profile", r.Profile}, {"raw", r.Raw}} {
+		for _, b := range kind.bins {
+			rows = append(rows, []string{kind.name, f(b.StartS), f(b.EndS), strconv.Itoa(b.N), f(b.PowerW), f(b.LowW), f(b.HighW), ""})
+		}
+	}
+	for _, p := range r.Points {
+		rows = append(rows, []string{"point", f(p.MidS), f(p.MidS), "1", f(p.PowerW), "", "", strconv.Itoa(p.Run)})
+	}
+	if err := cw.WriteAll(rows); err != nil {
+		return err
+	}
+	return cw.Error()
+}
+
+// WriteText writes a short summary.
+func WriteText(w io.Writer, r *Result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s profile of %s (%.3g ms) on %s: %d runs, %d readings\n", r.Method, r.Kernel, r.KernelS*1e3, r.Channel, r.Runs, len(r.Points))
+	fmt.Fprintf(&b, "sensor: update period %.3g ms, window %.3g ms, delay %.3g ms (coverage %.0f %%)\n", r.PeriodS*1e3, r.WindowS*1e3, r.DelayS*1e3, 100*r.Coverage)
+	if len(r.Profile) > 0 {
+		fmt.Fprintf(&b, "effective resolution %.3g ms: %s\n", r.ResolutionS*1e3, r.ResolutionWhy)
+		fmt.Fprintf(&b, "baseline %.1f W; energy per run %.4g J (95 %%: %.4g .. %.4g J), %.4g J above the baseline\n", r.BaselineW, r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ, r.EnergyAboveBaselineJ)
+		if r.LongRun != nil {
+			fmt.Fprintf(&b, "long back-to-back runs (%d launches): %.4g J per launch", r.LongRun.Launches, r.LongRun.EnergyPerLaunchJ)
+			if r.EnergyDiff != nil {
+				fmt.Fprintf(&b, "; the profile's energy differs by %+.2f %%", 100**r.EnergyDiff)
+			}
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "%10s %10s %10s %21s\n", "from (ms)", "to (ms)", "power (W)", "95 % band (W)")
+		for _, bin := range r.Profile {
+			fmt.Fprintf(&b, "%10.3f %10.3f %10.1f %10.1f .. %7.1f\n", bin.StartS*1e3, bin.EndS*1e3, bin.PowerW, bin.LowW, bin.HighW)
+		}
+	}
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", wn)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Page is report.html: the cloud with the raw binned profile (the paper's Fig. 3, or Fig.
+// 5 for the online variant) and the deconvolved profile with its 95 % band.
+func Page(r *Result) report.Page {
+	p := report.Page{
+		Title:    fmt.Sprintf("gpuwatt profile: %s on %s", r.Kernel, r.Channel),
+		Subtitle: fmt.Sprintf("%s, %s method, %d runs", r.Device, r.Method, r.Runs),
+	}
+	if strings.HasPrefix(r.Device, "sim") {
+		p.Notice = "Measured on the sim device: every figure here is simulated, not read from a GPU."
+	}
+	tab := &report.Table{Header: []string{"quantity", "value"}}
+	add := func(k, v string) { tab.Rows = append(tab.Rows, []string{k, v}) }
+	add("kernel run time", fmt.Sprintf("%.4g ms", r.KernelS*1e3))
+	add("sensor", fmt.Sprintf("update period %.3g ms, window %.3g ms, delay %.3g ms (coverage %.0f %%)", r.PeriodS*1e3, r.WindowS*1e3, r.DelayS*1e3, 100*r.Coverage))
+	add("readings", fmt.Sprintf("%d (%d updates not tied to a run)", len(r.Points), r.Dropped))
+	if len(r.Profile) > 0 {
+		add("effective resolution", fmt.Sprintf("%.3g ms", r.ResolutionS*1e3))
+		add("baseline", fmt.Sprintf("%.1f W", r.BaselineW))
+		add("energy per run (profile)", fmt.Sprintf("%.4g J (95 %%: %.4g .. %.4g J)", r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ))
+		add("energy above the baseline", fmt.Sprintf("%.4g J", r.EnergyAboveBaselineJ))
+	}
+	if r.LongRun != nil {
+		add("energy per launch (long runs)", fmt.Sprintf("%.4g J over %d back-to-back launches (%s)", r.LongRun.EnergyPerLaunchJ, r.LongRun.Launches, r.LongRun.Source))
+		if r.EnergyDiff != nil {
+			add("profile vs long runs", fmt.Sprintf("%+.2f %%", 100**r.EnergyDiff))
+		}
+	}
+	text := "Each point is one sensor update, placed at the middle of its averaging window relative to the kernel's start; the step line is the cloud binned (mean and 95 % band): the kernel smeared by the window. The deconvolved profile undoes the window by least squares."
+	if r.ResolutionWhy != "" {
+		text += "\n\nResolution: " + r.ResolutionWhy + "."
+	}
+	p.Sections = append(p.Sections, report.Section{Title: "Summary", Text: text, Table: tab, Warnings: r.Warnings})
+
+	var px, py []float64
+	for _, pt := range r.Points {
+		px, py = append(px, pt.MidS*1e3), append(py, pt.PowerW)
+	}
+	ms := func(bins []Bin) (x, y, lo, hi []float64) {
+		for _, b := range bins {
+			x, y, lo, hi = append(x, b.StartS*1e3), append(y, b.PowerW), append(lo, b.LowW), append(hi, b.HighW)
+		}
+		if len(bins) > 0 {
+			last := bins[len(bins)-1]
+			x, y, lo, hi = append(x, last.EndS*1e3), append(y, last.PowerW), append(lo, last.LowW), append(hi, last.HighW)
+		}
+		return
+	}
+	rx, ry, rlo, rhi := ms(r.Raw)
+	fig := "Fig. 3"
+	if r.Method == "online" {
+		fig = "Fig. 5"
+	}
+	kernelBand := []report.Band{{X0: 0, X1: r.KernelS * 1e3, Label: "kernel"}}
+	cloud := report.Plot{
+		Title: fmt.Sprintf("Readings against the kernel's progress (as the paper's %s)", fig), XLabel: "time since the kernel's start (ms)", YLabel: "power (W)",
+		Series: []report.Series{
+			{Name: "readings (window middle)", X: px, Y: py, Style: report.Points},
+			{Name: "binned, 95 % band", X: rx, Y: ry, YLow: rlo, YHigh: rhi, Style: report.Step},
+		},
+		Bands: kernelBand,
+	}
+	dx, dy, dlo, dhi := ms(r.Profile)
+	prof := report.Plot{
+		Title: "Deconvolved power profile", XLabel: "time since the kernel's start (ms)", YLabel: "power (W)",
+		Series: []report.Series{{Name: "profile, 95 % band", X: dx, Y: dy, YLow: dlo, YHigh: dhi, Style: report.Step}},
+		Bands:  kernelBand,
+	}
+	if len(r.Profile) > 0 {
+		prof.HLines = []report.HLine{{Y: r.BaselineW, Label: fmt.Sprintf("baseline %.0f W", r.BaselineW), Color: "grey"}}
+	}
+	p.Sections = append(p.Sections, report.Section{Title: "Profile", Plots: []report.Plot{cloud, prof}})
+	return p
+}

@@ -1,0 +1,342 @@
+// Package profile is seed 004 (Lang and Rünger): a high-resolution power profile of a short
+// kernel from a low-resolution power sensor, by running the kernel many times at different
+// phases of the sensor's update cycle and combining the readings.
+//
+// Offline (Run): n runs, each after a wait in [T, 2T); a watcher polls the channel all the
+// time and stamps every update; each update is tied to the nearest kernel start. Where the
+// sensor sees all of the time (W >= T) the waits are uniform random, as in the paper; where
+// it sees only part (W < T, the H100's 25 ms of every 100 ms) the phases are stratified:
+// each run is placed so that the next update's window ends at a chosen offset from the
+// kernel's start, the offsets spread evenly over the range where the window overlaps the
+// kernel, so every part of the kernel is seen.
+//
+// Online (RunOnline): Alg. 2 of the paper: sync to an update (wait until the value
+// changes), launch at a chosen offset before the predicted next update, read one value
+// after it, re-sync at least every 0.2 s.
+//
+// Analysis: a reading is the mean of the power over its window [t-D-W, t-D]. The cloud is
+// shown with each reading at the middle of its window, binned into the "raw" profile
+// (mean ± 1.96 σ/√n per bin): the kernel convolved with the window. The profile proper is
+// the deconvolution: the per-bin power s_j over the kernel and the baseline b solving, by
+// least squares, reading_i = b + Σ_j (s_j - b)·overlap(window_i, bin_j)/W, with the
+// covariance of the estimate giving its 95 % band. The bin width is the effective
+// resolution, chosen as the finest at which every bin is seen by enough window edges.
+package profile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/sensor"
+)
+
+// Format is the version of profile.json.
+const Format = "gpuwatt.profile/1"
+
+// Sensor is what the method needs to know of the channel.
+type Sensor struct {
+	Period time.Duration // T: time between updates (required)
+	Window time.Duration // W: each reading is the mean over this window (0: a point sample)
+	Delay  time.Duration // the window ends this long before the update
+}
+
+// Options of a profile run. The zero value gives the defaults.
+type Options struct {
+	Runs   int           // kernel runs (default 400)
+	Sensor Sensor        // the channel's model; Period is required
+	Poll   time.Duration // poll interval of the channel (default 100 µs)
+	// MinEdges is how many readings must see a bin (its window start or end falling in
+	// it) for the bin width to be accepted (default 12).
+	MinEdges int
+	Seed     uint64 // of the phase plan (default 1)
+	// Random forces the paper's uniform random waits even for a partial-coverage sensor.
+	Random bool
+	// Progress, if set, is called after each run.
+	Progress func(done, total int)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Runs <= 0 {
+		o.Runs = 400
+	}
+	if o.Poll <= 0 {
+		o.Poll = 100 * time.Microsecond
+	}
+	if o.MinEdges <= 0 {
+		o.MinEdges = 12
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	return o
+}
+
+// ErrInput marks a bad option.
+var ErrInput = errors.New("bad input")
+
+// Point is one reading of the cloud.
+type Point struct {
+	Run int `json:"run"`
+	// PhaseS is the time of the window's end (update time − delay) since the kernel's start;
+	// MidS the middle of the window (PhaseS − W/2), where the cloud plots it.
+	PhaseS float64 `json:"phase_s"`
+	MidS   float64 `json:"mid_s"`
+	PowerW float64 `json:"power_w"`
+}
+
+// Bin is one bin of a profile: [StartS, EndS) since the kernel's start.
+type Bin struct {
+	StartS float64 `json:"start_s"`
+	EndS   float64 `json:"end_s"`
+	N      int     `json:"n"` // readings in the bin (raw) or window edges in it (deconvolved)
+	PowerW float64 `json:"power_w"`
+	LowW   float64 `json:"low_w"`  // 95 % band
+	HighW  float64 `json:"high_w"` //
+}
+
+// LongRun is the energy per launch over long back-to-back runs of the same kernel.
+type LongRun struct {
+	Launches         int     `json:"launches"`
+	SecondsPerLaunch float64 `json:"seconds_per_launch"`
+	EnergyPerLaunchJ float64 `json:"energy_per_launch_j"`
+	Source           string  `json:"source"`
+}
+
+// Result is a power profile.
+type Result struct {
+	Format  string `json:"format"`
+	Device  string `json:"device,omitempty"`
+	Kernel  string `json:"kernel"`
+	Channel string `json:"channel"`
+	Method  string `json:"method"` // offline-random, offline-stratified, online
+	Runs    int    `json:"runs"`
+	// KernelS is the kernel's run time (mean over the runs).
+	KernelS  float64 `json:"kernel_s"`
+	PeriodS  float64 `json:"period_s"`
+	WindowS  float64 `json:"window_s"`
+	DelayS   float64 `json:"delay_s"`
+	Coverage float64 `json:"coverage"` // W/T
+	PollS    float64 `json:"poll_s"`
+	// Syncs counts the online variant's clock syncs.
+	Syncs int `json:"syncs,omitempty"`
+	// ResolutionS is the effective resolution: the deconvolved profile's bin width.
+	ResolutionS   float64 `json:"resolution_s"`
+	ResolutionWhy string  `json:"resolution_why"`
+	BaselineW     float64 `json:"baseline_w"`
+	// EnergyJ is the profile's integral over the kernel (energy per run), with its 95 %
+	// band; EnergyAboveBaselineJ the part above the baseline.
+	EnergyJ              float64  `json:"energy_j"`
+	EnergyLowJ           float64  `json:"energy_low_j"`
+	EnergyHighJ          float64  `json:"energy_high_j"`
+	EnergyAboveBaselineJ float64  `json:"energy_above_baseline_j"`
+	LongRun              *LongRun `json:"long_run,omitempty"`
+	// EnergyDiff is (EnergyJ − LongRun energy per launch) / LongRun energy per launch.
+	EnergyDiff *float64 `json:"energy_diff,omitempty"`
+	Profile    []Bin    `json:"profile"` // deconvolved
+	Raw        []Bin    `json:"raw"`     // readings binned at their window's middle
+	Points     []Point  `json:"points"`
+	Dropped    int      `json:"dropped"` // updates not tied to any run
+	Warnings   []string `json:"warnings"`
+}
+
+// SetLongRun records the long-run energy per launch beside the profile's.
+func (r *Result) SetLongRun(l LongRun) {
+	r.LongRun = &l
+	if l.EnergyPerLaunchJ > 0 {
+		d := (r.EnergyJ - l.EnergyPerLaunchJ) / l.EnergyPerLaunchJ
+		r.EnergyDiff = &d
+		if math.Abs(d) > 0.05 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("the profile's energy per run differs from the long-run energy per launch by %+.1f %%", 100*d))
+		}
+	}
+}
+
+func (o Options) check() error {
+	s := o.Sensor
+	if s.Period <= 0 {
+		return fmt.Errorf("%w: the sensor's update period is unknown", ErrInput)
+	}
+	if s.Window < 0 || s.Delay < 0 {
+		return fmt.Errorf("%w: negative window or delay", ErrInput)
+	}
+	if o.Poll >= s.Period/4 {
+		return fmt.Errorf("%w: poll interval %s is too coarse for an update period of %s", ErrInput, o.Poll, s.Period)
+	}
+	return nil
+}
+
+type run struct{ start, end time.Duration }
+
+// Run measures the offline profile of kernel k on channel s.
+func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt Options) (*Result, error) {
+	opt = opt.withDefaults()
+	if err := opt.check(); err != nil {
+		return nil, err
+	}
+	T, W, D := opt.Sensor.Period, opt.Sensor.Window, opt.Sensor.Delay
+	// Time the kernel (Alg. 1, lines 1-5).
+	s0, e0, err := k.Run(1)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	tex := e0 - s0
+	w := newWatcher(clk, s, opt.Poll)
+	w.start(ctx)
+	defer w.end()
+	// Wait for a first update, so runs can be placed relative to the sensor's cycle.
+	if _, ok := waitUpdate(ctx, clk, w, 3*T); !ok && ctx.Err() == nil {
+		return nil, fmt.Errorf("channel %s did not update within %s", s.Channel().Name, 3*T)
+	}
+	stratified := W < T && !opt.Random
+	rng := rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15))
+	lo, hi := phaseRange(tex, W, T)
+	plan := stratify(rng, opt.Runs, lo, hi, tex, W)
+	gap := max(T, D+W+time.Millisecond) // from a kernel's end to the next start, at least
+	var runs []run
+	prevEnd := e0
+	for i := 0; i < opt.Runs && ctx.Err() == nil; i++ {
+		now := clk.Now()
+		earliest := max(now, prevEnd+gap)
+		start := earliest + time.Duration(rng.Float64()*float64(T)) // uniform in [T, 2T)
+		if stratified {
+			u, _ := w.lastUpdate()
+			// The first predicted update whose window ends plan[i] after a start >= earliest.
+			j := int(math.Ceil(float64(earliest-u.T+D+plan[i]) / float64(T)))
+			start = u.T + time.Duration(j)*T - D - plan[i]
+		}
+		if err := clk.Sleep(ctx, start-clk.Now()); err != nil {
+			break
+		}
+		rs, re, err := k.Run(1)
+		if err != nil {
+			return nil, fmt.Errorf("%s: run %d: %w", name, i+1, err)
+		}
+		runs = append(runs, run{rs, re})
+		prevEnd = re
+		// Watch until every window that could overlap this run has been published.
+		if err := clk.Sleep(ctx, re+D+W+opt.Poll*4+time.Duration(0.02*float64(T))-clk.Now()); err != nil {
+			break
+		}
+		if opt.Progress != nil {
+			opt.Progress(i+1, opt.Runs)
+		}
+	}
+	if len(runs) == 0 {
+		return nil, ctx.Err()
+	}
+	method := "offline-random"
+	if stratified {
+		method = "offline-stratified"
+	}
+	res := newResult(name, s.Channel().Name, method, opt, runs)
+	pts, dropped := attribute(w.updates(), runs, opt.Sensor, lo, hi+T/2)
+	res.Dropped = dropped
+	analyse(res, pts, tex, opt)
+	if ctx.Err() != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
+	}
+	return res, nil
+}
+
+// phaseRange is the range of window-end offsets from the kernel's start over which the
+// window overlaps the kernel, widened a little on both sides to see the baseline.
+func phaseRange(tex, W, T time.Duration) (lo, hi time.Duration) {
+	m := min(max((tex+W)/5, 2*time.Millisecond), T/4)
+	return -m, tex + W + m
+}
+
+// stratify returns n offsets in [lo, hi): one uniform draw in each of n equal strata, in
+// random order. Where the window is longer than the kernel, a reading whose window holds
+// the whole kernel tells only its energy, which the edges tell as well: the strata then
+// cover only the two stretches where the window's start or end falls within the kernel.
+func stratify(rng *rand.Rand, n int, lo, hi, tex, W time.Duration) []time.Duration {
+	m := -lo
+	cut, skip := time.Duration(0), time.Duration(0) // the stretch [cut, cut+skip) is left out
+	if W-m > tex+m {
+		cut, skip = tex+m, W-m-(tex+m)
+	}
+	return strata(rng, n, lo, hi, cut, skip)
+}
+
+// strata returns n offsets in [lo, hi) less [cut, cut+skip), one in each of n equal strata,
+// in random order.
+func strata(rng *rand.Rand, n int, lo, hi, cut, skip time.Duration) []time.Duration {
+	span := hi - lo - skip
+	out := make([]time.Duration, n)
+	for i := range out {
+		v := lo + time.Duration((float64(i)+rng.Float64())/float64(n)*float64(span))
+		if skip > 0 && v >= cut {
+			v += skip
+		}
+		out[i] = v
+	}
+	rng.Shuffle(n, func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// waitUpdate sleeps in poll steps until the watcher has seen a new update (or limit).
+func waitUpdate(ctx context.Context, clk clock.Clock, w *watcher, limit time.Duration) (update, bool) {
+	before, had := w.lastUpdate()
+	t0 := clk.Now()
+	for clk.Now()-t0 < limit {
+		if err := clk.Sleep(ctx, w.step); err != nil {
+			return update{}, false
+		}
+		if u, ok := w.lastUpdate(); ok && (!had || u.T != before.T) {
+			return u, true
+		}
+	}
+	return update{}, false
+}
+
+func newResult(name, channel, method string, opt Options, runs []run) *Result {
+	var tex time.Duration
+	for _, r := range runs {
+		tex += r.end - r.start
+	}
+	tex /= time.Duration(len(runs))
+	res := &Result{
+		Format: Format, Kernel: name, Channel: channel, Method: method, Runs: len(runs),
+		KernelS: tex.Seconds(), PeriodS: opt.Sensor.Period.Seconds(), WindowS: opt.Sensor.Window.Seconds(),
+		DelayS: opt.Sensor.Delay.Seconds(), PollS: opt.Poll.Seconds(), Warnings: []string{},
+	}
+	res.Coverage = min(1, res.WindowS/res.PeriodS)
+	if opt.Sensor.Window == 0 {
+		res.Warnings = append(res.Warnings, "the sensor is taken as a point sampler (window 0)")
+	}
+	return res
+}
+
+// attribute ties every update to the nearest kernel start and keeps those whose window
+// end lies within [lo, hi) of it.
+func attribute(ups []update, runs []run, s Sensor, lo, hi time.Duration) ([]Point, int) {
+	var pts []Point
+	dropped := 0
+	for _, u := range ups {
+		we := u.T - s.Delay
+		// the run in which the window ends (the latest start at or before its end), or the
+		// next one if the window ends just before it (by less than -lo)
+		best := sort.Search(len(runs), func(i int) bool { return runs[i].start > we }) - 1
+		if best+1 < len(runs) && runs[best+1].start-we <= -lo {
+			best++
+		}
+		if best < 0 {
+			dropped++
+			continue
+		}
+		ph := we - runs[best].start
+		if ph < lo || ph >= hi {
+			dropped++
+			continue
+		}
+		pts = append(pts, Point{Run: best + 1, PhaseS: ph.Seconds(), MidS: (ph - s.Window/2).Seconds(), PowerW: u.Value})
+	}
+	return pts, dropped
+}

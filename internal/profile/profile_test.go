@@ -1,0 +1,179 @@
+package profile_test
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/profile"
+	"gpuwatt/internal/units"
+)
+
+// shaped is a kernel of a known, non-flat shape: the FMA kernel plus, over part of its
+// run, a higher load added on the sim device (the true power is the highest load running).
+type shaped struct {
+	gpu.Kernel
+	dev  *sim.Device
+	clk  clock.Clock
+	each time.Duration // one launch
+}
+
+func (s *shaped) Run(n int) (time.Duration, time.Duration, error) {
+	t0 := s.clk.Now()
+	for i := 0; i < n; i++ {
+		st := t0 + time.Duration(i)*s.each
+		// a ramp of four steps over the second fifth to the half, then a peak
+		for j := 0; j < 4; j++ {
+			a := st + s.each/5 + time.Duration(j)*s.each/20
+			s.dev.AddLoad(a, a+s.each/20, units.Power(520+30*j))
+		}
+		s.dev.AddLoad(st+s.each*2/5, st+s.each*7/10, 680)
+	}
+	return s.Kernel.Run(n)
+}
+
+type setup struct {
+	clk  *clock.Virtual
+	dev  *sim.Device
+	k    *shaped
+	tex  time.Duration
+	sens profile.Sensor
+}
+
+func newSetup(t *testing.T, preset, channel string) setup {
+	t.Helper()
+	cfg, err := sim.Preset(preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewVirtual(time.Time{})
+	sys, err := sim.Open(clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := sys.Device(0)
+	p := dev.Props()
+	d, err := kernels.Arith(kernels.FP32FMA, kernels.Opts{Device: kernels.Device{CC: p.ComputeCapability, SMs: p.SMs, ThreadsPerSM: p.MaxThreadsPerSM, ClockHz: p.MaxSMClockHz}, LaunchTime: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := dev.Prepare(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e, err := k.Run(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := dev.Model(channel)
+	if !ok {
+		t.Fatalf("no %s", channel)
+	}
+	return setup{clk: clk, dev: dev, k: &shaped{Kernel: k, dev: dev, clk: clk, each: e - s}, tex: e - s,
+		sens: profile.Sensor{Period: m.Period, Window: m.Window, Delay: m.Delay}}
+}
+
+// check compares the profile with the truth averaged over each of its bins, and its
+// energy with the true energy of one run.
+func check(t *testing.T, su setup, res *profile.Result, rmsTol, eTol float64) {
+	t.Helper()
+	if len(res.Profile) == 0 {
+		t.Fatalf("no profile: %v", res.Warnings)
+	}
+	start := su.clk.Now() + time.Second
+	// the truth of one run, well after everything else
+	su.clk.Sleep(context.Background(), time.Second)
+	if _, _, err := su.k.Run(1); err != nil {
+		t.Fatal(err)
+	}
+	var plateau, se float64
+	for _, b := range res.Profile {
+		t0 := start + time.Duration(b.StartS*1e9)
+		t1 := start + time.Duration(b.EndS*1e9)
+		truth := su.dev.TrueEnergy(t0, t1).Joules() / (b.EndS - b.StartS)
+		plateau = max(plateau, truth)
+		se += (b.PowerW - truth) * (b.PowerW - truth)
+	}
+	rms := math.Sqrt(se / float64(len(res.Profile)))
+	trueE := su.dev.TrueEnergy(start, start+su.tex).Joules()
+	ediff := (res.EnergyJ - trueE) / trueE
+	t.Logf("%s: %d runs, %d points, resolution %.3g ms, RMS %.2f W = %.2f %% of the %.0f W plateau, energy %.4f J vs true %.4f J (%+.2f %%), band [%.4f, %.4f]; baseline %.1f W; warnings %v",
+		res.Method, res.Runs, len(res.Points), res.ResolutionS*1e3, rms, 100*rms/plateau, plateau, res.EnergyJ, trueE, 100*ediff, res.EnergyLowJ, res.EnergyHighJ, res.BaselineW, res.Warnings)
+	if rms > rmsTol*plateau {
+		for _, b := range res.Profile {
+			t0 := start + time.Duration(b.StartS*1e9)
+			t1 := start + time.Duration(b.EndS*1e9)
+			t.Logf("  %6.3f ms  %7.1f W  [%7.1f, %7.1f]  true %7.1f", b.StartS*1e3, b.PowerW, b.LowW, b.HighW, su.dev.TrueEnergy(t0, t1).Joules()/(b.EndS-b.StartS))
+		}
+		t.Errorf("RMS error %.2f W > %.0f %% of the plateau %.0f W", rms, 100*rmsTol, plateau)
+	}
+	if math.Abs(ediff) > eTol {
+		t.Errorf("energy %.4f J, true %.4f J: %+.2f %%", res.EnergyJ, trueE, 100*ediff)
+	}
+}
+
+func TestOffline(t *testing.T) {
+	for _, tc := range []struct{ preset, channel string }{
+		{"h100", "power.instant"}, // T = 100 ms, W = 25 ms
+		{"v100", "power.usage"},   // T = 20 ms, W = 10 ms
+	} {
+		t.Run(tc.preset, func(t *testing.T) {
+			su := newSetup(t, tc.preset, tc.channel)
+			res, err := profile.Run(context.Background(), su.clk, su.dev.Sensor(tc.channel), su.k, "shaped", profile.Options{Sensor: su.sens})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Method != "offline-stratified" {
+				t.Errorf("method %s", res.Method)
+			}
+			check(t, su, res, 0.05, 0.03)
+		})
+	}
+}
+
+func TestOnline(t *testing.T) {
+	for _, tc := range []struct{ preset, channel string }{
+		{"h100", "power.instant"},
+		{"v100", "power.usage"},
+	} {
+		t.Run(tc.preset, func(t *testing.T) {
+			su := newSetup(t, tc.preset, tc.channel)
+			res, err := profile.RunOnline(context.Background(), su.clk, su.dev.Sensor(tc.channel), su.k, "shaped", profile.Options{Sensor: su.sens})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Syncs < res.Runs/2 {
+				t.Errorf("%d syncs for %d runs", res.Syncs, res.Runs)
+			}
+			check(t, su, res, 0.05, 0.03)
+		})
+	}
+}
+
+// The paper's own method, uniform random waits in [T, 2T), works too on a partial-coverage
+// sensor, given enough runs (on the V100 preset several updates fall in each run).
+func TestOfflineRandom(t *testing.T) {
+	su := newSetup(t, "v100", "power.usage")
+	res, err := profile.Run(context.Background(), su.clk, su.dev.Sensor("power.usage"), su.k, "shaped", profile.Options{Sensor: su.sens, Random: true, Runs: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Method != "offline-random" {
+		t.Errorf("method %s", res.Method)
+	}
+	check(t, su, res, 0.05, 0.03)
+}
+
+func TestBadOptions(t *testing.T) {
+	su := newSetup(t, "h100", "power.instant")
+	for _, o := range []profile.Options{{}, {Sensor: profile.Sensor{Period: su.sens.Period, Window: -1}}, {Sensor: su.sens, Poll: 50 * time.Millisecond}} {
+		if _, err := profile.Run(context.Background(), su.clk, su.dev.Sensor("power.instant"), su.k, "x", o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+}
