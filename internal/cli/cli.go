@@ -57,6 +57,8 @@ func init() {
 		{"measure", "run a command while recording every GPU power channel; print energy and power", (*App).measure},
 		{"micro", "the MIPP microbenchmark suite: throughput, power and energy per instruction class and memory level", (*App).micro},
 		{"energy", "the energy of a region of a recorded trace, with the sensor's lag or window corrected", (*App).energy},
+		{"profile", "the high-resolution power profile of a short kernel from a low-resolution sensor (Lang-Rünger)", (*App).profile},
+		{"sensor", "characterise every power channel: update period, window, lag, delay; sensor.json and the anomaly tests", (*App).sensor},
 		{"version", "print gpuwatt's version", (*App).version},
 	}
 }

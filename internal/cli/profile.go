@@ -1,0 +1,303 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gpuwatt/internal/correct"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/loop"
+	"gpuwatt/internal/profile"
+	"gpuwatt/internal/report"
+	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/sensor/simsensor"
+	"gpuwatt/internal/trace"
+)
+
+// modeler is implemented by the sim device: the true model of each channel.
+type modeler interface {
+	Model(name string) (simsensor.Model, bool)
+}
+
+func (a *App) profile(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
+	var df deviceFlags
+	fs.StringVar(&df.device, "device", "auto", "auto (NVIDIA driver, else sim), nvml, sim or sim:PRESET")
+	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device")
+	gpuIdx := fs.Int("gpu", 0, "the GPU to profile")
+	kname := fs.String("kernel", "5ms", "a kernel of the micro suite (gpuwatt micro --list), or a duration: an fp32.fma kernel that long")
+	runs := fs.Int("runs", 400, "kernel runs")
+	channel := fs.String("channel", "", "power channel to read (default power.instant where it works, else power.usage)")
+	online := fs.Bool("online", false, "the online variant: sync to sensor updates, one reading per run")
+	out := fs.String("out", "", "directory for profile.json, profile.csv and report.html")
+	asJSON := fs.Bool("json", false, "print profile.json to stdout instead of the summary")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	period := fs.Duration("period", 0, "the channel's update period T (default: learned by the Sampler)")
+	window := fs.Duration("window", -1, "the channel's averaging window W (default: the sim's model; else taken as T)")
+	delay := fs.Duration("delay", -1, "how long before an update its window ends (default: the sim's model; else 0)")
+	sensorProfile := fs.String("sensor-profile", "", "the channel's model: a sensor.json from gpuwatt sensor, or boxcar:window=25ms,period=100ms (flags --period, --window, --delay override it)")
+	pollEvery := fs.Duration("poll", 100*time.Microsecond, "poll interval of the channel while profiling")
+	if code, ok := a.parseFlags(fs, args, "[--device ...] [--gpu N] [--kernel NAME|DURATION] [--runs N] [--channel NAME] [--sensor-profile FILE|MODEL] [--online] [--out DIR] [--json]"); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return a.usageError("profile", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	switch {
+	case *runs < 1:
+		return a.usageError("profile", fmt.Errorf("--runs %d: want at least 1", *runs))
+	case *period < 0:
+		return a.usageError("profile", fmt.Errorf("--period %s: want a positive duration", *period))
+	case *pollEvery <= 0:
+		return a.usageError("profile", fmt.Errorf("--poll %s: want a positive duration", *pollEvery))
+	}
+	var spec *correct.Spec
+	if *sensorProfile != "" {
+		sp, err := correct.ParseSpec(*sensorProfile)
+		if err != nil {
+			return a.usageError("profile", fmt.Errorf("--sensor-profile: %v", err))
+		}
+		spec = &sp
+	}
+	launch, kernelErr := parseKernelSpec(*kname)
+	if kernelErr != nil {
+		return a.usageError("profile", kernelErr)
+	}
+	if *out != "" {
+		if err := checkWritable(*out); err != nil {
+			return a.usageError("profile", fmt.Errorf("--out %s: %v", *out, err))
+		}
+	}
+	sys, clk, err := a.openForKernels("profile", df)
+	if err != nil {
+		return a.exitFor("profile", err)
+	}
+	defer sys.Close()
+	devs := sys.Devices()
+	if *gpuIdx < 0 || *gpuIdx >= len(devs) {
+		return a.usageError("profile", fmt.Errorf("--gpu %d: no such GPU (found %d)", *gpuIdx, len(devs)))
+	}
+	dev := devs[*gpuIdx]
+	sn, err := pickChannel(dev, *channel)
+	if err != nil {
+		return a.usageError("profile", err)
+	}
+	var given *correct.Model
+	if spec != nil {
+		c, err := spec.Resolve(nil, sn.Channel())
+		if err != nil {
+			return a.usageError("profile", fmt.Errorf("--sensor-profile: %v", err))
+		}
+		if c.Model.Kind == correct.RC {
+			return a.usageError("profile", fmt.Errorf("--sensor-profile: %s of %s is an RC lag: the profile needs a boxcar (or point) sensor", c.Model, sn.Channel().Name))
+		}
+		given = &c.Model
+	}
+	exec, ok := dev.(gpu.Executor)
+	if !ok {
+		return a.fail("profile", fmt.Errorf("GPU %d cannot run kernels", *gpuIdx))
+	}
+	props := exec.Props()
+	if props.SMs == 0 {
+		if _, err := exec.Prepare(kernels.Descriptor{}); err != nil {
+			return a.fail("profile", err)
+		}
+	}
+	kdev := kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}
+	var desc kernels.Descriptor
+	if launch > 0 {
+		if desc, err = kernels.Arith(kernels.FP32FMA, kernels.Opts{Device: kdev, LaunchTime: launch}); err != nil {
+			return a.fail("profile", err)
+		}
+	} else {
+		suite, err := kernels.Default(kernels.SuiteOpts{Device: kdev})
+		if err != nil {
+			return a.fail("profile", err)
+		}
+		ds, err := kernels.ByName(suite, *kname)
+		if err != nil || len(ds) != 1 {
+			return a.usageError("profile", fmt.Errorf("--kernel %q: want one kernel of the micro suite (gpuwatt micro --list) or a duration such as 5ms", *kname))
+		}
+		desc = ds[0]
+	}
+	k, err := exec.Prepare(desc)
+	if err != nil {
+		return a.fail("profile", err)
+	}
+	defer k.Close()
+	name := sn.Channel().Name
+
+	m, err := loop.Start(ctx, clk, []gpu.Device{dev}, sensor.Options{})
+	if err != nil {
+		return a.fail("profile", err)
+	}
+	progress := !*quiet && a.interactive()
+	if progress {
+		fmt.Fprintf(a.Stderr, "gpuwatt profile: long back-to-back runs of %s\n", desc.Name)
+	}
+	me, err := m.Measure(ctx, dev.Info().Index, k, desc.Name, loop.Options{})
+	if err != nil {
+		m.Stop()
+		if ctx.Err() != nil {
+			return 130
+		}
+		return a.fail("profile", err)
+	}
+	var sens profile.Sensor
+	var warn []string
+	sens.Period = *period
+	if sens.Period == 0 && given != nil {
+		sens.Period = given.Period
+	}
+	if sens.Period == 0 {
+		sens.Period = m.Sampler().UpdatePeriod(dev.Info().Index, name)
+	}
+	model, haveModel := simsensor.Model{}, false
+	if md, ok := dev.(modeler); ok {
+		model, haveModel = md.Model(name)
+	}
+	switch {
+	case *window >= 0:
+		sens.Window = *window
+	case given != nil:
+		sens.Window = given.Window
+	case haveModel:
+		sens.Window = model.Window
+	default:
+		sens.Window = sens.Period
+		warn = append(warn, fmt.Sprintf("the window of %s is unknown: taken as the update period %s (pass --window)", name, sens.Period))
+	}
+	switch {
+	case *delay >= 0:
+		sens.Delay = *delay
+	case given != nil:
+		sens.Delay = given.Delay
+	case haveModel:
+		sens.Delay = model.Delay
+	}
+	opt := profile.Options{Runs: *runs, Sensor: sens, Poll: *pollEvery}
+	t0 := time.Now()
+	opt.Progress = func(i, n int) {
+		if progress && (i%50 == 0 || i == n) {
+			fmt.Fprintf(a.Stderr, "gpuwatt profile: run %d/%d (%s elapsed)\n", i, n, time.Since(t0).Round(time.Second))
+		}
+	}
+	run := profile.Run
+	if *online {
+		run = profile.RunOnline
+	}
+	res, perr := run(ctx, clk, sn, k, desc.Name, opt)
+	if _, err := m.Stop(); err != nil && perr == nil {
+		perr = err
+	}
+	if res == nil {
+		if ctx.Err() != nil {
+			return 130
+		}
+		if errors.Is(perr, profile.ErrInput) {
+			return a.usageError("profile", errors.New(strings.TrimPrefix(perr.Error(), profile.ErrInput.Error()+": ")))
+		}
+		return a.fail("profile", perr)
+	}
+	res.Device = sys.Name()
+	res.Warnings = append(warn, res.Warnings...)
+	if me.Launches > 0 {
+		res.SetLongRun(profile.LongRun{Launches: me.Launches, SecondsPerLaunch: me.PerLaunch,
+			EnergyPerLaunchJ: me.Region.EnergyJ / float64(me.Launches), Source: me.Region.EnergySource})
+	}
+	if *out != "" {
+		if err := writeProfile(*out, res); err != nil {
+			fmt.Fprintf(a.Stderr, "gpuwatt profile: --out %s: %v\n", *out, err)
+			return ExitFailure
+		}
+	}
+	if *asJSON {
+		err = report.WriteJSONTo(a.Stdout, res)
+	} else {
+		err = profile.WriteText(a.Stdout, res)
+	}
+	if err != nil {
+		return a.fail("profile", err)
+	}
+	if ctx.Err() != nil {
+		return 130
+	}
+	if len(res.Profile) == 0 {
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+// parseKernelSpec returns the launch time of a --kernel given as a duration, or 0 for a name.
+func parseKernelSpec(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("--kernel: want a kernel of the micro suite or a duration such as 5ms")
+	}
+	if c := s[0]; c >= '0' && c <= '9' || c == '.' || c == '-' {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 || d > 10*time.Second {
+			return 0, fmt.Errorf("--kernel %q: want a duration such as 5ms (at most 10s) or a kernel name", s)
+		}
+		return d, nil
+	}
+	return 0, nil
+}
+
+// pickChannel returns the power channel to profile: the one named, or power.instant where
+// it works, else power.usage.
+func pickChannel(dev gpu.Device, name string) (sensor.Sensor, error) {
+	var names []string
+	var byName = map[string]sensor.Sensor{}
+	for _, s := range dev.Sensors() {
+		ch := s.Channel()
+		if ch.Quantity != trace.QPower || ch.Setting || ch.Buffered || ch.Cumulative {
+			continue
+		}
+		if _, err := s.Read(nil); err != nil {
+			continue
+		}
+		names = append(names, ch.Name)
+		byName[ch.Name] = s
+	}
+	if name == "" {
+		for _, n := range []string{"power.instant", "power.usage"} {
+			if s, ok := byName[n]; ok {
+				return s, nil
+			}
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("GPU %d has no working power channel", dev.Info().Index)
+		}
+		return byName[names[0]], nil
+	}
+	if s, ok := byName[name]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("--channel %q: want a working power channel of GPU %d (%s)", name, dev.Info().Index, strings.Join(names, ", "))
+}
+
+func writeProfile(dir string, res *profile.Result) error {
+	if err := report.WriteJSON(filepath.Join(dir, "profile.json"), res); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "profile.csv"))
+	if err != nil {
+		return err
+	}
+	if err := profile.WriteCSV(f, res); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return profile.Page(res).WriteFile(filepath.Join(dir, "report.html"))
+}

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gpuwatt/internal/profile"
+)
+
+func TestProfileOnSim(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"offline", nil},
+		{"online", []string{"--online"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, stdout, stderr, ctx := testApp(t)
+			out := filepath.Join(t.TempDir(), "profile")
+			args := append([]string{"profile", "--device", "sim:h100", "--kernel", "5ms", "--runs", "400", "--out", out}, tc.args...)
+			if code := a.Main(ctx, args); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if !strings.Contains(stdout.String(), "effective resolution") || !strings.Contains(stdout.String(), "long back-to-back runs") {
+				t.Errorf("summary:\n%s", stdout)
+			}
+			var res profile.Result
+			readJSON(t, filepath.Join(out, "profile.json"), &res)
+			if res.Format != profile.Format || res.Channel != "power.instant" || res.Device != "sim:h100" || len(res.Profile) == 0 || res.LongRun == nil || res.EnergyDiff == nil {
+				t.Fatalf("profile.json: %+v", res)
+			}
+			if res.ResolutionS > 1e-3 || math.Abs(*res.EnergyDiff) > 0.03 || res.WindowS != 0.025 {
+				t.Errorf("resolution %.3g ms, energy diff %+.2f %%, window %g s", res.ResolutionS*1e3, 100**res.EnergyDiff, res.WindowS)
+			}
+			csv, err := os.ReadFile(filepath.Join(out, "profile.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := 1 + len(res.Profile) + len(res.Raw) + len(res.Points); strings.Count(string(csv), "\n") != want || !strings.HasPrefix(string(csv), strings.Join(profile.CSVHeader, ",")) {
+				t.Errorf("profile.csv: %d lines, want %d", strings.Count(string(csv), "\n"), want)
+			}
+			checkPlots(t, filepath.Join(out, "report.html"), 2)
+		})
+	}
+}
+
+func TestProfileJSONAndSuiteKernel(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"profile", "--device", "sim:v100", "--kernel", "fp32.fma", "--runs", "200", "--json", "--quiet"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res profile.Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.Channel != "power.usage" || res.Kernel != "fp32.fma" || len(res.Profile) == 0 {
+		t.Fatalf("--json: %v, %+v", err, res)
+	}
+}
+
+func TestProfileSensorProfile(t *testing.T) {
+	// a model given by hand (as from a sensor.json) replaces the sim's own
+	a, stdout, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"profile", "--device", "sim:h100", "--sensor-profile", "boxcar:window=25ms,period=100ms", "--json"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res profile.Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.WindowS != 0.025 || res.PeriodS != 0.1 || len(res.Profile) == 0 {
+		t.Fatalf("--json: %v, %+v", err, res)
+	}
+}
+
+func TestProfileBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"--runs", "0"},
+		{"--kernel", "5xs"},
+		{"--kernel", "no.such.kernel"},
+		{"--channel", "power.nothing"},
+		{"--channel", "energy.total"},
+		{"--gpu", "3"},
+		{"--device", "sim:nope"},
+		{"--bogus"},
+		{"extra"},
+		{"--poll", "60ms"},
+		{"--sensor-profile", "rc:tau=840ms"},
+		{"--sensor-profile", "/no/such/sensor.json"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			a, _, stderr, ctx := testApp(t)
+			code := a.Main(ctx, append([]string{"profile", "--device", "sim:h100", "--runs", "20"}, args...))
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want %d: %s", code, ExitUsage, stderr)
+			}
+			if msg := stderr.String(); strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "gpuwatt profile: ") {
+				t.Errorf("want one line, got %q", msg)
+			}
+		})
+	}
+}

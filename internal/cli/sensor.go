@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"gpuwatt/internal/correct"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/report"
+	"gpuwatt/internal/sensorchar"
+	"gpuwatt/internal/trace"
+)
+
+const sensorSynopsis = "[--device ...] [--gpu N] [--out DIR] [--json] [--quick]"
+
+// sensor is `gpuwatt sensor`: characterise every power channel of a GPU and write
+// sensor.json (internal/sensorchar does the work).
+func (a *App) sensor(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("sensor", flag.ContinueOnError)
+	var df deviceFlags
+	fs.StringVar(&df.device, "device", "auto", "auto (NVIDIA driver, else sim), nvml, sim or sim:PRESET")
+	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device")
+	gpuIdx := fs.Int("gpu", 0, "the GPU to characterise")
+	out := fs.String("out", "", "directory for sensor.json, results.json, report.html, trace.csv and trace.json")
+	asJSON := fs.Bool("json", false, "print results.json to stdout instead of the table")
+	quick := fs.Bool("quick", false, "shorter phases (about 25 s of GPU time)")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	if code, ok := a.parseFlags(fs, args, sensorSynopsis); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return a.usageError("sensor", fmt.Errorf("unexpected argument %q: gpuwatt sensor %s", fs.Arg(0), sensorSynopsis))
+	}
+	if *gpuIdx < 0 {
+		return a.usageError("sensor", fmt.Errorf("--gpu %d: want a GPU index >= 0", *gpuIdx))
+	}
+	if *out != "" {
+		if err := checkWritable(*out); err != nil {
+			return a.usageError("sensor", fmt.Errorf("--out %s: %v", *out, err))
+		}
+	}
+	sys, clk, err := a.openForKernels("sensor", df)
+	if err != nil {
+		return a.exitFor("sensor", err)
+	}
+	defer sys.Close()
+	devs := sys.Devices()
+	if *gpuIdx >= len(devs) {
+		return a.usageError("sensor", fmt.Errorf("--gpu %d: no such GPU (found %d)", *gpuIdx, len(devs)))
+	}
+	dev := devs[*gpuIdx]
+	exec, ok := dev.(gpu.Executor)
+	if !ok {
+		return a.fail("sensor", fmt.Errorf("GPU %d: %w", *gpuIdx, sensorchar.ErrNoExecutor))
+	}
+	opt := sensorchar.Options{Quick: *quick}
+	if !*quiet && a.interactive() {
+		opt.Progress = func(phase string) { fmt.Fprintf(a.Stderr, "gpuwatt sensor: %s\n", phase) }
+	}
+	rep, err := sensorchar.Run(ctx, clk, dev, exec, opt)
+	if err != nil {
+		return a.fail("sensor", err)
+	}
+	rep.Device = sys.Name()
+	if *out != "" {
+		if err := a.writeSensor(*out, rep, sys, args); err != nil {
+			return a.fail("sensor", fmt.Errorf("--out %s: %v", *out, err))
+		}
+	}
+	if *asJSON {
+		err = report.WriteJSONTo(a.Stdout, rep)
+	} else {
+		err = rep.WriteText(a.Stdout)
+	}
+	if err != nil {
+		return a.fail("sensor", err)
+	}
+	return ExitOK
+}
+
+func (a *App) writeSensor(dir string, rep *sensorchar.Report, sys gpu.System, args []string) error {
+	tr := rep.Trace()
+	tr.Meta.Version, tr.Meta.Host, tr.Meta.Device = a.versionString(), a.host(), sys.Name()
+	tr.Meta.DriverVersion, tr.Meta.NVMLVersion = sys.DriverVersion(), sys.NVMLVersion()
+	tr.Meta.Command = append([]string{"gpuwatt", "sensor"}, args...)
+	if err := trace.Save(dir, tr); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "sensor.json"))
+	if err != nil {
+		return err
+	}
+	if err := correct.WriteProfile(f, rep.Profile()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := report.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {
+		return err
+	}
+	return rep.Page().WriteFile(filepath.Join(dir, "report.html"))
+}

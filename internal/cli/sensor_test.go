@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gpuwatt/internal/correct"
+)
+
+func TestSensorWritesFiles(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	if code := a.Main(ctx, []string{"sensor", "--device", "sim:h100", "--quick", "--out", dir}); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, f := range []string{"sensor.json", "results.json", "report.html", "trace.csv", "trace.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "sensor.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := correct.ParseProfile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := p.Channels["power.instant"].Parse(); err != nil || m.Kind != correct.Boxcar {
+		t.Errorf("power.instant: %v %v", m, err)
+	}
+	if !strings.Contains(stdout.String(), "doubling") {
+		t.Errorf("no anomaly tests in the output:\n%s", stdout)
+	}
+}
+
+func TestSensorBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"--bogus"},
+		{"--gpu", "-1"},
+		{"--gpu", "7", "--device", "sim"},
+		{"--device", "sim:nope"},
+		{"extra"},
+	} {
+		a, _, stderr, ctx := testApp(t)
+		code := a.Main(ctx, append([]string{"sensor"}, args...))
+		if code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, ExitUsage)
+		}
+		if s := strings.TrimSpace(stderr.String()); strings.Count(s, "\n") != 0 || !strings.HasPrefix(s, "gpuwatt sensor: ") {
+			t.Errorf("%v: want one line, got %q", args, s)
+		}
+	}
+}
