@@ -1,0 +1,597 @@
+// Package archline fits the roofline model of energy (seed 002: Holtmann's thesis, after
+// Choi et al.): the roofline kernel swept over intensity and occupancy, in FP32 and FP64,
+// with the baseline, copy and flop kernels as cross-checks, each point measured with the
+// measurement loop; points off the dominant top SM clock are kept but left out of the fit;
+// the OLS fit of E = W*eps_flop + Q*eps_mem + T*pi0 per precision, its normalised forms,
+// and the archline and powerline figures derived from it.
+package archline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/loop"
+	"gpuwatt/internal/trace"
+)
+
+// Format is the value of Report.Format.
+const Format = "gpuwatt-archline/1"
+
+// The sweep's defaults. On a GPU each point costs its warm-up plus its measurement
+// (DefaultLoop: 0.25 s + at least 1 s, 10 updates of a 100 ms sensor), so the full sweep
+// (2 × (12 × 4 roofline + 4 flop) + 4 copy + 1 baseline = 109 points) takes about
+// 2.5 minutes; --quick (6 intensities × 2 occupancies: 31 points) under one minute.
+var (
+	// DefaultIntensities are 1/8 to 256 flop/byte, a factor of 2 apart.
+	DefaultIntensities = []float64{0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256}
+	// DefaultOccupancies are the shares of the GPU's resident threads launched.
+	DefaultOccupancies = []float64{1.0 / 32, 1.0 / 8, 0.5, 1}
+	// QuickIntensities and QuickOccupancies are the --quick sweep.
+	QuickIntensities = []float64{0.125, 0.5, 2, 8, 32, 256}
+	QuickOccupancies = []float64{1.0 / 8, 1}
+	// DefaultLoop is the measurement of one point.
+	DefaultLoop = loop.Options{Warmup: 250 * time.Millisecond, MinUpdates: 10, MinDuration: time.Second, MaxDuration: 10 * time.Second}
+)
+
+// Options of a run.
+type Options struct {
+	Precisions  []kernels.Precision // default fp32 and fp64
+	Intensities []float64           // flop/byte; default DefaultIntensities
+	Occupancies []float64           // (0, 1]; default DefaultOccupancies
+	Loop        loop.Options        // default DefaultLoop
+	Idle        time.Duration       // idle recording first (default 2 s)
+	// ClockTolerance: a point whose median SM clock is more than this share below the
+	// dominant top clock is left out of the fit (default 0.02).
+	ClockTolerance float64
+	// BufferBytes is each buffer of the roofline and copy kernels (default 512 MiB:
+	// far larger than any L2).
+	BufferBytes int64
+	// Progress, if set, is called before each point (i counts from 1).
+	Progress func(i, n int, name string)
+}
+
+func (o Options) withDefaults() Options {
+	if len(o.Precisions) == 0 {
+		o.Precisions = []kernels.Precision{kernels.FP32, kernels.FP64}
+	}
+	if len(o.Intensities) == 0 {
+		o.Intensities = DefaultIntensities
+	}
+	if len(o.Occupancies) == 0 {
+		o.Occupancies = DefaultOccupancies
+	}
+	if o.Loop == (loop.Options{}) {
+		o.Loop = DefaultLoop
+	}
+	if o.Idle <= 0 {
+		o.Idle = 2 * time.Second
+	}
+	if o.ClockTolerance <= 0 {
+		o.ClockTolerance = 0.02
+	}
+	if o.BufferBytes <= 0 {
+		o.BufferBytes = 512 << 20
+	}
+	return o
+}
+
+// Point is one measured kernel at one intensity and occupancy; W, Q, time and energy are
+// per launch.
+type Point struct {
+	Kernel    string  `json:"kernel"` // roofline, flop, copy, baseline
+	Name      string  `json:"name"`
+	Precision string  `json:"precision,omitempty"`
+	Intensity float64 `json:"intensity_flop_per_byte"` // W/Q (0 for copy and baseline; +Inf is written as 0 for flop)
+	Occupancy float64 `json:"occupancy"`               // share of the resident threads launched
+	Blocks    int     `json:"blocks"`
+	Threads   int     `json:"threads_per_block"`
+	Launches  int     `json:"launches"`
+	W         float64 `json:"flops"`
+	Q         float64 `json:"bytes"`
+	TimeS     float64 `json:"time_s"`
+	EnergyJ   float64 `json:"energy_j"`
+	PowerW    float64 `json:"power_w"`
+	FlopsPerS float64 `json:"flops_per_s"`
+	BytesPerS float64 `json:"bytes_per_s"`
+	ClockMHz  float64 `json:"sm_clock_mhz"` // median over the measurement
+	// OffClock: the median clock is below the dominant top clock by more than the
+	// tolerance; such points are shown but not fitted.
+	OffClock bool `json:"off_clock"`
+	Fitted   bool `json:"fitted"`
+	// PredictedJ is the fit's energy; ResidualPct (measured - predicted) / predicted.
+	PredictedJ  float64  `json:"predicted_j"`
+	ResidualPct float64  `json:"residual_pct"`
+	Warnings    []string `json:"warnings,omitempty"`
+}
+
+// Reference is the per-kernel cross-check of one parameter (Table 5): pi0 from the
+// baseline kernel (E/T), eps_flop from the flop kernel and eps_mem from the copy kernel,
+// each with pi0 × T of the baseline taken off (eqs 6 and 7 with one work term).
+type Reference struct {
+	Kernel string  `json:"kernel"`
+	Param  string  `json:"param"`
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+	Spread float64 `json:"spread"` // standard deviation over the occupancies
+	Fitted float64 `json:"fitted"` // the combined fit's value
+	R2     float64 `json:"r2"`     // of E predicted from Value and the baseline's pi0
+	Points int     `json:"points"`
+	// Pi0W is the pi0 this value was computed with; Method how.
+	Pi0W   float64 `json:"pi0_w"`
+	Method string  `json:"method"`
+}
+
+// Result is one precision's analysis.
+type Result struct {
+	Precision       string  `json:"precision"`
+	EpsFlopPJ       float64 `json:"eps_flop_pj"`
+	EpsMemPJPerByte float64 `json:"eps_mem_pj_per_byte"`
+	Pi0W            float64 `json:"pi0_w"`
+	R2              float64 `json:"r2"`     // the fitted set (points on the top clock)
+	R2All           float64 `json:"r2_all"` // R²*: every point, with the same parameters
+	// Fit is eq 5 on the fitted set; FitAll eq 5 on every point; Eq6 and Eq7 the
+	// normalised forms on the fitted set.
+	Fit        Fit         `json:"fit"`
+	FitAll     Fit         `json:"fit_all"`
+	Eq6        Fit         `json:"fit_eq6"`
+	Eq7        Fit         `json:"fit_eq7"`
+	References []Reference `json:"references"`
+	Derived    Derived     `json:"derived"`
+	TopClock   float64     `json:"top_clock_mhz"`
+	Fitted     int         `json:"points_fitted"`
+	OffClock   int         `json:"points_off_clock"`
+	// MaxResidualPct is the largest |residual| of the fitted set.
+	MaxResidualPct float64  `json:"max_residual_pct"`
+	Points         []Point  `json:"points"`
+	Warnings       []string `json:"warnings"`
+}
+
+// Report is results.json.
+type Report struct {
+	Format           string             `json:"format"`
+	Device           string             `json:"device"`
+	GPU              trace.GPU          `json:"gpu"`
+	Props            gpu.Props          `json:"props"`
+	IdlePowerW       float64            `json:"idle_power_w"`
+	ClockTolerance   float64            `json:"clock_tolerance"`
+	Intensities      []float64          `json:"intensities"`
+	Occupancies      []float64          `json:"occupancies"`
+	Warmup           float64            `json:"warmup_s"`
+	MinDuration      float64            `json:"min_duration_s"`
+	MinUpdates       int                `json:"min_updates"`
+	Results          map[string]*Result `json:"results"`
+	Baseline         []Point            `json:"baseline"`
+	Copy             []Point            `json:"copy"`
+	Failed           []string           `json:"failed,omitempty"`
+	Incomplete       bool               `json:"incomplete"`
+	IncompleteReason string             `json:"incomplete_reason,omitempty"`
+	Warnings         []string           `json:"warnings"`
+}
+
+// job is one kernel to measure.
+type job struct {
+	d         kernels.Descriptor
+	kernel    string
+	prec      kernels.Precision
+	occupancy float64
+}
+
+// Plan returns the kernels of a sweep in the order they are measured: the baseline, the
+// copy kernel at each occupancy, then per precision the flop kernel at each occupancy and
+// the roofline kernel at each intensity and occupancy.
+func Plan(p gpu.Props, opt Options) ([]kernels.Descriptor, error) {
+	jobs, err := plan(p, opt.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	ds := make([]kernels.Descriptor, len(jobs))
+	for i, j := range jobs {
+		ds[i] = j.d
+	}
+	return ds, nil
+}
+
+func plan(p gpu.Props, opt Options) ([]job, error) {
+	dev := kernels.Device{CC: p.ComputeCapability, SMs: p.SMs, ThreadsPerSM: p.MaxThreadsPerSM, ClockHz: p.MaxSMClockHz}
+	const threads = 256
+	tps := p.MaxThreadsPerSM
+	if tps == 0 {
+		tps = kernels.DefaultDevice.ThreadsPerSM
+	}
+	sms := p.SMs
+	if sms == 0 {
+		sms = kernels.DefaultDevice.SMs
+	}
+	for _, o := range opt.Occupancies {
+		if !(o > 0 && o <= 1) {
+			return nil, fmt.Errorf("occupancy %g: want a share in (0, 1]", o)
+		}
+	}
+	for _, I := range opt.Intensities {
+		if !(I >= kernels.RooflineMinIntensity && I <= kernels.RooflineMaxIntensity) {
+			return nil, fmt.Errorf("intensity %g flop/byte: want %g to %g", I, kernels.RooflineMinIntensity, kernels.RooflineMaxIntensity)
+		}
+	}
+	blocksFor := func(o float64) int {
+		return max(1, int(math.Round(o*float64(sms*tps)/threads)))
+	}
+	suffix := func(d kernels.Descriptor, o float64) kernels.Descriptor {
+		d.Name = fmt.Sprintf("%s@%s", d.Name, occName(o))
+		if d.Variant == nil {
+			d.Variant = map[string]float64{}
+		}
+		d.Variant["occupancy"] = o
+		return d
+	}
+	var jobs []job
+	b, err := kernels.Baseline(kernels.Opts{Device: dev, Threads: threads})
+	if err != nil {
+		return nil, err
+	}
+	jobs = append(jobs, job{d: b, kernel: "baseline", occupancy: 1})
+	for _, o := range opt.Occupancies {
+		d, err := kernels.DRAMCopy(kernels.Opts{Device: dev, Threads: threads, Blocks: blocksFor(o), Bytes: opt.BufferBytes, LaunchTime: 10 * time.Millisecond})
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, job{d: suffix(d, o), kernel: "copy", occupancy: o})
+	}
+	for _, prec := range opt.Precisions {
+		for _, o := range opt.Occupancies {
+			// The flop kernel at a reduced occupancy runs longer; size it for ~5 ms at full.
+			d, err := kernels.Arith(prec.Class(), kernels.Opts{Device: dev, Threads: threads, Blocks: blocksFor(o), LaunchTime: time.Duration(float64(5*time.Millisecond) * o)})
+			if err != nil {
+				return nil, err
+			}
+			d.Name = "flop." + string(prec)
+			jobs = append(jobs, job{d: suffix(d, o), kernel: "flop", prec: prec, occupancy: o})
+		}
+		for _, I := range opt.Intensities {
+			for _, o := range opt.Occupancies {
+				d, err := kernels.Roofline(prec, I, kernels.Opts{Device: dev, Threads: threads, Blocks: blocksFor(o), Bytes: opt.BufferBytes, LaunchTime: 5 * time.Millisecond})
+				if err != nil {
+					return nil, err
+				}
+				jobs = append(jobs, job{d: suffix(d, o), kernel: "roofline", prec: prec, occupancy: o})
+			}
+		}
+	}
+	return jobs, nil
+}
+
+// occName is an occupancy as a percentage: "3%", "12.5%", "100%".
+func occName(o float64) string { return fmt.Sprintf("%.3g%%", 100*o) }
+
+// Run measures the sweep on dev with the Meter m, stops m, and analyses the points. When
+// ctx is cancelled it stops after the kernel in progress and analyses what was measured,
+// marked incomplete, returning ctx's error too.
+func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Report, *trace.Trace, error) {
+	opt = opt.withDefaults()
+	exec, ok := dev.(gpu.Executor)
+	if !ok {
+		m.Stop()
+		return nil, nil, errors.New("this device cannot run kernels")
+	}
+	props := exec.Props()
+	jobs, err := plan(props, opt)
+	if err != nil {
+		m.Stop()
+		return nil, nil, err
+	}
+	info := dev.Info()
+	rep := &Report{Format: Format, GPU: info, Props: props, ClockTolerance: opt.ClockTolerance,
+		Intensities: opt.Intensities, Occupancies: opt.Occupancies,
+		Warmup: opt.Loop.Warmup.Seconds(), MinDuration: opt.Loop.MinDuration.Seconds(), MinUpdates: opt.Loop.MinUpdates,
+		Results: map[string]*Result{}, Warnings: []string{}}
+	type done struct {
+		j  job
+		me *loop.Measurement
+	}
+	var measured []done
+	var runErr error
+	if err := m.Idle(ctx, info.Index, opt.Idle); err != nil {
+		runErr = err
+	}
+	for i, j := range jobs {
+		if runErr != nil {
+			break
+		}
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(jobs), j.d.Name)
+		}
+		k, err := exec.Prepare(j.d)
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured: %v", j.d.Name, err))
+			rep.Failed = append(rep.Failed, j.d.Name)
+			continue
+		}
+		me, err := m.Measure(ctx, info.Index, k, j.d.Name, opt.Loop)
+		k.Close()
+		if ctx.Err() != nil {
+			runErr = ctx.Err()
+			break
+		}
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured: %v", j.d.Name, err))
+			rep.Failed = append(rep.Failed, j.d.Name)
+			continue
+		}
+		measured = append(measured, done{j, me})
+	}
+	tr, err := m.Stop()
+	if err != nil {
+		return nil, nil, err
+	}
+	if runErr != nil {
+		rep.Incomplete, rep.IncompleteReason = true, runErr.Error()
+		if ctx.Err() != nil {
+			rep.IncompleteReason = "interrupted"
+		}
+	}
+	var pts []Point
+	limit := 0.0
+	for _, x := range measured {
+		pts = append(pts, makePoint(x.j, x.me))
+		rep.IdlePowerW = x.me.Region.IdlePowerW
+		limit = max(limit, x.me.Region.PowerLimitW)
+	}
+	analyse(rep, pts, opt, limit)
+	return rep, tr, runErr
+}
+
+func makePoint(j job, me *loop.Measurement) Point {
+	d := j.d
+	r := me.Region
+	p := Point{Kernel: j.kernel, Name: d.Name, Precision: string(j.prec), Occupancy: j.occupancy,
+		Blocks: d.Blocks, Threads: d.Threads, Launches: me.Launches, TimeS: me.PerLaunch,
+		PowerW: r.MeanPowerW, Warnings: append(append([]string{}, me.Warnings...), r.Warnings...)}
+	if j.kernel == "roofline" || j.kernel == "flop" {
+		p.W = float64(d.MeasuredOps() * d.Measured.Flops())
+	}
+	p.Q = float64(d.Bytes[kernels.DRAM])
+	if p.Q > 0 {
+		p.Intensity = p.W / p.Q
+	}
+	if me.Launches > 0 {
+		p.EnergyJ = r.EnergyJ / float64(me.Launches)
+	}
+	if p.TimeS > 0 {
+		p.FlopsPerS, p.BytesPerS = p.W/p.TimeS, p.Q/p.TimeS
+		if p.EnergyJ > 0 {
+			p.PowerW = p.EnergyJ / p.TimeS
+		}
+	}
+	if r.SMClockMHz != nil {
+		p.ClockMHz = r.SMClockMHz.Median
+	}
+	return p
+}
+
+// topClock is the dominant top clock: the most common median clock (to 1 MHz) among
+// the points within tol of the highest one (the highest on a tie). Power-capped points
+// may share a low clock more often than the top one; they do not count.
+func topClock(pts []Point, tol float64) float64 {
+	hi := 0.0
+	for _, p := range pts {
+		hi = max(hi, p.ClockMHz)
+	}
+	count := map[float64]int{}
+	for _, p := range pts {
+		if p.ClockMHz > 0 && p.ClockMHz >= (1-tol)*hi {
+			count[math.Round(p.ClockMHz)]++
+		}
+	}
+	best, n := 0.0, 0
+	for c, k := range count {
+		if k > n || (k == n && c > best) {
+			best, n = c, k
+		}
+	}
+	return best
+}
+
+// analyse fills the report's results from the points.
+func analyse(rep *Report, pts []Point, opt Options, limit float64) {
+	top := topClock(pts, opt.ClockTolerance)
+	for i := range pts {
+		if top > 0 && pts[i].ClockMHz > 0 && pts[i].ClockMHz < (1-opt.ClockTolerance)*top {
+			pts[i].OffClock = true
+		}
+	}
+	var base, cp []Point
+	for _, p := range pts {
+		switch p.Kernel {
+		case "baseline":
+			base = append(base, p)
+		case "copy":
+			cp = append(cp, p)
+		}
+	}
+	rep.Baseline, rep.Copy = base, cp
+	pi0Base, pi0Spread := meanStd(base, func(p Point) float64 { return p.EnergyJ / p.TimeS })
+	peakBytes := 0.0
+	for _, p := range cp {
+		if !p.OffClock {
+			peakBytes = max(peakBytes, p.BytesPerS)
+		}
+	}
+	if peakBytes == 0 && len(pts) > 0 {
+		for _, p := range pts {
+			peakBytes = max(peakBytes, p.BytesPerS)
+		}
+		rep.Warnings = append(rep.Warnings, "no copy kernel ran at the top clock: the peak bandwidth is the best of all points, at a lowered clock")
+	}
+	for _, prec := range opt.Precisions {
+		res := &Result{Precision: string(prec), TopClock: top, Warnings: []string{}}
+		var flop, roof []Point
+		for _, p := range pts {
+			if p.Precision != string(prec) {
+				continue
+			}
+			switch p.Kernel {
+			case "flop":
+				flop = append(flop, p)
+			case "roofline":
+				roof = append(roof, p)
+			}
+		}
+		var fitSet []Point
+		for i := range roof {
+			if !roof[i].OffClock {
+				roof[i].Fitted = true
+				fitSet = append(fitSet, roof[i])
+			}
+		}
+		res.Fitted, res.OffClock = len(fitSet), len(roof)-len(fitSet)
+		res.Fit = fitPoints(fitSet, 5)
+		res.FitAll = fitPoints(roof, 5)
+		res.Eq6 = fitPoints(fitSet, 6)
+		res.Eq7 = fitPoints(fitSet, 7)
+		if res.Fit.Error != "" {
+			res.Warnings = append(res.Warnings, "the fit failed: "+res.Fit.Error)
+		}
+		res.EpsFlopPJ, res.EpsMemPJPerByte, res.Pi0W, res.R2 = res.Fit.EpsFlopPJ, res.Fit.EpsMemPJPerByte, res.Fit.Pi0W, res.Fit.R2
+		// R²*: the same parameters judged on every point.
+		var y, pr []float64
+		for i := range roof {
+			roof[i].PredictedJ = res.Fit.Predict(roof[i].W, roof[i].Q, roof[i].TimeS)
+			if roof[i].PredictedJ != 0 {
+				roof[i].ResidualPct = 100 * (roof[i].EnergyJ/roof[i].PredictedJ - 1)
+			}
+			if roof[i].Fitted {
+				res.MaxResidualPct = max(res.MaxResidualPct, math.Abs(roof[i].ResidualPct))
+			}
+			y, pr = append(y, roof[i].EnergyJ), append(pr, roof[i].PredictedJ)
+		}
+		res.R2All = r2(y, pr)
+		if res.OffClock > 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d roofline points ran more than %.0f %% below the top clock %.0f MHz (power capping): shown, not fitted", res.OffClock, len(roof), 100*opt.ClockTolerance, top))
+		}
+		if res.Fitted > 0 && res.Fitted < 6 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("only %d points fitted", res.Fitted))
+		}
+		if res.Fit.Error == "" && res.R2 < 0.99 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("R² %.4f is below 0.99: the model does not explain the energy well", res.R2))
+		}
+		// Cross-checks (Table 5).
+		for i := range flop {
+			flop[i].PredictedJ = res.Fit.Predict(flop[i].W, 0, flop[i].TimeS)
+		}
+		if len(base) > 0 {
+			res.References = append(res.References, Reference{Kernel: "baseline", Param: "pi0", Unit: "W", Value: pi0Base, Spread: pi0Spread, Fitted: res.Pi0W, Points: len(base), Pi0W: pi0Base, Method: "E/T of the baseline kernel"})
+			if ref, ok := reference("flop", "eps_flop", "pJ/flop", flop, pi0Base, func(p Point) float64 { return p.W }, res.EpsFlopPJ); ok {
+				res.References = append(res.References, ref)
+			}
+			if ref, ok := reference("copy", "eps_mem", "pJ/B", cp, pi0Base, func(p Point) float64 { return p.Q }, res.EpsMemPJPerByte); ok {
+				res.References = append(res.References, ref)
+			}
+		}
+		for _, ref := range res.References {
+			if ref.Fitted != 0 && math.Abs(ref.Value/ref.Fitted-1) > 0.10 {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("the %s kernel gives %s = %.3g %s, more than 10 %% from the fit's %.3g", ref.Kernel, ref.Param, ref.Value, ref.Unit, ref.Fitted))
+			}
+		}
+		// Peaks: the best flop rate of the flop and roofline kernels at the top clock.
+		peakFlops := 0.0
+		for _, p := range append(slices.Clone(flop), fitSet...) {
+			if !p.OffClock {
+				peakFlops = max(peakFlops, p.FlopsPerS)
+			}
+		}
+		if peakFlops == 0 {
+			for _, p := range append(slices.Clone(flop), roof...) {
+				peakFlops = max(peakFlops, p.FlopsPerS)
+			}
+			res.Warnings = append(res.Warnings, "no flop or roofline point at the top clock: the peak flop rate is the best of all points, at a lowered clock")
+		}
+		spec := 0.0
+		if r, ok := kernels.SpecOpsPerCycleSM(prec.Class(), rep.Props.ComputeCapability); ok {
+			spec = 2 * r * float64(rep.Props.SMs) * rep.Props.MaxSMClockHz
+		}
+		word := map[kernels.Precision]int{kernels.FP32: 4, kernels.FP64: 8}[prec]
+		res.Derived = derive(res.Fit, peakFlops, peakBytes, spec, word, limit)
+		if res.Derived.CappedFromFlop > 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the powerline (%.0f W at B_tau) exceeds the power limit %.0f W from %.3g to %.3g flop/byte: there the GPU lowers its clock", res.Derived.PowerlineMaxW, limit, res.Derived.CappedFromFlop, res.Derived.CappedToFlop))
+		}
+		all := append(append(flop, roof...), []Point{}...)
+		sort.SliceStable(all, func(a, b int) bool { return all[a].Kernel < all[b].Kernel })
+		res.Points = all
+		rep.Results[string(prec)] = res
+	}
+}
+
+func meanStd(pts []Point, f func(Point) float64) (mean, std float64) {
+	var n float64
+	for _, p := range pts {
+		if v := f(p); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			mean += v
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	mean /= n
+	for _, p := range pts {
+		if v := f(p); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			std += (v - mean) * (v - mean)
+		}
+	}
+	return mean, math.Sqrt(std / n)
+}
+
+// refR2 is the R² of a reference kernel's energies, 0 (undefined) where they hardly vary
+// between the occupancies (less than 1 %: nothing to explain).
+func refR2(pts []Point, pred func(Point) float64) float64 {
+	var y, p []float64
+	for _, x := range pts {
+		y, p = append(y, x.EnergyJ), append(p, pred(x))
+	}
+	m, s := meanStd(pts, func(x Point) float64 { return x.EnergyJ })
+	if m == 0 || s/m < 0.01 {
+		return 0
+	}
+	return r2(y, p)
+}
+
+// reference is the cross-check of one work term from one kernel: where its time per unit
+// of work varies over the occupancies (by 5 % or more), the two-parameter fit
+// E = work × eps + T × pi0 (eqs 6, 7 with one work term), whose R² is given; else
+// (E - pi0 × T) / work with the baseline kernel's pi0, averaged over the occupancies.
+func reference(kernel, param, unit string, pts []Point, pi0 float64, work func(Point) float64, fitted float64) (Reference, bool) {
+	var use []Point
+	for _, p := range pts {
+		if !p.OffClock && work(p) > 0 && p.TimeS > 0 {
+			use = append(use, p)
+		}
+	}
+	if len(use) == 0 {
+		return Reference{}, false
+	}
+	ref := Reference{Kernel: kernel, Param: param, Unit: unit, Fitted: fitted, Points: len(use)}
+	m, s := meanStd(use, func(p Point) float64 { return p.TimeS / work(p) })
+	if len(use) >= 3 && s/m >= 0.05 {
+		var X [][]float64
+		var y []float64
+		for _, p := range use {
+			X, y = append(X, []float64{work(p), p.TimeS}), append(y, p.EnergyJ)
+		}
+		if b, err := ols(X, y); err == nil {
+			ref.Value, ref.Pi0W, ref.Method = b[0]*1e12, b[1], "fit E = work*eps + T*pi0 over the occupancies"
+			ref.R2 = refR2(use, func(p Point) float64 { return work(p)*b[0] + p.TimeS*b[1] })
+			ref.Spread = 0
+			return ref, true
+		}
+	}
+	ref.Value, ref.Spread = meanStd(use, func(p Point) float64 { return (p.EnergyJ - pi0*p.TimeS) / work(p) * 1e12 })
+	ref.Pi0W, ref.Method = pi0, "(E - pi0*T)/work with the baseline kernel's pi0"
+	ref.R2 = refR2(use, func(p Point) float64 { return work(p)*ref.Value*1e-12 + pi0*p.TimeS })
+	return ref, true
+}

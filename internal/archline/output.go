@@ -1,0 +1,319 @@
+package archline
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"gpuwatt/internal/report"
+)
+
+// precisions returns the report's precisions in order: fp32 before fp64.
+func (r *Report) precisions() []string {
+	var ps []string
+	for p := range r.Results {
+		ps = append(ps, p)
+	}
+	sort.Strings(ps)
+	return ps
+}
+
+func f4(v float64) string { return fmt.Sprintf("%.4g", v) }
+
+// Tables returns the report's tables, after the thesis's Tables 3-9.
+func (r *Report) Tables() []report.Table {
+	ps := r.precisions()
+	var ts []report.Table
+	// Table 3: kernels against the peaks.
+	t3 := report.Table{Caption: "Kernels against the peaks (Table 3): best rate at the top clock",
+		Header: []string{"precision", "flop kernel TFLOP/s", "% of spec", "copy GB/s", "roofline TFLOP/s (I max)", "% of spec", "roofline GB/s (I min)", "% of copy"}}
+	for _, p := range ps {
+		res := r.Results[p]
+		var flop, rfHi, rfLo float64
+		for _, x := range res.Points {
+			if x.OffClock {
+				continue
+			}
+			switch x.Kernel {
+			case "flop":
+				flop = max(flop, x.FlopsPerS)
+			case "roofline":
+				if x.Intensity == maxIntensity(res.Points) {
+					rfHi = max(rfHi, x.FlopsPerS)
+				}
+				if x.Intensity == minIntensity(res.Points) {
+					rfLo = max(rfLo, x.BytesPerS)
+				}
+			}
+		}
+		d := res.Derived
+		t3.Rows = append(t3.Rows, []string{p, f4(flop / 1e12), pct(flop, d.SpecFlopsPerS), f4(d.PeakBytesPerS / 1e9),
+			f4(rfHi / 1e12), pct(rfHi, d.SpecFlopsPerS), f4(rfLo / 1e9), pct(rfLo, d.PeakBytesPerS)})
+	}
+	ts = append(ts, t3)
+	// Table 4: accuracy.
+	t4 := report.Table{Caption: fmt.Sprintf("Accuracy of the model (Table 4): R² on the points within %.0f %% of the top clock, R²* on all", 100*r.ClockTolerance),
+		Header: []string{"precision", "R²", "R²*", "points fitted", "off clock", "max |residual| %", "top clock MHz"}}
+	for _, p := range ps {
+		res := r.Results[p]
+		t4.Rows = append(t4.Rows, []string{p, fmt.Sprintf("%.4f", res.R2), fmt.Sprintf("%.4f", res.R2All), fmt.Sprint(res.Fitted), fmt.Sprint(res.OffClock), fmt.Sprintf("%.2f", res.MaxResidualPct), fmt.Sprintf("%.0f", res.TopClock)})
+	}
+	ts = append(ts, t4)
+	// Table 5: reference kernels.
+	t5 := report.Table{Caption: "Reference benchmarks (Table 5): pi0 = E/T of the baseline kernel; eps_flop and eps_mem with the baseline's pi0 x T taken off",
+		Header: []string{"precision", "kernel", "parameter", "value", "± (occupancies)", "combined fit", "difference", "R²"}}
+	for _, p := range ps {
+		for _, ref := range r.Results[p].References {
+			rr := "-"
+			if ref.R2 != 0 {
+				rr = fmt.Sprintf("%.4f", ref.R2)
+			}
+			t5.Rows = append(t5.Rows, []string{p, ref.Kernel, ref.Param, fmt.Sprintf("%.4g %s", ref.Value, ref.Unit), f4(ref.Spread), f4(ref.Fitted), pctDiff(ref.Value, ref.Fitted), rr})
+		}
+	}
+	ts = append(ts, t5)
+	// Tables 6 and 8: fitted parameters, with the normalised forms.
+	t6 := report.Table{Caption: "Fitted parameters (Tables 6 and 8), eq 5 and the normalised forms (eqs 6, 7)",
+		Header: []string{"precision", "form", "eps_flop pJ/flop", "eps_mem pJ/B", "eps_mop pJ/word", "pi0 W", "R²", "points"}}
+	for _, p := range ps {
+		res := r.Results[p]
+		for _, f := range []struct {
+			name string
+			fit  Fit
+		}{{"eq 5", res.Fit}, {"eq 5, all points", res.FitAll}, {"eq 6 (per flop)", res.Eq6}, {"eq 7 (per byte)", res.Eq7}} {
+			if f.fit.Error != "" {
+				t6.Rows = append(t6.Rows, []string{p, f.name, "-", "-", "-", "-", "-", fmt.Sprint(f.fit.Points)})
+				continue
+			}
+			t6.Rows = append(t6.Rows, []string{p, f.name, f4(f.fit.EpsFlopPJ), f4(f.fit.EpsMemPJPerByte), f4(f.fit.EpsMemPJPerByte * float64(res.Derived.WordBytes)), f4(f.fit.Pi0W), fmt.Sprintf("%.4f", f.fit.R2), fmt.Sprint(f.fit.Points)})
+		}
+	}
+	ts = append(ts, t6)
+	// Tables 7 and 9: flop energy efficiency and balance points.
+	t7 := report.Table{Caption: "Flop energy efficiency and balance points (Tables 7 and 9)",
+		Header: []string{"precision", "pi_flop W", "pi_mem W", "eta_flop", "B_tau flop/B", "B_eps flop/B", "effective balance flop/B", "powerline max W", "power limit W"}}
+	for _, p := range ps {
+		d := r.Results[p].Derived
+		t7.Rows = append(t7.Rows, []string{p, f4(d.PiFlopW), f4(d.PiMemW), fmt.Sprintf("%.2f %%", 100*d.EtaFlop), f4(d.BTau), f4(d.BEps), f4(d.BEffective), f4(d.PowerlineMaxW), f4(d.PowerLimitW)})
+	}
+	ts = append(ts, t7)
+	// The thesis's figures for comparison.
+	ts = append(ts, report.Table{Caption: "Seed 002's fits for comparison (Tables 6-9)",
+		Header: []string{"GPU", "precision", "eps_flop pJ/flop", "eps_mem pJ/B", "pi0 W", "eta_flop"},
+		Rows: [][]string{
+			{"A100 40GB", "fp32", "6.21", "93.48", "98.42", "55.14 %"},
+			{"A100 80GB", "fp32", "6.63", "102.06", "107.21", "54.67 %"},
+			{"GH200", "fp32", "4.89", "96.53", "169.27", "65.94 %"},
+			{"A100 40GB", "fp64", "14.33", "81.59", "96.08", "59.24 %"},
+			{"A100 80GB", "fp64", "14.96", "83.45", "104.23", "58.31 %"},
+			{"GH200", "fp64", "11.68", "89.22", "170.10", "70.00 %"},
+		}})
+	return ts
+}
+
+func maxIntensity(pts []Point) float64 {
+	m := 0.0
+	for _, p := range pts {
+		if p.Kernel == "roofline" {
+			m = max(m, p.Intensity)
+		}
+	}
+	return m
+}
+
+func minIntensity(pts []Point) float64 {
+	m := math.Inf(1)
+	for _, p := range pts {
+		if p.Kernel == "roofline" {
+			m = min(m, p.Intensity)
+		}
+	}
+	return m
+}
+
+func pct(v, of float64) string {
+	if of <= 0 || v <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f %%", 100*v/of)
+}
+
+func pctDiff(v, of float64) string {
+	if of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f %%", 100*(v/of-1))
+}
+
+// WriteText prints the tables.
+func WriteText(w io.Writer, r *Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n Energy roofline (archline) of GPU %d, %s (%s, %d SMs, cc %s)\n", r.GPU.Index, r.GPU.Name, r.Device, r.Props.SMs, r.Props.ComputeCapability)
+	fmt.Fprintf(&b, " idle %.1f W; %d intensities x %d occupancies per precision; warm-up %.2g s, >= %.2g s and %d sensor updates per point\n",
+		r.IdlePowerW, len(r.Intensities), len(r.Occupancies), r.Warmup, r.MinDuration, r.MinUpdates)
+	if r.Incomplete {
+		fmt.Fprintf(&b, " INCOMPLETE: %s\n", r.IncompleteReason)
+	}
+	for _, t := range r.Tables() {
+		fmt.Fprintf(&b, "\n %s\n", t.Caption)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, " %s\t\n", strings.Join(t.Header, "\t"))
+		for _, row := range t.Rows {
+			fmt.Fprintf(tw, " %s\t\n", strings.Join(row, "\t"))
+		}
+		tw.Flush()
+	}
+	var warns []string
+	warns = append(warns, r.Warnings...)
+	for _, p := range r.precisions() {
+		for _, wn := range r.Results[p].Warnings {
+			warns = append(warns, p+": "+wn)
+		}
+	}
+	if len(warns) > 0 {
+		b.WriteString("\n warnings:\n")
+		for _, wn := range warns {
+			fmt.Fprintf(&b, " ! %s\n", wn)
+		}
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// occColors gives each occupancy a palette colour.
+func (r *Report) occColors() map[float64]string {
+	pal := report.Palette()
+	m := map[float64]string{}
+	for i, o := range r.Occupancies {
+		m[o] = pal[i%len(pal)]
+	}
+	return m
+}
+
+// logGrid is n log-spaced values from a to b.
+func logGrid(a, b float64, n int) []float64 {
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = a * math.Pow(b/a, float64(i)/float64(n-1))
+	}
+	return xs
+}
+
+// Plots returns one precision's plots: roofline (Figs 4, 6, 8), archline, powerline
+// (Figs 7, 9) and the residuals.
+func (r *Report) Plots(prec string) []report.Plot {
+	res := r.Results[prec]
+	if res == nil {
+		return nil
+	}
+	d := res.Derived
+	colors := r.occColors()
+	var roof []Point
+	for _, p := range res.Points {
+		if p.Kernel == "roofline" {
+			roof = append(roof, p)
+		}
+	}
+	lo, hi := minIntensity(roof), maxIntensity(roof)
+	if len(roof) == 0 {
+		lo, hi = 0.125, 256
+	}
+	grid := logGrid(lo/2, hi*2, 200)
+	// measured series, one per occupancy, and the off-clock points apart.
+	measured := func(y func(Point) float64) []report.Series {
+		var ss []report.Series
+		for _, o := range r.Occupancies {
+			s := report.Series{Name: "occupancy " + occName(o), Style: report.Points, Color: colors[o]}
+			for _, p := range roof {
+				if p.Occupancy == o && !p.OffClock {
+					s.X, s.Y = append(s.X, p.Intensity), append(s.Y, y(p))
+				}
+			}
+			if len(s.X) > 0 {
+				ss = append(ss, s)
+			}
+		}
+		off := report.Series{Name: "off the top clock (not fitted)", Style: report.Points, Color: "#999999"}
+		for _, p := range roof {
+			if p.OffClock {
+				off.X, off.Y = append(off.X, p.Intensity), append(off.Y, y(p))
+				off.Colors = append(off.Colors, "#999999")
+			}
+		}
+		if len(off.X) > 0 {
+			ss = append(ss, off)
+		}
+		return ss
+	}
+	model := func(name string, f func(float64) float64, color string, dash bool) report.Series {
+		s := report.Series{Name: name, Style: report.Line, Color: color, Dash: dash, X: grid}
+		for _, I := range grid {
+			s.Y = append(s.Y, f(I))
+		}
+		return s
+	}
+	vlines := []report.VLine{
+		{X: d.BTau, Label: fmt.Sprintf("B_tau %.3g", d.BTau), Color: "#D55E00"},
+		{X: d.BEps, Label: fmt.Sprintf("B_eps %.3g", d.BEps), Color: "#0072B2"},
+		{X: d.BEffective, Label: fmt.Sprintf("eff. %.3g", d.BEffective), Color: "#56B4E9"},
+	}
+	P := strings.ToUpper(prec)
+	roofPlot := report.Plot{Title: P + " roofline: measured performance by occupancy", XLabel: "intensity (flop/byte)", YLabel: "performance (GFLOP/s)",
+		XLog: true, YLog: true, VLines: vlines[:1],
+		Series: append(measured(func(p Point) float64 { return p.FlopsPerS / 1e9 }),
+			model("roofline min(p_peak, I b_peak)", func(I float64) float64 { return d.Roofline(I) / 1e9 }, "#D55E00", false))}
+	archPlot := report.Plot{Title: P + " archline: flops per joule", XLabel: "intensity (flop/byte)", YLabel: "energy efficiency (GFLOP/J)",
+		XLog: true, YLog: true, VLines: vlines,
+		HLines: []report.HLine{{Y: 1 / (res.EpsFlopPJ * 1e-12) / 1e9, Label: "1/eps_flop", Color: "#0072B2"}},
+		Series: append(measured(func(p Point) float64 { return p.W / p.EnergyJ / 1e9 }),
+			model("archline (eq 9)", func(I float64) float64 { return d.Archline(I) / 1e9 }, "#0072B2", false))}
+	powPlot := report.Plot{Title: P + " powerline with the power limit", XLabel: "intensity (flop/byte)", YLabel: "power (W)",
+		XLog: true, VLines: vlines[:1],
+		Series: append(measured(func(p Point) float64 { return p.PowerW }),
+			model("powerline (eq 10)", func(I float64) float64 { return d.Powerline(I, 0) }, "#000000", true),
+			model("powerline, capped", d.PowerlineCapped, "#000000", false))}
+	if d.PowerLimitW > 0 {
+		powPlot.HLines = []report.HLine{{Y: d.PowerLimitW, Label: fmt.Sprintf("power limit %.0f W", d.PowerLimitW)}}
+	}
+	resPlot := report.Plot{Title: P + " residuals of the fit", XLabel: "intensity (flop/byte)", YLabel: "(measured - model) / model (%)",
+		XLog: true, HLines: []report.HLine{{Y: 0, Label: "0", Color: "#666666"}},
+		Series: measured(func(p Point) float64 { return p.ResidualPct })}
+	return []report.Plot{roofPlot, archPlot, powPlot, resPlot}
+}
+
+// Page is report.html.
+func Page(r *Report) report.Page {
+	pg := report.Page{Title: "gpuwatt archline: the energy roofline",
+		Subtitle: fmt.Sprintf("%s, GPU %d %s (%d SMs, cc %s)", r.Device, r.GPU.Index, r.GPU.Name, r.Props.SMs, r.Props.ComputeCapability)}
+	if strings.HasPrefix(r.Device, "sim") {
+		pg.Notice = "Measured on the sim device: the figures are simulated."
+	}
+	var warns []string
+	warns = append(warns, r.Warnings...)
+	if r.Incomplete {
+		warns = append(warns, "incomplete: "+r.IncompleteReason)
+	}
+	tables := r.Tables()
+	pg.Sections = append(pg.Sections, report.Section{Title: "Method",
+		Text: "The roofline kernel (seed 002, Algorithm 4: load, K FMAs per element, store) is swept over intensity and occupancy in each precision, with the baseline, copy and flop kernels as cross-checks; each point is measured with the measurement loop (time, energy, median SM clock). " +
+			"Points whose median SM clock lies more than the tolerance below the dominant top clock are shown in grey and left out of the fit (section 3.1.2). " +
+			"The fit is the ordinary least squares of E = W eps_flop + Q eps_mem + T pi0 (eq 5) per precision; R² is that of the fitted points, R²* that of all points with the same parameters.",
+		Warnings: warns, Table: &tables[0]})
+	for i, t := range tables[1:] {
+		sec := report.Section{Title: t.Caption, Table: &tables[i+1]}
+		pg.Sections = append(pg.Sections, sec)
+	}
+	for _, p := range r.precisions() {
+		res := r.Results[p]
+		pg.Sections = append(pg.Sections, report.Section{Title: strings.ToUpper(p) + ": roofline, archline, powerline",
+			Warnings: res.Warnings, Plots: r.Plots(p)})
+	}
+	return pg
+}
+
+// JSONResults is what --json prints: one entry per precision.
+func (r *Report) JSONResults() map[string]*Result { return r.Results }
