@@ -1,0 +1,389 @@
+// Package loadlevel measures energy efficiency under transactional load at several load
+// levels, after the SPEC Power and Performance Benchmark Methodology and its GPGPU extension
+// (von Kistowski et al., ICPE'19): warm-up, calibration of the 100 % transaction rate, then
+// each target load with pre-measurement, recording and post-measurement periods, and active
+// idle. Transactions are stateless; Users hold the execution contexts; delays between
+// transaction starts are exponential and scheduled from the previous scheduled start.
+//
+// The scheduler runs on an injected clock: on a clock.Virtual it is a deterministic
+// discrete-event simulation in which each transaction really runs (so its result can be
+// verified) but takes a modelled time; on a real clock each user is a goroutine.
+package loadlevel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gpuwatt/internal/clock"
+)
+
+// User is a Chauffeur User: a passive resource holding an execution context (buffers; on a
+// GPU a stream and device memory), taken by one transaction at a time.
+type User struct {
+	ID      int
+	Context any
+	// Rand is the user's own random source (inputs, delays, verification picks).
+	Rand *rand.Rand
+	// Seq numbers the user's transactions from 1.
+	Seq int64
+}
+
+// Transaction is a Chauffeur Transaction: stateless; its state lives in the User.
+type Transaction interface {
+	Name() string
+	// NewContext makes a user's execution context.
+	NewContext() any
+	// Generate builds an input, outside the timed work.
+	Generate(u *User) any
+	// Process runs the transaction.
+	Process(u *User, in any) (any, error)
+	// Snapshot copies an input and result so they can be verified later.
+	Snapshot(in, out any) (any, any)
+	// Verify checks a snapshot against a reference within tol.
+	Verify(in, out any, tol float64) error
+}
+
+// Modeller gives a transaction's run time on a virtual clock.
+type Modeller interface {
+	ModelTime(in any) time.Duration
+}
+
+// Intervals are the lengths of the run's phases.
+type Intervals struct {
+	Warmup       time.Duration `json:"warmup_s"`
+	Calibrations int           `json:"calibrations"`
+	Pre          time.Duration `json:"pre_s"`
+	Record       time.Duration `json:"record_s"`
+	Post         time.Duration `json:"post_s"`
+	Idle         time.Duration `json:"idle_record_s"`
+}
+
+// QuickIntervals is the default: a run of well under a minute.
+func QuickIntervals() Intervals {
+	return Intervals{Warmup: 2 * time.Second, Calibrations: 3, Pre: time.Second, Record: 3 * time.Second, Post: time.Second, Idle: 3 * time.Second}
+}
+
+// SpecIntervals are SPECpower_ssj2008's lengths: 3 calibrations, 30 s pre- and
+// post-measurement, 240 s recording (levels, calibration and active idle). The warm-up
+// length (30 s) is not from a verified source.
+func SpecIntervals() Intervals {
+	return Intervals{Warmup: 30 * time.Second, Calibrations: 3, Pre: 30 * time.Second, Record: 240 * time.Second, Post: 30 * time.Second, Idle: 240 * time.Second}
+}
+
+// Config is one run of the methodology.
+type Config struct {
+	Tx        Transaction
+	Users     int
+	Levels    []float64 // target loads as fractions, e.g. 1, 0.75, 0.5, 0.25; active idle follows
+	Intervals Intervals
+	Clock     clock.Clock
+	Meters    []Meter // the first one gives power_w; none: power is not measured
+	Seed      uint64
+	// VerifyFraction is the probability that a result is checked (0 means 0.01; negative
+	// means never); VerifyQueue bounds the checks waiting (0 means 64): when it is full a
+	// pick is dropped rather than slowing the users.
+	VerifyFraction float64
+	VerifyQueue    int
+	Tolerance      float64 // verification tolerance (0: DefaultTolerance)
+	LoadTolerance  float64 // allowed |actual - target| in load fraction (0: 0.02)
+	// ServiceTime is the modelled time of a transaction on a virtual clock when the
+	// transaction is not a Modeller.
+	ServiceTime time.Duration
+	Progress    func(label string)
+}
+
+// Level is one interval's result.
+type Level struct {
+	Label        string             `json:"label"`
+	TargetLoad   float64            `json:"target_load"`
+	ActualLoad   float64            `json:"actual_load"`
+	Transactions int64              `json:"transactions"`
+	TxPerS       float64            `json:"tx_per_s"`
+	PowerW       float64            `json:"power_w"`
+	TxPerJ       float64            `json:"tx_per_j"`
+	ActiveIdle   bool               `json:"active_idle"`
+	Valid        bool               `json:"valid"`
+	Power        map[string]float64 `json:"power_by_source_w,omitempty"`
+	// Delays holds up to 5000 of the exponential start-to-start delays drawn (seconds).
+	Delays []float64 `json:"-"`
+}
+
+// Result is one run.
+type Result struct {
+	Workload         string    `json:"workload"`
+	Users            int       `json:"contexts"`
+	Clock            string    `json:"clock"`
+	PowerSource      string    `json:"power_source"`
+	CalibrationRates []float64 `json:"calibration_tx_per_s"`
+	CalibratedRate   float64   `json:"calibrated_tx_per_s"`
+	Levels           []Level   `json:"levels"`
+	OverallScore     float64   `json:"overall_score"`
+	Valid            bool      `json:"valid"`
+	Invalid          []string  `json:"invalid,omitempty"`
+	Verified         int64     `json:"verified"`
+	VerifyDropped    int64     `json:"verify_dropped"`
+	VerifyFailures   []string  `json:"verify_failures,omitempty"`
+	Warnings         []string  `json:"warnings,omitempty"`
+	Incomplete       bool      `json:"incomplete,omitempty"`
+}
+
+// ErrConfig is wrapped by errors in a Config.
+var ErrConfig = errors.New("loadlevel: bad configuration")
+
+// interval describes one interval to run.
+type interval struct {
+	label          string
+	rate           float64 // total target tx/s; 0: back-to-back; <0: active idle
+	pre, rec, post time.Duration
+}
+
+type intervalStats struct {
+	completed int64
+	busy      float64 // user-seconds of work inside the recording window
+	delays    []float64
+	powers    map[string]float64
+	power     float64
+	warn      []string
+}
+
+type check struct {
+	name    string
+	in, out any
+}
+
+type engine struct {
+	cfg      Config
+	users    []*User
+	virtual  bool
+	vclk     *clock.Virtual
+	checks   chan check
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	failures []string
+	verified atomic.Int64
+	dropped  atomic.Int64
+	seq      int
+}
+
+// Run runs the methodology once.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Tx == nil || cfg.Users < 1 || cfg.Clock == nil {
+		return nil, fmt.Errorf("%w: need a transaction, at least one user and a clock", ErrConfig)
+	}
+	iv := cfg.Intervals
+	if iv.Calibrations < 2 || iv.Record <= 0 || iv.Pre < 0 || iv.Post < 0 || iv.Warmup < 0 || iv.Idle <= 0 {
+		return nil, fmt.Errorf("%w: need at least 2 calibrations and positive recording periods", ErrConfig)
+	}
+	for _, l := range cfg.Levels {
+		if !(l > 0 && l <= 1) {
+			return nil, fmt.Errorf("%w: load level %g: want a fraction in (0, 1]", ErrConfig, l)
+		}
+	}
+	if cfg.VerifyFraction == 0 {
+		cfg.VerifyFraction = 0.01
+	}
+	if cfg.VerifyQueue <= 0 {
+		cfg.VerifyQueue = 64
+	}
+	if cfg.Tolerance == 0 {
+		cfg.Tolerance = DefaultTolerance
+	}
+	if cfg.LoadTolerance == 0 {
+		cfg.LoadTolerance = 0.02
+	}
+	e := &engine{cfg: cfg}
+	e.vclk, e.virtual = cfg.Clock.(*clock.Virtual)
+	for i := range cfg.Users {
+		e.users = append(e.users, &User{ID: i, Context: cfg.Tx.NewContext(), Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1))})
+	}
+	if !e.virtual {
+		e.checks = make(chan check, cfg.VerifyQueue)
+		e.wg.Add(1)
+		go e.verifier()
+	}
+	res := &Result{Workload: cfg.Tx.Name(), Users: cfg.Users, Clock: "real"}
+	if e.virtual {
+		res.Clock = "virtual"
+	}
+	if len(cfg.Meters) > 0 {
+		res.PowerSource = cfg.Meters[0].Name()
+	} else {
+		res.Warnings = append(res.Warnings, "no power source: power_w and tx_per_j are 0")
+	}
+	err := e.run(ctx, res)
+	if e.checks != nil {
+		close(e.checks)
+		e.wg.Wait()
+	}
+	res.Verified, res.VerifyDropped = e.verified.Load(), e.dropped.Load()
+	res.VerifyFailures = e.failures
+	e.finish(res)
+	if err != nil {
+		res.Incomplete = true
+		res.Valid = false
+		res.Invalid = append(res.Invalid, "incomplete: "+err.Error())
+	}
+	return res, err
+}
+
+func (e *engine) run(ctx context.Context, res *Result) error {
+	iv := e.cfg.Intervals
+	if iv.Warmup > 0 {
+		if _, err := e.interval(ctx, interval{label: "_000_warmup_", pre: iv.Warmup}); err != nil {
+			return err
+		}
+	}
+	for i := range iv.Calibrations {
+		st, err := e.interval(ctx, e.next("cal", 0))
+		if err != nil {
+			return err
+		}
+		_ = i
+		res.CalibrationRates = append(res.CalibrationRates, float64(st.completed)/iv.Record.Seconds())
+	}
+	var sum float64
+	for _, r := range res.CalibrationRates[1:] {
+		sum += r
+	}
+	res.CalibratedRate = sum / float64(len(res.CalibrationRates)-1)
+	if res.CalibratedRate <= 0 {
+		return fmt.Errorf("calibration completed no transactions")
+	}
+	for _, target := range e.cfg.Levels {
+		rate := target * res.CalibratedRate
+		if target == 1 {
+			rate = 0 // the 100 % level runs back-to-back, as calibration
+		}
+		it := e.next("lvl", rate)
+		st, err := e.interval(ctx, it)
+		lv := Level{Label: it.label, TargetLoad: target, Transactions: st.completed, PowerW: st.power, Power: st.powers, Delays: st.delays}
+		lv.TxPerS = float64(st.completed) / iv.Record.Seconds()
+		lv.ActualLoad = lv.TxPerS / res.CalibratedRate
+		res.Warnings = append(res.Warnings, st.warn...)
+		res.Levels = append(res.Levels, lv)
+		if err != nil {
+			return err
+		}
+	}
+	it := e.next("idle", -1)
+	it.rec = iv.Idle
+	st, err := e.interval(ctx, it)
+	res.Warnings = append(res.Warnings, st.warn...)
+	res.Levels = append(res.Levels, Level{Label: it.label, ActiveIdle: true, PowerW: st.power, Power: st.powers})
+	return err
+}
+
+func (e *engine) next(kind string, rate float64) interval {
+	e.seq++
+	iv := e.cfg.Intervals
+	return interval{label: fmt.Sprintf("_%03d_%s_", e.seq, kind), rate: rate, pre: iv.Pre, rec: iv.Record, post: iv.Post}
+}
+
+// finish computes the derived figures and the validity.
+func (e *engine) finish(res *Result) {
+	var ops, watts float64
+	res.Valid = true
+	for i := range res.Levels {
+		l := &res.Levels[i]
+		if l.PowerW > 0 {
+			l.TxPerJ = l.TxPerS / l.PowerW
+		}
+		watts += l.PowerW
+		ops += l.TxPerS
+		l.Valid = l.ActiveIdle || math.Abs(l.ActualLoad-l.TargetLoad) <= e.cfg.LoadTolerance
+		if !l.Valid {
+			res.Valid = false
+			res.Invalid = append(res.Invalid, fmt.Sprintf("level %s: actual load %.2f %% is not within ±%.1f points of the target %.0f %%",
+				l.Label, 100*l.ActualLoad, 100*e.cfg.LoadTolerance, 100*l.TargetLoad))
+		}
+	}
+	if watts > 0 {
+		res.OverallScore = ops / watts
+	}
+	for _, f := range e.failures {
+		res.Valid = false
+		res.Invalid = append(res.Invalid, "verification failed: "+f)
+	}
+}
+
+// pickForCheck decides, with the user's own random source (so no transaction can know
+// whether it will be checked), whether to verify this result.
+func (e *engine) pickForCheck(u *User) bool {
+	return e.cfg.VerifyFraction > 0 && u.Rand.Float64() < e.cfg.VerifyFraction
+}
+
+func (e *engine) submit(u *User, in, out any) {
+	name := fmt.Sprintf("%s transaction %d of user %d", e.cfg.Tx.Name(), u.Seq, u.ID)
+	sin, sout := e.cfg.Tx.Snapshot(in, out)
+	if e.virtual {
+		e.verify(check{name, sin, sout})
+		return
+	}
+	select {
+	case e.checks <- check{name, sin, sout}:
+	default:
+		e.dropped.Add(1)
+	}
+}
+
+// verifier is the background check: one goroutine, so it takes at most one core and the
+// queue bound keeps it from falling arbitrarily behind.
+func (e *engine) verifier() {
+	defer e.wg.Done()
+	for c := range e.checks {
+		e.verify(c)
+	}
+}
+
+func (e *engine) verify(c check) {
+	e.verified.Add(1)
+	if err := e.cfg.Tx.Verify(c.in, c.out, e.cfg.Tolerance); err != nil {
+		e.mu.Lock()
+		e.failures = append(e.failures, c.name+": "+err.Error())
+		e.mu.Unlock()
+	}
+}
+
+// exp draws an exponential delay with the given mean.
+func exp(r *rand.Rand, mean float64) time.Duration {
+	return time.Duration(r.ExpFloat64() * mean * 1e9)
+}
+
+func (e *engine) progress(label string) {
+	if e.cfg.Progress != nil {
+		e.cfg.Progress(label)
+	}
+}
+
+// beginMeters and endMeters bracket the recording period.
+func (e *engine) beginMeters(label string, st *intervalStats) {
+	for _, m := range e.cfg.Meters {
+		if err := m.Begin(label + "rc_"); err != nil {
+			st.warn = append(st.warn, fmt.Sprintf("%s: %s: %v", label, m.Name(), err))
+		}
+	}
+}
+
+func (e *engine) endMeters(label string, w Window, st *intervalStats) {
+	st.powers = map[string]float64{}
+	for i, m := range e.cfg.Meters {
+		p, err := m.End(w)
+		if err != nil {
+			st.warn = append(st.warn, fmt.Sprintf("%s: %s: %v", label, m.Name(), err))
+			continue
+		}
+		st.powers[m.Name()] = p
+		if i == 0 {
+			st.power = p
+		}
+	}
+	if len(st.powers) == 0 {
+		st.powers = nil
+	}
+}

@@ -1,0 +1,233 @@
+package loadlevel
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+const maxDelays = 5000
+
+// overlap is the length of [a,b) ∩ [c,d) in seconds.
+func overlap(a, b, c, d time.Duration) float64 {
+	lo, hi := max(a, c), min(b, d)
+	if hi <= lo {
+		return 0
+	}
+	return (hi - lo).Seconds()
+}
+
+// interval runs one interval: users start transactions from its start to its end
+// (pre + rec + post); transactions that complete inside the recording window count.
+func (e *engine) interval(ctx context.Context, it interval) (intervalStats, error) {
+	e.progress(it.label)
+	if it.rate < 0 {
+		return e.idle(ctx, it)
+	}
+	if e.virtual {
+		return e.virtualInterval(ctx, it)
+	}
+	return e.realInterval(ctx, it)
+}
+
+// idle is active idle: ready, no transactions.
+func (e *engine) idle(ctx context.Context, it interval) (intervalStats, error) {
+	var st intervalStats
+	clk := e.cfg.Clock
+	if err := clk.Sleep(ctx, it.pre); err != nil {
+		return st, err
+	}
+	e.beginMeters(it.label, &st)
+	if err := clk.Sleep(ctx, it.rec); err != nil {
+		return st, err
+	}
+	e.endMeters(it.label, Window{Length: it.rec, Users: len(e.users)}, &st)
+	return st, clk.Sleep(ctx, it.post)
+}
+
+// userSched is one user's schedule within an interval.
+type userSched struct {
+	u        *User
+	next     time.Duration // scheduled start of the next transaction
+	free     time.Duration // when the user's current transaction ends
+	in       any
+	finished bool
+}
+
+// schedule draws the user's next scheduled start from the previous scheduled one (not from
+// its completion): a late user starts at once and catches up; nothing is skipped.
+func (e *engine) schedule(s *userSched, mean float64, st *intervalStats, mu *sync.Mutex) {
+	if mean == 0 {
+		s.next = s.free // back-to-back
+		return
+	}
+	d := exp(s.u.Rand, mean)
+	s.next += d
+	if mu != nil {
+		mu.Lock()
+		defer mu.Unlock()
+	}
+	if len(st.delays) < maxDelays {
+		st.delays = append(st.delays, d.Seconds())
+	}
+}
+
+func (e *engine) meanDelay(rate float64) float64 {
+	if rate == 0 {
+		return 0
+	}
+	return float64(len(e.users)) / rate
+}
+
+// virtualInterval is a discrete-event simulation on the virtual clock: the user whose next
+// transaction starts first runs it (really, so it can be verified); it takes its modelled
+// time.
+func (e *engine) virtualInterval(ctx context.Context, it interval) (intervalStats, error) {
+	var st intervalStats
+	clk := e.vclk
+	t0 := clk.Now()
+	rs, re, end := t0+it.pre, t0+it.pre+it.rec, t0+it.pre+it.rec+it.post
+	mean := e.meanDelay(it.rate)
+	us := make([]*userSched, len(e.users))
+	for i, u := range e.users {
+		us[i] = &userSched{u: u, next: t0, free: t0}
+		e.schedule(us[i], mean, &st, nil)
+	}
+	began, ended := it.rec <= 0, it.rec <= 0
+	lastEnd := end
+	for {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		var s *userSched
+		var at time.Duration
+		for _, c := range us {
+			if c.finished {
+				continue
+			}
+			t := max(c.next, c.free)
+			if t >= end {
+				c.finished = true
+				continue
+			}
+			if s == nil || t < at {
+				s, at = c, t
+			}
+		}
+		if s == nil {
+			break
+		}
+		if !began && at >= rs {
+			clk.AdvanceTo(rs)
+			e.beginMeters(it.label, &st)
+			began = true
+		}
+		if !ended && at >= re {
+			clk.AdvanceTo(re)
+			e.endMeters(it.label, Window{Length: it.rec, BusySeconds: st.busy, Users: len(e.users)}, &st)
+			ended = true
+		}
+		clk.AdvanceTo(at)
+		u := s.u
+		u.Seq++
+		in := e.cfg.Tx.Generate(u)
+		d := e.cfg.ServiceTime
+		if m, ok := e.cfg.Tx.(Modeller); ok {
+			d = m.ModelTime(in)
+		}
+		if d <= 0 {
+			d = time.Millisecond
+		}
+		out, err := e.cfg.Tx.Process(u, in)
+		fin := at + d
+		if err == nil {
+			if fin >= rs && fin < re {
+				st.completed++
+			}
+			if e.pickForCheck(u) {
+				e.submit(u, in, out)
+			}
+		}
+		st.busy += overlap(at, fin, rs, re)
+		s.free = fin
+		lastEnd = max(lastEnd, fin)
+		e.schedule(s, mean, &st, nil)
+	}
+	if !began {
+		clk.AdvanceTo(rs)
+		e.beginMeters(it.label, &st)
+	}
+	if !ended {
+		clk.AdvanceTo(re)
+		e.endMeters(it.label, Window{Length: it.rec, BusySeconds: st.busy, Users: len(e.users)}, &st)
+	}
+	clk.AdvanceTo(lastEnd)
+	return st, nil
+}
+
+// realInterval runs one goroutine per user on the real clock.
+func (e *engine) realInterval(ctx context.Context, it interval) (intervalStats, error) {
+	var st intervalStats
+	var mu sync.Mutex
+	clk := e.cfg.Clock
+	t0 := clk.Now()
+	rs, re, end := t0+it.pre, t0+it.pre+it.rec, t0+it.pre+it.rec+it.post
+	mean := e.meanDelay(it.rate)
+	var wg sync.WaitGroup
+	for _, u := range e.users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := &userSched{u: u, next: t0, free: t0}
+			var completed int64
+			var busy float64
+			for {
+				e.schedule(s, mean, &st, &mu)
+				if mean == 0 {
+					s.next = clk.Now()
+				}
+				if s.next >= end || ctx.Err() != nil {
+					break
+				}
+				u.Seq++
+				in := e.cfg.Tx.Generate(u)
+				if d := s.next - clk.Now(); d > 0 {
+					if clk.Sleep(ctx, d) != nil {
+						break
+					}
+				}
+				start := clk.Now()
+				out, err := e.cfg.Tx.Process(u, in)
+				fin := clk.Now()
+				s.free = fin
+				if err == nil {
+					if fin >= rs && fin < re {
+						completed++
+					}
+					if e.pickForCheck(u) {
+						e.submit(u, in, out)
+					}
+				}
+				busy += overlap(start, fin, rs, re)
+			}
+			mu.Lock()
+			st.completed += completed
+			st.busy += busy
+			mu.Unlock()
+		}()
+	}
+	var err error
+	if it.rec > 0 {
+		if err = clk.Sleep(ctx, rs-clk.Now()); err == nil {
+			e.beginMeters(it.label, &st)
+			err = clk.Sleep(ctx, re-clk.Now())
+			// BusySeconds is not final yet on a real clock; real meters do not use it.
+			e.endMeters(it.label, Window{Length: it.rec, Users: len(e.users)}, &st)
+		}
+	}
+	wg.Wait()
+	if err == nil {
+		err = ctx.Err()
+	}
+	return st, err
+}

@@ -1,0 +1,278 @@
+package loadlevel
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gpuwatt/internal/report"
+)
+
+// DefaultLevels are the SERT CPU levels: 100, 75, 50 and 25 % (active idle follows).
+var DefaultLevels = []float64{1, 0.75, 0.5, 0.25}
+
+// SSJLevels are SPECpower_ssj2008's: 100 % down to 10 % in steps of 10.
+var SSJLevels = []float64{1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1}
+
+// ParseLevels parses "ssj", "default" or a list of percentages ("100,60,20").
+func ParseLevels(s string) ([]float64, error) {
+	switch s {
+	case "", "default":
+		return DefaultLevels, nil
+	case "ssj":
+		return SSJLevels, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(f), "%"), 64)
+		if err != nil || !(v > 0 && v <= 100) {
+			return nil, fmt.Errorf("load level %q: want a percentage in (0, 100], a list of them, or ssj", f)
+		}
+		out = append(out, v/100)
+	}
+	return out, nil
+}
+
+// ParseInts parses a comma-separated list of positive integers.
+func ParseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("%q: want a positive integer", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// LevelCV is the run-to-run variation of one level over the runs of a configuration.
+type LevelCV struct {
+	Label      string  `json:"label"`
+	TargetLoad float64 `json:"target_load"`
+	ActiveIdle bool    `json:"active_idle"`
+	TxCV       float64 `json:"tx_per_s_cv"`
+	PowerCV    float64 `json:"power_w_cv"`
+}
+
+// ConfigResult is every run of one dataset size and context count.
+type ConfigResult struct {
+	Size     int       `json:"size"`
+	Contexts int       `json:"contexts"`
+	Runs     []*Result `json:"runs"`
+	CV       []LevelCV `json:"cv,omitempty"`
+}
+
+// Report is a whole `gpuwatt loadlevel` invocation. Levels and OverallScore repeat the
+// first run of the first configuration.
+type Report struct {
+	Workload     string          `json:"workload"`
+	Variant      string          `json:"variant"`
+	Intervals    Intervals       `json:"intervals"`
+	Levels       []Level         `json:"levels"`
+	OverallScore float64         `json:"overall_score"`
+	Valid        bool            `json:"valid"`
+	Configs      []*ConfigResult `json:"configs"`
+	Warnings     []string        `json:"warnings,omitempty"`
+	Incomplete   bool            `json:"incomplete,omitempty"`
+}
+
+// Sweep describes the configurations to run.
+type Sweep struct {
+	Sizes, Contexts []int
+	Runs            int
+	// Base is copied for each run; Tx, Users and Seed are set per run.
+	Base Config
+	// NewTx makes the transaction for a dataset size.
+	NewTx func(size int) (Transaction, error)
+}
+
+// RunSweep runs every size × contexts configuration Runs times.
+func RunSweep(ctx context.Context, s Sweep) (*Report, error) {
+	rep := &Report{Variant: "cpu", Intervals: s.Base.Intervals, Valid: true}
+	for _, size := range s.Sizes {
+		for _, n := range s.Contexts {
+			cr := &ConfigResult{Size: size, Contexts: n}
+			rep.Configs = append(rep.Configs, cr)
+			for r := range max(s.Runs, 1) {
+				tx, err := s.NewTx(size)
+				if err != nil {
+					return nil, err
+				}
+				cfg := s.Base
+				cfg.Tx, cfg.Users = tx, n
+				cfg.Seed = s.Base.Seed + uint64(r)*1000003 + uint64(size)*31 + uint64(n)
+				res, err := Run(ctx, cfg)
+				if res != nil {
+					cr.Runs = append(cr.Runs, res)
+					rep.Valid = rep.Valid && res.Valid
+					if rep.Workload == "" {
+						rep.Workload = "fft"
+						rep.Levels, rep.OverallScore = res.Levels, res.OverallScore
+					}
+				}
+				if err != nil {
+					rep.Incomplete, rep.Valid = true, false
+					cr.CV = cvs(cr.Runs)
+					return rep, err
+				}
+			}
+			cr.CV = cvs(cr.Runs)
+		}
+	}
+	return rep, nil
+}
+
+// CV is the coefficient of variation (sample standard deviation over mean).
+func CV(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	var m float64
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	var v float64
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	if m == 0 {
+		return 0
+	}
+	return math.Sqrt(v/float64(len(xs)-1)) / math.Abs(m)
+}
+
+func cvs(runs []*Result) []LevelCV {
+	if len(runs) < 2 {
+		return nil
+	}
+	var out []LevelCV
+	for i, l := range runs[0].Levels {
+		var tx, pw []float64
+		for _, r := range runs {
+			if i < len(r.Levels) {
+				tx, pw = append(tx, r.Levels[i].TxPerS), append(pw, r.Levels[i].PowerW)
+			}
+		}
+		out = append(out, LevelCV{Label: l.Label, TargetLoad: l.TargetLoad, ActiveIdle: l.ActiveIdle, TxCV: CV(tx), PowerCV: CV(pw)})
+	}
+	return out
+}
+
+func levelName(l Level) string {
+	if l.ActiveIdle {
+		return "active idle"
+	}
+	return fmt.Sprintf("%g %%", 100*l.TargetLoad)
+}
+
+func f3(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+// Page renders the report as one HTML page.
+func (rep *Report) Page(subtitle string) report.Page {
+	p := report.Page{Title: "gpuwatt loadlevel: energy efficiency under transactional load", Subtitle: subtitle}
+	if !rep.Valid {
+		p.Notice = "INVALID run: see the reasons below."
+	}
+	var loadPlot = report.Plot{Title: "Power over load level", XLabel: "target load (%)", YLabel: "power (W)"}
+	for _, cr := range rep.Configs {
+		for ri, r := range cr.Runs {
+			sec := report.Section{Title: fmt.Sprintf("FFT %d points, %d contexts, run %d", cr.Size, cr.Contexts, ri+1)}
+			sec.Text = fmt.Sprintf("Clock: %s. Power source: %s. Calibration rates %s tx/s; the 100 %% rate is the mean of all but the first: %s tx/s. Overall score %s tx/J. Verified %d results (%d picks dropped).",
+				r.Clock, orNone(r.PowerSource), joinF(r.CalibrationRates), f3(r.CalibratedRate), f3(r.OverallScore), r.Verified, r.VerifyDropped)
+			t := &report.Table{Header: []string{"level", "target load", "actual load", "tx/s", "power (W)", "tx/J", "valid"}}
+			var xs, ys []float64
+			for _, l := range r.Levels {
+				tl, al := "-", "-"
+				if !l.ActiveIdle {
+					tl, al = fmt.Sprintf("%.1f %%", 100*l.TargetLoad), fmt.Sprintf("%.2f %%", 100*l.ActualLoad)
+					xs, ys = append(xs, 100*l.TargetLoad), append(ys, l.PowerW)
+				} else {
+					xs, ys = append(xs, 0), append(ys, l.PowerW)
+				}
+				t.Rows = append(t.Rows, []string{levelName(l), tl, al, f3(l.TxPerS), f3(l.PowerW), f3(l.TxPerJ), strconv.FormatBool(l.Valid)})
+			}
+			sec.Table = t
+			sec.Warnings = append(append([]string(nil), r.Invalid...), r.Warnings...)
+			p.Sections = append(p.Sections, sec)
+			if ri == 0 {
+				loadPlot.Series = append(loadPlot.Series, report.Series{Name: fmt.Sprintf("%d pts, %d ctx", cr.Size, cr.Contexts), X: xs, Y: ys, Style: report.Line})
+			}
+		}
+		if len(cr.CV) > 0 {
+			t := &report.Table{Caption: "run-to-run coefficient of variation", Header: []string{"level", "tx/s CV", "power CV"}}
+			for _, c := range cr.CV {
+				t.Rows = append(t.Rows, []string{levelName(Level{TargetLoad: c.TargetLoad, ActiveIdle: c.ActiveIdle}), fmt.Sprintf("%.2f %%", 100*c.TxCV), fmt.Sprintf("%.2f %%", 100*c.PowerCV)})
+			}
+			p.Sections = append(p.Sections, report.Section{Title: fmt.Sprintf("Reproducibility: FFT %d points, %d contexts, %d runs", cr.Size, cr.Contexts, len(cr.Runs)), Table: t})
+		}
+	}
+	plots := []report.Plot{loadPlot}
+	if sz := rep.sizePlot(); sz != nil {
+		plots = append(plots, *sz)
+	}
+	p.Sections = append(p.Sections, report.Section{Title: "Scaling", Text: "Active idle is drawn at 0 % load.", Plots: plots})
+	return p
+}
+
+// sizePlot is power and throughput at the 100 % level over the dataset size, normalised to
+// the smallest size (as in the paper's Figs 10-12), one pair of series per context count.
+func (rep *Report) sizePlot() *report.Plot {
+	byCtx := map[int][]*ConfigResult{}
+	for _, cr := range rep.Configs {
+		if len(cr.Runs) > 0 && len(cr.Runs[0].Levels) > 0 {
+			byCtx[cr.Contexts] = append(byCtx[cr.Contexts], cr)
+		}
+	}
+	var ctxs []int
+	for c, v := range byCtx {
+		if len(v) > 1 {
+			ctxs = append(ctxs, c)
+		}
+	}
+	if len(ctxs) == 0 {
+		return nil
+	}
+	sort.Ints(ctxs)
+	pl := &report.Plot{Title: "Power and throughput over dataset size (100 % level, normalised to the smallest size)", XLabel: "FFT size (points)", YLabel: "relative to smallest size (%)", XLog: true}
+	for _, c := range ctxs {
+		crs := byCtx[c]
+		sort.Slice(crs, func(i, j int) bool { return crs[i].Size < crs[j].Size })
+		b := crs[0].Runs[0].Levels[0]
+		var xs, tp, pw []float64
+		for _, cr := range crs {
+			l := cr.Runs[0].Levels[0]
+			xs = append(xs, float64(cr.Size))
+			tp = append(tp, 100*l.TxPerS/b.TxPerS)
+			pw = append(pw, 100*l.PowerW/nz(b.PowerW))
+		}
+		pl.Series = append(pl.Series, report.Series{Name: fmt.Sprintf("throughput, %d ctx", c), X: xs, Y: tp}, report.Series{Name: fmt.Sprintf("power, %d ctx", c), X: xs, Y: pw, Dash: true})
+	}
+	return pl
+}
+
+func nz(v float64) float64 {
+	if v == 0 {
+		return math.NaN()
+	}
+	return v
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func joinF(xs []float64) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, f3(x))
+	}
+	return strings.Join(s, ", ")
+}
