@@ -56,9 +56,11 @@ func init() {
 		{"devices", "list every GPU and every power channel, and whether it works", (*App).devices},
 		{"measure", "run a command while recording every GPU power channel; print energy and power", (*App).measure},
 		{"micro", "the MIPP microbenchmark suite: throughput, power and energy per instruction class and memory level", (*App).micro},
+		{"archline", "the energy roofline: fit eps_flop, eps_mem and pi0 over an intensity x occupancy sweep; archline and powerline", (*App).archline},
 		{"energy", "the energy of a region of a recorded trace, with the sensor's lag or window corrected", (*App).energy},
 		{"profile", "the high-resolution power profile of a short kernel from a low-resolution sensor (Lang-Rünger)", (*App).profile},
 		{"sensor", "characterise every power channel: update period, window, lag, delay; sensor.json and the anomaly tests", (*App).sensor},
+		{"loadlevel", "energy efficiency under transactional load at SPEC Power load levels (FFT transactions)", (*App).loadlevel},
 		{"version", "print gpuwatt's version", (*App).version},
 	}
 }

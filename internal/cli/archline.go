@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gpuwatt/internal/archline"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/loop"
+	"gpuwatt/internal/report"
+	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/trace"
+)
+
+func (a *App) archline(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("archline", flag.ContinueOnError)
+	var df deviceFlags
+	fs.StringVar(&df.device, "device", "auto", "auto (NVIDIA driver, else sim), nvml, sim or sim:PRESET")
+	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device (pi0_w, eps_flop_fp32_pj, eps_flop_fp64_pj, eps_mem_pj_per_byte, ...)")
+	gpuIdx := fs.Int("gpu", 0, "the GPU to measure")
+	precs := fs.String("precision", "fp32,fp64", "precisions to sweep: fp32, fp64 or both, comma-separated")
+	out := fs.String("out", "", "directory for results.json, report.html, trace.csv and trace.json")
+	asJSON := fs.Bool("json", false, "print one object per precision (fp32, fp64) to stdout instead of the tables")
+	quick := fs.Bool("quick", false, "a smaller sweep: 6 intensities x 2 occupancies")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	minUpdates := fs.Int("min-updates", archline.DefaultLoop.MinUpdates, "sensor updates each point must span")
+	minDur := fs.Duration("min-duration", archline.DefaultLoop.MinDuration, "shortest measurement of a point")
+	warmup := fs.Duration("warmup", archline.DefaultLoop.Warmup, "back-to-back launches before each point")
+	tol := fs.Float64("clock-tolerance", 0.02, "points whose median SM clock is more than this share below the top clock are not fitted")
+	poll := fs.String("poll", "adaptive", "Sampler poll mode (see gpuwatt measure --help)")
+	if code, ok := a.parseFlags(fs, args, "[--precision fp32,fp64] [--device sim|nvml|...] [--out DIR] [--json] [--quick]"); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return a.usageError("archline", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	popt, err := sensor.ParsePoll(*poll)
+	if err != nil {
+		return a.usageError("archline", err)
+	}
+	var ps []kernels.Precision
+	seen := map[kernels.Precision]bool{}
+	for _, s := range strings.Split(*precs, ",") {
+		p := kernels.Precision(strings.ToLower(strings.TrimSpace(s)))
+		if p != kernels.FP32 && p != kernels.FP64 {
+			return a.usageError("archline", fmt.Errorf("--precision %q: want fp32, fp64 or fp32,fp64", *precs))
+		}
+		if !seen[p] {
+			ps = append(ps, p)
+			seen[p] = true
+		}
+	}
+	if !(*tol > 0 && *tol < 1) {
+		return a.usageError("archline", fmt.Errorf("--clock-tolerance %g: want a share between 0 and 1", *tol))
+	}
+	if *minUpdates < 1 || *minDur < 0 || *warmup < 0 {
+		return a.usageError("archline", fmt.Errorf("--min-updates, --min-duration and --warmup: want positive values"))
+	}
+	if *out != "" {
+		if err := checkWritable(*out); err != nil {
+			return a.usageError("archline", fmt.Errorf("--out %s: %v", *out, err))
+		}
+	}
+	sys, clk, err := a.openForKernels("archline", df)
+	if err != nil {
+		return a.exitFor("archline", err)
+	}
+	defer sys.Close()
+	devs := sys.Devices()
+	if *gpuIdx < 0 || *gpuIdx >= len(devs) {
+		return a.usageError("archline", fmt.Errorf("--gpu %d: no such GPU (found %d)", *gpuIdx, len(devs)))
+	}
+	dev := devs[*gpuIdx]
+	exec, ok := dev.(gpu.Executor)
+	if !ok {
+		return a.fail("archline", fmt.Errorf("GPU %d cannot run kernels", *gpuIdx))
+	}
+	if exec.Props().SMs == 0 {
+		if _, err := exec.Prepare(kernels.Descriptor{}); err != nil {
+			return a.fail("archline", err)
+		}
+	}
+	opt := archline.Options{Precisions: ps, ClockTolerance: *tol,
+		Loop: loop.Options{Warmup: *warmup, MinUpdates: *minUpdates, MinDuration: *minDur, MaxDuration: archline.DefaultLoop.MaxDuration}}
+	if *warmup == 0 {
+		opt.Loop.Warmup = -1
+	}
+	if *quick {
+		opt.Intensities, opt.Occupancies = archline.QuickIntensities, archline.QuickOccupancies
+	}
+	m, err := loop.Start(ctx, clk, []gpu.Device{dev}, popt)
+	if err != nil {
+		return a.fail("archline", err)
+	}
+	t0 := time.Now()
+	if !*quiet {
+		opt.Progress = func(i, n int, name string) {
+			fmt.Fprintf(a.Stderr, "gpuwatt archline: [%3d/%d] %-28s (%s elapsed)\n", i, n, name, time.Since(t0).Round(time.Second))
+		}
+	}
+	rep, tr, runErr := archline.Run(ctx, m, dev, opt)
+	if rep == nil {
+		return a.fail("archline", runErr)
+	}
+	rep.Device = sys.Name()
+	if *out != "" {
+		if err := a.writeArchline(*out, rep, tr, sys, args); err != nil {
+			fmt.Fprintf(a.Stderr, "gpuwatt archline: --out %s: %v\n", *out, err)
+			return ExitFailure
+		}
+	}
+	if *asJSON {
+		if err := report.WriteJSONTo(a.Stdout, rep.JSONResults()); err != nil {
+			return a.fail("archline", err)
+		}
+	} else {
+		archline.WriteText(a.Stdout, rep)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return 130
+	case len(rep.Failed) > 0:
+		fmt.Fprintf(a.Stderr, "gpuwatt archline: %d kernel(s) could not be measured: %s\n", len(rep.Failed), strings.Join(rep.Failed, ", "))
+		return ExitFailure
+	case runErr != nil:
+		fmt.Fprintf(a.Stderr, "gpuwatt archline: %v\n", runErr)
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func (a *App) writeArchline(dir string, rep *archline.Report, tr *trace.Trace, sys gpu.System, args []string) error {
+	tr.Meta.Version, tr.Meta.Host, tr.Meta.Device = a.versionString(), a.host(), sys.Name()
+	tr.Meta.DriverVersion, tr.Meta.NVMLVersion = sys.DriverVersion(), sys.NVMLVersion()
+	tr.Meta.Command = append([]string{"gpuwatt", "archline"}, args...)
+	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.IncompleteReason
+	if err := trace.Save(dir, tr); err != nil {
+		return err
+	}
+	if err := report.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {
+		return err
+	}
+	return archline.Page(rep).WriteFile(filepath.Join(dir, "report.html"))
+}

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gpuwatt/internal/archline"
+)
+
+func TestArchlineOnSim(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	out := filepath.Join(t.TempDir(), "archline")
+	if code := a.Main(ctx, []string{"archline", "--device", "sim:h200", "--quick", "--out", out}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, s := range []string{"Table 4", "R²*", "eta_flop", "B_tau", "fp32", "fp64"} {
+		if !strings.Contains(stdout.String(), s) {
+			t.Errorf("table lacks %q:\n%s", s, stdout)
+		}
+	}
+	if !strings.Contains(stderr.String(), "[  1/") || !strings.Contains(stderr.String(), "baseline") {
+		t.Errorf("no progress lines in stderr:\n%s", stderr)
+	}
+	var rep archline.Report
+	readJSON(t, filepath.Join(out, "results.json"), &rep)
+	if rep.Format != archline.Format || rep.Device != "sim:h200" || len(rep.Results) != 2 || rep.Incomplete {
+		t.Fatalf("results.json: format %q device %q %d results", rep.Format, rep.Device, len(rep.Results))
+	}
+	for p, res := range rep.Results {
+		if res.R2 < 0.99 || len(res.Points) != 2+6*2 || res.Pi0W <= 0 {
+			t.Errorf("%s: R² %v, %d points, pi0 %v", p, res.R2, len(res.Points), res.Pi0W)
+		}
+	}
+	checkPlots(t, filepath.Join(out, "report.html"), 8)
+	for _, f := range []string{"trace.csv", "trace.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestArchlineJSONRecoversSimConfig: a --sim-config with its own pi0, eps_flop and eps_mem
+// is recovered within 2 % by --json.
+func TestArchlineJSONRecoversSimConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sim.json")
+	js := `{"preset":"a100","pi0_w":131.5,"eps_flop_fp32_pj":3.3,"eps_flop_fp64_pj":9.1,"eps_mem_pj_per_byte":71.0,"sensors":{"energy.total":{"gain":1}}}`
+	if err := os.WriteFile(cfg, []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, stdout, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"archline", "--device", "sim", "--sim-config", cfg, "--json", "--quiet"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("--quiet: stderr %q", stderr)
+	}
+	var got map[string]struct {
+		EpsFlopPJ float64           `json:"eps_flop_pj"`
+		EpsMem    float64           `json:"eps_mem_pj_per_byte"`
+		Pi0W      float64           `json:"pi0_w"`
+		R2        float64           `json:"r2"`
+		R2All     float64           `json:"r2_all"`
+		Points    []json.RawMessage `json:"points"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("--json: %v\n%s", err, stdout)
+	}
+	truth := map[string][3]float64{"fp32": {3.3, 71, 131.5}, "fp64": {9.1, 71, 131.5}}
+	if len(got) != 2 {
+		t.Fatalf("--json: keys %v", got)
+	}
+	for p, want := range truth {
+		r, ok := got[p]
+		if !ok {
+			t.Fatalf("--json: no %s", p)
+		}
+		for i, v := range []float64{r.EpsFlopPJ, r.EpsMem, r.Pi0W} {
+			if math.Abs(v/want[i]-1) > 0.02 {
+				t.Errorf("%s: parameter %d = %.4g, truth %.4g", p, i, v, want[i])
+			}
+		}
+		if r.R2 < 0.99 || r.R2All < 0.99 || len(r.Points) < 48 {
+			t.Errorf("%s: R² %v R²* %v, %d points", p, r.R2, r.R2All, len(r.Points))
+		}
+	}
+}
+
+func TestArchlineBadInput(t *testing.T) {
+	dir := t.TempDir()
+	badCfg := filepath.Join(dir, "bad.json")
+	os.WriteFile(badCfg, []byte(`{"preset":"h100","eps_flop_fp16_pj":3}`), 0o644)
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--precision", "fp16"}, "--precision"},
+		{[]string{"--precision", ""}, "--precision"},
+		{[]string{"--bogus"}, "unknown flag"},
+		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"--clock-tolerance", "2"}, "--clock-tolerance"},
+		{[]string{"--device", "sim:nope"}, "--device"},
+		{[]string{"--sim-config", badCfg}, "eps_flop_fp16_pj"},
+		{[]string{"--out", filepath.Join(file, "sub")}, "--out"},
+		{[]string{"--device", "sim", "--gpu", "5"}, "--gpu 5"},
+	} {
+		a, stdout, stderr, ctx := testApp(t)
+		code := a.Main(ctx, append([]string{"archline", "--quick"}, tc.args...))
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if code != ExitUsage || len(lines) != 1 || !strings.Contains(lines[0], tc.want) || stdout.Len() != 0 {
+			t.Errorf("%v: exit %d, stderr %q (want one line with %q)", tc.args, code, stderr, tc.want)
+		}
+	}
+	a, stdout, _, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"archline", "--help"}); code != 0 || !strings.Contains(stdout.String(), "--precision") {
+		t.Errorf("--help: exit %d\n%s", code, stdout)
+	}
+}

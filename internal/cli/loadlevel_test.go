@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// loadlevelArgs are short intervals on the virtual clock (testApp's NewClock).
+var loadlevelArgs = []string{"--warmup", "1s", "--pre", "1s", "--record", "10s", "--post", "1s", "--idle", "2s", "--ns-per-op", "2000"}
+
+func TestLoadlevelJSON(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	dir := t.TempDir()
+	args := append([]string{"--contexts", "2", "--size", "64,256", "--out", dir, "--json"}, loadlevelArgs...)
+	if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Levels []struct {
+			TargetLoad float64 `json:"target_load"`
+			ActualLoad float64 `json:"actual_load"`
+			TxPerS     float64 `json:"tx_per_s"`
+			PowerW     float64 `json:"power_w"`
+			TxPerJ     float64 `json:"tx_per_j"`
+			ActiveIdle bool    `json:"active_idle"`
+		} `json:"levels"`
+		OverallScore float64 `json:"overall_score"`
+		Configs      []any   `json:"configs"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if len(got.Levels) != 5 || !got.Levels[4].ActiveIdle || got.OverallScore <= 0 || len(got.Configs) != 2 {
+		t.Fatalf("unexpected JSON: %+v", got)
+	}
+	for _, l := range got.Levels[:4] {
+		if math.Abs(l.ActualLoad-l.TargetLoad) > 0.02 || l.PowerW <= 0 || l.TxPerJ <= 0 {
+			t.Errorf("level %+v", l)
+		}
+	}
+	for _, f := range []string{"results.json", "report.html"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "report.html" {
+			if err := xml.Unmarshal(b, new(any)); err != nil {
+				t.Errorf("report.html is not well-formed: %v", err)
+			}
+			if !strings.Contains(string(b), "Power and throughput over dataset size") {
+				t.Error("report.html lacks the dataset-size plot")
+			}
+		}
+	}
+}
+
+func TestLoadlevelText(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	args := append([]string{"--contexts", "1", "--levels", "100,50", "--runs", "2"}, loadlevelArgs...)
+	if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"active idle", "overall score", "CV 50 %", "virtual clock"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestLoadlevelBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"--size", "100"},
+		{"--size", "8192"},
+		{"--contexts", "0"},
+		{"--levels", "150"},
+		{"--calibrations", "1"},
+		{"--record", "0s"},
+		{"--runs", "0"},
+		{"--clock", "sundial"},
+		{"--variant", "cuda"},
+		{"--verify-fraction", "2"},
+		{"--bogus"},
+		{"extra"},
+	} {
+		a, _, stderr, ctx := testApp(t)
+		if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitUsage {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+		if s := stderr.String(); strings.Count(s, "\n") != 1 || !strings.HasPrefix(s, "gpuwatt loadlevel: ") {
+			t.Errorf("%v: stderr %q, want one line", args, s)
+		}
+	}
+}
