@@ -1,0 +1,485 @@
+// Package characterize is gpuwatt's energy datasheet of a GPU: it runs the sensor
+// characterisation (internal/sensorchar), the microbenchmark suite (internal/micro), the
+// archline fit (internal/archline) and a load-level run (internal/loadlevel, its CPU
+// variant) one after the other, collects every result and every warning into one Results
+// (results.json), and renders it as one self-contained HTML page. The page is built from
+// Results alone, so `gpuwatt report` re-renders it from results.json, and Compare puts the
+// headline figures of several GPUs side by side.
+package characterize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"time"
+
+	"gpuwatt/internal/archline"
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/correct"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/loadlevel"
+	"gpuwatt/internal/loop"
+	"gpuwatt/internal/micro"
+	"gpuwatt/internal/report"
+	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/sensorchar"
+	"gpuwatt/internal/trace"
+)
+
+// Format is the value of Results.Format.
+const Format = "gpuwatt-characterize/1"
+
+// The stages, in the order they run.
+const (
+	StageSensor    = "sensor"
+	StageMicro     = "micro"
+	StageArchline  = "archline"
+	StageLoadlevel = "loadlevel"
+)
+
+// Stages lists the stages in order.
+var Stages = []string{StageSensor, StageMicro, StageArchline, StageLoadlevel}
+
+// Stage statuses.
+const (
+	StatusDone    = "done"
+	StatusPartial = "partial" // interrupted or with kernels that could not be measured
+	StatusFailed  = "failed"
+	StatusNotRun  = "not run"
+)
+
+// StageInfo is what happened to one stage.
+type StageInfo struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	// ClockS is the stage's length on the measurement clock: GPU time on a real GPU, and
+	// on the sim device the virtual time the same work would take on the GPU it models.
+	ClockS float64 `json:"clock_s"`
+	// WallS is how long the stage took on the host.
+	WallS float64 `json:"wall_s"`
+	Error string  `json:"error,omitempty"`
+}
+
+// Results is results.json.
+type Results struct {
+	Format        string    `json:"format"`
+	Version       string    `json:"version"`
+	Host          string    `json:"host"`
+	Command       []string  `json:"command"`
+	Date          string    `json:"date"`
+	Device        string    `json:"device"` // "nvml" or "sim:<preset>"
+	Sim           bool      `json:"sim"`
+	DriverVersion string    `json:"driver_version"`
+	NVMLVersion   string    `json:"nvml_version"`
+	GPU           trace.GPU `json:"gpu"`
+	Props         gpu.Props `json:"props"`
+	Quick         bool      `json:"quick"`
+
+	Stages           []StageInfo `json:"stages"`
+	Incomplete       bool        `json:"incomplete"`
+	IncompleteReason string      `json:"incomplete_reason,omitempty"`
+	NotRun           []string    `json:"stages_not_run,omitempty"`
+
+	Sensor        *sensorchar.Report `json:"sensor,omitempty"`
+	SensorProfile *correct.Profile   `json:"sensor_profile,omitempty"`
+	// SensorPlots are the step and square-wave responses with the fitted models, kept as
+	// data because the readings behind them are not part of the sensor report.
+	SensorPlots []report.Plot     `json:"sensor_plots,omitempty"`
+	Micro       *micro.Report     `json:"micro,omitempty"`
+	Archline    *archline.Report  `json:"archline,omitempty"`
+	Loadlevel   *loadlevel.Report `json:"loadlevel,omitempty"`
+
+	// Warnings is every warning raised on the way, each prefixed with its stage.
+	Warnings []string `json:"warnings"`
+}
+
+// Stage returns the named stage's info, or nil.
+func (r *Results) Stage(name string) *StageInfo {
+	for i := range r.Stages {
+		if r.Stages[i].Name == name {
+			return &r.Stages[i]
+		}
+	}
+	return nil
+}
+
+// Options of a run.
+type Options struct {
+	// Clock is the measurement clock the system was opened with.
+	Clock clock.Clock
+	// System is the opened driver (or the sim); Device one of its GPUs, which must run
+	// kernels (gpu.Executor).
+	System gpu.System
+	Device gpu.Device
+	Quick  bool
+	// Stages to run (nil: all, in order).
+	Stages []string
+	// Stage, if set, is called as each stage starts (i counts from 1).
+	Stage func(i, n int, name, what string)
+	// Progress, if set, is told the finer steps within a stage.
+	Progress func(stage, step string)
+	// RAPLRoot is the powercap tree for the load-level stage on a real clock
+	// (default /sys/class/powercap).
+	RAPLRoot string
+	// LoadContexts is the load-level stage's users (default GOMAXPROCS, at most 4 with Quick).
+	LoadContexts int
+}
+
+// ErrNoExecutor is returned when the device cannot run kernels.
+var ErrNoExecutor = errors.New("the GPU cannot run kernels")
+
+// stageWhat says in a few words what each stage does (progress lines, the report).
+var stageWhat = map[string]string{
+	StageSensor:    "what the power sensors measure (update period, window, lag)",
+	StageMicro:     "energy per operation by unit (MIPP microbenchmarks)",
+	StageArchline:  "the energy roofline (archline fit, balance points)",
+	StageLoadlevel: "efficiency at each load level (SPEC Power methodology, CPU FFT variant)",
+}
+
+// Run runs the stages and returns what they measured. An interrupted run (ctx cancelled)
+// returns the stages finished so far, marked incomplete, with the rest listed as not run;
+// a stage that fails is recorded, with its error among the warnings, and the next stage
+// runs. Run returns an error only when nothing could be run at all.
+func Run(ctx context.Context, opt Options) (*Results, error) {
+	if opt.Clock == nil || opt.System == nil || opt.Device == nil {
+		return nil, errors.New("characterize: Clock, System and Device are required")
+	}
+	exec, ok := opt.Device.(gpu.Executor)
+	if !ok {
+		return nil, fmt.Errorf("GPU %d: %w", opt.Device.Info().Index, ErrNoExecutor)
+	}
+	props := exec.Props()
+	if props.SMs == 0 {
+		// The CUDA side could not be opened: Prepare says why.
+		if _, err := exec.Prepare(kernels.Descriptor{}); err != nil {
+			return nil, err
+		}
+		props = exec.Props()
+	}
+	stages := opt.Stages
+	if stages == nil {
+		stages = Stages
+	}
+	for _, s := range stages {
+		if stageWhat[s] == "" {
+			return nil, fmt.Errorf("characterize: unknown stage %q", s)
+		}
+	}
+	sys := opt.System
+	res := &Results{Format: Format, Device: sys.Name(), Sim: strings.HasPrefix(sys.Name(), "sim"),
+		DriverVersion: sys.DriverVersion(), NVMLVersion: sys.NVMLVersion(), GPU: opt.Device.Info(), Props: props, Quick: opt.Quick}
+	if res.GPU.Name == "" {
+		res.GPU.Name = props.Name
+	}
+	progress := func(stage string) func(string) {
+		if opt.Progress == nil {
+			return nil
+		}
+		return func(s string) { opt.Progress(stage, s) }
+	}
+	for i, name := range stages {
+		if ctx.Err() != nil {
+			res.NotRun = append(res.NotRun, stages[i:]...)
+			for _, s := range stages[i:] {
+				res.Stages = append(res.Stages, StageInfo{Name: s, Status: StatusNotRun})
+			}
+			break
+		}
+		if opt.Stage != nil {
+			opt.Stage(i+1, len(stages), name, stageWhat[name])
+		}
+		info := StageInfo{Name: name, Status: StatusDone}
+		c0, w0 := opt.Clock.Now(), time.Now()
+		var err error
+		var partial bool
+		switch name {
+		case StageSensor:
+			partial, err = runSensor(ctx, opt, exec, res, progress(name))
+		case StageMicro:
+			partial, err = runMicro(ctx, opt, props, res, progress(name))
+		case StageArchline:
+			partial, err = runArchline(ctx, opt, res, progress(name))
+		case StageLoadlevel:
+			var own time.Duration
+			partial, own, err = runLoadlevel(ctx, opt, res, progress(name))
+			if own > 0 {
+				c0 -= own // the stage ran on a clock of its own
+			}
+		}
+		info.ClockS = (opt.Clock.Now() - c0).Seconds()
+		info.WallS = time.Since(w0).Seconds()
+		switch {
+		case err != nil && !partial:
+			info.Status, info.Error = StatusFailed, err.Error()
+			res.Warnings = append(res.Warnings, name+": stage failed: "+err.Error())
+		case err != nil:
+			info.Status, info.Error = StatusPartial, err.Error()
+			if ctx.Err() == nil {
+				res.Warnings = append(res.Warnings, name+": "+err.Error())
+			}
+		case partial:
+			info.Status = StatusPartial
+		}
+		res.Stages = append(res.Stages, info)
+	}
+	if ctx.Err() != nil {
+		res.Incomplete = true
+		res.IncompleteReason = "interrupted"
+		if len(res.NotRun) > 0 {
+			res.IncompleteReason += "; stages not run: " + strings.Join(res.NotRun, ", ")
+		}
+	}
+	res.Warnings = append(res.Warnings, collectWarnings(res)...)
+	return res, nil
+}
+
+func runSensor(ctx context.Context, opt Options, exec gpu.Executor, res *Results, progress func(string)) (bool, error) {
+	rep, err := sensorchar.Run(ctx, opt.Clock, opt.Device, exec, sensorchar.Options{Quick: opt.Quick, Progress: progress})
+	if rep == nil {
+		if err == nil {
+			err = errors.New("no result")
+		}
+		return false, err
+	}
+	rep.Device = opt.System.Name()
+	res.Sensor = rep
+	prof := rep.Profile()
+	res.SensorProfile = &prof
+	for _, s := range rep.Page().Sections {
+		for _, p := range s.Plots {
+			res.SensorPlots = append(res.SensorPlots, finitePlot(p))
+		}
+	}
+	return err != nil, err
+}
+
+// finitePlot drops the points that JSON cannot carry (NaN, ±Inf); the plot skips them anyway.
+func finitePlot(p report.Plot) report.Plot {
+	ok := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	var ss []report.Series
+	for _, s := range p.Series {
+		n := min(len(s.X), len(s.Y))
+		c := s
+		c.X, c.Y, c.YLow, c.YHigh, c.Colors = nil, nil, nil, nil, nil
+		band := len(s.YLow) >= n && len(s.YHigh) >= n
+		for i := 0; i < n; i++ {
+			if !ok(s.X[i]) || !ok(s.Y[i]) || (band && (!ok(s.YLow[i]) || !ok(s.YHigh[i]))) {
+				continue
+			}
+			c.X, c.Y = append(c.X, s.X[i]), append(c.Y, s.Y[i])
+			if band {
+				c.YLow, c.YHigh = append(c.YLow, s.YLow[i]), append(c.YHigh, s.YHigh[i])
+			}
+			if i < len(s.Colors) {
+				c.Colors = append(c.Colors, s.Colors[i])
+			}
+		}
+		ss = append(ss, c)
+	}
+	p.Series = ss
+	var vl []report.VLine
+	for _, v := range p.VLines {
+		if ok(v.X) {
+			vl = append(vl, v)
+		}
+	}
+	p.VLines = vl
+	var hl []report.HLine
+	for _, h := range p.HLines {
+		if ok(h.Y) {
+			hl = append(hl, h)
+		}
+	}
+	p.HLines = hl
+	return p
+}
+
+func poll() sensor.Options {
+	p, _ := sensor.ParsePoll("adaptive")
+	return p
+}
+
+func runMicro(ctx context.Context, opt Options, props gpu.Props, res *Results, progress func(string)) (bool, error) {
+	suite, err := kernels.Default(kernels.SuiteOpts{Device: kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}})
+	if err != nil {
+		return false, err
+	}
+	m, err := loop.Start(ctx, opt.Clock, []gpu.Device{opt.Device}, poll())
+	if err != nil {
+		return false, err
+	}
+	mo := micro.Options{Loop: loop.Options{Warmup: time.Second, MinUpdates: 50}}
+	if opt.Quick {
+		mo.Loop = loop.Options{Warmup: 250 * time.Millisecond, MinUpdates: 20}
+		mo.Idle = time.Second
+	}
+	mo.Progress = func(i, n int, name string, row *micro.Row) {
+		if progress != nil && row == nil {
+			progress(fmt.Sprintf("[%2d/%d] %s", i, n, name))
+		}
+	}
+	rep, _, runErr := micro.Run(ctx, m, opt.Device, suite, mo)
+	if rep == nil {
+		return false, runErr
+	}
+	rep.Device = opt.System.Name()
+	res.Micro = rep
+	if runErr == nil && len(rep.Failed) > 0 {
+		runErr = fmt.Errorf("%d kernel(s) could not be measured: %s", len(rep.Failed), strings.Join(rep.Failed, ", "))
+	}
+	return runErr != nil || rep.Incomplete, runErr
+}
+
+func runArchline(ctx context.Context, opt Options, res *Results, progress func(string)) (bool, error) {
+	m, err := loop.Start(ctx, opt.Clock, []gpu.Device{opt.Device}, poll())
+	if err != nil {
+		return false, err
+	}
+	ao := archline.Options{Precisions: []kernels.Precision{kernels.FP32, kernels.FP64}, ClockTolerance: 0.02, Loop: archline.DefaultLoop}
+	if opt.Quick {
+		ao.Intensities, ao.Occupancies = archline.QuickIntensities, archline.QuickOccupancies
+	}
+	if progress != nil {
+		ao.Progress = func(i, n int, name string) { progress(fmt.Sprintf("[%3d/%d] %s", i, n, name)) }
+	}
+	rep, _, runErr := archline.Run(ctx, m, opt.Device, ao)
+	if rep == nil {
+		return false, runErr
+	}
+	rep.Device = opt.System.Name()
+	res.Archline = rep
+	if runErr == nil && len(rep.Failed) > 0 {
+		runErr = fmt.Errorf("%d kernel(s) could not be measured: %s", len(rep.Failed), strings.Join(rep.Failed, ", "))
+	}
+	return runErr != nil || rep.Incomplete, runErr
+}
+
+// LoadIntervals are the load-level stage's interval lengths and levels.
+func LoadIntervals(quick bool) (loadlevel.Intervals, []float64) {
+	if quick {
+		return loadlevel.Intervals{Warmup: time.Second, Calibrations: 2, Pre: 500 * time.Millisecond, Record: 2 * time.Second, Post: 500 * time.Millisecond, Idle: 2 * time.Second},
+			[]float64{1, 0.5}
+	}
+	return loadlevel.Intervals{Warmup: 10 * time.Second, Calibrations: 3, Pre: 5 * time.Second, Record: 30 * time.Second, Post: 5 * time.Second, Idle: 30 * time.Second},
+		append([]float64(nil), loadlevel.DefaultLevels...)
+}
+
+// runLoadlevel returns, besides the usual, the time that passed on its own virtual clock.
+func runLoadlevel(ctx context.Context, opt Options, res *Results, progress func(string)) (bool, time.Duration, error) {
+	iv, levels := LoadIntervals(opt.Quick)
+	users := opt.LoadContexts
+	if users <= 0 {
+		users = runtime.GOMAXPROCS(0)
+		if opt.Quick {
+			users = min(users, 4)
+		}
+	}
+	// The load-level run has a clock of its own: virtual where the measurement clock is
+	// (the sim), so it is instant and deterministic; real otherwise.
+	var c clock.Clock = clock.NewReal()
+	var warnings []string
+	warnings = append(warnings, "the load-level stage runs the CPU variant (Go FFT transactions on the host's cores): the GPU variants are not implemented yet, so these figures describe the host, not the GPU")
+	var meters []loadlevel.Meter
+	if clock.IsVirtual(opt.Clock) {
+		c = clock.NewVirtual(time.Time{})
+		meters = append(meters, loadlevel.ModelMeter{Idle: 50, PerBusyUser: 20})
+		warnings = append(warnings, "virtual clock: transaction times and power are modelled (50 W + 20 W per busy user), not measured")
+	} else {
+		root := opt.RAPLRoot
+		if root == "" {
+			root = "/sys/class/powercap"
+		}
+		if r, err := loadlevel.OpenRAPL(root, c); err == nil {
+			meters = append(meters, r)
+		} else {
+			warnings = append(warnings, "no power source: "+err.Error())
+		}
+	}
+	sw := loadlevel.Sweep{Sizes: []int{64}, Contexts: []int{users}, Runs: 1,
+		Base: loadlevel.Config{Levels: levels, Intervals: iv, Clock: c, Meters: meters, Seed: 1, Progress: progress},
+		NewTx: func(n int) (loadlevel.Transaction, error) {
+			f, err := loadlevel.NewFFT(n)
+			if f != nil {
+				f.NsPerOp = 100
+			}
+			return f, err
+		}}
+	rep, err := loadlevel.RunSweep(ctx, sw)
+	var own time.Duration
+	if clock.IsVirtual(c) {
+		own = c.Now()
+	}
+	if rep == nil {
+		return false, own, err
+	}
+	rep.Warnings = append(warnings, rep.Warnings...)
+	res.Loadlevel = rep
+	if err == nil && !rep.Valid {
+		var why []string
+		for _, cr := range rep.Configs {
+			for _, r := range cr.Runs {
+				why = append(why, r.Invalid...)
+			}
+		}
+		rep.Warnings = append(rep.Warnings, "INVALID run: "+strings.Join(why, "; "))
+	}
+	return err != nil || rep.Incomplete, own, err
+}
+
+// collectWarnings gathers the warnings of every stage's report, prefixed with the stage.
+func collectWarnings(r *Results) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(prefix string, ws []string) {
+		stage, _, _ := strings.Cut(prefix, ":")
+		for _, w := range ws {
+			if key := stage + "\x00" + w; !seen[key] {
+				seen[key] = true
+				out = append(out, prefix+": "+w)
+			}
+		}
+	}
+	if s := r.Sensor; s != nil {
+		add("sensor", s.Warnings)
+		for _, c := range s.Channels {
+			add("sensor: "+c.Name, c.Warnings)
+		}
+		if s.Anomalies != nil {
+			add("sensor: anomaly tests", s.Anomalies.Warnings)
+		}
+	}
+	if m := r.Micro; m != nil {
+		add("micro", m.Warnings)
+		for _, row := range m.Rows {
+			add("micro: "+row.Name, row.Warnings)
+		}
+		if m.Incomplete {
+			add("micro", []string{"incomplete: " + m.IncompleteReason})
+		}
+	}
+	if a := r.Archline; a != nil {
+		add("archline", a.Warnings)
+		for _, p := range []string{"fp32", "fp64"} {
+			if res := a.Results[p]; res != nil {
+				add("archline: "+p, res.Warnings)
+			}
+		}
+		if a.Incomplete {
+			add("archline", []string{"incomplete: " + a.IncompleteReason})
+		}
+	}
+	if l := r.Loadlevel; l != nil {
+		add("loadlevel", l.Warnings)
+		for _, cr := range l.Configs {
+			for _, run := range cr.Runs {
+				add("loadlevel", run.Warnings)
+				add("loadlevel: invalid", run.Invalid)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,79 @@
+package characterize
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/report"
+)
+
+func openSim(t *testing.T) Options {
+	t.Helper()
+	clk := clock.NewVirtual(time.Time{})
+	cfg, err := sim.Preset("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := sim.Open(clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sys.Close() })
+	return Options{Clock: clk, System: sys, Device: sys.Devices()[0], Quick: true}
+}
+
+// TestInterrupted: Ctrl-C during a stage keeps what was measured, marks the results
+// incomplete and lists the stages not run; the page says so.
+func TestInterrupted(t *testing.T) {
+	opt := openSim(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opt.Progress = func(stage, step string) {
+		if stage == StageMicro && strings.Contains(step, "[ 3/") {
+			cancel()
+		}
+	}
+	r, err := Run(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Incomplete || !slices.Equal(r.NotRun, []string{StageArchline, StageLoadlevel}) {
+		t.Fatalf("incomplete %v, not run %v", r.Incomplete, r.NotRun)
+	}
+	if r.Sensor == nil || r.Stage(StageSensor).Status != StatusDone {
+		t.Errorf("the sensor stage's results were not kept: %+v", r.Stage(StageSensor))
+	}
+	if s := r.Stage(StageMicro); s == nil || s.Status != StatusPartial {
+		t.Errorf("micro stage %+v, want partial", s)
+	}
+	if s := r.Stage(StageLoadlevel); s == nil || s.Status != StatusNotRun {
+		t.Errorf("loadlevel stage %+v, want not run", s)
+	}
+	if err := report.WriteJSON(filepath.Join(t.TempDir(), "results.json"), r); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := r.Page().Render(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"INCOMPLETE", "stages not run: archline, loadlevel", "This stage was not run"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+func TestUnknownStage(t *testing.T) {
+	opt := openSim(t)
+	opt.Stages = []string{"sensor", "tea"}
+	if _, err := Run(context.Background(), opt); err == nil || !strings.Contains(err.Error(), `"tea"`) {
+		t.Fatalf("err = %v", err)
+	}
+}

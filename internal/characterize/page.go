@@ -1,0 +1,375 @@
+package characterize
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"gpuwatt/internal/archline"
+	"gpuwatt/internal/micro"
+	"gpuwatt/internal/report"
+)
+
+// Section titles of the page, in order (the tests look for them).
+const (
+	TitleGPU       = "The GPU and this run"
+	TitleHeadline  = "Headline figures"
+	TitleSensors   = "Power sensors: what they measure and how gpuwatt corrects them"
+	TitleMicro     = "Energy per operation by unit"
+	TitleArchline  = "The energy roofline and its balance points"
+	TitleLoadlevel = "Efficiency at each load level"
+	TitleWarnings  = "Every warning raised on the way"
+)
+
+// SimNotice is the banner of a page measured on the sim device.
+const SimNotice = "Measured on the sim device, gpuwatt's digital twin of a GPU: no NVIDIA GPU was used, and every figure here is simulated."
+
+func g4(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "–"
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+// Title is the page's title for one result.
+func (r *Results) Title() string {
+	name := r.GPU.Name
+	if name == "" {
+		name = "GPU"
+	}
+	return "gpuwatt characterize: energy datasheet of " + name
+}
+
+// Page renders the results as one self-contained HTML page. It reads nothing but r, so
+// the same results.json always gives the same page.
+func (r *Results) Page() report.Page {
+	mode := "full"
+	if r.Quick {
+		mode = "quick"
+	}
+	p := report.Page{Title: r.Title(),
+		Subtitle: fmt.Sprintf("%s · GPU %d · %s run · gpuwatt %s · %s · %s", r.Device, r.GPU.Index, mode, r.Version, r.Host, r.Date)}
+	var notes []string
+	if r.Sim {
+		notes = append(notes, SimNotice)
+	}
+	if r.Incomplete {
+		notes = append(notes, "INCOMPLETE: "+r.IncompleteReason+". What was measured is shown.")
+	}
+	p.Notice = strings.Join(notes, " ")
+	p.Sections = append(p.Sections, r.gpuSection(), report.Section{Title: TitleHeadline,
+		Text:  "The figures to compare GPUs by; `gpuwatt report DIR1 DIR2` puts them side by side.",
+		Table: headlineTable([]*Results{r}, nil)})
+	p.Sections = append(p.Sections, r.sensorSections()...)
+	p.Sections = append(p.Sections, r.microSections()...)
+	p.Sections = append(p.Sections, r.archlineSections()...)
+	p.Sections = append(p.Sections, r.loadlevelSections()...)
+	ws := r.Warnings
+	text := fmt.Sprintf("%d warning(s).", len(ws))
+	if len(ws) == 0 {
+		text = "No warnings."
+	}
+	p.Sections = append(p.Sections, report.Section{Title: TitleWarnings, Text: text, Warnings: ws})
+	return p
+}
+
+func (r *Results) gpuSection() report.Section {
+	t := &report.Table{Header: []string{"", ""}, Align: []string{"l", "l"}}
+	add := func(k, v string) {
+		if v != "" {
+			t.Rows = append(t.Rows, []string{k, v})
+		}
+	}
+	add("GPU", fmt.Sprintf("%d: %s", r.GPU.Index, r.GPU.Name))
+	add("UUID", r.GPU.UUID)
+	add("PCI bus", r.GPU.PCIBusID)
+	add("device", r.Device)
+	add("driver", r.DriverVersion)
+	add("NVML", r.NVMLVersion)
+	if r.Props.SMs > 0 {
+		add("SMs, compute capability", fmt.Sprintf("%d, %s", r.Props.SMs, r.Props.ComputeCapability))
+		add("max SM clock", fmt.Sprintf("%.0f MHz", r.Props.MaxSMClockHz/1e6))
+	}
+	if r.Props.MemoryBytes > 0 {
+		add("memory", fmt.Sprintf("%.1f GiB", float64(r.Props.MemoryBytes)/(1<<30)))
+	}
+	if r.GPU.PowerLimitW > 0 {
+		add("power limit", fmt.Sprintf("%.0f W (default %.0f W)", r.GPU.PowerLimitW, r.GPU.DefaultPowerLimit))
+	}
+	add("gpuwatt", r.Version)
+	add("host", r.Host)
+	add("command", strings.Join(r.Command, " "))
+	add("date", r.Date)
+	for _, st := range r.Stages {
+		v := fmt.Sprintf("%s: %.1f s on the measurement clock, %.2f s on the host", st.Status, st.ClockS, st.WallS)
+		if st.Error != "" {
+			v += "; " + st.Error
+		}
+		add("stage "+st.Name, v)
+	}
+	text := "Four stages run one after the other: the sensor characterisation, the microbenchmark suite, the archline sweep and fit, and a load-level run. The measurement clock is GPU time on a GPU; on the sim device it is the virtual time the same work would take on the GPU the sim models."
+	sec := report.Section{Title: TitleGPU, Text: text, Table: t}
+	return sec
+}
+
+// notRun is the text of a stage's section when the stage has no result.
+func (r *Results) notRun(stage string) string {
+	if s := r.Stage(stage); s != nil {
+		switch s.Status {
+		case StatusFailed:
+			return "This stage failed: " + s.Error
+		case StatusNotRun:
+			return "This stage was not run: the run was interrupted before it."
+		}
+	}
+	return "This stage was not run."
+}
+
+func (r *Results) sensorSections() []report.Section {
+	s := r.Sensor
+	if s == nil {
+		return []report.Section{{Title: TitleSensors, Text: r.notRun(StageSensor)}}
+	}
+	t := &report.Table{Header: []string{"channel", "model (how gpuwatt corrects it)", "update period T (ms)", "window W (ms)", "lag tau (ms)", "delay (ms)", "coverage W/T", "idle (W)", "load (W)", "vs energy counter"}}
+	for _, c := range s.Channels {
+		t.Rows = append(t.Rows, []string{c.Name, c.Model, g4(c.PeriodS * 1e3), g4(c.WindowS * 1e3), g4(c.TauS * 1e3), g4(c.DelayS * 1e3),
+			fmt.Sprintf("%.0f %%", 100*c.Coverage), g4(c.IdleW), g4(c.LoadW), g4(c.RatioToCounter)})
+	}
+	var b strings.Builder
+	b.WriteString("Each power channel was driven with a known load (a step, then square waves at several periods and phases) and its readings fitted with two models: a boxcar average over a window W, refreshed every update period T, or a first-order lag with time constant tau; each has a delay. The better fit is the channel's model. ")
+	b.WriteString("gpuwatt corrects a channel by inverting its model before it integrates (docs/energy.md): a lag (rc) through P = y + tau dy/dt, integrated as the integral of the readings plus tau times the change of the reading across the region; a long boxcar (W >= 1.5 T, the 1 s averages) by deconvolution, E[a, b] = W (r(b) - r(a)) + E[a - W, b - W]; a short boxcar (W < 1.5 T) by letting each reading stand for its own period, a cell centred on its window's centre (t - delay - W/2). Every reading describes the power its delay before its timestamp. A channel whose window covers less than its update period (coverage W/T < 100 %) does not see part of the time: short regions are uncertain and flagged. energy --sensor sensor.json applies these models to any trace.")
+	if c := s.Counter; c != nil {
+		fmt.Fprintf(&b, "\n\nEnergy counter %s: updated every %s ms, %s W at steady load.", c.Name, g4(c.PeriodS*1e3), g4(c.SteadyW))
+	}
+	if s.Reference != "" {
+		fmt.Fprintf(&b, " Reference channel: %s.", s.Reference)
+	}
+	secs := []report.Section{{Title: TitleSensors, Text: b.String(), Table: t}}
+	if len(r.SensorPlots) > 0 {
+		secs = append(secs, report.Section{Title: "Sensor responses with the fitted models", Plots: r.SensorPlots})
+	}
+	if a := s.Anomalies; a != nil {
+		var x strings.Builder
+		a.WriteText(&x)
+		secs = append(secs, report.Section{Title: "Anomaly tests on " + a.Channel + " (" + a.Model + ")", Text: x.String(), Warnings: a.Warnings})
+	}
+	return secs
+}
+
+func (r *Results) microSections() []report.Section {
+	m := r.Micro
+	if m == nil {
+		return []report.Section{{Title: TitleMicro, Text: r.notRun(StageMicro)}}
+	}
+	secs := []report.Section{{Title: TitleMicro, Text: "The MIPP microbenchmark suite: each kernel exercises one instruction class or one memory level; its energy per unit of work is split into the baseline power's share and what the work adds above it.",
+		Plots: []report.Plot{microPlot(m)}}}
+	for _, s := range micro.Page(m).Sections {
+		if s.Title == "Warnings" {
+			continue // they are in the warnings section
+		}
+		s.Title = "Energy per operation: " + s.Title
+		secs = append(secs, s)
+	}
+	return secs
+}
+
+// microPlot is energy per unit over the kernels of the arithmetic and memory groups.
+func microPlot(m *micro.Report) report.Plot {
+	p := report.Plot{Title: "Energy per unit of work, by kernel (numbered as in the tables below)", XLabel: "kernel number", YLabel: "energy per unit (pJ)", YLog: true}
+	all := report.Series{Name: "in all", Style: report.Points}
+	above := report.Series{Name: "above pi0", Style: report.Points}
+	for i, row := range m.Rows {
+		all.X, all.Y = append(all.X, float64(i+1)), append(all.Y, row.PJPerUnit)
+		above.X, above.Y = append(above.X, float64(i+1)), append(above.Y, row.PJPerUnitAbovePi0)
+	}
+	p.Series = []report.Series{all, above}
+	return p
+}
+
+func (r *Results) archlineSections() []report.Section {
+	a := r.Archline
+	if a == nil {
+		return []report.Section{{Title: TitleArchline, Text: r.notRun(StageArchline)}}
+	}
+	t := &report.Table{Header: []string{"precision", "eps_flop (pJ/flop)", "eps_mem (pJ/B)", "pi0 (W)", "R²", "B_tau (flop/B)", "B_eps (flop/B)", "effective B_eps (flop/B)", "peak GFLOP/s", "peak GB/s", "power limit meets powerline (flop/B)"}}
+	for _, prec := range precisions(a) {
+		res := a.Results[prec]
+		d := res.Derived
+		capped := "never"
+		if d.CappedFromFlop > 0 {
+			capped = g4(d.CappedFromFlop) + " to " + g4(d.CappedToFlop)
+		}
+		t.Rows = append(t.Rows, []string{prec, g4(res.EpsFlopPJ), g4(res.EpsMemPJPerByte), g4(res.Pi0W), fmt.Sprintf("%.4f", res.R2), g4(d.BTau), g4(d.BEps), g4(d.BEffective),
+			g4(d.PeakFlopsPerS / 1e9), g4(d.PeakBytesPerS / 1e9), capped})
+	}
+	secs := []report.Section{{Title: TitleArchline, Text: "The energy of a kernel is modelled as E = W eps_flop + Q eps_mem + T pi0 (Choi et al.): W flops, Q bytes, T seconds. The time balance B_tau is the intensity where a kernel turns from memory- to compute-bound; the energy balance B_eps (eps_mem / eps_flop) where its energy does; the effective balance counts pi0 too.",
+		Table: t}}
+	for _, s := range archline.Page(a).Sections {
+		if s.Title == "Method" {
+			s.Warnings = nil // they are in the warnings section
+		}
+		s.Title = "Energy roofline: " + s.Title
+		secs = append(secs, s)
+	}
+	return secs
+}
+
+func precisions(a *archline.Report) []string {
+	var ps []string
+	for p := range a.Results {
+		if a.Results[p] != nil {
+			ps = append(ps, p)
+		}
+	}
+	sort.Strings(ps)
+	return ps
+}
+
+func (r *Results) loadlevelSections() []report.Section {
+	l := r.Loadlevel
+	if l == nil {
+		return []report.Section{{Title: TitleLoadlevel, Text: r.notRun(StageLoadlevel)}}
+	}
+	iv := l.Intervals
+	secs := []report.Section{{Title: TitleLoadlevel, Text: fmt.Sprintf("The SPEC Power methodology (von Kistowski et al.): calibrate the 100 %% transaction rate, then hold each target load and active idle, and report transactions per joule. This is the CPU variant, the only one gpuwatt has so far: FFT transactions run on the host's cores, so the figures describe the host, not the GPU. Intervals: %s warm-up, %d calibrations, %s pre, %s recording, %s post, %s active idle. Overall score %s tx/J (valid: %v).",
+		iv.Warmup, iv.Calibrations, iv.Pre, iv.Record, iv.Post, iv.Idle, g4(l.OverallScore), l.Valid)}}
+	for _, s := range l.Page("").Sections {
+		s.Title = "Load levels: " + s.Title
+		s.Warnings = nil // they are in the warnings section
+		secs = append(secs, s)
+	}
+	return secs
+}
+
+// Headline is one result's comparable figures, as (label, value) pairs in order.
+func (r *Results) Headline() [][2]string {
+	var h [][2]string
+	add := func(k, v string) { h = append(h, [2]string{k, v}) }
+	add("GPU", r.GPU.Name)
+	add("device", r.Device)
+	add("driver", r.DriverVersion)
+	mode := "full"
+	if r.Quick {
+		mode = "quick"
+	}
+	add("run", mode)
+	var clk float64
+	for _, s := range r.Stages {
+		clk += s.ClockS
+	}
+	add("measurement time (s)", fmt.Sprintf("%.0f", clk))
+	add("complete", fmt.Sprint(!r.Incomplete))
+	if s := r.Sensor; s != nil {
+		for _, c := range s.Channels {
+			add("sensor "+c.Name, c.Model)
+		}
+	}
+	if m := r.Micro; m != nil {
+		add("idle power (W)", g4(m.IdlePowerW))
+		add("pi0 (W)", g4(m.Pi0W))
+		for _, row := range m.Rows {
+			if row.Group == "arith" || row.Group == "memory" {
+				add(fmt.Sprintf("%s (pJ/%s)", row.Name, row.Unit), g4(row.PJPerUnit))
+			}
+		}
+	}
+	if a := r.Archline; a != nil {
+		for _, p := range precisions(a) {
+			res := a.Results[p]
+			add(p+" eps_flop (pJ/flop)", g4(res.EpsFlopPJ))
+			add(p+" eps_mem (pJ/B)", g4(res.EpsMemPJPerByte))
+			add(p+" pi0 (W)", g4(res.Pi0W))
+			add(p+" B_tau (flop/B)", g4(res.Derived.BTau))
+			add(p+" B_eps (flop/B)", g4(res.Derived.BEps))
+		}
+	}
+	if l := r.Loadlevel; l != nil {
+		add("load-level score, CPU variant (tx/J)", g4(l.OverallScore))
+		for _, lv := range l.Levels {
+			name := fmt.Sprintf("load %g %% (tx/J)", 100*lv.TargetLoad)
+			if lv.ActiveIdle {
+				add("load active idle (W)", g4(lv.PowerW))
+				continue
+			}
+			add(name, g4(lv.TxPerJ))
+		}
+	}
+	add("warnings", fmt.Sprint(len(r.Warnings)))
+	return h
+}
+
+// headlineTable is the headline figures of one or more results, one column each; names
+// label the columns (nil: "value").
+func headlineTable(rs []*Results, names []string) *report.Table {
+	t := &report.Table{Header: []string{"figure"}}
+	var order []string
+	vals := map[string][]string{}
+	for i, r := range rs {
+		name := "value"
+		if i < len(names) {
+			name = names[i]
+		}
+		t.Header = append(t.Header, name)
+		for _, kv := range r.Headline() {
+			if _, ok := vals[kv[0]]; !ok {
+				order = append(order, kv[0])
+				vals[kv[0]] = make([]string, len(rs))
+			}
+			vals[kv[0]][i] = kv[1]
+		}
+	}
+	for _, k := range order {
+		row := []string{k}
+		for _, v := range vals[k] {
+			if v == "" {
+				v = "–"
+			}
+			row = append(row, v)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	t.Align = make([]string, len(t.Header))
+	for i := range t.Align {
+		t.Align[i] = "l"
+	}
+	return t
+}
+
+// ComparisonTitle is the title of Compare's first section.
+const ComparisonTitle = "Side by side: headline figures per GPU"
+
+// Compare renders several results on one page: the headline figures side by side (one
+// column per result, labelled by names), then each result's page in turn.
+func Compare(rs []*Results, names []string) report.Page {
+	if len(rs) == 1 {
+		return rs[0].Page()
+	}
+	p := report.Page{Title: fmt.Sprintf("gpuwatt report: %d energy datasheets side by side", len(rs)), Subtitle: strings.Join(names, " · ")}
+	var notes []string
+	for i, r := range rs {
+		if r.Sim {
+			notes = append(notes, fmt.Sprintf("%s was measured on the sim device: its figures are simulated.", names[i]))
+		}
+		if r.Incomplete {
+			notes = append(notes, fmt.Sprintf("%s is INCOMPLETE: %s.", names[i], r.IncompleteReason))
+		}
+	}
+	p.Notice = strings.Join(notes, " ")
+	p.Sections = append(p.Sections, report.Section{Title: ComparisonTitle, Table: headlineTable(rs, names)})
+	for i, r := range rs {
+		sub := r.Page()
+		for j, s := range sub.Sections {
+			if j == 0 {
+				s.Title = names[i] + ": " + s.Title
+				if sub.Notice != "" {
+					s.Text = sub.Notice + "\n\n" + s.Text
+				}
+			} else {
+				s.Title = names[i] + ": " + s.Title
+			}
+			p.Sections = append(p.Sections, s)
+		}
+	}
+	return p
+}
