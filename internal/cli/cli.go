@@ -61,6 +61,8 @@ func init() {
 		{"profile", "the high-resolution power profile of a short kernel from a low-resolution sensor (Lang-Rünger)", (*App).profile},
 		{"sensor", "characterise every power channel: update period, window, lag, delay; sensor.json and the anomaly tests", (*App).sensor},
 		{"loadlevel", "energy efficiency under transactional load at SPEC Power load levels (FFT transactions)", (*App).loadlevel},
+		{"characterize", "the energy datasheet of a GPU in one command: sensors, micro, archline, load levels; report.html", (*App).characterize},
+		{"report", "re-render report.html from the results.json of characterize; several DIRs side by side", (*App).report},
 		{"version", "print gpuwatt's version", (*App).version},
 	}
 }

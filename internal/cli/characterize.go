@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gpuwatt/internal/characterize"
+	"gpuwatt/internal/correct"
+	"gpuwatt/internal/report"
+)
+
+const characterizeSynopsis = "[--device ...] [--gpu N] [--quick] [--out DIR] [--json]"
+
+// characterize is `gpuwatt characterize`: the energy datasheet of a GPU in one command
+// (internal/characterize runs the stages and renders the page).
+func (a *App) characterize(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("characterize", flag.ContinueOnError)
+	var df deviceFlags
+	fs.StringVar(&df.device, "device", "auto", "auto (NVIDIA driver, else sim), nvml, sim or sim:PRESET")
+	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device")
+	gpuIdx := fs.Int("gpu", 0, "the GPU to characterise")
+	quick := fs.Bool("quick", false, "shorter stages: about 5 minutes of GPU time instead of about 20")
+	out := fs.String("out", "gpuwatt-characterize", "directory for report.html, results.json and sensor.json")
+	asJSON := fs.Bool("json", false, "also print results.json to stdout")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	if code, ok := a.parseFlags(fs, args, characterizeSynopsis); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return a.usageError("characterize", fmt.Errorf("unexpected argument %q: gpuwatt characterize %s", fs.Arg(0), characterizeSynopsis))
+	}
+	if *gpuIdx < 0 {
+		return a.usageError("characterize", fmt.Errorf("--gpu %d: want a GPU index >= 0", *gpuIdx))
+	}
+	if *out == "" {
+		return a.usageError("characterize", fmt.Errorf("--out: want a directory"))
+	}
+	if err := checkWritable(*out); err != nil {
+		return a.usageError("characterize", fmt.Errorf("--out %s: %v", *out, err))
+	}
+	sys, clk, err := a.openForKernels("characterize", df)
+	if err != nil {
+		return a.exitFor("characterize", err)
+	}
+	defer sys.Close()
+	devs := sys.Devices()
+	if *gpuIdx >= len(devs) {
+		return a.usageError("characterize", fmt.Errorf("--gpu %d: no such GPU (found %d)", *gpuIdx, len(devs)))
+	}
+	opt := characterize.Options{Clock: clk, System: sys, Device: devs[*gpuIdx], Quick: *quick}
+	t0 := time.Now()
+	if !*quiet {
+		opt.Stage = func(i, n int, name, what string) {
+			fmt.Fprintf(a.Stderr, "gpuwatt characterize: [%d/%d] %s: %s (%s elapsed)\n", i, n, name, what, time.Since(t0).Round(time.Second))
+		}
+		if a.interactive() {
+			opt.Progress = func(stage, step string) {
+				fmt.Fprintf(a.Stderr, "gpuwatt characterize:   %s: %s\n", stage, step)
+			}
+		}
+	}
+	res, err := characterize.Run(ctx, opt)
+	if err != nil {
+		return a.fail("characterize", err)
+	}
+	res.Version, res.Host = a.versionString(), a.host()
+	res.Command = append([]string{"gpuwatt", "characterize"}, args...)
+	res.Date = time.Now().UTC().Format(time.RFC3339)
+	if err := writeCharacterize(*out, res); err != nil {
+		return a.fail("characterize", fmt.Errorf("--out %s: %v", *out, err))
+	}
+	if *asJSON {
+		if err := report.WriteJSONTo(a.Stdout, res); err != nil {
+			return a.fail("characterize", err)
+		}
+	}
+	var failed []string
+	for _, s := range res.Stages {
+		if s.Status == characterize.StatusFailed {
+			failed = append(failed, s.Name)
+		}
+	}
+	if !*quiet {
+		fmt.Fprintf(a.Stderr, "gpuwatt characterize: wrote %s and %s (%d warnings, %s)\n",
+			filepath.Join(*out, "report.html"), filepath.Join(*out, "results.json"), len(res.Warnings), time.Since(t0).Round(time.Millisecond))
+	}
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintf(a.Stderr, "gpuwatt characterize: interrupted: what was measured is in %s, marked incomplete\n", *out)
+		return 130
+	case len(failed) > 0:
+		fmt.Fprintf(a.Stderr, "gpuwatt characterize: stage(s) failed: %s (see the report)\n", strings.Join(failed, ", "))
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func writeCharacterize(dir string, res *characterize.Results) error {
+	if err := report.WriteJSON(filepath.Join(dir, "results.json"), res); err != nil {
+		return err
+	}
+	if res.SensorProfile != nil {
+		f, err := os.Create(filepath.Join(dir, "sensor.json"))
+		if err != nil {
+			return err
+		}
+		if err := correct.WriteProfile(f, *res.SensorProfile); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return res.Page().WriteFile(filepath.Join(dir, "report.html"))
+}

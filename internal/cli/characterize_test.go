@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gpuwatt/internal/characterize"
+)
+
+// htmlOutline parses a report strictly (every tag closed, HTML entities) and returns its
+// section titles (h2), the number of inline SVG plots, and all its text.
+func htmlOutline(t *testing.T, path string) (titles []string, svgs int, text string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("http://")) && bytes.Contains(b, []byte("src=")) || bytes.Contains(b, []byte("<script")) || bytes.Contains(b, []byte("<link")) {
+		t.Errorf("%s refers to something outside itself", path)
+	}
+	d := xml.NewDecoder(bytes.NewReader(b))
+	d.Strict = true
+	d.Entity = xml.HTMLEntity
+	var all strings.Builder
+	inH2 := false
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("%s is not well-formed: %v", path, err)
+			}
+			break
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			if tok.Name.Local == "svg" {
+				svgs++
+			}
+			if tok.Name.Local == "h2" {
+				inH2 = true
+				titles = append(titles, "")
+			}
+		case xml.EndElement:
+			if tok.Name.Local == "h2" {
+				inH2 = false
+			}
+		case xml.CharData:
+			if inH2 {
+				titles[len(titles)-1] += string(tok)
+			}
+			all.Write(tok)
+		}
+	}
+	return titles, svgs, all.String()
+}
+
+func runCharacterize(t *testing.T, device, out string) *characterize.Results {
+	t.Helper()
+	a, _, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"characterize", "--device", device, "--quick", "--out", out}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, s := range characterize.Stages {
+		if !strings.Contains(stderr.String(), "] "+s+": ") {
+			t.Errorf("no progress line for stage %s in:\n%s", s, stderr)
+		}
+	}
+	var r characterize.Results
+	readJSON(t, filepath.Join(out, "results.json"), &r)
+	return &r
+}
+
+func TestCharacterizeSim(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "h100")
+	r := runCharacterize(t, "sim", out)
+
+	// results.json has every stage, each done, and every stage's results.
+	if r.Format != characterize.Format || !r.Sim || r.Incomplete || len(r.NotRun) > 0 || !r.Quick {
+		t.Errorf("format %q sim %v incomplete %v not run %v quick %v", r.Format, r.Sim, r.Incomplete, r.NotRun, r.Quick)
+	}
+	if len(r.Stages) != len(characterize.Stages) {
+		t.Fatalf("stages %+v", r.Stages)
+	}
+	var clk float64
+	for i, s := range r.Stages {
+		if s.Name != characterize.Stages[i] || s.Status != characterize.StatusDone || s.ClockS <= 0 {
+			t.Errorf("stage %d: %+v", i, s)
+		}
+		clk += s.ClockS
+	}
+	// --quick is a few minutes of GPU time (the sim's virtual clock measures it).
+	if clk < 60 || clk > 360 {
+		t.Errorf("quick run: %.0f s on the measurement clock, want a few minutes", clk)
+	}
+	if r.Sensor == nil || len(r.Sensor.Channels) == 0 || r.SensorProfile == nil || len(r.SensorPlots) == 0 {
+		t.Errorf("sensor stage missing: %+v", r.Sensor)
+	}
+	if r.Micro == nil || len(r.Micro.Rows) == 0 {
+		t.Errorf("micro stage missing")
+	}
+	if r.Archline == nil || r.Archline.Results["fp32"] == nil || r.Archline.Results["fp64"] == nil || r.Archline.Results["fp32"].Derived.BTau <= 0 {
+		t.Errorf("archline stage missing")
+	}
+	if r.Loadlevel == nil || len(r.Loadlevel.Levels) < 3 || r.Loadlevel.OverallScore <= 0 {
+		t.Errorf("loadlevel stage missing: %+v", r.Loadlevel)
+	}
+	if r.GPU.Name == "" || r.DriverVersion == "" {
+		t.Errorf("GPU %+v driver %q", r.GPU, r.DriverVersion)
+	}
+	if len(r.Warnings) == 0 || !strings.Contains(strings.Join(r.Warnings, "\n"), "CPU variant") {
+		t.Errorf("warnings %q: want the load-level stage's CPU variant among them", r.Warnings)
+	}
+	if _, err := os.Stat(filepath.Join(out, "sensor.json")); err != nil {
+		t.Error(err)
+	}
+
+	// The report: valid HTML, the sim notice at the top, every section and plot present.
+	page := filepath.Join(out, "report.html")
+	titles, svgs, text := htmlOutline(t, page)
+	for _, want := range []string{characterize.TitleGPU, characterize.TitleHeadline, characterize.TitleSensors, characterize.TitleMicro,
+		characterize.TitleArchline, characterize.TitleLoadlevel, characterize.TitleWarnings} {
+		if !containsString(titles, want) {
+			t.Errorf("report.html has no section %q (sections: %q)", want, titles)
+		}
+	}
+	if i := strings.Index(text, characterize.SimNotice); i < 0 || i > strings.Index(text, characterize.TitleGPU) {
+		t.Errorf("report.html does not open with the sim notice")
+	}
+	// sensor responses, the micro summary, 4 archline plots per precision, the load-level plot
+	if want := len(r.SensorPlots) + 1 + 8 + 1; svgs < want {
+		t.Errorf("report.html has %d plots, want at least %d", svgs, want)
+	}
+	for _, w := range r.Warnings {
+		if !strings.Contains(text, w) {
+			t.Errorf("warning %q is not in the report", w)
+			break
+		}
+	}
+
+	// gpuwatt report re-renders the same page from results.json.
+	orig, _ := os.ReadFile(page)
+	if err := os.Remove(page); err != nil {
+		t.Fatal(err)
+	}
+	a, stdout, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"report", out}); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout.String(), page) {
+		t.Errorf("report: stdout %q", stdout)
+	}
+	again, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(orig, again) {
+		t2, s2, _ := htmlOutline(t, page)
+		t.Errorf("re-rendered report differs: %d bytes, %d plots, %d sections; was %d bytes, %d plots, %d sections", len(again), s2, len(t2), len(orig), svgs, len(titles))
+	}
+
+	// Two GPUs side by side.
+	out2 := filepath.Join(t.TempDir(), "a100")
+	runCharacterize(t, "sim:a100", out2)
+	cmp := filepath.Join(t.TempDir(), "cmp.html")
+	a, _, stderr, ctx = testApp(t)
+	if code := a.Main(ctx, []string{"report", "--out", cmp, out, out2}); code != 0 {
+		t.Fatalf("report of two: exit %d: %s", code, stderr)
+	}
+	ctitles, csvgs, ctext := htmlOutline(t, cmp)
+	if len(ctitles) == 0 || ctitles[0] != characterize.ComparisonTitle {
+		t.Errorf("comparison page sections %q", ctitles)
+	}
+	if csvgs < 2*(len(r.SensorPlots)+10) {
+		t.Errorf("comparison page has %d plots", csvgs)
+	}
+	for _, want := range []string{out, out2, "H100", "A100", "fp32 eps_flop (pJ/flop)"} {
+		if !strings.Contains(ctext, want) {
+			t.Errorf("comparison page lacks %q", want)
+		}
+	}
+}
+
+func containsString(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

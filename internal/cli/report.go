@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"gpuwatt/internal/characterize"
+)
+
+const reportSynopsis = "[--out FILE] DIR [DIR2 ...]"
+
+// report is `gpuwatt report`: re-render report.html from the results.json of one or more
+// `gpuwatt characterize` runs; several are compared side by side.
+func (a *App) report(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	out := fs.String("out", "", "the HTML file to write (default DIR/report.html for one DIR; required for several)")
+	if code, ok := a.parseFlags(fs, args, reportSynopsis); !ok {
+		return code
+	}
+	dirs := fs.Args()
+	if len(dirs) == 0 {
+		return a.usageError("report", fmt.Errorf("no directory: gpuwatt report %s", reportSynopsis))
+	}
+	if len(dirs) > 1 && *out == "" {
+		return a.usageError("report", fmt.Errorf("%d directories: --out FILE names the comparison page", len(dirs)))
+	}
+	var rs []*characterize.Results
+	for _, d := range dirs {
+		r, err := loadResults(d)
+		if err != nil {
+			return a.usageError("report", err)
+		}
+		rs = append(rs, r)
+	}
+	dest := *out
+	if dest == "" {
+		dest = filepath.Join(dirs[0], "report.html")
+	}
+	page := characterize.Compare(rs, dirs)
+	if err := page.WriteFile(dest); err != nil {
+		return a.usageError("report", fmt.Errorf("--out %s: %v", dest, unwrapPath(err)))
+	}
+	fmt.Fprintf(a.Stdout, "wrote %s\n", dest)
+	return ExitOK
+}
+
+// loadResults reads DIR/results.json as written by `gpuwatt characterize`.
+func loadResults(dir string) (*characterize.Results, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", dir, unwrapPath(err))
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory (want the --out DIR of gpuwatt characterize)", dir)
+	}
+	path := filepath.Join(dir, "results.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, unwrapPath(err))
+	}
+	var r characterize.Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("%s: not valid JSON at byte %d: %v", path, se.Offset, err)
+		}
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if r.Format != characterize.Format {
+		return nil, fmt.Errorf("%s: format %q, want %q (the results.json of gpuwatt characterize)", path, r.Format, characterize.Format)
+	}
+	return &r, nil
+}
