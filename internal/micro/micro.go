@@ -78,6 +78,11 @@ type Row struct {
 	PJPerUnitPi0      float64 `json:"pj_per_unit_pi0"`
 	PJPerUnitAbovePi0 float64 `json:"pj_per_unit_above_pi0"`
 	// Efficiency: units per joule, and MIPP's (MIPS / W) / SM.
+	// Memory variants that move more bytes than the threads use (uncoalesced accesses,
+	// small access sizes): the useful bytes, their rate and the energy per useful byte.
+	UsefulPerLaunch  int64   `json:"useful_bytes_per_launch,omitempty"`
+	UsefulPerSecond  float64 `json:"useful_per_s,omitempty"`
+	PJPerUsefulByte  float64 `json:"pj_per_useful_byte,omitempty"`
 	PerJoule         float64 `json:"per_joule"`
 	MIPSPerWattPerSM float64 `json:"mips_per_watt_per_sm"`
 
@@ -195,6 +200,9 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0 float6
 	case len(d.Bytes) > 0:
 		lvl, n := mainLevel(d.Bytes)
 		row.What, row.Unit, row.WorkPerLaunch = string(lvl), "B", n
+		if d.Requested > 0 && d.Requested != n {
+			row.UsefulPerLaunch = d.Requested
+		}
 	default:
 		row.What, row.Unit = d.Group, "launch"
 		row.WorkPerLaunch = 1
@@ -212,6 +220,10 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0 float6
 			row.PerCycleSM = row.PerSecond / (float64(p.SMs) * row.ClockMHz * 1e6)
 		}
 		row.PJPerUnit = row.EnergyPerLaunchJ / w * 1e12
+		if u := float64(row.UsefulPerLaunch); u > 0 {
+			row.UsefulPerSecond = u / T
+			row.PJPerUsefulByte = row.EnergyPerLaunchJ / u * 1e12
+		}
 		row.PJPerUnitPi0 = pi0 * T / w * 1e12
 		row.PJPerUnitAbovePi0 = row.PJPerUnit - row.PJPerUnitPi0
 		if row.EnergyPerLaunchJ > 0 {

@@ -84,7 +84,7 @@ func fmtSec(s float64) string {
 var CSVHeader = []string{"name", "group", "what", "unit", "launches", "time_per_launch_s", "work_per_launch",
 	"per_s", "flops_per_s", "per_cycle_per_sm", "spec_per_cycle_per_sm", "sm_clock_mhz", "mean_power_w", "max_power_w",
 	"energy_per_launch_j", "pj_per_unit", "pj_per_unit_pi0", "pj_per_unit_above_pi0", "per_joule", "mips_per_watt_per_sm",
-	"energy_source", "variant"}
+	"energy_source", "useful_bytes_per_launch", "pj_per_useful_byte", "variant"}
 
 // WriteCSV writes results.csv: one row per kernel.
 func WriteCSV(w io.Writer, r *Report) error {
@@ -102,7 +102,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 		rec := []string{x.Name, x.Group, x.What, x.Unit, strconv.Itoa(x.Launches), g(x.TimePerLaunchS), strconv.FormatInt(x.WorkPerLaunch, 10),
 			g(x.PerSecond), g(x.FlopsPerSecond), g(x.PerCycleSM), g(x.SpecPerCycleSM), g(x.ClockMHz), g(x.MeanPowerW), g(x.MaxPowerW),
 			g(x.EnergyPerLaunchJ), g(x.PJPerUnit), g(x.PJPerUnitPi0), g(x.PJPerUnitAbovePi0), g(x.PerJoule), g(x.MIPSPerWattPerSM),
-			x.EnergySource, strings.Join(vs, ";")}
+			x.EnergySource, strconv.FormatInt(x.UsefulPerLaunch, 10), g(x.PJPerUsefulByte), strings.Join(vs, ";")}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -112,7 +112,8 @@ func WriteCSV(w io.Writer, r *Report) error {
 }
 
 // Page builds report.html: the tables, and the intensity variants plotted as MIPP's
-// Figs. 6-8 (throughput, average and maximum power, energy per useful byte).
+// Figs. 6-8 (throughput and energy per byte, moved and used by the threads; average and
+// maximum power).
 func Page(r *Report) report.Page {
 	p := report.Page{
 		Title:    fmt.Sprintf("gpuwatt micro: %s", r.GPU.Name),
@@ -207,25 +208,37 @@ func variantSection(r *Report, title, group, key, xlabel string) (report.Section
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Variant[key] < rows[j].Variant[key] })
-	var x, thr, mean, maxp, pj []float64
+	var x, thr, useful, mean, maxp, pj, pjUseful []float64
+	hasUseful := false
 	for _, row := range rows {
 		x = append(x, row.Variant[key])
 		thr = append(thr, row.PerSecond/1e9)
 		mean = append(mean, row.MeanPowerW)
 		maxp = append(maxp, row.MaxPowerW)
 		pj = append(pj, row.PJPerUnit)
+		u, pu := row.PerSecond, row.PJPerUnit // bytes used = bytes moved where not said otherwise
+		if row.UsefulPerLaunch > 0 {
+			u, pu, hasUseful = row.UsefulPerSecond, row.PJPerUsefulByte, true
+		}
+		useful = append(useful, u/1e9)
+		pjUseful = append(pjUseful, pu)
 	}
 	unit := "GB/s"
 	if rows[0].Unit == "op" {
 		unit = "Gop/s"
 	}
 	logx := group != "bank-conflicts"
+	thrSeries := []report.Series{{Name: "moved", X: x, Y: thr, Style: report.Line}, {X: x, Y: thr, Style: report.Points}}
+	pjSeries := []report.Series{{Name: "pJ per " + rows[0].Unit + " moved", X: x, Y: pj, Style: report.Line}, {X: x, Y: pj, Style: report.Points}}
+	if hasUseful {
+		// What the sweep is for: the bytes the threads use, and what each of them costs.
+		thrSeries = append(thrSeries, report.Series{Name: "used by the threads", X: x, Y: useful, Style: report.Line, Dash: true})
+		pjSeries = append(pjSeries, report.Series{Name: "pJ per byte used", X: x, Y: pjUseful, Style: report.Line, Dash: true})
+	}
 	return report.Section{Title: title, Plots: []report.Plot{
-		{Title: title + ": throughput", XLabel: xlabel, YLabel: "throughput (" + unit + ")", XLog: logx, YMin: report.Float(0),
-			Series: []report.Series{{Name: "throughput", X: x, Y: thr, Style: report.Line}, {X: x, Y: thr, Style: report.Points}}},
+		{Title: title + ": throughput", XLabel: xlabel, YLabel: "throughput (" + unit + ")", XLog: logx, YMin: report.Float(0), Series: thrSeries},
 		{Title: title + ": power", XLabel: xlabel, YLabel: "power (W)", XLog: logx,
 			Series: []report.Series{{Name: "mean power", X: x, Y: mean, Style: report.Line}, {Name: "max power", X: x, Y: maxp, Style: report.Line, Dash: true}}},
-		{Title: title + ": energy per " + rows[0].Unit, XLabel: xlabel, YLabel: "energy (pJ per " + rows[0].Unit + ")", XLog: logx, YMin: report.Float(0),
-			Series: []report.Series{{Name: "pJ per " + rows[0].Unit, X: x, Y: pj, Style: report.Line}, {X: x, Y: pj, Style: report.Points}}},
+		{Title: title + ": energy per " + rows[0].Unit, XLabel: xlabel, YLabel: "energy (pJ per " + rows[0].Unit + ")", XLog: logx, YMin: report.Float(0), Series: pjSeries},
 	}}, true
 }

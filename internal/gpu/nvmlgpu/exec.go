@@ -170,7 +170,9 @@ func (k *cudaKernel) prepare() error {
 			return err
 		}
 	}
-	return nil
+	// The memsets ran on the default stream, which the runs' non-blocking stream does not
+	// wait for: the buffers are zero only once the context has caught up.
+	return k.ctx.Synchronize()
 }
 
 // Run implements gpu.Kernel. Everything happens in one call on the context's thread: an
