@@ -383,3 +383,19 @@ func TestMeasureInterruptedRealClock(t *testing.T) {
 		t.Fatalf("incomplete=%v, %d power.instant samples", tr.Meta.Incomplete, len(tr.Series(0, "power.instant")))
 	}
 }
+
+// TestMeasureTailZeroKeepsCounter: with --tail 0 the energy counter must still have a
+// reading after the command, or the headline silently falls back to a power channel.
+func TestMeasureTailZeroKeepsCounter(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"measure", "--device", "sim:h200", "--tail", "0", "--baseline", "500ms", "--json", "--", "fake", "700ms"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var sum measure.Summary
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if g := sum.GPUs[0]; g.EnergySource != "energy.total" {
+		t.Fatalf("energy from %s, warnings %q", g.EnergySource, g.Warnings)
+	}
+}

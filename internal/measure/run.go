@@ -62,6 +62,9 @@ func (r ExecRunner) Run(ctx context.Context, argv []string) (int, error) {
 	}
 	err := cmd.Run()
 	if cmd.ProcessState == nil {
+		if ctx.Err() != nil {
+			return 130, ctx.Err() // interrupted before the command could start
+		}
 		return 127, fmt.Errorf("%w: %v", ErrCommandNotFound, err)
 	}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -178,7 +181,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		case runErr != nil:
 			incomplete = "the command could not be run"
 		default:
-			if err := clk.Sleep(ctx, cfg.Tail); err != nil {
+			if err := clk.Sleep(ctx, max(cfg.Tail, counterGuard(smp, devs))); err != nil {
 				incomplete = "interrupted during the tail"
 				runErr = err
 			}
@@ -219,6 +222,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Trace = &trace.Trace{Meta: meta, Samples: samples}
 	return res, runErr
+}
+
+// counterGuard is how long to keep recording after the command so that every energy
+// counter has published an update after its end (1.5 update periods, at most 1 s): the
+// counter's energy over the command is interpolated between readings on both sides of it.
+// Without it, --tail 0 left the counter without a reading after the end.
+func counterGuard(smp *sensor.Sampler, devs []gpu.Device) time.Duration {
+	var g time.Duration
+	for _, ch := range smp.Channels() {
+		if ch.Cumulative {
+			g = max(g, smp.UpdatePeriod(ch.GPU, ch.Name)*3/2)
+		}
+	}
+	return min(g, time.Second)
 }
 
 func notify(devs []gpu.Device, f func(gpu.CommandObserver)) {

@@ -1,11 +1,14 @@
 package measure
 
 import (
+	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"gpuwatt/internal/region"
 	"gpuwatt/internal/trace"
 )
 
@@ -131,4 +134,30 @@ func TestSummarizeNoBaseline(t *testing.T) {
 	if !strings.Contains(strings.Join(g.Warnings, "\n"), "no idle baseline") {
 		t.Errorf("warnings = %q", g.Warnings)
 	}
+}
+
+func TestCancelledRunnerIsAnInterruption(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	code, err := ExecRunner{}.Run(ctx, []string{"true"})
+	if code != 130 || errors.Is(err, ErrCommandNotFound) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("code %d, err %v: want 130 and context.Canceled", code, err)
+	}
+}
+
+func TestBaselineCounterAtOneInstant(t *testing.T) {
+	s := []trace.Sample{{T: 500 * time.Millisecond, Value: 10}, {T: 500 * time.Millisecond, Value: 10.001}, {T: 1500 * time.Millisecond, Value: 200}}
+	if p := baselinePowerForTest(s); p != 0 {
+		t.Fatalf("idle power %v from readings at one instant, want 0", p)
+	}
+}
+
+// baselinePowerForTest runs region.Summarize on a counter with the given baseline readings.
+func baselinePowerForTest(s []trace.Sample) float64 {
+	for i := range s {
+		s[i].Channel = "energy.total"
+	}
+	tr := &trace.Trace{Samples: append(s, trace.Sample{T: 3 * time.Second, Channel: "energy.total", Value: 500})}
+	tr.Meta.Channels = []trace.Channel{{Name: "energy.total", Quantity: trace.QEnergy, Cumulative: true}}
+	return region.Summarize(tr, trace.GPU{}, time.Second, 2*time.Second, 0, time.Second, region.Options{}).Channels[0].IdlePowerW
 }

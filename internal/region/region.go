@@ -306,6 +306,9 @@ func baselinePower(series []trace.Sample, b0, start time.Duration, cumulative bo
 	switch {
 	case len(in) >= 2 && cumulative:
 		first, last := in[0], in[len(in)-1]
+		if last.T <= first.T || last.Value < first.Value {
+			return 0 // readings at one instant, or a counter reset: no rate
+		}
 		return (last.Value - first.Value) / (last.T - first.T).Seconds()
 	case len(in) >= 2:
 		return float64(trace.Integrate(in, in[0].T, in[len(in)-1].T).Mean)

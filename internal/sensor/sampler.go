@@ -552,7 +552,13 @@ func (cs *chanState) learn() {
 	}
 	med = sum / time.Duration(n)
 	cs.period, cs.pollBase = med, med
-	cs.periodNs.Store(int64(med))
+	if cs.kind == kindCumulative && cs.hint > 0 {
+		// A counter read sparingly shows its poll interval, not its updates: tell the
+		// sensor's own period to those who ask (UpdatePeriod).
+		cs.periodNs.Store(int64(cs.hint))
+	} else {
+		cs.periodNs.Store(int64(med))
+	}
 	cs.irregular = lo < med*6/10
 	if cs.irregular {
 		// An irregular channel (the K20 updates at 0.27 to 130 ms intervals): poll for
