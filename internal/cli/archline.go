@@ -66,24 +66,13 @@ func (a *App) archline(ctx context.Context, args []string) int {
 			return a.usageError("archline", fmt.Errorf("--out %s: %v", *out, err))
 		}
 	}
-	sys, clk, err := a.openForKernels("archline", df)
-	if err != nil {
-		return a.exitFor("archline", err)
+	sys, dev, clk, code, ok := a.openGPU("archline", df, *gpuIdx)
+	if !ok {
+		return code
 	}
 	defer sys.Close()
-	devs := sys.Devices()
-	if *gpuIdx < 0 || *gpuIdx >= len(devs) {
-		return a.usageError("archline", fmt.Errorf("--gpu %d: no such GPU (found %d)", *gpuIdx, len(devs)))
-	}
-	dev := devs[*gpuIdx]
-	exec, ok := dev.(gpu.Executor)
-	if !ok {
-		return a.fail("archline", fmt.Errorf("GPU %d cannot run kernels", *gpuIdx))
-	}
-	if exec.Props().SMs == 0 {
-		if _, err := exec.Prepare(kernels.Descriptor{}); err != nil {
-			return a.fail("archline", err)
-		}
+	if _, _, code, ok := a.kernelExecutor("archline", dev, *gpuIdx); !ok {
+		return code
 	}
 	opt := archline.Options{Precisions: ps, ClockTolerance: *tol,
 		Loop: loop.Options{Warmup: *warmup, MinUpdates: *minUpdates, MinDuration: *minDur, MaxDuration: archline.DefaultLoop.MaxDuration}}

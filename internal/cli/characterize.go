@@ -43,16 +43,12 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	if err := checkWritable(*out); err != nil {
 		return a.usageError("characterize", fmt.Errorf("--out %s: %v", *out, err))
 	}
-	sys, clk, err := a.openForKernels("characterize", df)
-	if err != nil {
-		return a.exitFor("characterize", err)
+	sys, dev, clk, code, ok := a.openGPU("characterize", df, *gpuIdx)
+	if !ok {
+		return code
 	}
 	defer sys.Close()
-	devs := sys.Devices()
-	if *gpuIdx >= len(devs) {
-		return a.usageError("characterize", fmt.Errorf("--gpu %d: no such GPU (found %d)", *gpuIdx, len(devs)))
-	}
-	opt := characterize.Options{Clock: clk, System: sys, Device: devs[*gpuIdx], Quick: *quick}
+	opt := characterize.Options{Clock: clk, System: sys, Device: dev, Quick: *quick}
 	t0 := time.Now()
 	if !*quiet {
 		opt.Stage = func(i, n int, name, what string) {

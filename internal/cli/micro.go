@@ -64,26 +64,14 @@ func (a *App) micro(ctx context.Context, args []string) int {
 			return a.usageError("micro", fmt.Errorf("--out %s: %v", *out, err))
 		}
 	}
-	sys, clk, err := a.openForKernels("micro", df)
-	if err != nil {
-		return a.exitFor("micro", err)
+	sys, dev, clk, code, ok := a.openGPU("micro", df, *gpuIdx)
+	if !ok {
+		return code
 	}
 	defer sys.Close()
-	devs := sys.Devices()
-	if *gpuIdx < 0 || *gpuIdx >= len(devs) {
-		return a.usageError("micro", fmt.Errorf("--gpu %d: no such GPU (found %d)", *gpuIdx, len(devs)))
-	}
-	dev := devs[*gpuIdx]
-	exec, ok := dev.(gpu.Executor)
+	_, props, code, ok := a.kernelExecutor("micro", dev, *gpuIdx)
 	if !ok {
-		return a.fail("micro", fmt.Errorf("GPU %d cannot run kernels", *gpuIdx))
-	}
-	props := exec.Props()
-	if props.SMs == 0 {
-		// The CUDA side could not be opened: Prepare says why.
-		if _, err := exec.Prepare(kernels.Descriptor{}); err != nil {
-			return a.fail("micro", err)
-		}
+		return code
 	}
 	suite, err := kernels.Default(kernels.SuiteOpts{Device: kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}})
 	if err != nil {
@@ -161,6 +149,38 @@ func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu
 		return err
 	}
 	return micro.Page(rep).WriteFile(filepath.Join(dir, "report.html"))
+}
+
+// openGPU opens the GPUs for gpuwatt's own workloads (openForKernels) and picks GPU idx.
+// When it fails it has printed the one-line error, and code is the exit code to return
+// (ok false); the caller closes sys when ok.
+func (a *App) openGPU(verb string, df deviceFlags, idx int) (sys gpu.System, dev gpu.Device, clk clock.Clock, code int, ok bool) {
+	sys, clk, err := a.openForKernels(verb, df)
+	if err != nil {
+		return nil, nil, nil, a.exitFor(verb, err), false
+	}
+	devs := sys.Devices()
+	if idx < 0 || idx >= len(devs) {
+		sys.Close()
+		return nil, nil, nil, a.usageError(verb, fmt.Errorf("--gpu %d: no such GPU (found %d)", idx, len(devs))), false
+	}
+	return sys, devs[idx], clk, 0, true
+}
+
+// kernelExecutor is dev as a gpu.Executor whose CUDA side opens, with its properties.
+func (a *App) kernelExecutor(verb string, dev gpu.Device, idx int) (gpu.Executor, gpu.Props, int, bool) {
+	exec, ok := dev.(gpu.Executor)
+	if !ok {
+		return nil, gpu.Props{}, a.fail(verb, fmt.Errorf("GPU %d cannot run kernels", idx)), false
+	}
+	props := exec.Props()
+	if props.SMs == 0 {
+		// The CUDA side could not be opened: Prepare says why.
+		if _, err := exec.Prepare(kernels.Descriptor{}); err != nil {
+			return nil, gpu.Props{}, a.fail(verb, err), false
+		}
+	}
+	return exec, props, 0, true
 }
 
 // openForKernels opens the GPUs for gpuwatt's own workloads: a real clock for a real GPU,

@@ -75,16 +75,11 @@ func (a *App) profile(ctx context.Context, args []string) int {
 			return a.usageError("profile", fmt.Errorf("--out %s: %v", *out, err))
 		}
 	}
-	sys, clk, err := a.openForKernels("profile", df)
-	if err != nil {
-		return a.exitFor("profile", err)
+	sys, dev, clk, code, ok := a.openGPU("profile", df, *gpuIdx)
+	if !ok {
+		return code
 	}
 	defer sys.Close()
-	devs := sys.Devices()
-	if *gpuIdx < 0 || *gpuIdx >= len(devs) {
-		return a.usageError("profile", fmt.Errorf("--gpu %d: no such GPU (found %d)", *gpuIdx, len(devs)))
-	}
-	dev := devs[*gpuIdx]
 	sn, err := pickChannel(dev, *channel)
 	if err != nil {
 		return a.usageError("profile", err)

@@ -42,16 +42,11 @@ func (a *App) sensor(ctx context.Context, args []string) int {
 			return a.usageError("sensor", fmt.Errorf("--out %s: %v", *out, err))
 		}
 	}
-	sys, clk, err := a.openForKernels("sensor", df)
-	if err != nil {
-		return a.exitFor("sensor", err)
+	sys, dev, clk, code, ok := a.openGPU("sensor", df, *gpuIdx)
+	if !ok {
+		return code
 	}
 	defer sys.Close()
-	devs := sys.Devices()
-	if *gpuIdx >= len(devs) {
-		return a.usageError("sensor", fmt.Errorf("--gpu %d: no such GPU (found %d)", *gpuIdx, len(devs)))
-	}
-	dev := devs[*gpuIdx]
 	exec, ok := dev.(gpu.Executor)
 	if !ok {
 		return a.fail("sensor", fmt.Errorf("GPU %d: %w", *gpuIdx, sensorchar.ErrNoExecutor))
