@@ -299,31 +299,23 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 	if err := m.Idle(ctx, info.Index, opt.Idle); err != nil {
 		runErr = err
 	}
-	for i, j := range jobs {
-		if runErr != nil {
-			break
+	if runErr == nil {
+		ds := make([]kernels.Descriptor, len(jobs))
+		for i, j := range jobs {
+			ds[i] = j.d
 		}
-		if opt.Progress != nil {
-			opt.Progress(i+1, len(jobs), j.d.Name)
+		var ms []*loop.Measurement
+		var failed []loop.Failure
+		ms, failed, runErr = m.MeasureAll(ctx, info.Index, exec, ds, opt.Loop, opt.Progress)
+		for _, f := range failed {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured: %v", f.Name, f.Err))
+			rep.Failed = append(rep.Failed, f.Name)
 		}
-		k, err := exec.Prepare(j.d)
-		if err != nil {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured: %v", j.d.Name, err))
-			rep.Failed = append(rep.Failed, j.d.Name)
-			continue
+		for i, me := range ms {
+			if me != nil {
+				measured = append(measured, done{jobs[i], me})
+			}
 		}
-		me, err := m.Measure(ctx, info.Index, k, j.d.Name, opt.Loop)
-		k.Close()
-		if ctx.Err() != nil {
-			runErr = ctx.Err()
-			break
-		}
-		if err != nil {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured: %v", j.d.Name, err))
-			rep.Failed = append(rep.Failed, j.d.Name)
-			continue
-		}
-		measured = append(measured, done{j, me})
 	}
 	tr, err := m.Stop()
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/region"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/trace"
@@ -229,4 +230,43 @@ func (m *Meter) Stop() (*trace.Trace, error) {
 		me.Region = region.Summarize(tr, info[me.GPU], me.Start, me.End, me.idle[0], me.idle[1], region.Options{What: "the measurement", Steady: true})
 	}
 	return tr, nil
+}
+
+// Failure is a kernel MeasureAll could not measure, and why.
+type Failure struct {
+	Name string
+	Err  error
+}
+
+// MeasureAll prepares and measures each descriptor in turn on GPU gpuIndex. The result has
+// one entry per descriptor, nil for a kernel that could not be prepared or measured (it is
+// listed among the failures and the rest go on) or was not reached. An interruption (ctx)
+// ends the run and returns ctx's error. progress, if set, is called before each kernel.
+func (m *Meter) MeasureAll(ctx context.Context, gpuIndex int, exec gpu.Executor, ds []kernels.Descriptor, opt Options, progress func(i, n int, name string)) ([]*Measurement, []Failure, error) {
+	out := make([]*Measurement, len(ds))
+	var failed []Failure
+	for i, d := range ds {
+		if err := ctx.Err(); err != nil {
+			return out, failed, err
+		}
+		if progress != nil {
+			progress(i+1, len(ds), d.Name)
+		}
+		k, err := exec.Prepare(d)
+		if err != nil {
+			failed = append(failed, Failure{d.Name, err})
+			continue
+		}
+		me, err := m.Measure(ctx, gpuIndex, k, d.Name, opt)
+		k.Close()
+		if ctx.Err() != nil {
+			return out, failed, ctx.Err()
+		}
+		if err != nil {
+			failed = append(failed, Failure{d.Name, err})
+			continue
+		}
+		out[i] = me
+	}
+	return out, failed, nil
 }

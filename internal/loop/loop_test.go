@@ -170,3 +170,31 @@ func TestTwoGPUsAtOnce(t *testing.T) {
 		t.Errorf("energy per launch %.4g J and %.4g J: want the second about twice the first", e0, e1)
 	}
 }
+
+// TestMeasureAll: a kernel the device refuses is listed as a failure and the others are
+// measured; a cancelled context ends the run with its error.
+func TestMeasureAll(t *testing.T) {
+	clk := clock.NewVirtual(time.Time{})
+	cfg, _ := sim.Preset("h100")
+	sys, err := sim.Open(clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Start(context.Background(), clk, sys.Devices(), sensor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := kernels.Descriptor{Name: "fma", Blocks: 1056, Threads: 256, Ops: map[kernels.OpClass]int64{kernels.FP32FMA: 1e10}}
+	bad := kernels.Descriptor{Name: "empty"} // no work: the sim refuses it
+	opt := Options{Warmup: 100 * time.Millisecond, MinUpdates: 5}
+	ms, failed, err := m.MeasureAll(context.Background(), 0, sys.Device(0), []kernels.Descriptor{good, bad, good}, opt, nil)
+	if err != nil || len(ms) != 3 || ms[0] == nil || ms[1] != nil || ms[2] == nil || len(failed) != 1 || failed[0].Name != "empty" {
+		t.Fatalf("ms %v, failed %v, err %v", ms, failed, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := m.MeasureAll(ctx, 0, sys.Device(0), []kernels.Descriptor{good}, opt, nil); err == nil {
+		t.Fatal("a cancelled context did not end MeasureAll")
+	}
+	m.Stop()
+}

@@ -115,32 +115,24 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 	if err := m.Idle(ctx, info.Index, opt.Idle); err != nil {
 		runErr = err
 	}
-	for i, d := range suite {
-		if runErr != nil {
-			break
-		}
+	if runErr == nil {
+		var progress func(i, n int, name string)
 		if opt.Progress != nil {
-			opt.Progress(i+1, len(suite), d.Name, nil)
+			progress = func(i, n int, name string) { opt.Progress(i, n, name, nil) }
 		}
 		// A kernel that fails is reported and the suite goes on; an interruption ends it.
-		k, err := exec.Prepare(d)
-		if err != nil {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured: %v", d.Name, err))
-			rep.Failed = append(rep.Failed, d.Name)
-			continue
+		var ms []*loop.Measurement
+		var failed []loop.Failure
+		ms, failed, runErr = m.MeasureAll(ctx, info.Index, exec, suite, opt.Loop, progress)
+		for _, f := range failed {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured: %v", f.Name, f.Err))
+			rep.Failed = append(rep.Failed, f.Name)
 		}
-		me, err := m.Measure(ctx, info.Index, k, d.Name, opt.Loop)
-		k.Close()
-		if ctx.Err() != nil {
-			runErr = ctx.Err()
-			break
+		for i, me := range ms {
+			if me != nil {
+				measured = append(measured, done{suite[i], me})
+			}
 		}
-		if err != nil {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured: %v", d.Name, err))
-			rep.Failed = append(rep.Failed, d.Name)
-			continue
-		}
-		measured = append(measured, done{d, me})
 	}
 	tr, err := m.Stop()
 	if err != nil {
