@@ -12,14 +12,17 @@ import (
 	"time"
 
 	"gpuwatt/internal/clock"
+	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/loadlevel"
+	"gpuwatt/internal/loadlevel/gpufft"
 	"gpuwatt/internal/ptd"
 	"gpuwatt/internal/report"
 )
 
 func (a *App) loadlevel(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("loadlevel", flag.ContinueOnError)
-	variant := fs.String("variant", "cpu", "workload variant: cpu (Go FFT across goroutines); the GPU variants come later")
+	variant := fs.String("variant", "auto", "workload variant: gpu (gpuwatt's own FFT in PTX), cufft (NVIDIA's cuFFT, loaded at run time), cpu (Go FFT across goroutines), or auto: gpu where an NVIDIA GPU is present, else cpu")
+	gpuIndex := fs.Int("gpu", 0, "index of the GPU (as NVML numbers them) that runs the GPU variants and whose board power is measured")
 	sizes := fs.String("size", "64", "FFT points per transaction, a power of two from 64 to 4096; a list sweeps (64,512,4096)")
 	contexts := fs.String("contexts", fmt.Sprint(runtime.GOMAXPROCS(0)), "users (host goroutines submitting transactions); a list sweeps (1,2,4,8)")
 	levels := fs.String("levels", "default", "target loads in %: default (100,75,50,25), ssj (100..10 step 10) or a list; active idle always follows")
@@ -43,15 +46,20 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	out := fs.String("out", "", "directory for results.json and report.html")
 	asJSON := fs.Bool("json", false, "print results.json to stdout instead of the table")
 	quiet := fs.Bool("quiet", false, "no progress lines")
-	if code, ok := a.parseFlags(fs, args, "[--size 64,512] [--contexts 1,2,4] [--levels default|ssj|100,50] [--spec] [--runs N] [--ptd HOST:PORT] [--out DIR] [--json]"); !ok {
+	if code, ok := a.parseFlags(fs, args, "[--variant auto|gpu|cufft|cpu] [--size 64,512] [--contexts 1,2,4] [--levels default|ssj|100,50] [--spec] [--runs N] [--ptd HOST:PORT] [--out DIR] [--json]"); !ok {
 		return code
 	}
 	bad := func(err error) int { return a.usageError("loadlevel", err) }
 	if fs.NArg() > 0 {
 		return bad(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	if *variant != "cpu" {
-		return bad(fmt.Errorf("--variant %q: only cpu is available (GPU variants are not implemented yet)", *variant))
+	switch *variant {
+	case "auto", "cpu", gpufft.Own, gpufft.CuFFT:
+	default:
+		return bad(fmt.Errorf("--variant %q: want auto, gpu, cufft or cpu", *variant))
+	}
+	if *gpuIndex < 0 {
+		return bad(fmt.Errorf("--gpu %d: want a GPU index from 0", *gpuIndex))
 	}
 	szs, err := loadlevel.ParseInts(*sizes)
 	if err != nil {
@@ -105,6 +113,54 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	default:
 		return bad(fmt.Errorf("--clock %q: want real or virtual", *clk))
 	}
+	gpuVariant := *variant == gpufft.Own || *variant == gpufft.CuFFT
+	if gpuVariant && clock.IsVirtual(c) {
+		return bad(fmt.Errorf("--variant %s runs on a real GPU: it needs --clock real", *variant))
+	}
+	// A real NVIDIA GPU (NVML sees it): its board power is measured, and it runs the GPU
+	// variants (the default where there is one).
+	var dev gpu.Device
+	var noGPU error
+	if !clock.IsVirtual(c) {
+		sys, err := a.openNVML(c)
+		if err == nil {
+			defer sys.Close()
+			if devs := sys.Devices(); *gpuIndex < len(devs) {
+				dev = devs[*gpuIndex]
+			} else {
+				return bad(fmt.Errorf("--gpu %d: the driver sees %d GPUs", *gpuIndex, len(devs)))
+			}
+		} else {
+			noGPU = err
+		}
+	} else {
+		noGPU = errors.New("the virtual clock runs no GPU")
+	}
+	if *variant == "auto" {
+		*variant = "cpu"
+		if dev != nil {
+			*variant = gpufft.Own
+			gpuVariant = true
+		}
+	}
+	var rt *gpufft.Runtime
+	deviceName := ""
+	if gpuVariant {
+		if dev == nil {
+			return a.fail("loadlevel", fmt.Errorf("--variant %s: no NVIDIA GPU: %v", *variant, noGPU))
+		}
+		var err error
+		if rt, err = gpufft.Open(gpufft.Options{UUID: dev.Info().UUID}); err != nil {
+			return a.fail("loadlevel", fmt.Errorf("--variant %s: %v", *variant, err))
+		}
+		defer rt.Close()
+		deviceName = rt.Name()
+		if *variant == gpufft.CuFFT {
+			if _, err := rt.CuFFT(); err != nil {
+				return a.fail("loadlevel", fmt.Errorf("--variant cufft: %v", err))
+			}
+		}
+	}
 	var meters []loadlevel.Meter
 	var warnings []string
 	if *ptdAddr != "" {
@@ -121,16 +177,37 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	if clock.IsVirtual(c) {
 		meters = append(meters, loadlevel.ModelMeter{Idle: 50, PerBusyUser: 20})
 		warnings = append(warnings, "virtual clock: transaction times and power are modelled (50 W + 20 W per busy user), not measured")
-	} else if r, err := loadlevel.OpenRAPL(*raplRoot, c); err == nil {
-		meters = append(meters, r)
-	} else if len(meters) == 0 {
-		warnings = append(warnings, "no power source: "+err.Error())
+	} else {
+		// After PTD (the wall), the device the variant runs on, then the other.
+		var gm, rm loadlevel.Meter
+		if dev != nil {
+			gm = &loadlevel.GPUMeter{Dev: dev, Clock: c}
+		}
+		r, rerr := loadlevel.OpenRAPL(*raplRoot, c)
+		if rerr == nil {
+			rm = r
+		}
+		order := []loadlevel.Meter{rm, gm}
+		if gpuVariant {
+			order = []loadlevel.Meter{gm, rm}
+		}
+		for _, m := range order {
+			if m != nil {
+				meters = append(meters, m)
+			}
+		}
+		if len(meters) == 0 {
+			warnings = append(warnings, "no power source: "+rerr.Error()+"; no NVIDIA GPU: "+noGPU.Error())
+		}
 	}
 	progress := !*quiet && a.interactive()
-	sw := loadlevel.Sweep{Sizes: szs, Contexts: ctxs, Runs: *runs,
+	sw := loadlevel.Sweep{Sizes: szs, Contexts: ctxs, Runs: *runs, Variant: *variant, Device: deviceName,
 		Base: loadlevel.Config{Levels: lv, Intervals: iv, Clock: c, Meters: meters, Seed: *seed,
 			VerifyFraction: *verifyFrac, Tolerance: *tol, LoadTolerance: *loadTol / 100},
 		NewTx: func(n int) (loadlevel.Transaction, error) {
+			if rt != nil {
+				return rt.NewTx(*variant, n)
+			}
 			f, err := loadlevel.NewFFT(n)
 			if f != nil {
 				f.NsPerOp = *nsPerOp
@@ -186,16 +263,35 @@ func writeLoadlevelText(a *App, rep *loadlevel.Report) {
 	w := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, cr := range rep.Configs {
 		for i, r := range cr.Runs {
-			fmt.Fprintf(a.Stdout, "fft-%d, %d contexts, run %d: calibrated %.4g tx/s, power from %s\n", cr.Size, cr.Contexts, i+1, r.CalibratedRate, orDash(r.PowerSource))
-			fmt.Fprintln(w, "level\ttarget\tactual\ttx/s\tpower W\ttx/J\tvalid\t")
+			fmt.Fprintf(a.Stdout, "fft-%d (%s), %d contexts, run %d: calibrated %.4g tx/s, power from %s\n", cr.Size, rep.Variant, cr.Contexts, i+1, r.CalibratedRate, orDash(r.PowerSource))
+			var others []string
+			if len(r.PowerSources) > 1 {
+				others = r.PowerSources[1:]
+			}
+			extra := ""
+			for k := range others {
+				extra += fmt.Sprintf("W[%d]\t", k+2)
+			}
+			fmt.Fprintln(w, "level\ttarget\tactual\ttx/s\tpower W\ttx/J\tvalid\t"+extra)
 			for _, l := range r.Levels {
+				ex := ""
+				for _, o := range others {
+					if v, ok := l.Power[o]; ok {
+						ex += fmt.Sprintf("%.1f\t", v)
+					} else {
+						ex += "-\t"
+					}
+				}
 				if l.ActiveIdle {
-					fmt.Fprintf(w, "active idle\t-\t-\t0\t%.1f\t-\t\t\n", l.PowerW)
+					fmt.Fprintf(w, "active idle\t-\t-\t0\t%.1f\t-\t\t%s\n", l.PowerW, ex)
 					continue
 				}
-				fmt.Fprintf(w, "%s\t%.0f %%\t%.2f %%\t%.4g\t%.1f\t%.4g\t%v\t\n", l.Label, 100*l.TargetLoad, 100*l.ActualLoad, l.TxPerS, l.PowerW, l.TxPerJ, l.Valid)
+				fmt.Fprintf(w, "%s\t%.0f %%\t%.2f %%\t%.4g\t%.1f\t%.4g\t%v\t%s\n", l.Label, 100*l.TargetLoad, 100*l.ActualLoad, l.TxPerS, l.PowerW, l.TxPerJ, l.Valid, ex)
 			}
 			w.Flush()
+			for k, o := range others {
+				fmt.Fprintf(a.Stdout, "W[%d]: %s\n", k+2, o)
+			}
 			fmt.Fprintf(a.Stdout, "overall score %.4g tx/J; verified %d results; valid %v\n\n", r.OverallScore, r.Verified, r.Valid)
 		}
 		for _, c := range cr.CV {

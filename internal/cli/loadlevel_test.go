@@ -83,6 +83,9 @@ func TestLoadlevelBadInput(t *testing.T) {
 		{"--runs", "0"},
 		{"--clock", "sundial"},
 		{"--variant", "cuda"},
+		{"--variant", "gpu"}, // the virtual clock runs no GPU
+		{"--variant", "cufft", "--clock", "virtual"},
+		{"--gpu", "-1"},
 		{"--verify-fraction", "2"},
 		{"--bogus"},
 		{"extra"},
@@ -94,5 +97,37 @@ func TestLoadlevelBadInput(t *testing.T) {
 		if s := stderr.String(); strings.Count(s, "\n") != 1 || !strings.HasPrefix(s, "gpuwatt loadlevel: ") {
 			t.Errorf("%v: stderr %q, want one line", args, s)
 		}
+	}
+}
+
+// Without an NVIDIA GPU, auto is the CPU variant, and asking for a GPU variant on the real
+// clock fails with one line that says why.
+func TestLoadlevelNoGPU(t *testing.T) {
+	a, _, stderr, ctx := testApp(t)
+	a.NewClock = nil // the real clock: the GPU is looked for
+	if code := a.Main(ctx, []string{"loadlevel", "--variant", "gpu"}); code != ExitFailure {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if s := stderr.String(); strings.Count(s, "\n") != 1 || !strings.HasPrefix(s, "gpuwatt loadlevel: --variant gpu: no NVIDIA GPU: ") {
+		t.Errorf("stderr %q", s)
+	}
+	a, stdout, stderr, ctx := testApp(t)
+	args := append([]string{"--contexts", "1", "--levels", "100", "--json"}, loadlevelArgs...)
+	if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Variant string `json:"variant"`
+		Configs []struct {
+			Runs []struct {
+				PowerSources []string `json:"power_sources"`
+			} `json:"runs"`
+		} `json:"configs"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Variant != "cpu" || len(got.Configs) != 1 || len(got.Configs[0].Runs[0].PowerSources) != 1 {
+		t.Errorf("variant %q, configs %+v", got.Variant, got.Configs)
 	}
 }

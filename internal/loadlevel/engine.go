@@ -49,6 +49,19 @@ type Transaction interface {
 	Verify(in, out any, tol float64) error
 }
 
+// ContextOpener is implemented by transactions whose user contexts hold resources that can
+// fail to be made (a CUDA stream, device and pinned buffers): Run calls OpenContext
+// instead of NewContext, and fails before the first interval when it fails.
+type ContextOpener interface {
+	OpenContext() (any, error)
+}
+
+// ContextCloser is implemented by transactions whose user contexts must be released: Run
+// calls CloseContext for each user's context when it ends.
+type ContextCloser interface {
+	CloseContext(ctx any) error
+}
+
 // Modeller gives a transaction's run time on a virtual clock.
 type Modeller interface {
 	ModelTime(in any) time.Duration
@@ -110,16 +123,21 @@ type Level struct {
 	ActiveIdle   bool               `json:"active_idle"`
 	Valid        bool               `json:"valid"`
 	Power        map[string]float64 `json:"power_by_source_w,omitempty"`
+	// PowerDetail says, per meter, how its figure was obtained (for the GPU meter: the
+	// channel and the correction), where the meter says.
+	PowerDetail map[string]string `json:"power_detail,omitempty"`
 	// Delays holds up to 5000 of the exponential start-to-start delays drawn (seconds).
 	Delays []float64 `json:"-"`
 }
 
 // Result is one run.
 type Result struct {
-	Workload         string    `json:"workload"`
-	Users            int       `json:"contexts"`
-	Clock            string    `json:"clock"`
-	PowerSource      string    `json:"power_source"`
+	Workload    string `json:"workload"`
+	Users       int    `json:"contexts"`
+	Clock       string `json:"clock"`
+	PowerSource string `json:"power_source"`
+	// PowerSources names every meter, in order; the first gives power_w.
+	PowerSources     []string  `json:"power_sources,omitempty"`
 	CalibrationRates []float64 `json:"calibration_tx_per_s"`
 	CalibratedRate   float64   `json:"calibrated_tx_per_s"`
 	Levels           []Level   `json:"levels"`
@@ -129,8 +147,12 @@ type Result struct {
 	Verified         int64     `json:"verified"`
 	VerifyDropped    int64     `json:"verify_dropped"`
 	VerifyFailures   []string  `json:"verify_failures,omitempty"`
-	Warnings         []string  `json:"warnings,omitempty"`
-	Incomplete       bool      `json:"incomplete,omitempty"`
+	// FailedTransactions counts transactions whose Process returned an error (each one
+	// invalidates the run); TransactionErrors holds the first few.
+	FailedTransactions int64    `json:"failed_transactions,omitempty"`
+	TransactionErrors  []string `json:"transaction_errors,omitempty"`
+	Warnings           []string `json:"warnings,omitempty"`
+	Incomplete         bool     `json:"incomplete,omitempty"`
 }
 
 // ErrConfig is wrapped by errors in a Config.
@@ -148,6 +170,7 @@ type intervalStats struct {
 	busy      float64 // user-seconds of work inside the recording window
 	delays    []float64
 	powers    map[string]float64
+	details   map[string]string
 	power     float64
 	warn      []string
 }
@@ -169,6 +192,8 @@ type engine struct {
 	verified atomic.Int64
 	dropped  atomic.Int64
 	seq      int
+	txFailed atomic.Int64
+	txErrors []string // first few, under mu
 }
 
 // Run runs the methodology once.
@@ -199,9 +224,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	e := &engine{cfg: cfg}
 	e.vclk, e.virtual = cfg.Clock.(*clock.Virtual)
-	for i := range cfg.Users {
-		e.users = append(e.users, &User{ID: i, Context: cfg.Tx.NewContext(), Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1))})
+	if err := e.openUsers(); err != nil {
+		return nil, err
 	}
+	defer e.closeUsers()
 	if !e.virtual {
 		e.checks = make(chan check, cfg.VerifyQueue)
 		e.wg.Add(1)
@@ -213,6 +239,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if len(cfg.Meters) > 0 {
 		res.PowerSource = cfg.Meters[0].Name()
+		for _, m := range cfg.Meters {
+			res.PowerSources = append(res.PowerSources, m.Name())
+		}
 	} else {
 		res.Warnings = append(res.Warnings, "no power source: power_w and tx_per_j are 0")
 	}
@@ -223,6 +252,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Verified, res.VerifyDropped = e.verified.Load(), e.dropped.Load()
 	res.VerifyFailures = e.failures
+	res.FailedTransactions, res.TransactionErrors = e.txFailed.Load(), e.txErrors
 	e.finish(res)
 	if err != nil {
 		res.Incomplete = true
@@ -262,7 +292,7 @@ func (e *engine) run(ctx context.Context, res *Result) error {
 		}
 		it := e.next("lvl", rate)
 		st, err := e.interval(ctx, it)
-		lv := Level{Label: it.label, TargetLoad: target, Transactions: st.completed, PowerW: st.power, Power: st.powers, Delays: st.delays}
+		lv := Level{Label: it.label, TargetLoad: target, Transactions: st.completed, PowerW: st.power, Power: st.powers, PowerDetail: st.details, Delays: st.delays}
 		lv.TxPerS = float64(st.completed) / iv.Record.Seconds()
 		lv.ActualLoad = lv.TxPerS / res.CalibratedRate
 		res.Warnings = append(res.Warnings, st.warn...)
@@ -275,7 +305,7 @@ func (e *engine) run(ctx context.Context, res *Result) error {
 	it.rec = iv.Idle
 	st, err := e.interval(ctx, it)
 	res.Warnings = append(res.Warnings, st.warn...)
-	res.Levels = append(res.Levels, Level{Label: it.label, ActiveIdle: true, PowerW: st.power, Power: st.powers})
+	res.Levels = append(res.Levels, Level{Label: it.label, ActiveIdle: true, PowerW: st.power, Power: st.powers, PowerDetail: st.details})
 	return err
 }
 
@@ -310,6 +340,50 @@ func (e *engine) finish(res *Result) {
 		res.Valid = false
 		res.Invalid = append(res.Invalid, "verification failed: "+f)
 	}
+	if n := e.txFailed.Load(); n > 0 {
+		res.Valid = false
+		res.Invalid = append(res.Invalid, fmt.Sprintf("%d transactions failed; first: %s", n, e.txErrors[0]))
+	}
+}
+
+// openUsers makes each user's context (OpenContext where the transaction has it).
+func (e *engine) openUsers() error {
+	op, _ := e.cfg.Tx.(ContextOpener)
+	for i := range e.cfg.Users {
+		var c any
+		if op != nil {
+			var err error
+			if c, err = op.OpenContext(); err != nil {
+				e.closeUsers()
+				return fmt.Errorf("%s: context of user %d: %w", e.cfg.Tx.Name(), i, err)
+			}
+		} else {
+			c = e.cfg.Tx.NewContext()
+		}
+		e.users = append(e.users, &User{ID: i, Context: c, Rand: rand.New(rand.NewPCG(e.cfg.Seed, uint64(i)+1))})
+	}
+	return nil
+}
+
+func (e *engine) closeUsers() {
+	cl, ok := e.cfg.Tx.(ContextCloser)
+	for _, u := range e.users {
+		if ok && u.Context != nil {
+			_ = cl.CloseContext(u.Context)
+		}
+		u.Context = nil
+	}
+	e.users = nil
+}
+
+// txError records a transaction whose Process failed.
+func (e *engine) txError(u *User, err error) {
+	if e.txFailed.Add(1) > 5 {
+		return
+	}
+	e.mu.Lock()
+	e.txErrors = append(e.txErrors, fmt.Sprintf("%s transaction %d of user %d: %v", e.cfg.Tx.Name(), u.Seq, u.ID, err))
+	e.mu.Unlock()
 }
 
 // pickForCheck decides, with the user's own random source (so no transaction can know
@@ -379,6 +453,12 @@ func (e *engine) endMeters(label string, w Window, st *intervalStats) {
 			continue
 		}
 		st.powers[m.Name()] = p
+		if d, ok := m.(interface{ Detail() string }); ok && d.Detail() != "" {
+			if st.details == nil {
+				st.details = map[string]string{}
+			}
+			st.details[m.Name()] = d.Detail()
+		}
 		if i == 0 {
 			st.power = p
 		}

@@ -147,6 +147,8 @@ func (e *engine) virtualInterval(ctx context.Context, it interval) (intervalStat
 			if e.pickForCheck(u) {
 				e.submit(u, in, out)
 			}
+		} else {
+			e.txError(u, err)
 		}
 		st.busy += overlap(at, fin, rs, re)
 		s.free = fin
@@ -207,6 +209,8 @@ func (e *engine) realInterval(ctx context.Context, it interval) (intervalStats, 
 					if e.pickForCheck(u) {
 						e.submit(u, in, out)
 					}
+				} else {
+					e.txError(u, err)
 				}
 				busy += overlap(start, fin, rs, re)
 			}

@@ -71,6 +71,7 @@ type ConfigResult struct {
 type Report struct {
 	Workload     string          `json:"workload"`
 	Variant      string          `json:"variant"`
+	Device       string          `json:"device,omitempty"`
 	Intervals    Intervals       `json:"intervals"`
 	Levels       []Level         `json:"levels"`
 	OverallScore float64         `json:"overall_score"`
@@ -84,6 +85,10 @@ type Report struct {
 type Sweep struct {
 	Sizes, Contexts []int
 	Runs            int
+	// Variant names the workload's variant in the report: cpu (default), gpu, cufft.
+	Variant string
+	// Device describes where the variant runs (a GPU's name), for the report.
+	Device string
 	// Base is copied for each run; Tx, Users and Seed are set per run.
 	Base Config
 	// NewTx makes the transaction for a dataset size.
@@ -92,7 +97,10 @@ type Sweep struct {
 
 // RunSweep runs every size × contexts configuration Runs times.
 func RunSweep(ctx context.Context, s Sweep) (*Report, error) {
-	rep := &Report{Variant: "cpu", Intervals: s.Base.Intervals, Valid: true}
+	rep := &Report{Variant: s.Variant, Device: s.Device, Intervals: s.Base.Intervals, Valid: true}
+	if rep.Variant == "" {
+		rep.Variant = "cpu"
+	}
 	for _, size := range s.Sizes {
 		for _, n := range s.Contexts {
 			cr := &ConfigResult{Size: size, Contexts: n}
@@ -181,10 +189,18 @@ func (rep *Report) Page(subtitle string) report.Page {
 	var loadPlot = report.Plot{Title: "Power over load level", XLabel: "target load (%)", YLabel: "power (W)"}
 	for _, cr := range rep.Configs {
 		for ri, r := range cr.Runs {
-			sec := report.Section{Title: fmt.Sprintf("FFT %d points, %d contexts, run %d", cr.Size, cr.Contexts, ri+1)}
-			sec.Text = fmt.Sprintf("Clock: %s. Power source: %s. Calibration rates %s tx/s; the 100 %% rate is the mean of all but the first: %s tx/s. Overall score %s tx/J. Verified %d results (%d picks dropped).",
-				r.Clock, orNone(r.PowerSource), joinF(r.CalibrationRates), f3(r.CalibratedRate), f3(r.OverallScore), r.Verified, r.VerifyDropped)
-			t := &report.Table{Header: []string{"level", "target load", "actual load", "tx/s", "power (W)", "tx/J", "valid"}}
+			sec := report.Section{Title: fmt.Sprintf("FFT %d points (%s), %d contexts, run %d", cr.Size, rep.Variant, cr.Contexts, ri+1)}
+			sec.Text = fmt.Sprintf("Workload %s%s. Clock: %s. Power (power_w, tx/J) from: %s. Calibration rates %s tx/s; the 100 %% rate is the mean of all but the first: %s tx/s. Overall score %s tx/J. Verified %d results (%d picks dropped).",
+				r.Workload, onDevice(rep.Device), r.Clock, orNone(r.PowerSource), joinF(r.CalibrationRates), f3(r.CalibratedRate), f3(r.OverallScore), r.Verified, r.VerifyDropped)
+			others := otherSources(r)
+			header := []string{"level", "target load", "actual load", "tx/s", "power (W)", "tx/J", "valid"}
+			for _, o := range others {
+				header = append(header, o+" (W)")
+			}
+			if len(others) > 0 {
+				sec.Text += " Further meters are shown in their own columns; power_w is the first source's."
+			}
+			t := &report.Table{Header: header}
 			var xs, ys []float64
 			for _, l := range r.Levels {
 				tl, al := "-", "-"
@@ -194,7 +210,20 @@ func (rep *Report) Page(subtitle string) report.Page {
 				} else {
 					xs, ys = append(xs, 0), append(ys, l.PowerW)
 				}
-				t.Rows = append(t.Rows, []string{levelName(l), tl, al, f3(l.TxPerS), f3(l.PowerW), f3(l.TxPerJ), strconv.FormatBool(l.Valid)})
+				row := []string{levelName(l), tl, al, f3(l.TxPerS), f3(l.PowerW), f3(l.TxPerJ), strconv.FormatBool(l.Valid)}
+				for _, o := range others {
+					if v, ok := l.Power[o]; ok {
+						row = append(row, f3(v))
+					} else {
+						row = append(row, "-")
+					}
+				}
+				t.Rows = append(t.Rows, row)
+			}
+			if len(r.Levels) > 0 {
+				for _, src := range sortedKeys(r.Levels[0].PowerDetail) {
+					sec.Text += fmt.Sprintf(" %s at %s: %s.", src, levelName(r.Levels[0]), r.Levels[0].PowerDetail[src])
+				}
 			}
 			sec.Table = t
 			sec.Warnings = append(append([]string(nil), r.Invalid...), r.Warnings...)
@@ -260,6 +289,30 @@ func nz(v float64) float64 {
 		return math.NaN()
 	}
 	return v
+}
+
+// otherSources are the meters of a run after the first.
+func otherSources(r *Result) []string {
+	if len(r.PowerSources) < 2 {
+		return nil
+	}
+	return r.PowerSources[1:]
+}
+
+func sortedKeys(m map[string]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func onDevice(d string) string {
+	if d == "" {
+		return ""
+	}
+	return " on " + d
 }
 
 func orNone(s string) string {

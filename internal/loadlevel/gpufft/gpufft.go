@@ -1,0 +1,352 @@
+// Package gpufft is the GPU side of `gpuwatt loadlevel`'s FFT workload: transactions that
+// copy an input in, transform it on the GPU and copy the result out, as in the SPEC GPGPU
+// paper (von Kistowski et al., ICPE'19). Two variants:
+//
+//   - gpu: gpuwatt's own radix-2 FFT in PTX (kernels.FFT), JIT-compiled by the driver;
+//   - cufft: NVIDIA's cuFFT, loaded at run time (cufft.Open), one plan per user.
+//
+// A Runtime opens the GPU once: the CUDA library, the device and one cuda.Context (the
+// device's primary context). Each User's context (Chauffeur's execution context) holds
+// its own stream, device buffers (input, output and the twiddle table, uploaded once),
+// pinned host buffers and a cuda.Worker. A transaction runs entirely on the goroutine of
+// the user that takes it: Worker.Run makes the CUDA context current on that goroutine's
+// locked OS thread and the copy in, the kernel (or cufftExecC2C), the copy out and the
+// stream synchronisation are direct driver calls there. N users are N host threads
+// submitting on N streams at once, as N threads of a C++ program would; no call is funnelled
+// through one thread.
+package gpufft
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"gpuwatt/internal/cuda"
+	"gpuwatt/internal/cuda/cufft"
+	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/loadlevel"
+)
+
+// Variants.
+const (
+	Own   = "gpu"
+	CuFFT = "cufft"
+)
+
+// Options of Open.
+type Options struct {
+	// CUDAPaths and CUFFTPaths override where the libraries are looked for (tests).
+	CUDAPaths, CUFFTPaths []string
+	// UUID selects the CUDA device with this UUID (the NVML device measured); "" takes
+	// device 0.
+	UUID string
+}
+
+// Runtime is one GPU opened for FFT transactions.
+type Runtime struct {
+	opt  Options
+	ctx  *cuda.Context
+	name string
+	cc   string
+
+	mu   sync.Mutex
+	fns  map[int]*cuda.Function // own FFT kernel per size, loaded once
+	fft  *cufft.Lib
+	ferr error
+	fone sync.Once
+}
+
+// Open loads libcuda, finds the device and opens its context.
+func Open(o Options) (*Runtime, error) {
+	lib, err := cuda.Open(o.CUDAPaths...)
+	if err != nil {
+		return nil, err
+	}
+	n, err := lib.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, errors.New("the CUDA driver sees no GPU")
+	}
+	dev, err := lib.Device(0)
+	if err != nil {
+		return nil, err
+	}
+	if o.UUID != "" {
+		found := false
+		for i := range n {
+			d, err := lib.Device(i)
+			if err != nil {
+				continue
+			}
+			if u, err := d.UUID(); err == nil && strings.EqualFold(u, o.UUID) {
+				dev, found = d, true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("no CUDA device with UUID %s", o.UUID)
+		}
+	}
+	p, err := dev.Properties()
+	if err != nil {
+		return nil, err
+	}
+	ctx, err := cuda.NewContext(dev)
+	if err != nil {
+		return nil, err
+	}
+	return &Runtime{opt: o, ctx: ctx, name: p.Name, cc: p.ComputeCapability(), fns: map[int]*cuda.Function{}}, nil
+}
+
+// Name is the GPU's name.
+func (r *Runtime) Name() string { return r.name }
+
+// Close releases the context and everything in it.
+func (r *Runtime) Close() error { return r.ctx.Close() }
+
+// CuFFT loads libcufft (once) and returns it, or why it cannot be had.
+func (r *Runtime) CuFFT() (*cufft.Lib, error) {
+	r.fone.Do(func() { r.fft, r.ferr = cufft.Open(r.opt.CUFFTPaths...) })
+	return r.fft, r.ferr
+}
+
+// kernel returns the own FFT kernel for n points, JIT-compiling it on first use.
+func (r *Runtime) kernel(n int) (*cuda.Function, kernels.Descriptor, error) {
+	d, err := kernels.FFT(n, kernels.Device{CC: r.cc})
+	if err != nil {
+		return nil, d, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f, ok := r.fns[n]; ok {
+		return f, d, nil
+	}
+	m, err := r.ctx.LoadPTX(d.PTX)
+	if err != nil {
+		return nil, d, fmt.Errorf("%s: %w", d.Name, err)
+	}
+	f, err := m.Function(d.Entry)
+	if err != nil {
+		return nil, d, err
+	}
+	r.fns[n] = f
+	return f, d, nil
+}
+
+// Tx is the FFT transaction of n points on the GPU: generate the input on the CPU into the
+// user's pinned buffer, copy it in (cuMemcpyHtoDAsync), transform, copy the result out
+// (cuMemcpyDtoHAsync), synchronise the user's stream.
+type Tx struct {
+	r       *Runtime
+	variant string
+	n       int
+	fn      *cuda.Function
+	desc    kernels.Descriptor
+	fft     *cufft.Lib
+	tw      []float32
+	ref     *loadlevel.FFT // verification against the float64 reference
+	// Corrupt, when set, plants a wrong result (tests of the verification).
+	Corrupt func(user int, seq int64) bool
+}
+
+var (
+	_ loadlevel.Transaction   = (*Tx)(nil)
+	_ loadlevel.ContextOpener = (*Tx)(nil)
+	_ loadlevel.ContextCloser = (*Tx)(nil)
+)
+
+// NewTx returns the transaction of variant (Own or CuFFT) for n points.
+func (r *Runtime) NewTx(variant string, n int) (*Tx, error) {
+	ref, err := loadlevel.NewFFT(n)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tx{r: r, variant: variant, n: n, ref: ref}
+	switch variant {
+	case Own:
+		if t.fn, t.desc, err = r.kernel(n); err != nil {
+			return nil, err
+		}
+		t.tw = kernels.FFTTwiddles(n)
+	case CuFFT:
+		if t.fft, err = r.CuFFT(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("variant %q: want %s or %s", variant, Own, CuFFT)
+	}
+	return t, nil
+}
+
+// Name implements loadlevel.Transaction: "fft-64/gpu", "fft-64/cufft".
+func (t *Tx) Name() string { return fmt.Sprintf("fft-%d/%s", t.n, t.variant) }
+
+// user is a User's execution context.
+type user struct {
+	w               *cuda.Worker
+	s               *cuda.Stream
+	din, dout, dtw  cuda.DevicePtr
+	hin, hout       *cuda.HostBuffer
+	in, out         []complex64 // views of hin and hout
+	plan            *cufft.Plan
+	bytes           int
+	closed, corrupt bool
+}
+
+// NewContext implements loadlevel.Transaction; Run uses OpenContext instead.
+func (t *Tx) NewContext() any {
+	c, err := t.OpenContext()
+	if err != nil {
+		return &user{closed: true}
+	}
+	return c
+}
+
+// OpenContext implements loadlevel.ContextOpener: the user's stream, device buffers,
+// pinned host buffers, worker, and (cuFFT) plan bound to the stream. The own FFT's twiddle
+// table is uploaded here, once per user.
+func (t *Tx) OpenContext() (any, error) {
+	c := t.r.ctx
+	u := &user{bytes: 8 * t.n}
+	var err error
+	fail := func(e error) (any, error) {
+		_ = t.CloseContext(u)
+		return nil, e
+	}
+	if u.s, err = c.NewStream(cuda.StreamNonBlocking); err != nil {
+		return fail(err)
+	}
+	if u.din, err = c.Alloc(int64(u.bytes)); err != nil {
+		return fail(err)
+	}
+	if u.dout, err = c.Alloc(int64(u.bytes)); err != nil {
+		return fail(err)
+	}
+	if u.hin, err = c.AllocHost(u.bytes, cuda.HostAllocDefault); err != nil {
+		return fail(err)
+	}
+	if u.hout, err = c.AllocHost(u.bytes, cuda.HostAllocDefault); err != nil {
+		return fail(err)
+	}
+	u.in = unsafe.Slice((*complex64)(unsafe.Pointer(unsafe.SliceData(u.hin.Bytes()))), t.n)
+	u.out = unsafe.Slice((*complex64)(unsafe.Pointer(unsafe.SliceData(u.hout.Bytes()))), t.n)
+	if u.w, err = c.NewWorker(); err != nil {
+		return fail(err)
+	}
+	switch t.variant {
+	case Own:
+		if u.dtw, err = c.Alloc(int64(4 * len(t.tw))); err != nil {
+			return fail(err)
+		}
+		if err := c.CopyHtoD(u.dtw, cuda.AsBytes(t.tw)); err != nil {
+			return fail(err)
+		}
+	case CuFFT:
+		err = u.w.Run(func(*cuda.Thread) error {
+			p, err := t.fft.Plan1d(t.n, 1)
+			if err != nil {
+				return err
+			}
+			u.plan = p
+			return p.SetStream(u.s.Handle())
+		})
+		if err != nil {
+			return fail(err)
+		}
+	}
+	return u, nil
+}
+
+// CloseContext implements loadlevel.ContextCloser.
+func (t *Tx) CloseContext(ctx any) error {
+	u, ok := ctx.(*user)
+	if !ok || u == nil || u.closed {
+		return nil
+	}
+	u.closed = true
+	c := t.r.ctx
+	var errs []error
+	if u.plan != nil && u.w != nil {
+		errs = append(errs, u.w.Run(func(*cuda.Thread) error { return u.plan.Destroy() }))
+	}
+	if u.s != nil {
+		errs = append(errs, u.s.Synchronize(), u.s.Destroy())
+	}
+	for _, p := range []cuda.DevicePtr{u.din, u.dout, u.dtw} {
+		if p != 0 {
+			errs = append(errs, c.Free(p))
+		}
+	}
+	for _, h := range []*cuda.HostBuffer{u.hin, u.hout} {
+		if h != nil {
+			errs = append(errs, h.Free())
+		}
+	}
+	u.in, u.out = nil, nil
+	return errors.Join(errs...)
+}
+
+// input is one transaction's input: the user's pinned buffer.
+type input struct{ data []complex64 }
+
+// Generate implements loadlevel.Transaction: uniform random points in [-1,1)² written
+// straight into the user's pinned input buffer.
+func (t *Tx) Generate(u *loadlevel.User) any {
+	c := u.Context.(*user)
+	for i := range c.in {
+		c.in[i] = complex(float32(2*u.Rand.Float64()-1), float32(2*u.Rand.Float64()-1))
+	}
+	return input{c.in}
+}
+
+// Process implements loadlevel.Transaction: copy in, transform, copy out, synchronise,
+// all on the calling goroutine's thread. The result is the user's pinned output buffer,
+// valid until its next transaction.
+func (t *Tx) Process(u *loadlevel.User, _ any) (any, error) {
+	c := u.Context.(*user)
+	if c.closed {
+		return nil, errors.New("user context is closed (or could not be made)")
+	}
+	err := c.w.Run(func(th *cuda.Thread) error {
+		if err := th.CopyHtoDAsync(c.din, c.hin, 0, c.bytes, c.s); err != nil {
+			return err
+		}
+		switch t.variant {
+		case Own:
+			cfg := cuda.LaunchConfig{Grid: cuda.D1(1), Block: cuda.D1(t.desc.Threads), Stream: c.s}
+			if err := th.Launch(t.fn, cfg, cuda.Ptr(c.din), cuda.Ptr(c.dout), cuda.Ptr(c.dtw)); err != nil {
+				return err
+			}
+		default:
+			if err := c.plan.ExecC2C(uint64(c.din), uint64(c.dout), cufft.Forward); err != nil {
+				return err
+			}
+		}
+		if err := th.CopyDtoHAsync(c.hout, 0, c.bytes, c.dout, c.s); err != nil {
+			return err
+		}
+		return th.Synchronize(c.s)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if t.Corrupt != nil && t.Corrupt(u.ID, u.Seq) {
+		c.out[len(c.out)/3] += 1
+	}
+	return c.out, nil
+}
+
+// Snapshot implements loadlevel.Transaction: copies of the pinned input and output.
+func (t *Tx) Snapshot(in, out any) (any, any) {
+	return append([]complex64(nil), in.(input).data...), append([]complex64(nil), out.([]complex64)...)
+}
+
+// Verify implements loadlevel.Transaction: against the float64 reference FFT.
+func (t *Tx) Verify(in, out any, tol float64) error { return t.ref.Verify(in, out, tol) }
+
+// Descriptor is the own FFT kernel's descriptor (zero for cuFFT).
+func (t *Tx) Descriptor() kernels.Descriptor { return t.desc }
