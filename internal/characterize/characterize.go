@@ -62,6 +62,16 @@ type StageInfo struct {
 	// WallS is how long the stage took on the host.
 	WallS float64 `json:"wall_s"`
 	Error string  `json:"error,omitempty"`
+	// Run numbers the invocation that measured the stage (1 the first; a resumed run keeps
+	// the stages an earlier invocation finished).
+	Run int `json:"run,omitempty"`
+}
+
+// Invocation is one gpuwatt characterize command that contributed stages to a Results.
+type Invocation struct {
+	Command []string `json:"command"`
+	Date    string   `json:"date"`
+	Version string   `json:"version"`
 }
 
 // Results is results.json.
@@ -79,10 +89,12 @@ type Results struct {
 	Props         gpu.Props `json:"props"`
 	Quick         bool      `json:"quick"`
 
-	Stages           []StageInfo `json:"stages"`
-	Incomplete       bool        `json:"incomplete"`
-	IncompleteReason string      `json:"incomplete_reason,omitempty"`
-	NotRun           []string    `json:"stages_not_run,omitempty"`
+	// Runs are the invocations behind these results: more than one where a run was resumed.
+	Runs             []Invocation `json:"runs,omitempty"`
+	Stages           []StageInfo  `json:"stages"`
+	Incomplete       bool         `json:"incomplete"`
+	IncompleteReason string       `json:"incomplete_reason,omitempty"`
+	NotRun           []string     `json:"stages_not_run,omitempty"`
 
 	Sensor        *sensorchar.Report `json:"sensor,omitempty"`
 	SensorProfile *correct.Profile   `json:"sensor_profile,omitempty"`
@@ -127,6 +139,24 @@ type Options struct {
 	RAPLRoot string
 	// LoadContexts is the load-level stage's users (default GOMAXPROCS, at most 4 with Quick).
 	LoadContexts int
+	// Load, if set, is the load-level stage's workload on a real GPU (the cli opens it: the
+	// GPU FFT variant and the GPU's board power); nil runs the CPU variant.
+	Load *LoadWorkload
+	// Resume, if set, holds an earlier run's results (the same GPU): its finished stages
+	// are kept as they are and only the others run.
+	Resume *Results
+}
+
+// LoadWorkload is the load-level stage's workload where it is not the CPU variant.
+type LoadWorkload struct {
+	Variant string // e.g. "gpu"
+	Device  string // the name of what runs it
+	NewTx   func(n int) (loadlevel.Transaction, error)
+	// Meters returns the meters of power on the stage's clock, the first giving each
+	// level's power_w.
+	Meters func(clock.Clock) []loadlevel.Meter
+	// Warnings are reported with the stage.
+	Warnings []string
 }
 
 // ErrNoExecutor is returned when the device cannot run kernels.
@@ -137,7 +167,7 @@ var stageWhat = map[string]string{
 	StageSensor:    "what the power sensors measure (update period, window, lag)",
 	StageMicro:     "energy per operation by unit (MIPP microbenchmarks)",
 	StageArchline:  "the energy roofline (archline fit, balance points)",
-	StageLoadlevel: "efficiency at each load level (SPEC Power methodology, CPU FFT variant)",
+	StageLoadlevel: "efficiency at each load level (SPEC Power methodology, FFT transactions)",
 }
 
 // Run runs the stages and returns what they measured. An interrupted run (ctx cancelled)
@@ -181,10 +211,39 @@ func Run(ctx context.Context, opt Options) (*Results, error) {
 		}
 		return func(s string) { opt.Progress(stage, s) }
 	}
+	run := 1
+	if r := opt.Resume; r != nil {
+		if err := sameGPU(r, res); err != nil {
+			return nil, err
+		}
+		run = max(1, len(r.Runs)) + 1
+		res.Runs = append(res.Runs, r.Runs...)
+		if len(r.Runs) == 0 {
+			res.Runs = append(res.Runs, Invocation{Command: r.Command, Date: r.Date, Version: r.Version})
+		}
+		res.Quick = r.Quick
+	}
 	for i, name := range stages {
+		if prev := opt.Resume.kept(name); prev != nil {
+			info := *prev
+			if info.Run == 0 {
+				info.Run = 1
+			}
+			res.Stages = append(res.Stages, info)
+			res.copyStage(opt.Resume, name)
+			if opt.Stage != nil {
+				opt.Stage(i+1, len(stages), name, "kept from run "+fmt.Sprint(info.Run))
+			}
+			continue
+		}
 		if ctx.Err() != nil {
 			res.NotRun = append(res.NotRun, stages[i:]...)
 			for _, s := range stages[i:] {
+				if prev := opt.Resume.kept(s); prev != nil {
+					res.Stages = append(res.Stages, *prev)
+					res.copyStage(opt.Resume, s)
+					continue
+				}
 				res.Stages = append(res.Stages, StageInfo{Name: s, Status: StatusNotRun})
 			}
 			break
@@ -192,7 +251,7 @@ func Run(ctx context.Context, opt Options) (*Results, error) {
 		if opt.Stage != nil {
 			opt.Stage(i+1, len(stages), name, stageWhat[name])
 		}
-		info := StageInfo{Name: name, Status: StatusDone}
+		info := StageInfo{Name: name, Status: StatusDone, Run: run}
 		c0, w0 := opt.Clock.Now(), time.Now()
 		var err error
 		var partial bool
@@ -235,6 +294,43 @@ func Run(ctx context.Context, opt Options) (*Results, error) {
 	}
 	res.Warnings = append(res.Warnings, collectWarnings(res)...)
 	return res, nil
+}
+
+// kept returns the stage's info in an earlier run's results when that run finished it.
+func (r *Results) kept(name string) *StageInfo {
+	if r == nil {
+		return nil
+	}
+	if s := r.Stage(name); s != nil && s.Status == StatusDone {
+		return s
+	}
+	return nil
+}
+
+// copyStage takes a stage's results from an earlier run.
+func (r *Results) copyStage(from *Results, name string) {
+	switch name {
+	case StageSensor:
+		r.Sensor, r.SensorProfile, r.SensorPlots = from.Sensor, from.SensorProfile, from.SensorPlots
+	case StageMicro:
+		r.Micro = from.Micro
+	case StageArchline:
+		r.Archline = from.Archline
+	case StageLoadlevel:
+		r.Loadlevel = from.Loadlevel
+	}
+}
+
+// sameGPU checks that an earlier run's results are of the GPU now being characterised.
+func sameGPU(prev, now *Results) error {
+	if prev.Format != Format {
+		return fmt.Errorf("--resume: format %q, want %q", prev.Format, Format)
+	}
+	if prev.Device != now.Device || prev.GPU.UUID != now.GPU.UUID || prev.GPU.Name != now.GPU.Name {
+		return fmt.Errorf("--resume: those results are of %s %s (%s), not of GPU %d %s (%s)",
+			prev.Device, prev.GPU.Name, prev.GPU.UUID, now.GPU.Index, now.GPU.Name, now.GPU.UUID)
+	}
+	return nil
 }
 
 func runSensor(ctx context.Context, opt Options, exec gpu.Executor, res *Results, progress func(string)) (bool, error) {
@@ -364,7 +460,7 @@ func LoadIntervals(quick bool) (loadlevel.Intervals, []float64) {
 		return loadlevel.Intervals{Warmup: time.Second, Calibrations: 2, Pre: 500 * time.Millisecond, Record: 2 * time.Second, Post: 500 * time.Millisecond, Idle: 2 * time.Second},
 			[]float64{1, 0.5}
 	}
-	return loadlevel.Intervals{Warmup: 10 * time.Second, Calibrations: 3, Pre: 5 * time.Second, Record: 30 * time.Second, Post: 5 * time.Second, Idle: 30 * time.Second},
+	return loadlevel.Intervals{Warmup: 10 * time.Second, Calibrations: 3, Pre: 5 * time.Second, Record: 20 * time.Second, Post: 5 * time.Second, Idle: 20 * time.Second},
 		append([]float64(nil), loadlevel.DefaultLevels...)
 }
 
@@ -382,13 +478,34 @@ func runLoadlevel(ctx context.Context, opt Options, res *Results, progress func(
 	// (the sim), so it is instant and deterministic; real otherwise.
 	var c clock.Clock = clock.NewReal()
 	var warnings []string
-	warnings = append(warnings, "the load-level stage runs the CPU variant (Go FFT transactions on the host's cores): the GPU variants are not implemented yet, so these figures describe the host, not the GPU")
 	var meters []loadlevel.Meter
-	if clock.IsVirtual(opt.Clock) {
+	variant, device := "cpu", "the host's CPU cores"
+	newTx := func(n int) (loadlevel.Transaction, error) {
+		f, err := loadlevel.NewFFT(n)
+		if f != nil {
+			f.NsPerOp = 100
+		}
+		return f, err
+	}
+	switch w := opt.Load; {
+	case clock.IsVirtual(opt.Clock):
+		warnings = append(warnings, "the load-level stage runs the CPU variant (Go FFT transactions on the host's cores): on the sim device there is no GPU to run the GPU variants")
 		c = clock.NewVirtual(time.Time{})
 		meters = append(meters, loadlevel.ModelMeter{Idle: 50, PerBusyUser: 20})
 		warnings = append(warnings, "virtual clock: transaction times and power are modelled (50 W + 20 W per busy user), not measured")
-	} else {
+	case w != nil:
+		// The measurement clock (real here): the meters sample the device on it.
+		c = opt.Clock
+		variant, device, newTx = w.Variant, w.Device, w.NewTx
+		if w.Meters != nil {
+			meters = w.Meters(c)
+		}
+		warnings = append(warnings, w.Warnings...)
+		if opt.LoadContexts <= 0 {
+			users = 4 // as many host threads as keep the 64-point FFT near its best rate/thread
+		}
+	default:
+		warnings = append(warnings, "the load-level stage runs the CPU variant (Go FFT transactions on the host's cores): these figures describe the host, not the GPU")
 		root := opt.RAPLRoot
 		if root == "" {
 			root = "/sys/class/powercap"
@@ -399,15 +516,9 @@ func runLoadlevel(ctx context.Context, opt Options, res *Results, progress func(
 			warnings = append(warnings, "no power source: "+err.Error())
 		}
 	}
-	sw := loadlevel.Sweep{Sizes: []int{64}, Contexts: []int{users}, Runs: 1,
-		Base: loadlevel.Config{Levels: levels, Intervals: iv, Clock: c, Meters: meters, Seed: 1, Progress: progress},
-		NewTx: func(n int) (loadlevel.Transaction, error) {
-			f, err := loadlevel.NewFFT(n)
-			if f != nil {
-				f.NsPerOp = 100
-			}
-			return f, err
-		}}
+	sw := loadlevel.Sweep{Sizes: []int{64}, Contexts: []int{users}, Runs: 1, Variant: variant, Device: device,
+		Base:  loadlevel.Config{Levels: levels, Intervals: iv, Clock: c, Meters: meters, Seed: 1, Progress: progress},
+		NewTx: newTx}
 	rep, err := loadlevel.RunSweep(ctx, sw)
 	var own time.Duration
 	if clock.IsVirtual(c) {

@@ -99,10 +99,24 @@ func (r *Results) gpuSection() report.Section {
 	}
 	add("gpuwatt", r.Version)
 	add("host", r.Host)
-	add("command", strings.Join(r.Command, " "))
-	add("date", r.Date)
+	if len(r.Runs) > 1 {
+		for i, run := range r.Runs {
+			add(fmt.Sprintf("run %d", i+1), fmt.Sprintf("%s, %s (gpuwatt %s)", strings.Join(run.Command, " "), run.Date, run.Version))
+		}
+	} else {
+		add("command", strings.Join(r.Command, " "))
+		add("date", r.Date)
+	}
+	var clockS float64
+	for _, st := range r.Stages {
+		clockS += st.ClockS
+	}
+	add("time on the measurement clock", fmt.Sprintf("%.0f s (%.1f min) over %d stages", clockS, clockS/60, len(r.Stages)))
 	for _, st := range r.Stages {
 		v := fmt.Sprintf("%s: %.1f s on the measurement clock, %.2f s on the host", st.Status, st.ClockS, st.WallS)
+		if len(r.Runs) > 1 && st.Run > 0 {
+			v += fmt.Sprintf(" (run %d)", st.Run)
+		}
 		if st.Error != "" {
 			v += "; " + st.Error
 		}
@@ -232,8 +246,12 @@ func (r *Results) loadlevelSections() []report.Section {
 		return []report.Section{{Title: TitleLoadlevel, Text: r.notRun(StageLoadlevel)}}
 	}
 	iv := l.Intervals
-	secs := []report.Section{{Title: TitleLoadlevel, Text: fmt.Sprintf("The SPEC Power methodology (von Kistowski et al.): calibrate the 100 %% transaction rate, then hold each target load and active idle, and report transactions per joule. This is the CPU variant, the only one gpuwatt has so far: FFT transactions run on the host's cores, so the figures describe the host, not the GPU. Intervals: %s warm-up, %d calibrations, %s pre, %s recording, %s post, %s active idle. Overall score %s tx/J (valid: %v).",
-		iv.Warmup, iv.Calibrations, iv.Pre, iv.Record, iv.Post, iv.Idle, g4(l.OverallScore), l.Valid)}}
+	what := "This is the CPU variant: FFT transactions run on the host's cores, so the figures describe the host, not the GPU."
+	if l.Variant != "cpu" && l.Variant != "" {
+		what = fmt.Sprintf("Variant %s on %s: each transaction copies its input to the GPU, runs the FFT there and copies the result back, and power is the GPU's board power (corrected) beside the host's where it can be read.", l.Variant, l.Device)
+	}
+	secs := []report.Section{{Title: TitleLoadlevel, Text: fmt.Sprintf("The SPEC Power methodology (von Kistowski et al.): calibrate the 100 %% transaction rate, then hold each target load and active idle, and report transactions per joule. %s Intervals: %s warm-up, %d calibrations, %s pre, %s recording, %s post, %s active idle. Overall score %s tx/J (valid: %v).",
+		what, iv.Warmup, iv.Calibrations, iv.Pre, iv.Record, iv.Post, iv.Idle, g4(l.OverallScore), l.Valid)}}
 	for _, s := range l.Page("").Sections {
 		s.Title = "Load levels: " + s.Title
 		s.Warnings = nil // they are in the warnings section
@@ -285,7 +303,7 @@ func (r *Results) Headline() [][2]string {
 		}
 	}
 	if l := r.Loadlevel; l != nil {
-		add("load-level score, CPU variant (tx/J)", g4(l.OverallScore))
+		add("load-level score, "+l.Variant+" variant (tx/J)", g4(l.OverallScore))
 		for _, lv := range l.Levels {
 			name := fmt.Sprintf("load %g %% (tx/J)", 100*lv.TargetLoad)
 			if lv.ActiveIdle {

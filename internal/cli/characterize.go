@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"gpuwatt/internal/characterize"
+	"gpuwatt/internal/clock"
 	"gpuwatt/internal/correct"
+	"gpuwatt/internal/loadlevel"
+	"gpuwatt/internal/loadlevel/gpufft"
 	"gpuwatt/internal/report"
 )
 
-const characterizeSynopsis = "[--device ...] [--gpu N] [--quick] [--out DIR] [--json]"
+const characterizeSynopsis = "[--device ...] [--gpu N] [--quick] [--stages sensor,micro,archline,loadlevel] [--resume] [--out DIR] [--json]"
 
 // characterize is `gpuwatt characterize`: the energy datasheet of a GPU in one command
 // (internal/characterize runs the stages and renders the page).
@@ -28,6 +32,9 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	out := fs.String("out", "gpuwatt-characterize", "directory for report.html, results.json and sensor.json")
 	asJSON := fs.Bool("json", false, "also print results.json to stdout")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	stagesFlag := fs.String("stages", "", "run only these stages (comma-separated: "+strings.Join(characterize.Stages, ",")+"); default all")
+	resume := fs.Bool("resume", false, "keep the stages an earlier run into --out finished (its results.json) and run the rest")
+	contexts := fs.Int("contexts", 0, "users of the load-level stage (default 4 on a GPU, the host's cores on the CPU variant)")
 	if code, ok := a.parseFlags(fs, args, characterizeSynopsis); !ok {
 		return code
 	}
@@ -40,6 +47,31 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	if *out == "" {
 		return a.usageError("characterize", fmt.Errorf("--out: want a directory"))
 	}
+	var stages []string
+	if *stagesFlag != "" {
+		for _, st := range strings.Split(*stagesFlag, ",") {
+			st = strings.TrimSpace(st)
+			if !slices.Contains(characterize.Stages, st) {
+				return a.usageError("characterize", fmt.Errorf("--stages: unknown stage %q: want some of %s", st, strings.Join(characterize.Stages, ",")))
+			}
+			if !slices.Contains(stages, st) {
+				stages = append(stages, st)
+			}
+		}
+	}
+	if *contexts < 0 {
+		return a.usageError("characterize", fmt.Errorf("--contexts %d: want a number of users >= 1", *contexts))
+	}
+	var prev *characterize.Results
+	if *resume {
+		var err error
+		if prev, err = loadResults(*out); err != nil {
+			return a.usageError("characterize", fmt.Errorf("--resume: %v", err))
+		}
+		if *quick != prev.Quick {
+			return a.usageError("characterize", fmt.Errorf("--resume: the run in %s was %s; resume it the same way (with%s --quick)", *out, map[bool]string{true: "--quick", false: "a full run"}[prev.Quick], map[bool]string{true: "", false: "out"}[prev.Quick]))
+		}
+	}
 	if err := checkWritable(*out); err != nil {
 		return a.usageError("characterize", fmt.Errorf("--out %s: %v", *out, err))
 	}
@@ -48,7 +80,31 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 		return code
 	}
 	defer sys.Close()
-	opt := characterize.Options{Clock: clk, System: sys, Device: dev, Quick: *quick}
+	opt := characterize.Options{Clock: clk, System: sys, Device: dev, Quick: *quick, Stages: stages, Resume: prev, LoadContexts: *contexts}
+	runsLoad := stages == nil || slices.Contains(stages, characterize.StageLoadlevel)
+	if prev != nil {
+		if st := prev.Stage(characterize.StageLoadlevel); st != nil && st.Status == characterize.StatusDone {
+			runsLoad = false
+		}
+	}
+	if runsLoad && !clock.IsVirtual(clk) {
+		// On a real GPU the load-level stage runs gpuwatt's own FFT on it and measures its
+		// board power, as gpuwatt loadlevel does by default.
+		rt, err := gpufft.Open(gpufft.Options{UUID: dev.Info().UUID})
+		if err != nil {
+			return a.fail("characterize", fmt.Errorf("load-level stage: %v", err))
+		}
+		defer rt.Close()
+		opt.Load = &characterize.LoadWorkload{Variant: gpufft.Own, Device: rt.Name(),
+			NewTx: func(n int) (loadlevel.Transaction, error) { return rt.NewTx(gpufft.Own, n) },
+			Meters: func(c clock.Clock) []loadlevel.Meter {
+				ms := []loadlevel.Meter{&loadlevel.GPUMeter{Dev: dev, Clock: c}}
+				if r, err := loadlevel.OpenRAPL("/sys/class/powercap", c); err == nil {
+					ms = append(ms, r)
+				}
+				return ms
+			}}
+	}
 	t0 := time.Now()
 	if !*quiet {
 		opt.Stage = func(i, n int, name, what string) {
@@ -67,6 +123,7 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	res.Version, res.Host = a.versionString(), a.host()
 	res.Command = append([]string{"gpuwatt", "characterize"}, args...)
 	res.Date = time.Now().UTC().Format(time.RFC3339)
+	res.Runs = append(res.Runs, characterize.Invocation{Command: res.Command, Date: res.Date, Version: res.Version})
 	if err := writeCharacterize(*out, res); err != nil {
 		return a.fail("characterize", fmt.Errorf("--out %s: %v", *out, err))
 	}

@@ -192,3 +192,80 @@ func containsString(xs []string, s string) bool {
 	}
 	return false
 }
+
+// A run split in two: --stages runs part of it, --resume keeps what the first finished and
+// runs the rest into the same results.json, which names both invocations.
+func TestCharacterizeStagesResume(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "split")
+	a, _, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"characterize", "--device", "sim", "--quick", "--stages", "sensor,micro", "--out", out}); code != 0 {
+		t.Fatalf("first part: exit %d: %s", code, stderr)
+	}
+	var first characterize.Results
+	readJSON(t, filepath.Join(out, "results.json"), &first)
+	if len(first.Stages) != 2 || first.Archline != nil || first.Loadlevel != nil || first.Micro == nil || len(first.Runs) != 1 {
+		t.Fatalf("first part: stages %+v, runs %d", first.Stages, len(first.Runs))
+	}
+	a, _, stderr, ctx = testApp(t)
+	if code := a.Main(ctx, []string{"characterize", "--device", "sim", "--quick", "--resume", "--out", out}); code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr.String(), "sensor: kept from run 1") || !strings.Contains(stderr.String(), "] archline: ") {
+		t.Errorf("progress does not say what was kept and what ran:\n%s", stderr)
+	}
+	var r characterize.Results
+	readJSON(t, filepath.Join(out, "results.json"), &r)
+	if len(r.Runs) != 2 || len(r.Stages) != 4 {
+		t.Fatalf("runs %+v stages %+v", r.Runs, r.Stages)
+	}
+	for i, s := range r.Stages {
+		want := 1
+		if i >= 2 {
+			want = 2
+		}
+		if s.Name != characterize.Stages[i] || s.Status != characterize.StatusDone || s.Run != want {
+			t.Errorf("stage %d: %+v, want %s done in run %d", i, s, characterize.Stages[i], want)
+		}
+	}
+	// The kept stages are the first run's results, unchanged.
+	if r.Micro == nil || len(r.Micro.Rows) != len(first.Micro.Rows) || r.Micro.Rows[1].PJPerUnit != first.Micro.Rows[1].PJPerUnit {
+		t.Errorf("micro results were not kept as measured")
+	}
+	if r.Archline == nil || r.Loadlevel == nil {
+		t.Errorf("the resumed stages have no results")
+	}
+	_, _, text := htmlOutline(t, filepath.Join(out, "report.html"))
+	for _, want := range []string{"run 1", "run 2", "--stages sensor,micro", "--resume"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report does not show %q", want)
+		}
+	}
+}
+
+func TestCharacterizeBadStagesAndResume(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--stages", "sensor,roofline"}, `unknown stage "roofline"`},
+		{[]string{"--resume", "--out", filepath.Join(dir, "none")}, "--resume"},
+		{[]string{"--contexts", "-1"}, "--contexts -1"},
+	} {
+		a, _, stderr, ctx := testApp(t)
+		args := append([]string{"characterize", "--device", "sim", "--quick"}, tc.args...)
+		if code := a.Main(ctx, args); code != ExitUsage || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, ExitUsage, tc.want)
+		}
+	}
+	// A quick run resumed as a full one is refused.
+	out := filepath.Join(dir, "q")
+	a, _, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"characterize", "--device", "sim", "--quick", "--stages", "sensor", "--out", out}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	a, _, stderr, ctx = testApp(t)
+	if code := a.Main(ctx, []string{"characterize", "--device", "sim", "--resume", "--out", out}); code != ExitUsage || !strings.Contains(stderr.String(), "--quick") {
+		t.Errorf("full resume of a quick run: exit %d, %s", code, stderr)
+	}
+}

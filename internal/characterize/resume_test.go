@@ -1,0 +1,43 @@
+package characterize
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// Resuming with another GPU's results is refused, naming both.
+func TestResumeOtherGPU(t *testing.T) {
+	opt := openSim(t)
+	prev := &Results{Format: Format, Device: "nvml", Stages: []StageInfo{{Name: StageSensor, Status: StatusDone}}}
+	prev.GPU.Name, prev.GPU.UUID = "NVIDIA H200", "GPU-1234"
+	opt.Resume = prev
+	_, err := Run(context.Background(), opt)
+	if err == nil || !strings.Contains(err.Error(), "GPU-1234") || !strings.Contains(err.Error(), "not of GPU 0") {
+		t.Fatalf("err %v, want a refusal naming both GPUs", err)
+	}
+}
+
+// A stage that was partial or failed in the earlier run runs again; a done one is kept.
+func TestResumeRerunsUnfinished(t *testing.T) {
+	opt := openSim(t)
+	opt.Stages = []string{StageSensor, StageMicro}
+	first, err := Run(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Stages[1].Status = StatusPartial
+	first.Runs = []Invocation{{Command: []string{"first"}}}
+	opt2 := openSim(t)
+	opt2.Stages, opt2.Resume = opt.Stages, first
+	r, err := Run(context.Background(), opt2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stages[0].Run != 1 || r.Stages[1].Run != 2 || r.Stages[1].Status != StatusDone {
+		t.Errorf("stages %+v: want sensor kept from run 1, micro run again in run 2", r.Stages)
+	}
+	if r.Sensor != first.Sensor {
+		t.Error("the kept sensor stage's results are not the earlier run's")
+	}
+}
