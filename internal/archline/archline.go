@@ -25,9 +25,10 @@ import (
 const Format = "gpuwatt-archline/1"
 
 // The sweep's defaults. On a GPU each point costs its warm-up plus its measurement
-// (DefaultLoop: 0.25 s + at least 1 s, 10 updates of a 100 ms sensor), so the full sweep
-// (2 × (12 × 4 roofline + 4 flop) + 4 copy + 1 baseline = 109 points) takes about
-// 2.5 minutes; --quick (6 intensities × 2 occupancies: 31 points) under one minute.
+// (DefaultLoop: 0.25 s + at least 2 s, 10 updates of a 100 ms sensor, ~100 samples of
+// the 20 ms ring), so the full sweep (2 × (12 × 4 roofline + 4 flop) + 4 copy + 1
+// baseline = 109 points) takes about 4.5 minutes; --quick (6 intensities × 2
+// occupancies: 31 points) under 1.5 minutes.
 var (
 	// DefaultIntensities are 1/8 to 256 flop/byte, a factor of 2 apart.
 	DefaultIntensities = []float64{0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256}
@@ -37,7 +38,7 @@ var (
 	QuickIntensities = []float64{0.125, 0.5, 2, 8, 32, 256}
 	QuickOccupancies = []float64{1.0 / 8, 1}
 	// DefaultLoop is the measurement of one point.
-	DefaultLoop = loop.Options{Warmup: 250 * time.Millisecond, MinUpdates: 10, MinDuration: time.Second, MaxDuration: 10 * time.Second}
+	DefaultLoop = loop.Options{Warmup: 250 * time.Millisecond, MinUpdates: 10, MinDuration: 2 * time.Second, MaxDuration: 10 * time.Second}
 )
 
 // Options of a run.
@@ -106,9 +107,24 @@ type Point struct {
 	OffClock bool `json:"off_clock"`
 	Fitted   bool `json:"fitted"`
 	// PredictedJ is the fit's energy; ResidualPct (measured - predicted) / predicted.
-	PredictedJ  float64  `json:"predicted_j"`
-	ResidualPct float64  `json:"residual_pct"`
-	Warnings    []string `json:"warnings,omitempty"`
+	PredictedJ  float64 `json:"predicted_j"`
+	ResidualPct float64 `json:"residual_pct"`
+	// StartS and EndS bound the measurement on the trace's axis (trace.csv's t_s).
+	StartS float64 `json:"start_s"`
+	EndS   float64 `json:"end_s"`
+	// EnergySource is where EnergyJ comes from and EnergyReadings how many of its
+	// readings lie inside the measurement; CounterEnergyJ and SamplesEnergyJ (per
+	// launch, 0 where the channel is missing) are the energy counter's and the raw sample
+	// ring's own figures, with their readings inside; CounterDiffPct is the counter's
+	// figure against EnergyJ.
+	EnergySource    string   `json:"energy_source"`
+	EnergyReadings  int      `json:"energy_readings"`
+	CounterEnergyJ  float64  `json:"counter_energy_j"`
+	CounterReadings int      `json:"counter_readings"`
+	SamplesEnergyJ  float64  `json:"samples_energy_j"`
+	SamplesReadings int      `json:"samples_readings"`
+	CounterDiffPct  float64  `json:"counter_diff_pct"`
+	Warnings        []string `json:"warnings,omitempty"`
 }
 
 // Reference is the per-kernel cross-check of one parameter (Table 5): pi0 from the
@@ -155,24 +171,28 @@ type Result struct {
 
 // Report is results.json.
 type Report struct {
-	Format           string             `json:"format"`
-	Device           string             `json:"device"`
-	GPU              trace.GPU          `json:"gpu"`
-	Props            gpu.Props          `json:"props"`
-	IdlePowerW       float64            `json:"idle_power_w"`
-	ClockTolerance   float64            `json:"clock_tolerance"`
-	Intensities      []float64          `json:"intensities"`
-	Occupancies      []float64          `json:"occupancies"`
-	Warmup           float64            `json:"warmup_s"`
-	MinDuration      float64            `json:"min_duration_s"`
-	MinUpdates       int                `json:"min_updates"`
-	Results          map[string]*Result `json:"results"`
-	Baseline         []Point            `json:"baseline"`
-	Copy             []Point            `json:"copy"`
-	Failed           []string           `json:"failed,omitempty"`
-	Incomplete       bool               `json:"incomplete"`
-	IncompleteReason string             `json:"incomplete_reason,omitempty"`
-	Warnings         []string           `json:"warnings"`
+	Format         string             `json:"format"`
+	Device         string             `json:"device"`
+	GPU            trace.GPU          `json:"gpu"`
+	Props          gpu.Props          `json:"props"`
+	IdlePowerW     float64            `json:"idle_power_w"`
+	ClockTolerance float64            `json:"clock_tolerance"`
+	Intensities    []float64          `json:"intensities"`
+	Occupancies    []float64          `json:"occupancies"`
+	Warmup         float64            `json:"warmup_s"`
+	MinDuration    float64            `json:"min_duration_s"`
+	MinUpdates     int                `json:"min_updates"`
+	Results        map[string]*Result `json:"results"`
+	Baseline       []Point            `json:"baseline"`
+	Copy           []Point            `json:"copy"`
+	// EnergyCalibration maps the sample ring onto the energy counter (nil: the points'
+	// energies come from the counter; see EnergyNote).
+	EnergyCalibration *Calibration `json:"energy_calibration,omitempty"`
+	EnergyNote        string       `json:"energy_note"`
+	Failed            []string     `json:"failed,omitempty"`
+	Incomplete        bool         `json:"incomplete"`
+	IncompleteReason  string       `json:"incomplete_reason,omitempty"`
+	Warnings          []string     `json:"warnings"`
 }
 
 // job is one kernel to measure.
@@ -219,8 +239,19 @@ func plan(p gpu.Props, opt Options) ([]job, error) {
 			return nil, fmt.Errorf("intensity %g flop/byte: want %g to %g", I, kernels.RooflineMinIntensity, kernels.RooflineMaxIntensity)
 		}
 	}
-	blocksFor := func(o float64) int {
-		return max(1, int(math.Round(o*float64(sms*tps)/threads)))
+	// An occupancy is a share of every SM's resident threads: blocks of 256 threads
+	// where a whole number of them per SM gives it, else one smaller block per SM, so
+	// that every SM runs the same share (33 blocks of 256 at 1/32 of an H200 would leave
+	// 99 of its 132 SMs idle, whose power the model's pi0 does not describe).
+	geometry := func(o float64) (blocks, thr int) {
+		perSM := max(32, int(math.Round(o*float64(tps)/32))*32)
+		if perSM%threads == 0 {
+			return sms * perSM / threads, threads
+		}
+		if perSM < threads {
+			return sms, perSM
+		}
+		return max(1, int(math.Round(o*float64(sms*tps)/threads))), threads
 	}
 	suffix := func(d kernels.Descriptor, o float64) kernels.Descriptor {
 		d.Name = fmt.Sprintf("%s@%s", d.Name, occName(o))
@@ -237,7 +268,8 @@ func plan(p gpu.Props, opt Options) ([]job, error) {
 	}
 	jobs = append(jobs, job{d: b, kernel: "baseline", occupancy: 1})
 	for _, o := range opt.Occupancies {
-		d, err := kernels.DRAMCopy(kernels.Opts{Device: dev, Threads: threads, Blocks: blocksFor(o), Bytes: opt.BufferBytes, LaunchTime: 10 * time.Millisecond})
+		blocks, thr := geometry(o)
+		d, err := kernels.DRAMCopy(kernels.Opts{Device: dev, Threads: thr, Blocks: blocks, Bytes: opt.BufferBytes, LaunchTime: 10 * time.Millisecond})
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +278,8 @@ func plan(p gpu.Props, opt Options) ([]job, error) {
 	for _, prec := range opt.Precisions {
 		for _, o := range opt.Occupancies {
 			// The flop kernel at a reduced occupancy runs longer; size it for ~5 ms at full.
-			d, err := kernels.Arith(prec.Class(), kernels.Opts{Device: dev, Threads: threads, Blocks: blocksFor(o), LaunchTime: time.Duration(float64(5*time.Millisecond) * o)})
+			blocks, thr := geometry(o)
+			d, err := kernels.Arith(prec.Class(), kernels.Opts{Device: dev, Threads: thr, Blocks: blocks, LaunchTime: time.Duration(float64(5*time.Millisecond) * o)})
 			if err != nil {
 				return nil, err
 			}
@@ -255,7 +288,8 @@ func plan(p gpu.Props, opt Options) ([]job, error) {
 		}
 		for _, I := range opt.Intensities {
 			for _, o := range opt.Occupancies {
-				d, err := kernels.Roofline(prec, I, kernels.Opts{Device: dev, Threads: threads, Blocks: blocksFor(o), Bytes: opt.BufferBytes, LaunchTime: 5 * time.Millisecond})
+				blocks, thr := geometry(o)
+				d, err := kernels.Roofline(prec, I, kernels.Opts{Device: dev, Threads: thr, Blocks: blocks, Bytes: opt.BufferBytes, LaunchTime: 5 * time.Millisecond})
 				if err != nil {
 					return nil, err
 				}
@@ -327,10 +361,30 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 			rep.IncompleteReason = "interrupted"
 		}
 	}
+	var cal *Calibration
+	var mes []*loop.Measurement
+	for _, x := range measured {
+		mes = append(mes, x.me)
+	}
+	if from, to, ok := sweepSpan(mes); ok {
+		c, err := calibrate(tr, info.Index, from, to)
+		switch {
+		case err == nil:
+			cal = &c
+			rep.EnergyNote = fmt.Sprintf("%s (driver ring, every 20 ms) mean power over each point x its duration, on %s's scale: gain %.4f, offset %+.2f W (%d counter readings over %.0f s, rms %.2f J)",
+				samplesChannel, counterChannel, c.Gain, c.OffsetW, c.Readings, c.SpanS, c.RMSJ)
+		case len(tr.Series(info.Index, samplesChannel)) > 0:
+			rep.EnergyNote = fmt.Sprintf("%s uncalibrated (%v)", samplesChannel, err)
+			rep.Warnings = append(rep.Warnings, "the sample ring could not be calibrated to the energy counter ("+err.Error()+"): energies are the ring's own")
+		default:
+			rep.EnergyNote = "each point's energy is the region's headline (" + err.Error() + ")"
+		}
+	}
+	rep.EnergyCalibration = cal
 	var pts []Point
 	limit := 0.0
 	for _, x := range measured {
-		pts = append(pts, makePoint(x.j, x.me))
+		pts = append(pts, makePoint(x.j, x.me, cal))
 		rep.IdlePowerW = x.me.Region.IdlePowerW
 		limit = max(limit, x.me.Region.PowerLimitW)
 	}
@@ -338,12 +392,23 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 	return rep, tr, runErr
 }
 
-func makePoint(j job, me *loop.Measurement) Point {
+func makePoint(j job, me *loop.Measurement, cal *Calibration) Point {
 	d := j.d
 	r := me.Region
+	pe := energyOf(me, cal)
 	p := Point{Kernel: j.kernel, Name: d.Name, Precision: string(j.prec), Occupancy: j.occupancy,
 		Blocks: d.Blocks, Threads: d.Threads, Launches: me.Launches, TimeS: me.PerLaunch,
-		PowerW: r.MeanPowerW, Warnings: append(append([]string{}, me.Warnings...), r.Warnings...)}
+		PowerW: r.MeanPowerW, StartS: me.StartS, EndS: me.EndS,
+		EnergySource: pe.Source, EnergyReadings: pe.Readings, CounterReadings: pe.CounterReadings, SamplesReadings: pe.SamplesReadings,
+		Warnings: append([]string{}, me.Warnings...)}
+	for _, w := range r.Warnings {
+		if keepWarning(w, pe.Source) {
+			p.Warnings = append(p.Warnings, w)
+		}
+	}
+	if pe.CounterJ > 0 && pe.J > 0 {
+		p.CounterDiffPct = 100 * (pe.CounterJ/pe.J - 1)
+	}
 	if j.kernel == "roofline" || j.kernel == "flop" {
 		p.W = float64(d.MeasuredOps() * d.Measured.Flops())
 	}
@@ -352,7 +417,8 @@ func makePoint(j job, me *loop.Measurement) Point {
 		p.Intensity = p.W / p.Q
 	}
 	if me.Launches > 0 {
-		p.EnergyJ = r.EnergyJ / float64(me.Launches)
+		n := float64(me.Launches)
+		p.EnergyJ, p.CounterEnergyJ, p.SamplesEnergyJ = pe.J/n, pe.CounterJ/n, pe.SamplesJ/n
 	}
 	if p.TimeS > 0 {
 		p.FlopsPerS, p.BytesPerS = p.W/p.TimeS, p.Q/p.TimeS

@@ -233,3 +233,42 @@ func h100Props(t *testing.T) gpu.Props {
 	}
 	return sys.Device(0).Props()
 }
+
+// TestEnergyFromRing: each point's energy comes from the sample ring, calibrated to the
+// energy counter over the sweep, with the counter's figure and the readings beside it.
+func TestEnergyFromRing(t *testing.T) {
+	rep, _ := runSim(t, `{"preset":"h100","sensors":{"energy.total":{"gain":1}}}`, Options{Intensities: QuickIntensities, Occupancies: QuickOccupancies})
+	c := rep.EnergyCalibration
+	if c == nil || c.Readings < minCalReadings || math.Abs(c.Gain-1) > 0.05 || rep.EnergyNote == "" {
+		t.Fatalf("calibration %+v, note %q", c, rep.EnergyNote)
+	}
+	for _, res := range rep.Results {
+		for _, p := range res.Points {
+			if !strings.HasPrefix(p.EnergySource, samplesChannel) || p.EnergyReadings < minSamples || p.SamplesReadings != p.EnergyReadings {
+				t.Errorf("%s: source %q, %d readings", p.Name, p.EnergySource, p.EnergyReadings)
+			}
+			if p.EndS <= p.StartS || p.CounterEnergyJ <= 0 || p.SamplesEnergyJ <= 0 || math.Abs(p.CounterDiffPct) > 5 {
+				t.Errorf("%s: [%g, %g] s, counter %g J (%+.1f %%), ring %g J", p.Name, p.StartS, p.EndS, p.CounterEnergyJ, p.CounterDiffPct, p.SamplesEnergyJ)
+			}
+		}
+	}
+}
+
+// TestOccupancyGeometry: every SM runs the same share of its threads.
+func TestOccupancyGeometry(t *testing.T) {
+	props := h100Props(t)
+	ds, err := Plan(props, Options{Precisions: []kernels.Precision{kernels.FP32}, Intensities: []float64{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		o := d.Variant["occupancy"]
+		if d.Group == "baseline" {
+			continue
+		}
+		perSM := float64(d.Blocks*d.Threads) / float64(props.SMs)
+		if d.Blocks%props.SMs != 0 || math.Abs(perSM/float64(props.MaxThreadsPerSM)-o) > 1e-9 {
+			t.Errorf("%s: %d blocks of %d threads on %d SMs, occupancy %g", d.Name, d.Blocks, d.Threads, props.SMs, o)
+		}
+	}
+}

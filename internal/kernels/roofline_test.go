@@ -22,7 +22,7 @@ func TestRoofline(t *testing.T) {
 		for _, prec := range []Precision{FP32, FP64} {
 			for _, tc := range []struct {
 				in, want float64 // requested and generated intensity, flop/byte
-			}{{0.0625, 0.0625}, {0.125, 0.125}, {1, 1}, {1.3, 1.3125}, {2, 2}, {3, 4}, {16, 16}, {256, 256}} {
+			}{{0.0625, 0.0625}, {0.125, 0.125}, {0.25, 0.25}, {1, 1}, {1.3, 1.3125}, {2, 2}, {3, 3}, {16, 16}, {20.03, 20}, {100, 100}, {256, 256}} {
 				t.Run(fmt.Sprintf("%s/%s/%g", cfg.name, prec, tc.in), func(t *testing.T) {
 					d, err := Roofline(prec, tc.in, cfg.o)
 					if err != nil {
@@ -55,8 +55,14 @@ func TestRoofline(t *testing.T) {
 					if !strings.Contains(d.PTX, wantLd) || !strings.Contains(d.PTX, "fma.rn.f"+string(prec)[2:]) {
 						t.Errorf("PTX lacks %s", wantLd)
 					}
-					if !strings.Contains(d.PTX, "$L_reps:") {
-						t.Error("no reps loop")
+					// The reps loop holds the FMAs beyond each chain's seeding one, up to 128
+					// per chunk per trip; with at most one FMA per word there is none.
+					words := map[Precision]float64{FP32: 4, FP64: 2}[prec]
+					if hasLoop := strings.Contains(d.PTX, "$L_reps:"); hasLoop != (16*tc.want > words) {
+						t.Errorf("reps loop %v at %g FMAs per chunk", hasLoop, 16*tc.want)
+					}
+					if reps, _ := d.Param("reps"); 16*tc.want >= 16*words+128*2 && reps.Int < 2 {
+						t.Errorf("reps %d at %g FMAs per chunk", reps.Int, 16*tc.want)
 					}
 				})
 			}
