@@ -5,7 +5,11 @@
 #   bash bench/gpu/sensor.sh OUTDIR
 #
 # 1. `gpuwatt sensor`: every channel's T, W, delay, tau, sensor.json, the anomaly tests.
-# 2. `gpuwatt profile` of a 5 ms kernel, offline and online, with that sensor.json.
+# 2. `gpuwatt profile` of a 5 ms kernel, offline and online, with that sensor.json, on the
+#    default channel (power.samples where it works: 1000 runs, about 40 s each) and, for
+#    comparison, on power.instant (400 runs, about 70 s offline).
+# 3. The same default profiles with the built-in H200 model (no sensor.json), to show
+#    what the measured model changes.
 # Writes OUTDIR/results.tgz.
 set -u
 OUT=${1:?usage: sensor.sh OUTDIR}
@@ -16,10 +20,14 @@ B=${GPUWATT:-.gpu/gpuwatt}
 S=$(date +%s)
 "$B" sensor --out "$R/sensor" >"$R/sensor.txt" 2>"$R/sensor-progress.txt"
 echo "sensor: exit $? after $(( $(date +%s) - S )) s" | tee -a "$R/steps.txt"
-for mode in offline online; do
-  flag=""; [ $mode = online ] && flag=--online
-  S=$(date +%s)
-  "$B" profile --kernel 5ms $flag --sensor-profile "$R/sensor/sensor.json" --out "$R/profile-$mode" >"$R/profile-$mode.txt" 2>&1
-  echo "profile $mode: exit $? after $(( $(date +%s) - S )) s" | tee -a "$R/steps.txt"
-done
+prof() { # NAME ARGS...
+  local name=$1; shift
+  local S=$(date +%s)
+  "$B" profile --kernel 5ms "$@" --out "$R/profile-$name" >"$R/profile-$name.txt" 2>&1
+  echo "profile $name: exit $? after $(( $(date +%s) - S )) s" | tee -a "$R/steps.txt"
+}
+prof offline --sensor-profile "$R/sensor/sensor.json"
+prof online --online --sensor-profile "$R/sensor/sensor.json"
+prof instant-offline --channel power.instant --sensor-profile "$R/sensor/sensor.json"
+prof builtin-offline
 tar czf "$OUT/results.tgz" -C "$(dirname "$R")" r

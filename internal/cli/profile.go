@@ -33,17 +33,18 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device")
 	gpuIdx := fs.Int("gpu", 0, "the GPU to profile")
 	kname := fs.String("kernel", "5ms", "a kernel of the micro suite (gpuwatt micro --list), or a duration: an fp32.fma kernel that long")
-	runs := fs.Int("runs", 400, "kernel runs")
-	channel := fs.String("channel", "", "power channel to read (default power.instant where it works, else power.usage)")
+	runs := fs.Int("runs", 0, "kernel runs (default: 1000 on a buffered channel such as power.samples, else 400)")
+	channel := fs.String("channel", "", "power channel to read (default: the one with the finest resolution that works: power.samples, else power.instant, else power.usage)")
 	online := fs.Bool("online", false, "the online variant: sync to sensor updates, one reading per run")
 	out := fs.String("out", "", "directory for profile.json, profile.csv and report.html")
 	asJSON := fs.Bool("json", false, "print profile.json to stdout instead of the summary")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	period := fs.Duration("period", 0, "the channel's update period T (default: learned by the Sampler)")
-	window := fs.Duration("window", -1, "the channel's averaging window W (default: the sim's model; else taken as T)")
-	delay := fs.Duration("delay", -1, "how long before an update its window ends (default: the sim's model; else 0)")
+	window := fs.Duration("window", -1, "the channel's averaging window W (default: the sensor profile, else the sim's model, else the board's known model)")
+	delay := fs.Duration("delay", -1, "how long before an update its window ends (default: as --window)")
+	tau := fs.Duration("tau", -1, "the first-order lag in front of the window, 0 for none (default: as --window)")
 	sensorProfile := fs.String("sensor-profile", "", "the channel's model: a sensor.json from gpuwatt sensor, or boxcar:window=25ms,period=100ms (flags --period, --window, --delay override it)")
-	pollEvery := fs.Duration("poll", 100*time.Microsecond, "poll interval of the channel while profiling")
+	pollEvery := fs.Duration("poll", 0, "poll interval of the channel while profiling (default 100µs; a buffered channel 50ms)")
 	if code, ok := a.parseFlags(fs, args, "[--device ...] [--gpu N] [--kernel NAME|DURATION] [--runs N] [--channel NAME] [--sensor-profile FILE|MODEL] [--online] [--out DIR] [--json]"); !ok {
 		return code
 	}
@@ -51,11 +52,11 @@ func (a *App) profile(ctx context.Context, args []string) int {
 		return a.usageError("profile", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	switch {
-	case *runs < 1:
+	case *runs < 0:
 		return a.usageError("profile", fmt.Errorf("--runs %d: want at least 1", *runs))
 	case *period < 0:
 		return a.usageError("profile", fmt.Errorf("--period %s: want a positive duration", *period))
-	case *pollEvery <= 0:
+	case *pollEvery < 0:
 		return a.usageError("profile", fmt.Errorf("--poll %s: want a positive duration", *pollEvery))
 	}
 	var spec *correct.Spec
@@ -80,20 +81,21 @@ func (a *App) profile(ctx context.Context, args []string) int {
 		return code
 	}
 	defer sys.Close()
-	sn, err := pickChannel(dev, *channel)
+	sn, why, err := pickChannel(dev, *channel)
 	if err != nil {
 		return a.usageError("profile", err)
 	}
 	var given *correct.Model
+	var givenFrom string
 	if spec != nil {
 		c, err := spec.Resolve(nil, sn.Channel())
 		if err != nil {
 			return a.usageError("profile", fmt.Errorf("--sensor-profile: %v", err))
 		}
-		if c.Model.Kind == correct.RC {
-			return a.usageError("profile", fmt.Errorf("--sensor-profile: %s of %s is an RC lag: the profile needs a boxcar (or point) sensor", c.Model, sn.Channel().Name))
+		if c.Model.Kind == correct.None {
+			return a.usageError("profile", fmt.Errorf("--sensor-profile: channel %s has no model (none): the profile needs a boxcar, an RC lag or both", sn.Channel().Name))
 		}
-		given = &c.Model
+		given, givenFrom = &c.Model, "--sensor-profile "+*sensorProfile
 	}
 	exec, ok := dev.(gpu.Executor)
 	if !ok {
@@ -154,30 +156,64 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	if sens.Period == 0 {
 		sens.Period = m.Sampler().UpdatePeriod(dev.Info().Index, name)
 	}
-	model, haveModel := simsensor.Model{}, false
-	if md, ok := dev.(modeler); ok {
-		model, haveModel = md.Model(name)
+	// The long runs' Sampler stops here: it must not read the channel while the profile
+	// does (a buffered channel hands each sample to one reader only).
+	_, stopErr := m.Stop()
+	// The channel's model: the sensor profile, else the sim's own model, else the board's
+	// known model (correct.Auto: measured boards, Yang et al.), else W = T.
+	var base correct.Model
+	modelFrom := ""
+	if md, ok := dev.(modeler); ok && given == nil {
+		if model, ok := md.Model(name); ok {
+			base = correct.Model{Kind: correct.Boxcar, Window: model.Window, Tau: model.Tau, Period: model.Period, Delay: model.Delay}
+			if model.Window == 0 {
+				base.Kind = correct.RC
+			}
+			modelFrom = "the sim's own model of " + name
+		}
 	}
 	switch {
-	case *window >= 0:
+	case given != nil:
+		base, modelFrom = *given, givenFrom
+	case modelFrom == "":
+		m, why := correct.Auto(name, dev.Info().Name)
+		if m.Kind == correct.None {
+			m = correct.Model{Kind: correct.Boxcar, Window: sens.Period}
+			why = fmt.Sprintf("no model is known for %s: its window is taken as the update period (pass --sensor-profile from gpuwatt sensor, or --window)", name)
+		}
+		base, modelFrom = m, "a guess, not measured on this board: "+why
+		warn = append(warn, fmt.Sprintf("the model of %s is %s; run gpuwatt sensor and pass --sensor-profile sensor.json to use this board's own", name, modelFrom))
+	}
+	if sens.Period == 0 && base.Period > 0 {
+		sens.Period = base.Period
+	}
+	sens.Window, sens.Tau, sens.Delay = base.Window, base.Tau, base.Delay
+	if base.Kind == correct.RC {
+		sens.Window = 0
+	}
+	if *window >= 0 {
 		sens.Window = *window
-	case given != nil:
-		sens.Window = given.Window
-	case haveModel:
-		sens.Window = model.Window
-	default:
-		sens.Window = sens.Period
-		warn = append(warn, fmt.Sprintf("the window of %s is unknown: taken as the update period %s (pass --window)", name, sens.Period))
 	}
-	switch {
-	case *delay >= 0:
+	if *tau >= 0 {
+		sens.Tau = *tau
+	}
+	if *delay >= 0 {
 		sens.Delay = *delay
-	case given != nil:
-		sens.Delay = given.Delay
-	case haveModel:
-		sens.Delay = model.Delay
 	}
-	opt := profile.Options{Runs: *runs, Sensor: sens, Poll: *pollEvery}
+	if me.PerLaunch > 0 && sens.Tau.Seconds() > 20*me.PerLaunch {
+		warn = append(warn, fmt.Sprintf("the lag of %s (tau %s) is far longer than the kernel: the profile will be coarse or noisy", name, sens.Tau))
+	}
+	nRuns := *runs
+	if nRuns == 0 {
+		nRuns = 400
+		if sn.Channel().Buffered {
+			nRuns = 1000
+		}
+	}
+	opt := profile.Options{Runs: nRuns, Sensor: sens, Poll: *pollEvery}
+	if progress {
+		fmt.Fprintf(a.Stderr, "gpuwatt profile: channel %s (%s); model %s (%s); %d runs\n", name, why, sens.Model(), modelFrom, nRuns)
+	}
 	t0 := time.Now()
 	opt.Progress = func(i, n int) {
 		if progress && (i%50 == 0 || i == n) {
@@ -189,8 +225,8 @@ func (a *App) profile(ctx context.Context, args []string) int {
 		run = profile.RunOnline
 	}
 	res, perr := run(ctx, clk, sn, k, desc.Name, opt)
-	if _, err := m.Stop(); err != nil && perr == nil {
-		perr = err
+	if stopErr != nil && perr == nil {
+		perr = stopErr
 	}
 	if res == nil {
 		if ctx.Err() != nil {
@@ -202,6 +238,7 @@ func (a *App) profile(ctx context.Context, args []string) int {
 		return a.fail("profile", perr)
 	}
 	res.Device = sys.Name()
+	res.ChannelWhy = fmt.Sprintf("%s: %s; model from %s", name, why, modelFrom)
 	res.Warnings = append(warn, res.Warnings...)
 	if me.Launches > 0 {
 		res.SetLongRun(profile.LongRun{Launches: me.Launches, SecondsPerLaunch: me.PerLaunch,
@@ -246,14 +283,22 @@ func parseKernelSpec(s string) (time.Duration, error) {
 	return 0, nil
 }
 
-// pickChannel returns the power channel to profile: the one named, or power.instant where
-// it works, else power.usage.
-func pickChannel(dev gpu.Device, name string) (sensor.Sensor, error) {
+// channelRank is the default order of the board power channels for a profile, finest
+// first, with why.
+var channelRank = []struct{ name, why string }{
+	{"power.samples", "the driver's buffer of timestamped samples every 20 ms (every instant seen, the finest resolution per run)"},
+	{"power.instant", "updates every ~100 ms (power.samples is not available)"},
+	{"power.usage", "a 1 s average every ~100 ms, the coarsest (neither power.samples nor power.instant is available)"},
+}
+
+// pickChannel returns the power channel to profile: the one named, or the working board
+// channel with the finest resolution (channelRank), and why.
+func pickChannel(dev gpu.Device, name string) (sensor.Sensor, string, error) {
 	var names []string
 	var byName = map[string]sensor.Sensor{}
 	for _, s := range dev.Sensors() {
 		ch := s.Channel()
-		if ch.Quantity != trace.QPower || ch.Setting || ch.Buffered || ch.Cumulative {
+		if ch.Quantity != trace.QPower || ch.Setting || ch.Cumulative {
 			continue
 		}
 		if _, err := s.Read(nil); err != nil {
@@ -263,20 +308,20 @@ func pickChannel(dev gpu.Device, name string) (sensor.Sensor, error) {
 		byName[ch.Name] = s
 	}
 	if name == "" {
-		for _, n := range []string{"power.instant", "power.usage"} {
-			if s, ok := byName[n]; ok {
-				return s, nil
+		for _, r := range channelRank {
+			if s, ok := byName[r.name]; ok {
+				return s, "chosen by default: " + r.why, nil
 			}
 		}
 		if len(names) == 0 {
-			return nil, fmt.Errorf("GPU %d has no working power channel", dev.Info().Index)
+			return nil, "", fmt.Errorf("GPU %d has no working power channel", dev.Info().Index)
 		}
-		return byName[names[0]], nil
+		return byName[names[0]], "the first working power channel", nil
 	}
 	if s, ok := byName[name]; ok {
-		return s, nil
+		return s, "named by --channel", nil
 	}
-	return nil, fmt.Errorf("--channel %q: want a working power channel of GPU %d (%s)", name, dev.Info().Index, strings.Join(names, ", "))
+	return nil, "", fmt.Errorf("--channel %q: want a working power channel of GPU %d (%s)", name, dev.Info().Index, strings.Join(names, ", "))
 }
 
 func writeProfile(dir string, res *profile.Result) error {

@@ -22,7 +22,7 @@ func TestProfileOnSim(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a, stdout, stderr, ctx := testApp(t)
 			out := filepath.Join(t.TempDir(), "profile")
-			args := append([]string{"profile", "--device", "sim:h100", "--kernel", "5ms", "--runs", "400", "--out", out}, tc.args...)
+			args := append([]string{"profile", "--device", "sim:h100", "--channel", "power.instant", "--kernel", "5ms", "--runs", "400", "--out", out}, tc.args...)
 			if code := a.Main(ctx, args); code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -49,13 +49,37 @@ func TestProfileOnSim(t *testing.T) {
 	}
 }
 
+// On the h200 preset (its sensors as measured on an H200) the profile picks power.samples,
+// the driver's 20 ms samples of a 14 ms lag, and reaches well under 1 ms.
+func TestProfileH200Default(t *testing.T) {
+	for _, online := range []bool{false, true} {
+		a, stdout, stderr, ctx := testApp(t)
+		args := []string{"profile", "--device", "sim:h200", "--kernel", "5ms", "--json", "--quiet"}
+		if online {
+			args = append(args, "--online")
+		}
+		if code := a.Main(ctx, args); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var res profile.Result
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %s; %s; resolution %.3g ms; energy diff %+.2f %%", res.Method, res.ChannelWhy, res.Model, res.ResolutionS*1e3, 100**res.EnergyDiff)
+		if res.Channel != "power.samples" || res.Runs != 1000 || res.Grid == nil || res.TauS != 0.014 || res.WindowS != 0 ||
+			res.ResolutionS > 1e-3 || math.Abs(*res.EnergyDiff) > 0.03 || !strings.Contains(res.ChannelWhy, "chosen by default") {
+			t.Errorf("%+v", res)
+		}
+	}
+}
+
 func TestProfileJSONAndSuiteKernel(t *testing.T) {
 	a, stdout, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"profile", "--device", "sim:v100", "--kernel", "fp32.fma", "--runs", "200", "--json", "--quiet"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var res profile.Result
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.Channel != "power.usage" || res.Kernel != "fp32.fma" || len(res.Profile) == 0 {
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.Channel != "power.samples" || res.Kernel != "fp32.fma" || len(res.Profile) == 0 {
 		t.Fatalf("--json: %v, %+v", err, res)
 	}
 }
@@ -63,7 +87,7 @@ func TestProfileJSONAndSuiteKernel(t *testing.T) {
 func TestProfileSensorProfile(t *testing.T) {
 	// a model given by hand (as from a sensor.json) replaces the sim's own
 	a, stdout, stderr, ctx := testApp(t)
-	if code := a.Main(ctx, []string{"profile", "--device", "sim:h100", "--sensor-profile", "boxcar:window=25ms,period=100ms", "--json"}); code != 0 {
+	if code := a.Main(ctx, []string{"profile", "--device", "sim:h100", "--channel", "power.instant", "--sensor-profile", "boxcar:window=25ms,period=100ms", "--json"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var res profile.Result
@@ -74,7 +98,7 @@ func TestProfileSensorProfile(t *testing.T) {
 
 func TestProfileBadInput(t *testing.T) {
 	for _, args := range [][]string{
-		{"--runs", "0"},
+		{"--runs", "-1"},
 		{"--kernel", "5xs"},
 		{"--kernel", "no.such.kernel"},
 		{"--channel", "power.nothing"},
@@ -83,8 +107,8 @@ func TestProfileBadInput(t *testing.T) {
 		{"--device", "sim:nope"},
 		{"--bogus"},
 		{"extra"},
-		{"--poll", "60ms"},
-		{"--sensor-profile", "rc:tau=840ms"},
+		{"--poll", "60ms", "--channel", "power.instant"},
+		{"--sensor-profile", "none"},
 		{"--sensor-profile", "/no/such/sensor.json"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

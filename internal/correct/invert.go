@@ -29,6 +29,9 @@ type interval struct{ a, b float64 }
 
 func newInverter(s []trace.Sample, m Model, period time.Duration) inverter {
 	delay := m.Delay.Seconds()
+	if m.Kind == Boxcar {
+		delay += m.Tau.Seconds() // a lag before the window: its mean delay (energy is kept)
+	}
 	switch {
 	case m.Kind == RC:
 		return newRC(s, m.Tau.Seconds(), delay)

@@ -20,7 +20,9 @@ const (
 	// tau·dy/dt = P − y, so P = y + tau·dy/dt.
 	RC
 	// Boxcar: each reading is the mean of the power over the Window that ends Delay before
-	// it, published every Period.
+	// it, published every Period. With Tau > 0 the window averages the power passed through
+	// a first-order lag first (the H200's power.instant: a 25 ms window of the same 14 ms
+	// low-pass that its power.samples read).
 	Boxcar
 )
 
@@ -40,7 +42,7 @@ func (k Kind) String() string {
 // the true power. Energy inverts it. The zero Model is None.
 type Model struct {
 	Kind Kind
-	// Tau is the RC time constant (RC only; > 0).
+	// Tau is the RC time constant (RC: > 0; Boxcar: >= 0, a lag before the window).
 	Tau time.Duration
 	// Window is the boxcar's averaging window (Boxcar only; > 0).
 	Window time.Duration
@@ -60,7 +62,7 @@ const MaxDuration = time.Hour
 //
 //	none
 //	rc:tau=D[,period=D][,delay=D]
-//	boxcar:window=D[,period=D][,delay=D]
+//	boxcar:window=D[,tau=D][,period=D][,delay=D]
 //
 // where D is a duration with its unit (0.84s, 25ms, 1s). Keys may come in any order, each
 // at most once. "auto" and sensor.json paths are ParseSpec's: they need the trace.
@@ -98,7 +100,7 @@ func ParseModel(spec string) (Model, error) {
 		}
 		var dst *time.Duration
 		switch {
-		case key == "tau" && m.Kind == RC:
+		case key == "tau":
 			dst = &m.Tau
 		case key == "window" && m.Kind == Boxcar:
 			dst = &m.Window
@@ -107,7 +109,7 @@ func ParseModel(spec string) (Model, error) {
 		case key == "delay":
 			dst = &m.Delay
 		default:
-			return Model{}, fmt.Errorf("sensor model %q: unknown parameter %q for %s (want %s, period, delay)", spec, key, m.Kind, required)
+			return Model{}, fmt.Errorf("sensor model %q: unknown parameter %q for %s (want %s, tau, period, delay)", spec, key, m.Kind, required)
 		}
 		if seen[key] {
 			return Model{}, fmt.Errorf("sensor model %q: %s given twice", spec, key)
@@ -178,10 +180,10 @@ func (m Model) Validate() error {
 			return err
 		}
 	case Boxcar:
-		if m.Tau != 0 {
-			return errors.New("boxcar has no tau")
-		}
 		if err := check("window", m.Window, true); err != nil {
+			return err
+		}
+		if err := check("tau", m.Tau, false); err != nil {
 			return err
 		}
 	default:
@@ -213,6 +215,9 @@ func (m Model) String() string {
 		add("tau", m.Tau)
 	case Boxcar:
 		add("window", m.Window)
+		if m.Tau > 0 {
+			add("tau", m.Tau)
+		}
 	}
 	if m.Period > 0 {
 		add("period", m.Period)
@@ -268,6 +273,9 @@ func (m Model) Assumptions(period time.Duration) []string {
 			"near each end of the region the power is steady or changes once (the ends' readings are fitted to that)")
 	case Boxcar:
 		a = append(a, fmt.Sprintf("each reading is the mean power over the %s before it", fmtDur(m.Window)))
+		if m.Tau > 0 {
+			a = append(a, fmt.Sprintf("the power is low-passed (tau=%s) before the window: taken as a further delay of tau", fmtDur(m.Tau)))
+		}
 		if period > 0 {
 			a = append(a, fmt.Sprintf("readings less than %s (T/4) apart are one update, whose value is the later one", fmtDur(period/4)))
 		}

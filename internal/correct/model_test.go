@@ -24,6 +24,7 @@ func TestParseModel(t *testing.T) {
 		{"RC:TAU=840ms,period=15ms", correct.Model{Kind: correct.RC, Tau: 840 * time.Millisecond, Period: 15 * time.Millisecond}, "rc:tau=840ms,period=15ms"},
 		{"boxcar:window=1s", correct.Model{Kind: correct.Boxcar, Window: time.Second}, "boxcar:window=1s"},
 		{"boxcar:window=25ms,period=100ms", correct.Model{Kind: correct.Boxcar, Window: 25 * time.Millisecond, Period: 100 * time.Millisecond}, "boxcar:window=25ms,period=100ms"},
+		{"boxcar:window=25ms,tau=14ms,period=100ms,delay=3ms", correct.Model{Kind: correct.Boxcar, Window: 25 * time.Millisecond, Tau: 14 * time.Millisecond, Period: 100 * time.Millisecond, Delay: 3 * time.Millisecond}, "boxcar:window=25ms,tau=14ms,period=100ms,delay=3ms"},
 		{"boxcar: period=100ms , window=25ms, delay=2ms", correct.Model{Kind: correct.Boxcar, Window: 25 * time.Millisecond, Period: 100 * time.Millisecond, Delay: 2 * time.Millisecond}, "boxcar:window=25ms,period=100ms,delay=2ms"},
 	} {
 		m, err := correct.ParseModel(tc.in)
@@ -50,7 +51,8 @@ func TestParseModelErrors(t *testing.T) {
 		{"rc:tau=0s", "want > 0"},
 		{"rc:tau=2h", "at most 1h"},
 		{"rc:window=1s", `unknown parameter "window" for rc`},
-		{"boxcar:tau=1s", `unknown parameter "tau" for boxcar`},
+		{"boxcar:tau=1s", `boxcar needs window=DURATION`},
+		{"rc:tau=1s,window=1s", `unknown parameter "window" for rc`},
 		{"boxcar:window=1s,window=2s", "window given twice"},
 		{"boxcar:period=100ms", "needs window=DURATION"},
 		{"boxcar:window", `parameter "window" is not KEY=DURATION`},
@@ -146,7 +148,7 @@ func TestParseProfileErrors(t *testing.T) {
 		{`{"format": "gpuwatt-sensor/9", "channels": {"p": {"model": "none"}}}`, `format "gpuwatt-sensor/9" is not supported`},
 		{`{"channels": {"p": {"model": "lag"}}}`, `model "lag": want "none", "rc" or "boxcar"`},
 		{`{"channels": {"p": {}}}`, `no "model"`},
-		{`{"channels": {"p": {"model": "boxcar", "tau_s": 1, "window_s": 1}}}`, "takes window_s, not tau_s"},
+		{`{"channels": {"p": {"model": "boxcar", "tau_s": 1}}}`, "needs window_s > 0"},
 		{`{"channels": {"p": {"model": "rc", "tau_s": 1, "window_s": 1}}}`, "takes tau_s, not window_s"},
 		{`{"channels": {"p": {"model": "none", "window_s": 1}}}`, "takes no tau_s or window_s"},
 		{`{"channels": {"p": {"model": "boxcar", "window_s": -1}}}`, "window_s = -1"},
@@ -201,7 +203,9 @@ func TestAuto(t *testing.T) {
 		{"power.memory.average", "NVIDIA H100 80GB HBM3", "boxcar:window=1s,period=100ms"},
 		{"power.instant", "NVIDIA H100 80GB HBM3", "boxcar:window=25ms,period=100ms"},
 		{"power.module.instant", "", "boxcar:window=25ms,period=100ms"},
-		{"power.samples", "NVIDIA H200", "boxcar:window=20ms,period=20ms"},
+		{"power.samples", "NVIDIA H200", "rc:tau=14ms,period=20ms,delay=3ms"},
+		{"power.instant", "NVIDIA H200", "boxcar:window=25ms,tau=14ms,period=100ms,delay=3ms"},
+		{"power.samples", "NVIDIA H100 80GB HBM3", "boxcar:window=20ms,period=20ms"},
 		{"power", "", "none"},
 		{"power.draw", "NVIDIA H200", "none"},
 	} {

@@ -23,10 +23,10 @@ const ms = time.Millisecond
 // characterisation of the channel (the `sensor` verb's job) would find.
 func simModel(m simsensor.Model) correct.Model {
 	switch {
+	case m.Window > 0:
+		return correct.Model{Kind: correct.Boxcar, Window: m.Window, Tau: m.Tau, Period: m.Period, Delay: m.Delay}
 	case m.Tau > 0:
 		return correct.Model{Kind: correct.RC, Tau: m.Tau, Period: m.Period, Delay: m.Delay}
-	case m.Window > 0:
-		return correct.Model{Kind: correct.Boxcar, Window: m.Window, Period: m.Period, Delay: m.Delay}
 	}
 	return correct.Model{Period: m.Period, Delay: m.Delay}
 }
@@ -243,8 +243,14 @@ func TestSimPresets(t *testing.T) {
 			o.preset, o.ch, o.m, o.phase, o.rg.name, o.rg.a+o.phase, o.rg.b+o.phase, o.truth, 100*o.corr, 100*o.raw)
 		switch classOf(o.m) {
 		case classRC, classDense, classTiled:
-			if math.Abs(o.corr) > 0.02 {
-				t.Errorf("%s: want within 2 %%", what)
+			tol := 0.02
+			if o.m.Kind == correct.RC && o.m.Tau < o.m.Period && o.nChanges > 0 {
+				// A short lag sampled every T (the H200's power.samples: 14 ms, 20 ms): a
+				// step between two samples is placed from two points of its exponential.
+				tol = 0.04
+			}
+			if math.Abs(o.corr) > tol {
+				t.Errorf("%s: want within %.0f %%", what, 100*tol)
 			}
 		case classPartial:
 			if o.nChanges == 0 && o.bound == 0 && math.Abs(o.corr) > 0.02 {
@@ -256,7 +262,8 @@ func TestSimPresets(t *testing.T) {
 		}
 		// The naive integration of a lagging channel misses by much more wherever the
 		// power changed within its reach (long regions average the lag out).
-		if c := classOf(o.m); (c == classRC || c == classDense) && o.nChanges > 0 && o.rg.b-o.rg.a <= 4*time.Second {
+		// (A lag far shorter than the region, the H200's 14 ms, costs the naive sum little.)
+		if c := classOf(o.m); (c == classRC && o.m.Tau >= 100*time.Millisecond || c == classDense) && o.nChanges > 0 && o.rg.b-o.rg.a <= 4*time.Second {
 			if math.Abs(o.raw) < 0.05 || math.Abs(o.raw) < 5*math.Abs(o.corr) {
 				t.Errorf("%s: want the naive error >= 5 %% and >= 5 × the corrected one", what)
 			}

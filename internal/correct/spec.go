@@ -129,6 +129,8 @@ func (s Spec) Resolve(tr *trace.Trace, ch trace.Channel) (Choice, error) {
 //	Kepler (K20, K40, K80)         power.usage                      rc:tau=840ms
 //	Volta, Pascal (V100, P100)     power.usage, power.samples       boxcar:window=10ms,period=20ms
 //	GeForce RTX 3090               power.usage                      boxcar:window=100ms,period=100ms
+//	H200                           power.samples                    rc:tau=14ms,period=20ms,delay=3ms
+//	                               power.instant                    boxcar:window=25ms,tau=14ms,period=100ms,delay=3ms
 //	GH200                          power.instant                    boxcar:window=20ms,period=100ms
 //	others (A100, H100, H200...)   power.usage, *.average           boxcar:window=1s,period=100ms
 //	                               power.instant, *.instant         boxcar:window=25ms,period=100ms
@@ -164,6 +166,12 @@ func Auto(channel, gpuName string) (Model, string) {
 	case has("RTX 3090") && channel == "power.usage":
 		return boxcar(100*time.Millisecond, 100*time.Millisecond),
 			fmt.Sprintf("%s on %s: a 100 ms window every 100 ms (Yang et al.)", channel, name)
+	case has("H200") && !has("GH200") && channel == "power.samples":
+		return Model{Kind: RC, Tau: 14 * time.Millisecond, Period: 20 * time.Millisecond, Delay: 3 * time.Millisecond},
+			fmt.Sprintf("%s on %s: point samples every 20 ms of the power through a 14 ms lag, 3 ms late (measured on an H200, driver 580)", channel, name)
+	case has("H200") && !has("GH200") && channel == "power.instant":
+		return Model{Kind: Boxcar, Window: 25 * time.Millisecond, Tau: 14 * time.Millisecond, Period: 100 * time.Millisecond, Delay: 3 * time.Millisecond},
+			fmt.Sprintf("%s on %s: the last 25 ms of every ~100 ms of the power through a 14 ms lag, 3 ms late (measured on an H200, driver 580)", channel, name)
 	case has("GH200") && instant:
 		return boxcar(20*time.Millisecond, 100*time.Millisecond),
 			fmt.Sprintf("%s on %s: about 20 ms seen of every 100 ms (Yang et al., GH200)", channel, name)
@@ -251,10 +259,7 @@ func (c ChannelModel) Parse() (Model, error) {
 			return Model{}, errors.New(`model "rc" needs tau_s > 0`)
 		}
 	case "boxcar":
-		m.Kind = Boxcar
-		if c.TauS != 0 {
-			return Model{}, errors.New(`model "boxcar" takes window_s, not tau_s`)
-		}
+		m.Kind = Boxcar // tau_s, if given, is a first-order lag before the window
 		if c.WindowS <= 0 {
 			return Model{}, errors.New(`model "boxcar" needs window_s > 0`)
 		}

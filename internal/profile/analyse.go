@@ -3,6 +3,7 @@ package profile
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -14,45 +15,89 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt Options) {
 	}
 	res.Raw = rawBins(pts)
 	W := opt.Sensor.Window.Seconds()
+	tau := opt.Sensor.Tau.Seconds()
 	T := opt.Sensor.Period.Seconds()
+	if res.PeriodS > 0 {
+		T = res.PeriodS
+	}
 	ts := tex.Seconds()
 	if len(pts) < opt.MinEdges {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("only %d readings tied to the runs: no profile", len(pts)))
 		res.Profile = []Bin{}
 		return
 	}
+	// How precise a reading's time is: half a poll interval, or for a buffered channel on
+	// its grid, 0.1 ms.
+	prec := opt.Poll.Seconds() / 2
+	if opt.buffered {
+		prec = 1e-4
+		if res.Grid == nil {
+			prec = 1e-3
+		}
+	}
 	// The finest resolution at which every bin is seen by MinEdges window edges, no finer
-	// than two poll intervals (the precision of an update's stamp).
-	maxM := max(1, min(200, int(ts/(2*opt.Poll.Seconds()))))
-	m := 0
-	var counts []int
+	// than twice the precision of the stamps, and whose 95 % bands are at most a tenth of
+	// the kernel's mean power above the baseline (wider bands mean nothing: coarser bins).
+	maxM := max(1, min(200, int(ts/(2*prec))))
+	var (
+		m      int
+		counts []int
+		x      []float64
+		cov    [][]float64
+		band   float64
+		tried  int
+	)
 	for k := maxM; k >= 1; k-- {
 		c := edgeCounts(pts, ts, k, W)
-		if minInt(c) >= opt.MinEdges {
-			m, counts = k, c
+		if minInt(c) < opt.MinEdges {
+			continue
+		}
+		xk, ck, _, ok := fit(pts, ts, k, W, tau)
+		if !ok {
+			continue
+		}
+		tried++
+		// the median half-width of the bins' bands, against the mean height above baseline
+		var hw []float64
+		above := 0.0
+		for j := 0; j < k; j++ {
+			hw = append(hw, 1.96*math.Sqrt(max(ck[j+1][j+1], 0)))
+			above += (xk[j+1] - xk[0]) / float64(k)
+		}
+		slices.Sort(hw)
+		band = hw[len(hw)/2]
+		m, counts, x, cov = k, c, xk, ck
+		if band <= MaxBand*math.Abs(above) || k == 1 || tried >= 40 {
 			break
 		}
 	}
 	if m == 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the kernel (%s) is not seen by %d readings anywhere: too few runs", tex, opt.MinEdges))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the kernel (%s) is not seen by %d readings anywhere, or the deconvolution is singular: too few runs", tex, opt.MinEdges))
 		res.Profile = []Bin{}
 		return
 	}
 	h := ts / float64(m)
-	x, cov, sigma, ok := fit(pts, ts, m, W)
-	if !ok {
-		res.Warnings = append(res.Warnings, "the deconvolution is singular: too few runs")
-		res.Profile = []Bin{}
-		return
-	}
 	res.BaselineW = x[0]
 	res.ResolutionS = h
 	edge := "window edges (a reading's window start or end)"
 	if W == 0 {
-		edge = "readings"
+		edge = "sample instants"
 	}
-	res.ResolutionWhy = fmt.Sprintf("%d readings; %d bins of %.3g ms over the %.3g ms kernel, each seen by >= %d %s (fewest %d); readings are the mean of a %.3g ms window every %.3g ms, undone by least squares; update stamps are precise to %.3g ms",
-		len(pts), m, h*1e3, ts*1e3, opt.MinEdges, edge, minInt(counts), W*1e3, T*1e3, opt.Poll.Seconds()*1e3/2)
+	how := fmt.Sprintf("readings are the mean of a %.3g ms window every %.3g ms", W*1e3, T*1e3)
+	switch {
+	case W == 0 && tau > 0:
+		how = fmt.Sprintf("readings are point samples every %.3g ms of the power through a first-order lag (tau %.3g ms)", T*1e3, tau*1e3)
+	case tau > 0:
+		how = fmt.Sprintf("readings are the mean of a %.3g ms window, every %.3g ms, of the power through a first-order lag (tau %.3g ms)", W*1e3, T*1e3, tau*1e3)
+	case W == 0:
+		how = fmt.Sprintf("readings are point samples every %.3g ms", T*1e3)
+	}
+	stamps := fmt.Sprintf("update stamps are precise to %.3g ms", prec*1e3)
+	if res.Grid != nil {
+		stamps = fmt.Sprintf("sample times are the driver's, on their %.4g ms grid (%d of %d moved onto it)", res.Grid.PeriodS*1e3, res.Grid.Snapped, len(pts))
+	}
+	res.ResolutionWhy = fmt.Sprintf("%d readings; %d bins of %.3g ms over the %.3g ms kernel, each seen by >= %d %s (fewest %d), median 95 %% band ±%.3g W; %s, undone by least squares; %s",
+		len(pts), m, h*1e3, ts*1e3, opt.MinEdges, edge, minInt(counts), band, how, stamps)
 	var e, ea, ev float64
 	for j := 0; j < m; j++ {
 		sd := math.Sqrt(max(cov[j+1][j+1], 0))
@@ -68,8 +113,18 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt Options) {
 	if h > ts/4 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("coarse profile: %d bins over the kernel; run more (--runs)", m))
 	}
-	_ = sigma
+	lowP, highP := math.Inf(1), math.Inf(-1)
+	for _, b := range res.Profile {
+		lowP, highP = min(lowP, b.PowerW), max(highP, b.PowerW)
+	}
+	if lowP < 0.5*x[0] || highP > 3*x[0]+1000 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("implausible powers in the profile (%.0f .. %.0f W against a baseline of %.0f W): the sensor model (%s) is likely wrong for this channel", lowP, highP, x[0], res.Model))
+	}
 }
+
+// MaxBand is the widest median 95 % band (half-width, as a share of the kernel's mean power
+// above the baseline) at which a bin width is accepted.
+const MaxBand = 0.1
 
 // edgeCounts counts, per bin of [0, tex) cut into m, the readings whose window end (or
 // start) falls in it.
@@ -97,22 +152,56 @@ func minInt(c []int) int {
 	return v
 }
 
-// row returns the model's coefficients for one reading: [baseline, bin 0..m-1].
-func row(dst []float64, ph, tex float64, m int, W float64) []float64 {
+// stepResp is the channel's response, at x after it began, to a unit step of the power:
+// the mean over the window W of the step passed through the lag tau.
+func stepResp(x, W, tau float64) float64 {
+	if W <= 0 {
+		switch {
+		case tau <= 0 && x >= 0:
+			return 1
+		case tau <= 0 || x <= 0:
+			return 0
+		}
+		return -math.Expm1(-x / tau)
+	}
+	return (integ(x, tau) - integ(x-W, tau)) / W
+}
+
+// integ is the integral over [0, x] of the lagged unit step.
+func integ(x, tau float64) float64 {
+	switch {
+	case x <= 0:
+		return 0
+	case tau <= 0:
+		return x
+	}
+	return x + tau*math.Expm1(-x/tau)
+}
+
+// row returns the model's coefficients for one reading: [baseline, bin 0..m-1]. The
+// reading sees the kernel of its own run at phase p.PhaseS and of earlier runs at
+// p.others; the rest of what it sees is the baseline.
+func row(dst []float64, p Point, tex float64, m int, W, tau float64) []float64 {
 	dst = dst[:0]
 	dst = append(dst, 0)
+	for range m {
+		dst = append(dst, 0)
+	}
 	h := tex / float64(m)
 	sum := 0.0
-	for j := 0; j < m; j++ {
-		b0, b1 := float64(j)*h, float64(j+1)*h
-		var c float64
-		if W > 0 {
-			c = max(0, min(ph, b1)-max(ph-W, b0)) / W
-		} else if ph >= b0 && ph < b1 {
-			c = 1
+	add := func(ph float64) {
+		prev := stepResp(ph, W, tau)
+		for j := 0; j < m; j++ {
+			next := stepResp(ph-float64(j+1)*h, W, tau)
+			c := prev - next
+			prev = next
+			dst[j+1] += c
+			sum += c
 		}
-		dst = append(dst, c)
-		sum += c
+	}
+	add(p.PhaseS)
+	for _, ph := range p.others {
+		add(ph)
 	}
 	dst[0] = 1 - sum
 	return dst
@@ -120,16 +209,17 @@ func row(dst []float64, ph, tex float64, m int, W float64) []float64 {
 
 // fit solves the least-squares deconvolution; it returns the estimate, its covariance and
 // the residual standard deviation.
-func fit(pts []Point, tex float64, m int, W float64) (x []float64, cov [][]float64, sigma float64, ok bool) {
+func fit(pts []Point, tex float64, m int, W, tau float64) (x []float64, cov [][]float64, sigma float64, ok bool) {
 	p := m + 1
 	ata := make([][]float64, p)
 	for i := range ata {
 		ata[i] = make([]float64, p)
 	}
 	aty := make([]float64, p)
-	var r []float64
-	for _, pt := range pts {
-		r = row(r, pt.PhaseS, tex, m, W)
+	rows := make([][]float64, len(pts))
+	for n, pt := range pts {
+		r := row(nil, pt, tex, m, W, tau)
+		rows[n] = r
 		for i := 0; i < p; i++ {
 			if r[i] == 0 {
 				continue
@@ -146,11 +236,10 @@ func fit(pts []Point, tex float64, m int, W float64) (x []float64, cov [][]float
 	}
 	x = cholSolve(l, aty)
 	rss := 0.0
-	for _, pt := range pts {
-		r = row(r, pt.PhaseS, tex, m, W)
+	for n, pt := range pts {
 		f := 0.0
-		for i := range r {
-			f += r[i] * x[i]
+		for i, c := range rows[n] {
+			f += c * x[i]
 		}
 		rss += (pt.PowerW - f) * (pt.PowerW - f)
 	}

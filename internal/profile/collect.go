@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/clock"
+	"gpuwatt/internal/correct"
 	"gpuwatt/internal/sensor"
 )
 
@@ -34,6 +35,9 @@ type watcher struct {
 	ups     []update
 	errs    int
 	rbuf    []sensor.Reading
+	gridL   correct.Lattice
+	gridOK  bool
+	gridAt  int
 	stop    context.CancelFunc
 	done    chan struct{}
 }
@@ -91,12 +95,51 @@ func (w *watcher) poll(now time.Duration) {
 		w.errs++
 		return
 	}
+	if rs[0].Timed {
+		// A buffered channel: every sample new since the last read, timed by the driver.
+		for _, r := range rs {
+			if w.have && r.DriverUS != 0 && r.DriverUS == w.lastDrv {
+				continue
+			}
+			w.ups = append(w.ups, update{T: r.T, Lo: r.T, Value: r.Value})
+			w.have, w.last, w.lastDrv = true, r.Value, r.DriverUS
+		}
+		return
+	}
 	r := rs[len(rs)-1]
 	stamp := now + (after-now)/2
 	if w.have && (r.Value != w.last || (r.DriverUS != 0 && r.DriverUS != w.lastDrv)) {
 		w.ups = append(w.ups, update{T: w.prev + (stamp-w.prev)/2, Lo: w.prev, Value: r.Value})
 	}
 	w.have, w.last, w.lastDrv, w.prev = true, r.Value, r.DriverUS, stamp
+}
+
+// pollNow reads the channel once more now (a buffered channel's last samples).
+func (w *watcher) pollNow() { w.poll(w.clk.Now()) }
+
+// grid returns the grid of a buffered channel's sample stamps, learned from the last 300
+// samples and refitted every 25 new ones.
+func (w *watcher) grid(guess time.Duration) (correct.Lattice, bool) {
+	w.mu.Lock()
+	n := len(w.ups)
+	if w.gridOK && n-w.gridAt < 25 {
+		g := w.gridL
+		w.mu.Unlock()
+		return g, true
+	}
+	from := max(0, n-300)
+	ts := make([]time.Duration, 0, n-from)
+	for _, u := range w.ups[from:] {
+		ts = append(ts, u.T)
+	}
+	w.mu.Unlock()
+	g, ok := correct.FitLattice(ts, guess)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ok {
+		w.gridL, w.gridOK, w.gridAt = g, true, n
+	}
+	return w.gridL, w.gridOK
 }
 
 // updates returns every update caught so far.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/clock"
+	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/sensor"
 )
@@ -27,9 +28,14 @@ const MaxSyncAge = 200 * time.Millisecond
 // and the kernel runs undisturbed; otherwise over the whole range as in Run, and updates
 // during the kernel are placed at their predicted time.
 func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt Options) (*Result, error) {
-	opt = opt.withDefaults()
+	buffered := s.Channel().Buffered
+	opt = opt.withDefaults(buffered)
+	opt.buffered = buffered
 	if err := opt.check(); err != nil {
 		return nil, err
+	}
+	if buffered {
+		return runOnlineGrid(ctx, clk, s, k, name, opt)
 	}
 	T, W, D := opt.Sensor.Period, opt.Sensor.Window, opt.Sensor.Delay
 	s0, e0, err := k.Run(1)
@@ -152,7 +158,11 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 			predicted++ // the update came during the kernel (or before the window)
 		}
 		ph := u - D - rs
-		pts = append(pts, Point{Run: len(runs), PhaseS: ph.Seconds(), MidS: (ph - W/2).Seconds(), PowerW: v})
+		p := Point{Run: len(runs), PhaseS: ph.Seconds(), MidS: (ph - W/2 - opt.Sensor.Tau).Seconds(), PowerW: v}
+		for r := len(runs) - 2; r >= 0 && u-D-runs[r].start < opt.Sensor.horizon(tex); r-- {
+			p.others = append(p.others, (u - D - runs[r].start).Seconds())
+		}
+		pts = append(pts, p)
 		if opt.Progress != nil {
 			opt.Progress(i+1, opt.Runs)
 		}
@@ -167,6 +177,151 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 	}
 	if miss := len(runs) - len(pts); miss > 0 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%d runs saw no update near the predicted time", miss))
+	}
+	analyse(res, pts, tex, opt)
+	if ctx.Err() != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
+	}
+	return res, nil
+}
+
+// runOnlineGrid is the online variant on a buffered channel (the driver's ring of
+// timestamped samples). Its samples are taken on a regular grid, so the clock sync of the
+// paper is a fit of that grid to the driver's timestamps (correct.Lattice) rather than a
+// wait for a change of value: each run is launched so that a chosen grid instant falls at
+// a chosen offset into the kernel, the ring is read once that sample can be there, and
+// that one sample is the run's reading. Every read brings fresh timestamps; the grid is
+// refitted from them when it is older than MaxSyncAge.
+func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt Options) (*Result, error) {
+	T, W, D := opt.Sensor.Period, opt.Sensor.Window, opt.Sensor.Delay
+	s0, e0, err := k.Run(1)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	tex := e0 - s0
+	rng := rand.New(rand.NewPCG(opt.Seed, 0x7f4a7c159e3779b9))
+	lo, hi := phaseRange(tex, W, T)
+	plan := stratify(rng, opt.Runs, lo, hi, tex, W)
+	gap := max(T, D+W+time.Millisecond)
+	var rbuf []sensor.Reading
+	var stamps []time.Duration
+	type sample struct {
+		t time.Duration
+		v float64
+	}
+	var fresh []sample // the samples read lately
+	var lastDrv int64
+	read := func() error {
+		rs, err := s.Read(rbuf[:0])
+		rbuf = rs
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if r.DriverUS != 0 && r.DriverUS == lastDrv {
+				continue
+			}
+			lastDrv = r.DriverUS
+			stamps = append(stamps, r.T)
+			fresh = append(fresh, sample{r.T, r.Value})
+		}
+		if n := len(fresh); n > 128 {
+			fresh = append(fresh[:0], fresh[n-64:]...)
+		}
+		if n := len(stamps); n > 400 {
+			stamps = append(stamps[:0], stamps[n-300:]...)
+		}
+		return nil
+	}
+	syncs := 0
+	var grid correct.Lattice
+	var synced time.Duration
+	sync := func() error {
+		syncs++
+		t0 := clk.Now()
+		for {
+			if err := read(); err != nil {
+				return err
+			}
+			if len(stamps) >= 24 {
+				if g, ok := correct.FitLattice(stamps, T); ok {
+					grid, synced = g, clk.Now()
+					return nil
+				}
+			}
+			if clk.Now()-t0 > 3*time.Second+40*T {
+				return fmt.Errorf("channel %s: no regular grid of sample times found in %s (%d samples)", s.Channel().Name, clk.Now()-t0, len(stamps))
+			}
+			if err := clk.Sleep(ctx, opt.Poll); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sync(); err != nil {
+		return nil, err
+	}
+	var runs []run
+	var pts []Point
+	missed := 0
+	prevEnd := e0
+	for i := 0; i < opt.Runs && ctx.Err() == nil; i++ {
+		if clk.Now()-synced > MaxSyncAge {
+			if err := sync(); err != nil {
+				break
+			}
+		}
+		earliest := max(clk.Now(), prevEnd+gap)
+		u := grid.Next(earliest + D + plan[i])
+		start := u - D - plan[i]
+		if err := clk.Sleep(ctx, start-clk.Now()); err != nil {
+			break
+		}
+		rs, re, err := k.Run(1)
+		if err != nil {
+			return nil, fmt.Errorf("%s: run %d: %w", name, i+1, err)
+		}
+		runs = append(runs, run{rs, re})
+		prevEnd = re
+		// The sample of instant u: read once it can be in the ring (the driver publishes a
+		// sample 5-10 ms after its instant, now and then much later), at most three times.
+		var got *sample
+		for try := 0; try < 3 && got == nil; try++ {
+			if err := clk.Sleep(ctx, u+time.Duration(try+1)*T-clk.Now()); err != nil {
+				break
+			}
+			if err := read(); err != nil {
+				return nil, err
+			}
+			for j := len(fresh) - 1; j >= 0; j-- { // the samples read so far, newest first
+				if d := grid.Snap(fresh[j].t) - u; d > -T/4 && d < T/4 {
+					got = &fresh[j]
+					break
+				}
+			}
+		}
+		if got == nil {
+			missed++
+			continue
+		}
+		ph := u - D - rs
+		p := Point{Run: len(runs), PhaseS: ph.Seconds(), MidS: (ph - W/2 - opt.Sensor.Tau).Seconds(), PowerW: got.v}
+		for r := len(runs) - 2; r >= 0 && u-D-runs[r].start < opt.Sensor.horizon(tex); r-- {
+			p.others = append(p.others, (u - D - runs[r].start).Seconds())
+		}
+		pts = append(pts, p)
+		if opt.Progress != nil {
+			opt.Progress(i+1, opt.Runs)
+		}
+	}
+	if len(runs) == 0 {
+		return nil, ctx.Err()
+	}
+	res := newResult(name, s.Channel().Name, "online", opt, runs)
+	res.Syncs = syncs
+	res.PeriodS = grid.Period.Seconds()
+	res.Grid = &Grid{PeriodS: grid.Period.Seconds(), R: grid.R, OnGrid: grid.OnGrid, EarlyS: grid.Early.Seconds()}
+	if missed > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d runs: their sample was not in the ring %s after its instant", missed, 3*T))
 	}
 	analyse(res, pts, tex, opt)
 	if ctx.Err() != nil {

@@ -41,7 +41,13 @@ func WriteCSV(w io.Writer, r *Result) error {
 func WriteText(w io.Writer, r *Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s profile of %s (%.3g ms) on %s: %d runs, %d readings\n", r.Method, r.Kernel, r.KernelS*1e3, r.Channel, r.Runs, len(r.Points))
-	fmt.Fprintf(&b, "sensor: update period %.3g ms, window %.3g ms, delay %.3g ms (coverage %.0f %%)\n", r.PeriodS*1e3, r.WindowS*1e3, r.DelayS*1e3, 100*r.Coverage)
+	if r.ChannelWhy != "" {
+		fmt.Fprintf(&b, "channel: %s\n", r.ChannelWhy)
+	}
+	fmt.Fprintf(&b, "sensor model: %s; update period %.4g ms, window %.3g ms, lag tau %.3g ms, delay %.3g ms (coverage %.0f %%)\n", r.Model, r.PeriodS*1e3, r.WindowS*1e3, r.TauS*1e3, r.DelayS*1e3, 100*r.Coverage)
+	if g := r.Grid; g != nil {
+		fmt.Fprintf(&b, "sample grid: %.4g ms, %.0f %% of the driver's stamps on it (coherence %.2f); %d readings moved onto it\n", g.PeriodS*1e3, 100*g.OnGrid, g.R, g.Snapped)
+	}
 	if len(r.Profile) > 0 {
 		fmt.Fprintf(&b, "effective resolution %.3g ms: %s\n", r.ResolutionS*1e3, r.ResolutionWhy)
 		fmt.Fprintf(&b, "baseline %.1f W; energy per run %.4g J (95 %%: %.4g .. %.4g J), %.4g J above the baseline\n", r.BaselineW, r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ, r.EnergyAboveBaselineJ)
@@ -77,7 +83,13 @@ func Page(r *Result) report.Page {
 	tab := &report.Table{Header: []string{"quantity", "value"}}
 	add := func(k, v string) { tab.Rows = append(tab.Rows, []string{k, v}) }
 	add("kernel run time", fmt.Sprintf("%.4g ms", r.KernelS*1e3))
-	add("sensor", fmt.Sprintf("update period %.3g ms, window %.3g ms, delay %.3g ms (coverage %.0f %%)", r.PeriodS*1e3, r.WindowS*1e3, r.DelayS*1e3, 100*r.Coverage))
+	if r.ChannelWhy != "" {
+		add("channel", r.ChannelWhy)
+	}
+	add("sensor", fmt.Sprintf("%s: update period %.4g ms, window %.3g ms, lag tau %.3g ms, delay %.3g ms (coverage %.0f %%)", r.Model, r.PeriodS*1e3, r.WindowS*1e3, r.TauS*1e3, r.DelayS*1e3, 100*r.Coverage))
+	if g := r.Grid; g != nil {
+		add("sample grid", fmt.Sprintf("%.4g ms, %.0f %% of the stamps on it, %d readings moved onto it", g.PeriodS*1e3, 100*g.OnGrid, g.Snapped))
+	}
 	add("readings", fmt.Sprintf("%d (%d updates not tied to a run)", len(r.Points), r.Dropped))
 	if len(r.Profile) > 0 {
 		add("effective resolution", fmt.Sprintf("%.3g ms", r.ResolutionS*1e3))

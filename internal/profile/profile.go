@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/clock"
+	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/sensor"
 )
@@ -45,13 +46,31 @@ type Sensor struct {
 	Period time.Duration // T: time between updates (required)
 	Window time.Duration // W: each reading is the mean over this window (0: a point sample)
 	Delay  time.Duration // the window ends this long before the update
+	// Tau is a first-order lag (RC) the power passes through before the window (0: none).
+	// The H200's power.samples are point samples (W = 0) of a 14 ms lag.
+	Tau time.Duration
+}
+
+// Model is the sensor model in correct's notation (rc:..., boxcar:..., none).
+func (s Sensor) Model() string {
+	var m correct.Model
+	switch {
+	case s.Window > 0:
+		m = correct.Model{Kind: correct.Boxcar, Window: s.Window, Tau: s.Tau}
+	case s.Tau > 0:
+		m = correct.Model{Kind: correct.RC, Tau: s.Tau}
+	default:
+		return "point sample (none)"
+	}
+	m.Period, m.Delay = s.Period, s.Delay
+	return m.String()
 }
 
 // Options of a profile run. The zero value gives the defaults.
 type Options struct {
 	Runs   int           // kernel runs (default 400)
 	Sensor Sensor        // the channel's model; Period is required
-	Poll   time.Duration // poll interval of the channel (default 100 µs)
+	Poll   time.Duration // poll interval of the channel (default 100 µs; a buffered channel: 50 ms)
 	// MinEdges is how many readings must see a bin (its window start or end falling in
 	// it) for the bin width to be accepted (default 12).
 	MinEdges int
@@ -60,14 +79,23 @@ type Options struct {
 	Random bool
 	// Progress, if set, is called after each run.
 	Progress func(done, total int)
+
+	buffered bool // the channel is a buffered one (set by Run and RunOnline)
 }
 
-func (o Options) withDefaults() Options {
+// BufferedPoll is the default poll interval of a buffered channel (the driver's ring of
+// timestamped samples holds 2.4 s; a read costs 0.3-3 ms of CPU on an H200).
+const BufferedPoll = 50 * time.Millisecond
+
+func (o Options) withDefaults(buffered bool) Options {
 	if o.Runs <= 0 {
 		o.Runs = 400
 	}
 	if o.Poll <= 0 {
 		o.Poll = 100 * time.Microsecond
+		if buffered {
+			o.Poll = BufferedPoll
+		}
 	}
 	if o.MinEdges <= 0 {
 		o.MinEdges = 12
@@ -89,6 +117,8 @@ type Point struct {
 	PhaseS float64 `json:"phase_s"`
 	MidS   float64 `json:"mid_s"`
 	PowerW float64 `json:"power_w"`
+
+	others []float64 // phases relative to earlier runs the reading still sees, s
 }
 
 // Bin is one bin of a profile: [StartS, EndS) since the kernel's start.
@@ -118,10 +148,16 @@ type Result struct {
 	Method  string `json:"method"` // offline-random, offline-stratified, online
 	Runs    int    `json:"runs"`
 	// KernelS is the kernel's run time (mean over the runs).
-	KernelS  float64 `json:"kernel_s"`
-	PeriodS  float64 `json:"period_s"`
-	WindowS  float64 `json:"window_s"`
-	DelayS   float64 `json:"delay_s"`
+	KernelS float64 `json:"kernel_s"`
+	// ChannelWhy says why this channel was chosen (set by the caller).
+	ChannelWhy string  `json:"channel_why,omitempty"`
+	Model      string  `json:"model"` // the sensor model the readings are undone with
+	PeriodS    float64 `json:"period_s"`
+	WindowS    float64 `json:"window_s"`
+	DelayS     float64 `json:"delay_s"`
+	TauS       float64 `json:"tau_s,omitempty"`
+	// Grid describes the sample grid of a buffered channel's timestamps, where they lie on one.
+	Grid     *Grid   `json:"grid,omitempty"`
 	Coverage float64 `json:"coverage"` // W/T
 	PollS    float64 `json:"poll_s"`
 	// Syncs counts the online variant's clock syncs.
@@ -146,6 +182,19 @@ type Result struct {
 	Warnings   []string `json:"warnings"`
 }
 
+// Grid is the regular grid of a buffered channel's sample instants (correct.Lattice).
+type Grid struct {
+	PeriodS float64 `json:"period_s"`
+	// R is the coherence of the stamps with the grid (1: all on it).
+	R float64 `json:"r"`
+	// OnGrid is the share of stamps within ±max(1 ms, T/20) of it; Snapped the readings
+	// moved onto it (stamped late or early by the driver); EarlyS the cut: a stamp up to
+	// EarlyS before a grid instant, or up to T − EarlyS after it, belongs to it.
+	OnGrid  float64 `json:"on_grid"`
+	Snapped int     `json:"snapped"`
+	EarlyS  float64 `json:"early_s"`
+}
+
 // SetLongRun records the long-run energy per launch beside the profile's.
 func (r *Result) SetLongRun(l LongRun) {
 	r.LongRun = &l
@@ -166,7 +215,10 @@ func (o Options) check() error {
 	if s.Window < 0 || s.Delay < 0 {
 		return fmt.Errorf("%w: negative window or delay", ErrInput)
 	}
-	if o.Poll >= s.Period/4 {
+	if s.Tau < 0 {
+		return fmt.Errorf("%w: negative tau", ErrInput)
+	}
+	if !o.buffered && o.Poll >= s.Period/4 {
 		return fmt.Errorf("%w: poll interval %s is too coarse for an update period of %s", ErrInput, o.Poll, s.Period)
 	}
 	return nil
@@ -174,9 +226,22 @@ func (o Options) check() error {
 
 type run struct{ start, end time.Duration }
 
+// horizon is how long after a kernel's start a reading can still see it: the kernel, the
+// window and ten time constants of the lag (e^-10 of the step is left).
+func (s Sensor) horizon(tex time.Duration) time.Duration {
+	return tex + s.Window + 10*s.Tau
+}
+
 // Run measures the offline profile of kernel k on channel s.
+//
+// A buffered channel (the driver's ring of timestamped samples, power.samples) is read
+// every Poll (50 ms) from the watcher; its samples carry the driver's timestamps, put back
+// on their regular grid (correct.Lattice) before the analysis, and the runs are placed
+// against that grid: no need to wait for each reading before the next run.
 func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt Options) (*Result, error) {
-	opt = opt.withDefaults()
+	buffered := s.Channel().Buffered
+	opt = opt.withDefaults(buffered)
+	opt.buffered = buffered
 	if err := opt.check(); err != nil {
 		return nil, err
 	}
@@ -190,8 +255,19 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 	w := newWatcher(clk, s, opt.Poll)
 	w.start(ctx)
 	defer w.end()
-	// Wait for a first update, so runs can be placed relative to the sensor's cycle.
-	if _, ok := waitUpdate(ctx, clk, w, 3*T); !ok && ctx.Err() == nil {
+	if buffered {
+		// Enough samples to learn the grid.
+		t0 := clk.Now()
+		for len(w.updates()) < 24 && clk.Now()-t0 < 3*time.Second+40*T && ctx.Err() == nil {
+			if err := clk.Sleep(ctx, opt.Poll); err != nil {
+				break
+			}
+		}
+		if n := len(w.updates()); n < 16 && ctx.Err() == nil {
+			return nil, fmt.Errorf("channel %s gave %d samples in %s", s.Channel().Name, n, clk.Now()-t0)
+		}
+	} else if _, ok := waitUpdate(ctx, clk, w, 3*T); !ok && ctx.Err() == nil {
+		// Wait for a first update, so runs can be placed relative to the sensor's cycle.
 		return nil, fmt.Errorf("channel %s did not update within %s", s.Channel().Name, 3*T)
 	}
 	stratified := W < T && !opt.Random
@@ -206,10 +282,17 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 		earliest := max(now, prevEnd+gap)
 		start := earliest + time.Duration(rng.Float64()*float64(T)) // uniform in [T, 2T)
 		if stratified {
-			u, _ := w.lastUpdate()
-			// The first predicted update whose window ends plan[i] after a start >= earliest.
-			j := int(math.Ceil(float64(earliest-u.T+D+plan[i]) / float64(T)))
-			start = u.T + time.Duration(j)*T - D - plan[i]
+			if buffered {
+				if g, ok := w.grid(T); ok {
+					u := g.Next(earliest + D + plan[i])
+					start = u - D - plan[i]
+				}
+			} else {
+				u, _ := w.lastUpdate()
+				// The first predicted update whose window ends plan[i] after a start >= earliest.
+				j := int(math.Ceil(float64(earliest-u.T+D+plan[i]) / float64(T)))
+				start = u.T + time.Duration(j)*T - D - plan[i]
+			}
 		}
 		if err := clk.Sleep(ctx, start-clk.Now()); err != nil {
 			break
@@ -220,9 +303,11 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 		}
 		runs = append(runs, run{rs, re})
 		prevEnd = re
-		// Watch until every window that could overlap this run has been published.
-		if err := clk.Sleep(ctx, re+D+W+opt.Poll*4+time.Duration(0.02*float64(T))-clk.Now()); err != nil {
-			break
+		if !buffered {
+			// Watch until every window that could overlap this run has been published.
+			if err := clk.Sleep(ctx, re+D+W+opt.Poll*4+time.Duration(0.02*float64(T))-clk.Now()); err != nil {
+				break
+			}
 		}
 		if opt.Progress != nil {
 			opt.Progress(i+1, opt.Runs)
@@ -231,18 +316,58 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 	if len(runs) == 0 {
 		return nil, ctx.Err()
 	}
+	if buffered && ctx.Err() == nil {
+		// The driver publishes a sample up to ~80 ms after its instant: wait for the last
+		// ones the runs can be seen in.
+		_ = clk.Sleep(ctx, D+W+5*opt.Sensor.Tau+2*opt.Poll+100*time.Millisecond)
+		w.pollNow()
+	}
 	method := "offline-random"
 	if stratified {
 		method = "offline-stratified"
 	}
 	res := newResult(name, s.Channel().Name, method, opt, runs)
-	pts, dropped := attribute(w.updates(), runs, opt.Sensor, lo, hi+T/2)
+	ups := w.updates()
+	if buffered {
+		ups = res.snap(ups, T)
+	}
+	pts, dropped := attribute(ups, runs, opt.Sensor, tex, lo, hi+T/2+5*opt.Sensor.Tau)
 	res.Dropped = dropped
 	analyse(res, pts, tex, opt)
 	if ctx.Err() != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
 	}
 	return res, nil
+}
+
+// snap puts the stamps of a buffered channel's samples on their grid, and records it.
+func (r *Result) snap(ups []update, T time.Duration) []update {
+	ts := make([]time.Duration, len(ups))
+	for i, u := range ups {
+		ts[i] = u.T
+	}
+	g, ok := correct.FitLattice(ts, T)
+	if !ok {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("the samples' timestamps lie on no regular grid near %s (coherence %.2f): used as stamped", T, g.R))
+		return ups
+	}
+	out := make([]update, len(ups))
+	moved := 0
+	tol := max(time.Millisecond, g.Period/20)
+	for i, u := range ups {
+		t := g.Snap(u.T)
+		if d := u.T - t; d > tol || d < -tol {
+			moved++
+		}
+		u.T = t
+		out[i] = u
+	}
+	r.Grid = &Grid{PeriodS: g.Period.Seconds(), R: g.R, OnGrid: g.OnGrid, Snapped: moved, EarlyS: g.Early.Seconds()}
+	r.PeriodS = g.Period.Seconds()
+	if g.OnGrid < 0.5 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("only %.0f %% of the samples' timestamps lie on their %s grid: the rest are moved onto it", 100*g.OnGrid, g.Period))
+	}
+	return out
 }
 
 // phaseRange is the range of window-end offsets from the kernel's start over which the
@@ -305,20 +430,26 @@ func newResult(name, channel, method string, opt Options, runs []run) *Result {
 	res := &Result{
 		Format: Format, Kernel: name, Channel: channel, Method: method, Runs: len(runs),
 		KernelS: tex.Seconds(), PeriodS: opt.Sensor.Period.Seconds(), WindowS: opt.Sensor.Window.Seconds(),
-		DelayS: opt.Sensor.Delay.Seconds(), PollS: opt.Poll.Seconds(), Warnings: []string{},
+		DelayS: opt.Sensor.Delay.Seconds(), TauS: opt.Sensor.Tau.Seconds(), PollS: opt.Poll.Seconds(), Warnings: []string{},
+		Model: opt.Sensor.Model(),
 	}
 	res.Coverage = min(1, res.WindowS/res.PeriodS)
-	if opt.Sensor.Window == 0 {
+	if opt.Sensor.Tau > 0 {
+		res.Coverage = 1 // a lag spreads every instant over the readings after it
+	}
+	if opt.Sensor.Window == 0 && opt.Sensor.Tau == 0 {
 		res.Warnings = append(res.Warnings, "the sensor is taken as a point sampler (window 0)")
 	}
 	return res
 }
 
 // attribute ties every update to the nearest kernel start and keeps those whose window
-// end lies within [lo, hi) of it.
-func attribute(ups []update, runs []run, s Sensor, lo, hi time.Duration) ([]Point, int) {
+// end lies within [lo, hi) of it; each point also keeps its phase relative to the earlier
+// runs it can still see (a lag, or a window longer than the gap between runs).
+func attribute(ups []update, runs []run, s Sensor, tex, lo, hi time.Duration) ([]Point, int) {
 	var pts []Point
 	dropped := 0
+	hz := s.horizon(tex)
 	for _, u := range ups {
 		we := u.T - s.Delay
 		// the run in which the window ends (the latest start at or before its end), or the
@@ -336,7 +467,11 @@ func attribute(ups []update, runs []run, s Sensor, lo, hi time.Duration) ([]Poin
 			dropped++
 			continue
 		}
-		pts = append(pts, Point{Run: best + 1, PhaseS: ph.Seconds(), MidS: (ph - s.Window/2).Seconds(), PowerW: u.Value})
+		p := Point{Run: best + 1, PhaseS: ph.Seconds(), MidS: (ph - s.Window/2 - s.Tau).Seconds(), PowerW: u.Value}
+		for r := best - 1; r >= 0 && we-runs[r].start < hz; r-- {
+			p.others = append(p.others, (we - runs[r].start).Seconds())
+		}
+		pts = append(pts, p)
 	}
 	return pts, dropped
 }

@@ -3,6 +3,7 @@ package profile_test
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/profile"
+	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/units"
 )
 
@@ -75,7 +77,7 @@ func newSetup(t *testing.T, preset, channel string) setup {
 		t.Fatalf("no %s", channel)
 	}
 	return setup{clk: clk, dev: dev, k: &shaped{Kernel: k, dev: dev, clk: clk, each: e - s}, tex: e - s,
-		sens: profile.Sensor{Period: m.Period, Window: m.Window, Delay: m.Delay}}
+		sens: profile.Sensor{Period: m.Period, Window: m.Window, Delay: m.Delay, Tau: m.Tau}}
 }
 
 // check compares the profile with the truth averaged over each of its bins, and its
@@ -121,17 +123,26 @@ func TestOffline(t *testing.T) {
 	for _, tc := range []struct{ preset, channel string }{
 		{"h100", "power.instant"}, // T = 100 ms, W = 25 ms
 		{"v100", "power.usage"},   // T = 20 ms, W = 10 ms
+		{"h200", "power.samples"}, // T = 20 ms, point samples of a 14 ms lag, 3 ms late (as measured)
+		{"h100", "power.samples"}, // T = 20 ms, W = 20 ms, a buffered channel
 	} {
-		t.Run(tc.preset, func(t *testing.T) {
+		t.Run(tc.preset+" "+tc.channel, func(t *testing.T) {
 			su := newSetup(t, tc.preset, tc.channel)
 			res, err := profile.Run(context.Background(), su.clk, su.dev.Sensor(tc.channel), su.k, "shaped", profile.Options{Sensor: su.sens})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Method != "offline-stratified" {
-				t.Errorf("method %s", res.Method)
+			want := "offline-stratified" // W < T: the phases are placed
+			if su.sens.Window >= su.sens.Period {
+				want = "offline-random" // every instant seen: the paper's random waits
+			}
+			if res.Method != want {
+				t.Errorf("method %s, want %s", res.Method, want)
 			}
 			check(t, su, res, 0.05, 0.03)
+			if tc.channel == "power.samples" && (res.Grid == nil || res.ResolutionS > 1e-3) {
+				t.Errorf("grid %+v, resolution %.3g ms", res.Grid, res.ResolutionS*1e3)
+			}
 		})
 	}
 }
@@ -140,14 +151,21 @@ func TestOnline(t *testing.T) {
 	for _, tc := range []struct{ preset, channel string }{
 		{"h100", "power.instant"},
 		{"v100", "power.usage"},
+		{"h200", "power.samples"},
 	} {
-		t.Run(tc.preset, func(t *testing.T) {
+		t.Run(tc.preset+" "+tc.channel, func(t *testing.T) {
 			su := newSetup(t, tc.preset, tc.channel)
 			res, err := profile.RunOnline(context.Background(), su.clk, su.dev.Sensor(tc.channel), su.k, "shaped", profile.Options{Sensor: su.sens})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Syncs < res.Runs/2 {
+			// On a buffered channel a sync is a fit of the grid of its sample times,
+			// repeated every MaxSyncAge; otherwise a wait for a change of value.
+			if minSyncs := res.Runs / 2; tc.channel == "power.samples" {
+				if span := time.Duration(float64(res.Runs) * 0.03 * float64(time.Second)); res.Syncs < int(span/profile.MaxSyncAge)/2 {
+					t.Errorf("%d grid syncs for %d runs", res.Syncs, res.Runs)
+				}
+			} else if res.Syncs < minSyncs {
 				t.Errorf("%d syncs for %d runs", res.Syncs, res.Runs)
 			}
 			check(t, su, res, 0.05, 0.03)
@@ -175,5 +193,47 @@ func TestBadOptions(t *testing.T) {
 		if _, err := profile.Run(context.Background(), su.clk, su.dev.Sensor("power.instant"), su.k, "x", o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
+	}
+}
+
+// lateStamps restamps a buffered channel's samples as the H200's driver does
+// (correct.Lattice): a fifth of them 2-11 ms late, one in twenty 3-5 ms early.
+type lateStamps struct {
+	sensor.Sensor
+	rng *rand.Rand
+}
+
+func (l *lateStamps) Read(dst []sensor.Reading) ([]sensor.Reading, error) {
+	n := len(dst)
+	dst, err := l.Sensor.Read(dst)
+	for i := n; i < len(dst); i++ {
+		switch u := l.rng.Float64(); {
+		case u < 0.20:
+			dst[i].T += 2*time.Millisecond + time.Duration(l.rng.Float64()*9e6)
+		case u < 0.25:
+			dst[i].T -= 3*time.Millisecond + time.Duration(l.rng.Float64()*2e6)
+		}
+	}
+	return dst, err
+}
+
+// On the h200 preset with the driver's off-grid stamps, the profile snaps them back: the
+// same accuracy as with exact stamps.
+func TestOfflineLateStamps(t *testing.T) {
+	for _, online := range []bool{false, true} {
+		su := newSetup(t, "h200", "power.samples")
+		s := &lateStamps{Sensor: su.dev.Sensor("power.samples"), rng: rand.New(rand.NewPCG(3, 3))}
+		run := profile.Run
+		if online {
+			run = profile.RunOnline
+		}
+		res, err := run(context.Background(), su.clk, s, su.k, "shaped", profile.Options{Sensor: su.sens})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Grid == nil || res.Grid.OnGrid > 0.9 || (!online && res.Grid.Snapped == 0) || res.ResolutionS > 1e-3 {
+			t.Errorf("grid %+v, resolution %.3g ms", res.Grid, res.ResolutionS*1e3)
+		}
+		check(t, su, res, 0.05, 0.03)
 	}
 }

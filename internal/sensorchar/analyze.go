@@ -24,15 +24,24 @@ type Channel struct {
 	CallLatencyUS float64 `json:"call_latency_us"`
 	Readings      int     `json:"readings"`
 	PeriodS       float64 `json:"update_period_s"`
-	PeriodJitterS float64 `json:"update_period_jitter_s"` // standard deviation of the intervals
+	PeriodJitterS float64 `json:"update_period_jitter_s"` // standard deviation of the intervals (on a grid: RMS distance of the stamps from it)
 	DelayS        float64 `json:"delay_s"`                // the fitted model's delay
 	FirstMoveS    float64 `json:"first_move_s"`           // load start to the first reading that moved
 	WindowS       float64 `json:"window_s,omitempty"`
 	TauS          float64 `json:"tau_s,omitempty"`
 	Coverage      float64 `json:"coverage"` // W/T, at most 1
-	// RMS residuals of the best boxcar and the best RC fit, as a share of the step.
-	ResidualBoxcar float64 `json:"residual_boxcar"`
-	ResidualRC     float64 `json:"residual_rc"`
+	// RMS residuals of the best boxcar and the best RC fit, as a share of the step; and of
+	// the best boxcar of a lagged signal, tried where neither fits within 2 %.
+	ResidualBoxcar float64  `json:"residual_boxcar"`
+	ResidualRC     float64  `json:"residual_rc"`
+	ResidualBoxRC  *float64 `json:"residual_boxcar_rc,omitempty"`
+	// Transients are readings dropped because the next update came less than T/8 later:
+	// a value published mid-update (the H200's power.instant shows one 3 ms before about
+	// a third of its updates).
+	Transients int `json:"transients,omitempty"`
+	// Grid: a buffered channel's sample times lie on a regular grid; those stamped off it
+	// are put back on it before the fit (correct.Lattice).
+	Grid           *Grid   `json:"grid,omitempty"`
 	IdleW          float64 `json:"idle_w"`
 	LoadW          float64 `json:"load_w"`
 	SteadyW        float64 `json:"steady_w"`
@@ -47,6 +56,14 @@ type Channel struct {
 	ts    []float64 // readings used by the fit, s
 	ys    []float64
 	model correct.Model
+}
+
+// Grid is the sample grid of a buffered channel.
+type Grid struct {
+	PeriodS float64 `json:"period_s"`
+	R       float64 `json:"r"`
+	OnGrid  float64 `json:"on_grid"` // share of stamps within ±max(1 ms, T/20) of it
+	EarlyS  float64 `json:"early_s"` // a stamp up to this before a grid instant, or up to T − this after it, is moved onto it
 }
 
 // Wave is one square wave's readings on one channel.
@@ -312,6 +329,12 @@ func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch 
 		c.CallLatencyUS = ch.Stats.CallLatency * 1e6
 	}
 	c.PeriodS, c.PeriodJitterS = period(samples, rec.idle.start, rec.step.end)
+	if ch.Buffered && c.PeriodS > 0 {
+		samples = c.snap(samples, secs(c.PeriodS))
+	} else if c.PeriodS > 0 {
+		samples = c.dropTransients(samples)
+		c.PeriodS, c.PeriodJitterS = period(samples, rec.idle.start, rec.step.end)
+	}
 	from := rec.step.start - 500*time.Millisecond
 	for _, x := range samples {
 		if x.T >= from && x.T <= rec.charEnd {
@@ -338,6 +361,16 @@ func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch 
 	if rc.rss < box.rss {
 		best = rc
 	}
+	resid := math.Min(c.ResidualBoxcar, c.ResidualRC)
+	if resid > 0.02 {
+		// Neither pure shape fits within 2 %: a boxcar of a lagged signal (both at once).
+		br := sch.fitBoxRC(c.ts, c.ys, 1e-3, 3, 1e-3, 0.3, dMax)
+		r := br.rms() / step
+		c.ResidualBoxRC = &r
+		if br.rss < 0.7*best.rss {
+			best, resid = br, r
+		}
+	}
 	c.fit = best
 	c.LoadW = best.levels[stateOn]
 	c.DelayS = best.delay
@@ -346,13 +379,13 @@ func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch 
 		c.Coverage = 1
 		c.model = correct.Model{Kind: correct.RC, Tau: secs(best.p), Period: secs(T), Delay: secs(best.delay)}
 	} else {
-		c.Kind, c.WindowS = "boxcar", best.p
+		c.Kind, c.WindowS, c.TauS = "boxcar", best.p, best.tau
 		c.Coverage = math.Min(1, best.p/T)
-		c.model = correct.Model{Kind: correct.Boxcar, Window: max(secs(best.p), time.Microsecond), Period: secs(T), Delay: secs(best.delay)}
+		c.model = correct.Model{Kind: correct.Boxcar, Window: max(secs(best.p), time.Microsecond), Tau: secs(best.tau), Period: secs(T), Delay: secs(best.delay)}
 	}
 	c.Model = c.model.String()
-	if math.Min(c.ResidualBoxcar, c.ResidualRC) > 0.05 {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("neither model fits well: RMS residual %.1f %% of the step", 100*math.Min(c.ResidualBoxcar, c.ResidualRC)))
+	if resid > 0.05 {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("no model fits well: RMS residual %.1f %% of the step", 100*resid))
 	}
 	// First reading that moved after the load started.
 	pre := []float64{}
@@ -392,6 +425,59 @@ func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch 
 			Spread: quantile(ys, 0.95) - quantile(ys, 0.05), ModelSpread: quantile(ps, 0.95) - quantile(ps, 0.05)})
 	}
 	return c
+}
+
+// snap puts a buffered channel's sample times back on their grid, where they lie on one.
+func (c *Channel) snap(samples []trace.Sample, guess time.Duration) []trace.Sample {
+	ts := make([]time.Duration, len(samples))
+	for i, x := range samples {
+		ts[i] = x.T
+	}
+	g, ok := correct.FitLattice(ts, guess)
+	if !ok {
+		return samples
+	}
+	c.Grid = &Grid{PeriodS: g.Period.Seconds(), R: g.R, OnGrid: g.OnGrid, EarlyS: g.Early.Seconds()}
+	c.PeriodS = g.Period.Seconds()
+	out := make([]trace.Sample, len(samples))
+	for i, x := range samples {
+		x.T = g.Snap(x.T)
+		out[i] = x
+	}
+	// Two stamps moved onto one instant: keep the later reading.
+	k := 0
+	for i := range out {
+		if k > 0 && out[i].T == out[k-1].T {
+			out[k-1] = out[i]
+			continue
+		}
+		out[k] = out[i]
+		k++
+	}
+	out = out[:k]
+	// The jitter: the RMS distance of the stamps from their grid instants.
+	var sq float64
+	for i := range samples {
+		d := (samples[i].T - g.Snap(samples[i].T)).Seconds()
+		sq += d * d
+	}
+	c.PeriodJitterS = math.Sqrt(sq / float64(len(samples)))
+	return out
+}
+
+// dropTransients drops every reading that the next update follows within T/8 (a value
+// published mid-update), and counts them.
+func (c *Channel) dropTransients(samples []trace.Sample) []trace.Sample {
+	gap := secs(c.PeriodS / 8)
+	out := make([]trace.Sample, 0, len(samples))
+	for i, x := range samples {
+		if i+1 < len(samples) && samples[i+1].T-x.T < gap {
+			c.Transients++
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
 }
 
 // Dur is the segment's length.

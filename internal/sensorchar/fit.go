@@ -199,6 +199,7 @@ func solve3(a [3][3]float64, b [3]float64) [3]float64 {
 type fitResult struct {
 	rc     bool
 	p      float64 // window (boxcar) or tau (rc), s
+	tau    float64 // a boxcar's lag in front of its window (0: none), s
 	delay  float64 // s
 	levels [3]float64
 	rss    float64
@@ -214,6 +215,18 @@ func (f fitResult) rms() float64 {
 
 // weights evaluates the model's weights at the reading times ts (sorted).
 func (s *schedule) weights(rc bool, p, delay float64, ts []float64) [][3]float64 {
+	return s.weightsLag(rc, p, 0, delay, ts)
+}
+
+// weightsLag is weights for a boxcar with a lag tau in front of it.
+func (s *schedule) weightsLag(rc bool, p, tau, delay float64, ts []float64) [][3]float64 {
+	if !rc && tau > 0 {
+		ws := make([][3]float64, len(ts))
+		for i, t := range ts {
+			ws[i] = s.boxRCWeights(t-delay, p, tau)
+		}
+		return ws
+	}
 	if rc {
 		qs := make([]float64, len(ts))
 		for i, t := range ts {
@@ -230,7 +243,7 @@ func (s *schedule) weights(rc bool, p, delay float64, ts []float64) [][3]float64
 
 // predict returns the model's reading at each time of ts (sorted).
 func (s *schedule) predict(f fitResult, ts []float64) []float64 {
-	ws := s.weights(f.rc, f.p, f.delay, ts)
+	ws := s.weightsLag(f.rc, f.p, f.tau, f.delay, ts)
 	out := make([]float64, len(ts))
 	for i, w := range ws {
 		out[i] = w[0]*f.levels[0] + w[1]*f.levels[1] + w[2]*f.levels[2]
@@ -273,6 +286,86 @@ func (s *schedule) fit(rc bool, ts, ys []float64, pLo, pHi, dMax float64) fitRes
 			pStep = math.Sqrt(pStep)
 			dStep /= 2
 			if pStep < 1.0005 && dStep < 20e-6 {
+				break
+			}
+		}
+	}
+	return best
+}
+
+// integLag is the integral over [0, x] of a unit step passed through a first-order lag tau.
+func integLag(x, tau float64) float64 {
+	switch {
+	case x <= 0:
+		return 0
+	case tau <= 0:
+		return x
+	}
+	return x + tau*math.Expm1(-x/tau)
+}
+
+// boxRCWeights are the shares of each state in the mean over [b−w, b] of the state
+// indicators passed through a lag tau: a boxcar of a low-passed signal (the H200's
+// power.instant).
+func (s *schedule) boxRCWeights(b, w, tau float64) [3]float64 {
+	a := b - w
+	// the lagged pre indicator is 1 − lag(step at s0)
+	pre := 1 - (integLag(b-s.s0, tau)-integLag(a-s.s0, tau))/w
+	// on-intervals ending more than 40 tau before a contribute nothing: their lagged
+	// indicator is back at 0 by then.
+	from := sort.Search(len(s.on), func(i int) bool { return s.on[i][1] > a-40*tau })
+	on := 0.0
+	for i := from; i < len(s.on) && s.on[i][0] < b; i++ {
+		st, e := s.on[i][0], s.on[i][1]
+		on += integLag(b-st, tau) - integLag(a-st, tau) - integLag(b-e, tau) + integLag(a-e, tau)
+	}
+	on /= w
+	return [3]float64{pre, on, math.Max(0, 1-pre-on)}
+}
+
+// fitBoxRC finds the best boxcar-of-a-lag: window in [wLo, wHi], tau in [tLo, tHi] (log
+// grids), delay in [0, dMax].
+func (s *schedule) fitBoxRC(ts, ys []float64, wLo, wHi, tLo, tHi, dMax float64) fitResult {
+	eval := func(w, tau, d float64) fitResult {
+		ws := make([][3]float64, len(ts))
+		for i, t := range ts {
+			ws[i] = s.boxRCWeights(t-d, w, tau)
+		}
+		l, rss := solveLevels(ws, ys)
+		return fitResult{p: w, tau: tau, delay: d, levels: l, rss: rss, n: len(ts)}
+	}
+	const nw, nt, nd = 16, 10, 12
+	best := fitResult{rss: math.Inf(1)}
+	for i := range nw {
+		w := wLo * math.Pow(wHi/wLo, float64(i)/float64(nw-1))
+		for j := range nt {
+			tau := tLo * math.Pow(tHi/tLo, float64(j)/float64(nt-1))
+			for k := range nd {
+				d := dMax * float64(k) / float64(nd-1)
+				if r := eval(w, tau, d); r.rss < best.rss {
+					best = r
+				}
+			}
+		}
+	}
+	wStep := math.Pow(wHi/wLo, 1.0/float64(nw-1))
+	tStep := math.Pow(tHi/tLo, 1.0/float64(nt-1))
+	dStep := dMax / float64(nd-1)
+	for range 60 {
+		improved := false
+		for _, c := range [][3]float64{{wStep, 1, 0}, {1 / wStep, 1, 0}, {1, tStep, 0}, {1, 1 / tStep, 0}, {1, 1, dStep}, {1, 1, -dStep}} {
+			w, tau, d := best.p*c[0], best.tau*c[1], best.delay+c[2]
+			if w < wLo/2 || w > wHi*2 || tau < tLo/2 || tau > tHi*2 || d < 0 || d > dMax*1.5 {
+				continue
+			}
+			if r := eval(w, tau, d); r.rss < best.rss {
+				best, improved = r, true
+			}
+		}
+		if !improved {
+			wStep, tStep = math.Sqrt(wStep), math.Sqrt(tStep)
+			dStep /= 2
+			if wStep < 1.0005 && tStep < 1.0005 && dStep < 20e-6 {
 				break
 			}
 		}

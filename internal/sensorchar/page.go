@@ -100,9 +100,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n Sensors of GPU %d (%s), %s, %.1f s recorded\n\n", r.GPU, r.GPUName, r.Device, r.DurationS)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, " channel\tmodel\tT (ms)\tjitter\tfirst move\tcall (µs)\tvs counter\t\n")
+	fmt.Fprintf(tw, " channel\tmodel\tT (ms)\tjitter\tfirst move\tcall (µs)\tvs counter\tresidual\t\n")
 	for _, c := range r.Channels {
-		fmt.Fprintf(tw, " %s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Name, c.Model, f3(c.PeriodS*1e3), f3(c.PeriodJitterS*1e3), f3(c.FirstMoveS*1e3), f3(c.CallLatencyUS), f3(c.RatioToCounter))
+		res := math.Min(c.ResidualBoxcar, c.ResidualRC)
+		if c.ResidualBoxRC != nil {
+			res = math.Min(res, *c.ResidualBoxRC)
+		}
+		fmt.Fprintf(tw, " %s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f %%\t\n", c.Name, c.Model, f3(c.PeriodS*1e3), f3(c.PeriodJitterS*1e3), f3(c.FirstMoveS*1e3), f3(c.CallLatencyUS), f3(c.RatioToCounter), 100*res)
 	}
 	if r.Counter != nil {
 		fmt.Fprintf(tw, " %s\tcounter\t%s\t%s\t\t%s\t%.1f W steady\t\n", r.Counter.Name, f3(r.Counter.PeriodS*1e3), f3(r.Counter.PeriodJitterS*1e3), f3(r.Counter.CallLatencyUS), r.Counter.SteadyW)
@@ -117,6 +121,20 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, w := range a.Warnings {
 			fmt.Fprintf(&b, "   ! %s\n", w)
 		}
+	}
+	for _, c := range r.Channels {
+		if g := c.Grid; g != nil {
+			fmt.Fprintf(&b, " %s: samples on a %.4g ms grid (%.0f %% of the driver's stamps on it, the rest moved onto it: up to %.3g ms early or %.3g ms late); jitter = RMS distance of the stamps from the grid\n",
+				c.Name, g.PeriodS*1e3, 100*g.OnGrid, g.EarlyS*1e3, (g.PeriodS-g.EarlyS)*1e3)
+		}
+		if c.Transients > 0 {
+			fmt.Fprintf(&b, " %s: %d transient readings dropped (the next update came less than T/8 later)\n", c.Name, c.Transients)
+		}
+		fmt.Fprintf(&b, " %s: residual boxcar %.1f %%, rc %.1f %%", c.Name, 100*c.ResidualBoxcar, 100*c.ResidualRC)
+		if c.ResidualBoxRC != nil {
+			fmt.Fprintf(&b, ", boxcar of a lag %.1f %%", 100**c.ResidualBoxRC)
+		}
+		b.WriteString("\n")
 	}
 	for _, c := range r.Channels {
 		for _, w := range c.Warnings {

@@ -182,9 +182,28 @@ func h100() Config {
 	return c
 }
 
+// h200SensorLag is the first-order lag in front of the H200's fast power channels, and
+// h200SensorDelay their delay, as measured on an H200 with driver 580
+// (results/nvidia-h200/2026-11-21-sensor-run1, docs/sensor.md): power.samples are point
+// samples of the board power through a 13.8 ms lag, 3.2 ms late, on a 20.000 ms grid (fit
+// RMS 0.9 % of the step); power.instant is the 25 ms mean of the same lagged signal, every
+// ~100 ms with ±3 ms of jitter (Yang et al.'s 25 ms window of every 100 ms, plus the lag).
+const (
+	h200SensorLag   = 14 * ms
+	h200SensorDelay = 3 * ms
+)
+
 func h200() Config {
 	b := board{gain: 0.985, offset: 2.1, phase: 52 * ms, jitter: 0.01}
 	s := hopper(b, board{gain: 0.97, offset: 0.6, phase: 52 * ms, jitter: 0.01})
+	for _, n := range []string{"power.instant", "power.module.instant"} {
+		sc := s[n]
+		sc.Model.Tau, sc.Model.Delay, sc.Model.Jitter = h200SensorLag, h200SensorDelay, 0.03
+		s[n] = sc
+	}
+	sm := s["power.samples"]
+	sm.Model.Window, sm.Model.Tau, sm.Model.Delay = 0, h200SensorLag, h200SensorDelay
+	s["power.samples"] = sm
 	common(s, 345, 1980, 3201, 3201, 0)
 	c := Config{
 		Preset: "h200", Seed: 1, GPUs: 1, Name: "gpuwatt sim H200 (SXM 141GB)",
