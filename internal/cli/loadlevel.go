@@ -24,7 +24,7 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	variant := fs.String("variant", "auto", "workload variant: gpu (gpuwatt's own FFT in PTX), cufft (NVIDIA's cuFFT, loaded at run time), cpu (Go FFT across goroutines), or auto: gpu where an NVIDIA GPU is present, else cpu")
 	gpuIndex := fs.Int("gpu", 0, "index of the GPU (as NVML numbers them) that runs the GPU variants and whose board power is measured")
 	sizes := fs.String("size", "64", "FFT points per transaction, a power of two from 64 to 4096; a list sweeps (64,512,4096)")
-	contexts := fs.String("contexts", fmt.Sprint(runtime.GOMAXPROCS(0)), "users (host goroutines submitting transactions); a list sweeps (1,2,4,8)")
+	contexts := fs.String("contexts", "auto", "users (host goroutines submitting transactions); a list sweeps (1,2,4,8); auto: 8 for the GPU variants (the H200's run-to-run CV was lowest there), the host's cores for cpu")
 	levels := fs.String("levels", "default", "target loads in %: default (100,75,50,25), ssj (100..10 step 10) or a list; active idle always follows")
 	spec := fs.Bool("spec", false, "SPECpower interval lengths: 30 s warm-up, 3 calibrations, 30 s pre, 240 s recording, 30 s post, 240 s active idle")
 	q := loadlevel.QuickIntervals()
@@ -70,9 +70,12 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 			return bad(fmt.Errorf("--size: %v", err))
 		}
 	}
-	ctxs, err := loadlevel.ParseInts(*contexts)
-	if err != nil {
-		return bad(fmt.Errorf("--contexts %v", err))
+	var ctxs []int
+	if *contexts != "auto" {
+		var err error
+		if ctxs, err = loadlevel.ParseInts(*contexts); err != nil {
+			return bad(fmt.Errorf("--contexts %v", err))
+		}
 	}
 	lv, err := loadlevel.ParseLevels(*levels)
 	if err != nil {
@@ -141,6 +144,12 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 		if dev != nil {
 			*variant = gpufft.Own
 			gpuVariant = true
+		}
+	}
+	if ctxs == nil {
+		ctxs = []int{runtime.GOMAXPROCS(0)}
+		if gpuVariant {
+			ctxs = []int{8}
 		}
 	}
 	var rt *gpufft.Runtime

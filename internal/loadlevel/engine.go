@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -329,8 +330,8 @@ func (e *engine) finish(res *Result) {
 		l.Valid = l.ActiveIdle || math.Abs(l.ActualLoad-l.TargetLoad) <= e.cfg.LoadTolerance
 		if !l.Valid {
 			res.Valid = false
-			res.Invalid = append(res.Invalid, fmt.Sprintf("level %s: actual load %.2f %% is not within ±%.1f points of the target %.0f %%",
-				l.Label, 100*l.ActualLoad, 100*e.cfg.LoadTolerance, 100*l.TargetLoad))
+			res.Invalid = append(res.Invalid, fmt.Sprintf("level %.0f %% (interval %s): actual load %.2f %% is not within ±%.1f points of the target",
+				100*l.TargetLoad, strings.Trim(l.Label, "_"), 100*l.ActualLoad, 100*e.cfg.LoadTolerance))
 		}
 	}
 	if watts > 0 {
