@@ -56,13 +56,20 @@ func benchCSV(tb testing.TB, n int, m correct.Model) []byte {
 
 // BenchmarkEnergy parses a 1 M-sample CSV, dedupes, corrects and integrates the whole of it
 // (with the idle floor): the issue asks for >= 2 million samples per second on one core.
+// The H200-like short lag (14 ms read every 20 ms) integrates a region 1 ms inside the
+// span at each end, so that it takes the interval-by-interval inversion with edges.
 func BenchmarkEnergy(b *testing.B) {
 	const n = 1 << 20
 	for _, m := range []correct.Model{
 		{Kind: correct.RC, Tau: 840 * time.Millisecond, Period: 15 * time.Millisecond},
+		{Kind: correct.RC, Tau: 14 * time.Millisecond, Period: 20 * time.Millisecond},
 		{Kind: correct.Boxcar, Window: time.Second, Period: 100 * time.Millisecond},
 		{Kind: correct.Boxcar, Window: 25 * time.Millisecond, Period: 100 * time.Millisecond},
 	} {
+		inset := time.Duration(0)
+		if m.Kind == correct.RC && m.Tau < m.Period {
+			inset = time.Millisecond
+		}
 		b.Run(m.String(), func(b *testing.B) {
 			data := benchCSV(b, n, m)
 			b.SetBytes(int64(len(data)))
@@ -74,7 +81,7 @@ func BenchmarkEnergy(b *testing.B) {
 				s := correct.Channel(tr, 0, "power.usage")
 				ser := correct.Prepare(s, m, correct.Options{})
 				from, to := ser.Span()
-				r := ser.Energy(from, to)
+				r := ser.Energy(from+inset, to-inset)
 				if r.Energy <= 0 || len(s) != n {
 					b.Fatal(r.Energy, len(s))
 				}

@@ -2,6 +2,7 @@ package correct_test
 
 import (
 	"math"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -340,5 +341,95 @@ func TestEnergyBursts(t *testing.T) {
 	r := correct.Energy(s, sec(1), sec(3), m, correct.Options{})
 	if math.Abs(r.Energy.Joules()-400) > 1e-9 {
 		t.Errorf("energy %v, want 400 J (200 W for 2 s)", r.Energy)
+	}
+}
+
+// TestEnergyRCShortLagEdges: a lag short against the spacing of its readings (the H200's
+// power.samples: tau 14 ms, point samples every 20 ms, 3 ms late). A region whose edges
+// fall on steps of the power (a kernel's start and end) is within 0.5 % of the truth
+// wherever in the 20 ms between readings the steps fall (exact without noise); an edge
+// where the power is steady gives what the inversion without edges (∫readings +
+// tau·Δreading) gave, within the noise; the whole span is integrated as before.
+func TestEnergyRCShortLagEdges(t *testing.T) {
+	const tau, dt, delay = 0.014, 0.020, 0.003
+	m := correct.Model{Kind: correct.RC, Tau: sec(tau), Period: sec(dt), Delay: sec(delay)}
+	for _, sigma := range []float64{0, 0.3} { // W of noise per reading
+		for _, phase := range []float64{0, 0.0025, 0.005, 0.01, 0.015, 0.019, 0.0199} {
+			// Readings at 0.004 + k·dt see the lag 3 ms earlier: a step at s = 2.001 + phase
+			// falls phase after the instant a reading saw.
+			s := 2.001 + phase
+			load := steps{p0: 132, t: []float64{s, s + 0.2, s + 0.7, s + 1.0}, p: []float64{600, 132, 450, 132}}
+			var rs []trace.Sample
+			var xs, vs []float64 // the readings on the time axis of the power
+			for k := 0; ; k++ {
+				stamp := math.Round((0.004+float64(k)*dt)*1e6) / 1e6
+				if stamp > 5 {
+					break
+				}
+				v := load.lag(stamp-delay, tau) + sigma*math.Sqrt2*math.Sin(float64(k)*12.9898)
+				if sigma > 0 {
+					v = math.Round(v*1e3) / 1e3
+				}
+				rs = append(rs, trace.Sample{T: sec(stamp), Channel: "power.samples", Value: v})
+				xs, vs = append(xs, stamp-delay), append(vs, v)
+			}
+			ser := correct.Prepare(rs, m, correct.Options{})
+			got := func(a, b float64) float64 { return ser.Energy(sec(a), sec(b)).Energy.Joules() }
+			// old is the inversion without edges: ∫readings + tau·(reading(b) − reading(a)),
+			// the readings interpolated linearly.
+			interp := func(x float64) float64 {
+				i := sort.SearchFloat64s(xs, x)
+				if xs[i] == x {
+					return vs[i]
+				}
+				return vs[i-1] + (vs[i]-vs[i-1])*(x-xs[i-1])/(xs[i]-xs[i-1])
+			}
+			old := func(a, b float64) float64 {
+				pts := []float64{a}
+				for _, x := range xs {
+					if x > a && x < b {
+						pts = append(pts, x)
+					}
+				}
+				pts = append(pts, b)
+				e := 0.0
+				for i := 1; i < len(pts); i++ {
+					e += (pts[i] - pts[i-1]) * (interp(pts[i]) + interp(pts[i-1])) / 2
+				}
+				return e + tau*(interp(b)-interp(a))
+			}
+			tol := 0.005
+			if sigma == 0 {
+				tol = 1e-9
+			}
+			for _, rg := range []struct {
+				name string
+				a, b float64
+			}{
+				{"200 ms burst on its edges", s, s + 0.2},
+				{"500 ms after a step down", s + 0.2, s + 0.7},
+				{"300 ms step on its edges", s + 0.7, s + 1.0},
+				{"idle up to a step", s - 0.3, s},
+				{"a step up to its end", s - 0.3, s + 0.2},
+			} {
+				want := load.energy(rg.a, rg.b)
+				if e := (got(rg.a, rg.b) - want) / want; math.Abs(e) > tol {
+					t.Errorf("noise %g W, phase %g ms, %s: corrected %.4f J, want %.4f J (%+.4f %%; before: %+.2f %%)",
+						sigma, phase*1e3, rg.name, got(rg.a, rg.b), want, 100*e, 100*(old(rg.a, rg.b)-want)/want)
+				}
+			}
+			// Edges where the power is steady: as before, within the noise.
+			for _, rg := range [][2]float64{{s + 0.1, s + 0.15}, {s - 0.5, s - 0.2}, {s + 0.3, s + 0.6}, {s + 0.75, s + 0.95}} {
+				want, g, o := load.energy(rg[0], rg[1]), got(rg[0], rg[1]), old(rg[0], rg[1])
+				if math.Abs(g-o) > 0.001*want+1e-9 {
+					t.Errorf("noise %g W, phase %g ms, steady edges [%g, %g]: corrected %.4f J, before %.4f J, truth %.4f J", sigma, phase*1e3, rg[0], rg[1], g, o, want)
+				}
+			}
+			// The whole span: the integral as before.
+			from, to := ser.Span()
+			if g, o := got(from.Seconds(), to.Seconds()), old(from.Seconds(), to.Seconds()); math.Abs(g-o) > 1e-9*o {
+				t.Errorf("noise %g W, phase %g ms, whole span: %.6f J, before %.6f J", sigma, phase*1e3, g, o)
+			}
+		}
 	}
 }

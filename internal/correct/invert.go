@@ -34,7 +34,7 @@ func newInverter(s []trace.Sample, m Model, period time.Duration) inverter {
 	}
 	switch {
 	case m.Kind == RC:
-		return newRC(s, m.Tau.Seconds(), delay)
+		return newRC(s, m.Tau.Seconds(), delay, m.shortLag(period))
 	case m.dense(period):
 		return newDense(collapseBursts(s, period/4), m.Window.Seconds(), delay)
 	case m.Kind == Boxcar:
@@ -238,26 +238,179 @@ func (h *hold) notes() []string { return nil }
 // ∫y + tau·(y(b) − y(a)). No derivative of noisy readings is taken; only the readings at
 // the two ends matter, and those are estimated by fitting the lag's own response to the
 // readings around each end (see level).
+//
+// A lag short against the spacing of the readings (short: tau < rcShort × the update
+// period, the H200's power.samples: 14 ms read every 20 ms) leaves too few readings within
+// reach of an end for that fit, and a chord between readings is a poor stand-in for its
+// exponential. There a region with an edge inside the readings is inverted exactly
+// instead (see pieces): the power is taken to be constant between readings, except that
+// the interval holding a region's edge is split there.
 type rcInv struct {
-	l   *linear
-	tau float64
+	l     *linear
+	tau   float64
+	short bool
+
+	thr     float64 // stepThreshold, once computed
+	haveThr bool
 }
 
 // rcSide is the number of readings on each side of an end that its fit uses, and rcReach
-// the farthest (in units of tau) they may lie.
+// the farthest (in units of tau) they may lie. A lag shorter than rcShort update periods
+// is inverted interval by interval (fewer than about six readings would lie within reach of
+// an end).
 const (
 	rcSide  = 12
 	rcReach = 0.5
+	rcShort = 6
 )
 
-func newRC(s []trace.Sample, tau, delay float64) *rcInv {
-	return &rcInv{l: newLinear(s, delay), tau: tau}
+// newRC places reading i at s[i].T − delay; short selects the inversion interval by
+// interval for regions with edges inside the readings (Model.shortLag).
+func newRC(s []trace.Sample, tau, delay float64, short bool) *rcInv {
+	return &rcInv{l: newLinear(s, delay), tau: tau, short: short}
 }
 
 func (r *rcInv) span() (float64, float64) { return r.l.span() }
 
 func (r *rcInv) energy(a, b float64) float64 {
+	if r.short {
+		// An edge within a microsecond of the readings' span is not a region's edge (the
+		// whole trace, Span rounds inwards to the µs): that keeps its integral as it was.
+		lo, hi := r.l.span()
+		if a-lo > 1e-6 || hi-b > 1e-6 {
+			if e, ok := r.pieces(a, b); ok {
+				return e
+			}
+		}
+	}
 	return r.l.energy(a, b) + r.tau*(r.level(b, true)-r.level(a, true))
+}
+
+// pieces is the energy over [a, b] of the power that, constant between readings, the lag
+// turns into the readings exactly: over an interval of length dt, y_k = q·y_(k−1) + (1 −
+// q)·p with q = exp(−dt/tau), so p = (y_k − q·y_(k−1))/(1 − q).
+//
+// The interval holding a region's edge s is split there: y_k = q2·(q1·y_(k−1) + (1 −
+// q1)·p1) + (1 − q2)·p2 with q1 = exp(−(s − t_(k−1))/tau), q2 = exp(−(t_k − s)/tau), one
+// equation for the two powers. It is solved with the least change from the neighbouring
+// intervals' powers L and R: p1 = L + α·λ, p2 = R + β·λ, with α = q2·(1 − q1), β = 1 − q2
+// and λ = (r − α·L − β·R)/(α² + β²), r = y_k − q·y_(k−1). A step of the power exactly at
+// the edge (a kernel's start or end, where regions begin and end) is recovered exactly (λ =
+// 0), and so is a steady power (p1 = p2 = p): either way the energy falls on the right side
+// of the edge. An edge in the first or last interval, without a neighbour there, is not
+// split.
+//
+// Inside the region, an interval whose power lies between its neighbours', which differ
+// by more than the noise, holds a step from L to R; the same equation with p1 = L and p2
+// = R says where (see stepAt), and the interval's energy is L·d1 + R·d2 instead of p·dt,
+// which would put the step early by up to 0.17·dt for tau = 0.7·dt. ok is false when a and
+// b lie in one interval.
+func (r *rcInv) pieces(a, b float64) (float64, bool) {
+	t, v := r.l.t, r.l.v
+	n := len(t)
+	if n < 3 {
+		return 0, false
+	}
+	// Interval k is [t(k−1), t(k)], k = 1..n−1.
+	ka := min(max(sort.SearchFloat64s(t, a), 1), n-1) // first t >= a
+	if t[ka] == a && ka < n-1 {
+		ka++ // a on a reading: it starts the next interval
+	}
+	kb := min(max(sort.SearchFloat64s(t, b), 1), n-1) // first t >= b: b in interval kb
+	if ka >= kb {
+		return 0, false
+	}
+	// p[k−lo] is the power of interval k, for k = lo..hi (NaN outside 1..n−1).
+	lo, hi := ka-1, kb+1
+	p := make([]float64, hi-lo+1)
+	q := make([]float64, hi-lo+1)
+	for k := lo; k <= hi; k++ {
+		i := k - lo
+		if k < 1 || k >= n {
+			p[i], q[i] = math.NaN(), math.NaN()
+			continue
+		}
+		dt := t[k] - t[k-1]
+		if !(dt > 0) {
+			p[i], q[i] = v[k], 0
+			continue
+		}
+		q[i] = math.Exp(-dt / r.tau)
+		p[i] = (v[k] - q[i]*v[k-1]) / (1 - q[i])
+	}
+	// split returns the powers before and after s in interval k.
+	split := func(k int, s float64) (float64, float64) {
+		i := k - lo
+		d1, d2 := s-t[k-1], t[k]-s
+		if k < 2 || k > n-2 || !(d1 > 0 && d2 > 0) {
+			return p[i], p[i]
+		}
+		L, R := p[i-1], p[i+1]
+		q1, q2 := math.Exp(-d1/r.tau), math.Exp(-d2/r.tau)
+		alpha, beta := q2*(1-q1), 1-q2
+		res := v[k] - q1*q2*v[k-1] - alpha*L - beta*R
+		den := alpha*alpha + beta*beta
+		if !(den > 1e-300) {
+			return p[i], p[i]
+		}
+		lam := res / den
+		return L + alpha*lam, R + beta*lam
+	}
+	_, after := split(ka, a)
+	before, _ := split(kb, b)
+	e := after*(t[ka]-max(a, t[ka-1])) + before*(min(b, t[kb])-t[kb-1])
+	thr := r.stepThreshold()
+	for k := ka + 1; k < kb; k++ {
+		i := k - lo
+		dt := t[k] - t[k-1]
+		if !(dt > 0) {
+			continue
+		}
+		L, R := p[i-1], p[i+1]
+		if d2, ok := stepAt(L, p[i], R, q[i], dt, r.tau, thr); ok {
+			e += L*(dt-d2) + R*d2
+			continue
+		}
+		e += p[i] * dt
+	}
+	// Beyond the readings (a before the first, b after the last): the end readings held.
+	if a < t[0] {
+		e += v[0] * (t[0] - a)
+	}
+	if b > t[n-1] {
+		e += v[n-1] * (b - t[n-1])
+	}
+	return e, true
+}
+
+// stepAt reports where in an interval of length dt (q = exp(−dt/tau)) whose power p lies
+// between its neighbours' L and R, further than thr from each, the power stepped from L to
+// R: d2 is the time from the step to the interval's end, from p·(1 − q) = (q2 − q)·L + (1 −
+// q2)·R, q2 = exp(−d2/tau).
+func stepAt(L, p, R, q, dt, tau, thr float64) (d2 float64, ok bool) {
+	if math.IsNaN(L) || math.IsNaN(R) || math.Abs(R-L) <= thr || !(L < p && p < R || L > p && p > R) {
+		return 0, false
+	}
+	q2 := (p*(1-q) - R + q*L) / (L - R)
+	if !(q2 > q && q2 < 1) {
+		return 0, false
+	}
+	return min(-tau*math.Log(q2), dt), true
+}
+
+// stepThreshold is how far apart the powers of neighbouring intervals must be to be taken
+// for a step: 8 × their noise (the readings' noise, as the inversion amplifies it) + 1 mW.
+func (r *rcInv) stepThreshold() float64 {
+	if !r.haveThr {
+		var dt float64
+		if n := len(r.l.t); n > 1 {
+			dt = (r.l.t[n-1] - r.l.t[0]) / float64(n-1)
+		}
+		q := math.Exp(-dt / r.tau)
+		r.thr = 8*noiseSigma(r.l.v)*math.Sqrt(1+q*q)/(1-q) + 1e-3
+		r.haveThr = true
+	}
+	return r.thr
 }
 
 func (r *rcInv) binEnergies(bins []interval) []float64 {

@@ -234,6 +234,14 @@ func (m Model) dense(period time.Duration) bool {
 	return m.Kind == Boxcar && period > 0 && 2*m.Window >= 3*period
 }
 
+// shortLag reports whether an RC lag is short against the update period (tau < rcShort·T,
+// the H200's power.samples: 14 ms read every 20 ms): too few readings lie within reach of a
+// region's end to fit the lag there, and regions are inverted interval by interval, with
+// their edges as breakpoints of the power.
+func (m Model) shortLag(period time.Duration) bool {
+	return m.Kind == RC && period > 0 && m.Tau < rcShort*period
+}
+
 // Coverage is the share of the time that a boxcar's readings see: W/T, at most 1; 1 for
 // the other models and for an unknown period.
 func (m Model) Coverage(period time.Duration) float64 {
@@ -247,6 +255,9 @@ func (m Model) Coverage(period time.Duration) float64 {
 func (m Model) Method(period time.Duration) string {
 	switch m.Kind {
 	case RC:
+		if m.shortLag(period) {
+			return fmt.Sprintf("RC lag tau=%s inverted interval by interval: the power constant between readings, split at the region's edges (over the whole trace: ∫reading + tau·Δreading)", fmtDur(m.Tau))
+		}
 		return fmt.Sprintf("RC lag tau=%s inverted: ∫P = ∫reading + tau·(reading(b) − reading(a)), the ends fitted to the lag's step response", fmtDur(m.Tau))
 	case Boxcar:
 		switch {
@@ -268,9 +279,14 @@ func (m Model) Assumptions(period time.Duration) []string {
 	case None:
 		a = append(a, "the readings are the power itself: no lag, no averaging window worth correcting")
 	case RC:
-		a = append(a,
-			fmt.Sprintf("the sensor is a first-order low-pass with tau=%s (P = reading + tau·dP/dt)", fmtDur(m.Tau)),
-			"near each end of the region the power is steady or changes once (the ends' readings are fitted to that)")
+		a = append(a, fmt.Sprintf("the sensor is a first-order low-pass with tau=%s (P = reading + tau·dP/dt)", fmtDur(m.Tau)))
+		if m.shortLag(period) {
+			a = append(a,
+				"the power is constant between readings, or steps once between two of them; where a region's edge falls between two readings, the power may step there (the least change from the neighbouring intervals' powers)",
+				"the power changes near a region's edge only at the edge (a kernel's start or end): a step a few ms off it is placed within about ΔP × T/4")
+		} else {
+			a = append(a, "near each end of the region the power is steady or changes once (the ends' readings are fitted to that)")
+		}
 	case Boxcar:
 		a = append(a, fmt.Sprintf("each reading is the mean power over the %s before it", fmtDur(m.Window)))
 		if m.Tau > 0 {
