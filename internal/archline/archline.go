@@ -18,8 +18,13 @@ import (
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
+	"gpuwatt/internal/region"
 	"gpuwatt/internal/trace"
 )
+
+// samplesChannel is the driver's sample ring, whose raw figure each point keeps beside
+// the headline (the energy's source and calibration: internal/region, energy.go).
+const samplesChannel = "power.samples"
 
 // Format is the value of Report.Format.
 const Format = "gpuwatt-archline/1"
@@ -185,14 +190,15 @@ type Report struct {
 	Results        map[string]*Result `json:"results"`
 	Baseline       []Point            `json:"baseline"`
 	Copy           []Point            `json:"copy"`
-	// EnergyCalibration maps the sample ring onto the energy counter (nil: the points'
-	// energies come from the counter; see EnergyNote).
-	EnergyCalibration *Calibration `json:"energy_calibration,omitempty"`
-	EnergyNote        string       `json:"energy_note"`
-	Failed            []string     `json:"failed,omitempty"`
-	Incomplete        bool         `json:"incomplete"`
-	IncompleteReason  string       `json:"incomplete_reason,omitempty"`
-	Warnings          []string     `json:"warnings"`
+	// EnergyCalibration maps the sample ring onto the energy counter over the whole
+	// session (the measurement loop fits it: internal/region, energy.go); nil: none could
+	// be fitted, see EnergyNote.
+	EnergyCalibration *region.Calibration `json:"energy_calibration,omitempty"`
+	EnergyNote        string              `json:"energy_note"`
+	Failed            []string            `json:"failed,omitempty"`
+	Incomplete        bool                `json:"incomplete"`
+	IncompleteReason  string              `json:"incomplete_reason,omitempty"`
+	Warnings          []string            `json:"warnings"`
 }
 
 // job is one kernel to measure.
@@ -361,30 +367,15 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 			rep.IncompleteReason = "interrupted"
 		}
 	}
-	var cal *Calibration
-	var mes []*loop.Measurement
-	for _, x := range measured {
-		mes = append(mes, x.me)
+	rep.EnergyCalibration = m.Calibration(info.Index)
+	rep.EnergyNote = region.SourceNote(rep.EnergyCalibration)
+	if rep.EnergyCalibration == nil && len(measured) > 0 {
+		rep.Warnings = append(rep.Warnings, "the sample ring could not be calibrated to the energy counter: see the points' warnings for where their energies come from")
 	}
-	if from, to, ok := sweepSpan(mes); ok {
-		c, err := calibrate(tr, info.Index, from, to)
-		switch {
-		case err == nil:
-			cal = &c
-			rep.EnergyNote = fmt.Sprintf("%s (driver ring, every 20 ms) mean power over each point x its duration, on %s's scale: gain %.4f, offset %+.2f W (%d counter readings over %.0f s, rms %.2f J)",
-				samplesChannel, counterChannel, c.Gain, c.OffsetW, c.Readings, c.SpanS, c.RMSJ)
-		case len(tr.Series(info.Index, samplesChannel)) > 0:
-			rep.EnergyNote = fmt.Sprintf("%s uncalibrated (%v)", samplesChannel, err)
-			rep.Warnings = append(rep.Warnings, "the sample ring could not be calibrated to the energy counter ("+err.Error()+"): energies are the ring's own")
-		default:
-			rep.EnergyNote = "each point's energy is the region's headline (" + err.Error() + ")"
-		}
-	}
-	rep.EnergyCalibration = cal
 	var pts []Point
 	limit := 0.0
 	for _, x := range measured {
-		pts = append(pts, makePoint(x.j, x.me, cal))
+		pts = append(pts, makePoint(x.j, x.me))
 		rep.IdlePowerW = x.me.Region.IdlePowerW
 		limit = max(limit, x.me.Region.PowerLimitW)
 	}
@@ -392,22 +383,22 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 	return rep, tr, runErr
 }
 
-func makePoint(j job, me *loop.Measurement, cal *Calibration) Point {
+func makePoint(j job, me *loop.Measurement) Point {
 	d := j.d
 	r := me.Region
-	pe := energyOf(me, cal)
 	p := Point{Kernel: j.kernel, Name: d.Name, Precision: string(j.prec), Occupancy: j.occupancy,
 		Blocks: d.Blocks, Threads: d.Threads, Launches: me.Launches, TimeS: me.PerLaunch,
 		PowerW: r.MeanPowerW, StartS: me.StartS, EndS: me.EndS,
-		EnergySource: pe.Source, EnergyReadings: pe.Readings, CounterReadings: pe.CounterReadings, SamplesReadings: pe.SamplesReadings,
-		Warnings: append([]string{}, me.Warnings...)}
-	for _, w := range r.Warnings {
-		if keepWarning(w, pe.Source) {
-			p.Warnings = append(p.Warnings, w)
+		EnergySource: r.EnergySource, EnergyReadings: r.EnergyReadings, CounterReadings: r.CounterReadings,
+		Warnings: append(append([]string{}, me.Warnings...), r.Warnings...)}
+	var samplesJ float64
+	for _, c := range r.Channels {
+		if c.Channel == samplesChannel {
+			samplesJ, p.SamplesReadings = c.EnergyJ, c.Samples
 		}
 	}
-	if pe.CounterJ > 0 && pe.J > 0 {
-		p.CounterDiffPct = 100 * (pe.CounterJ/pe.J - 1)
+	if r.CounterEnergyJ > 0 && r.EnergyJ > 0 {
+		p.CounterDiffPct = 100 * (r.CounterEnergyJ/r.EnergyJ - 1)
 	}
 	if j.kernel == "roofline" || j.kernel == "flop" {
 		p.W = float64(d.MeasuredOps() * d.Measured.Flops())
@@ -418,7 +409,7 @@ func makePoint(j job, me *loop.Measurement, cal *Calibration) Point {
 	}
 	if me.Launches > 0 {
 		n := float64(me.Launches)
-		p.EnergyJ, p.CounterEnergyJ, p.SamplesEnergyJ = pe.J/n, pe.CounterJ/n, pe.SamplesJ/n
+		p.EnergyJ, p.CounterEnergyJ, p.SamplesEnergyJ = r.EnergyJ/n, r.CounterEnergyJ/n, samplesJ/n
 	}
 	if p.TimeS > 0 {
 		p.FlopsPerS, p.BytesPerS = p.W/p.TimeS, p.Q/p.TimeS

@@ -82,6 +82,7 @@ type Meter struct {
 	ms    []*Measurement
 	marks []trace.Mark
 	idle  map[int][2]time.Duration // per GPU: the last idle window recorded
+	cals  map[int]*region.Calibration
 	done  bool
 }
 
@@ -201,7 +202,9 @@ func (m *Meter) updatePeriod(gpuIndex int) time.Duration {
 	return min(T, time.Second)
 }
 
-// Stop ends the recording, fills every measurement's Region from the trace, and returns
+// Stop ends the recording, fills every measurement's Region from the trace (each
+// measurement's energy from the counter where it has enough readings inside, else from the
+// sample ring on the counter's scale, calibrated over the whole session), and returns
 // the trace (its Meta has channels, samples, marks and the GPUs; the caller adds the rest).
 func (m *Meter) Stop() (*trace.Trace, error) {
 	m.mu.Lock()
@@ -226,10 +229,28 @@ func (m *Meter) Stop() (*trace.Trace, error) {
 		info[i.Index] = i
 		tr.Meta.GPUs = append(tr.Meta.GPUs, i)
 	}
+	// One calibration per GPU over the whole session, idle included: every counter reading
+	// recorded against the ring's integral up to it (see region.FitCalibration).
+	cals := map[int]*region.Calibration{}
+	for _, g := range tr.Meta.GPUs {
+		if c, err := region.FitCalibration(tr, g.Index, 0, 0); err == nil {
+			cals[g.Index] = &c
+		}
+	}
+	m.cals = cals
 	for _, me := range m.ms {
-		me.Region = region.Summarize(tr, info[me.GPU], me.Start, me.End, me.idle[0], me.idle[1], region.Options{What: "the measurement", Steady: true})
+		me.Region = region.Summarize(tr, info[me.GPU], me.Start, me.End, me.idle[0], me.idle[1], region.Options{What: "the measurement", Steady: true, Calibration: cals[me.GPU]})
 	}
 	return tr, nil
+}
+
+// Calibration is the calibration of GPU gpuIndex's best complete board channel to its
+// energy counter, fitted by Stop over every counter reading of the session (nil before
+// Stop, or where none could be fitted: then each measurement's Region says why).
+func (m *Meter) Calibration(gpuIndex int) *region.Calibration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cals[gpuIndex]
 }
 
 // Failure is a kernel MeasureAll could not measure, and why.

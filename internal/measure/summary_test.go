@@ -50,7 +50,8 @@ func synthetic() *Result {
 			GPUs:   []trace.GPU{{Index: 0, Name: "Test GPU", UUID: "GPU-test", PowerLimitW: 700}},
 			Channels: []trace.Channel{
 				{Name: "power.samples", Quantity: trace.QPower, Unit: "W", Buffered: true, Stats: &trace.ChannelStats{UpdatePeriod: 0.01}},
-				{Name: "energy.total", Quantity: trace.QEnergy, Unit: "J", Cumulative: true, Stats: &trace.ChannelStats{UpdatePeriod: 0.1}},
+				// Read every 1 ms: each new value is seen within 1 ms of its update.
+				{Name: "energy.total", Quantity: trace.QEnergy, Unit: "J", Cumulative: true, Stats: &trace.ChannelStats{UpdatePeriod: 0.1, PollInterval: 0.001}},
 				{Name: "clock.sm", Quantity: trace.QFrequency, Unit: "Hz"},
 				{Name: "throttle.reasons", Quantity: trace.QReasons, Unit: "mask"},
 			},

@@ -34,18 +34,23 @@ type Options struct {
 
 // Report is results.json.
 type Report struct {
-	Format           string    `json:"format"`
-	Device           string    `json:"device"`
-	GPU              trace.GPU `json:"gpu"`
-	Props            gpu.Props `json:"props"`
-	IdlePowerW       float64   `json:"idle_power_w"`
-	Pi0W             float64   `json:"pi0_w"`
-	Pi0Source        string    `json:"pi0_source"`
-	Rows             []Row     `json:"rows"`
-	Failed           []string  `json:"failed,omitempty"` // kernels that could not be measured
-	Incomplete       bool      `json:"incomplete"`
-	IncompleteReason string    `json:"incomplete_reason,omitempty"`
-	Warnings         []string  `json:"warnings"`
+	Format     string    `json:"format"`
+	Device     string    `json:"device"`
+	GPU        trace.GPU `json:"gpu"`
+	Props      gpu.Props `json:"props"`
+	IdlePowerW float64   `json:"idle_power_w"`
+	Pi0W       float64   `json:"pi0_w"`
+	Pi0Source  string    `json:"pi0_source"`
+	// EnergyCalibration maps the sample ring onto the energy counter over the whole run
+	// (nil: none could be fitted; see EnergyNote): the energy of a measurement whose
+	// counter has too few readings inside comes from the ring on the counter's scale.
+	EnergyCalibration *region.Calibration `json:"energy_calibration,omitempty"`
+	EnergyNote        string              `json:"energy_note"`
+	Rows              []Row               `json:"rows"`
+	Failed            []string            `json:"failed,omitempty"` // kernels that could not be measured
+	Incomplete        bool                `json:"incomplete"`
+	IncompleteReason  string              `json:"incomplete_reason,omitempty"`
+	Warnings          []string            `json:"warnings"`
 }
 
 // Row is one kernel's figures.
@@ -86,9 +91,23 @@ type Row struct {
 	PerJoule         float64 `json:"per_joule"`
 	MIPSPerWattPerSM float64 `json:"mips_per_watt_per_sm"`
 
-	EnergySource string               `json:"energy_source"`
-	Throttle     []region.ReasonShare `json:"throttle"`
-	Warnings     []string             `json:"warnings"`
+	// Where the energy comes from (internal/region, energy.go): EnergyJ is the whole
+	// measurement's, EnergySource and EnergyReadings its source and that source's readings
+	// inside [StartS, EndS] (trace.csv's axis); CounterEnergyJ and CalibratedEnergyJ are
+	// the energy counter's own figure and the sample ring's on the counter's scale (0:
+	// none), with their readings inside, and CounterDiffPct the first against the second.
+	EnergySource       string               `json:"energy_source"`
+	EnergyJ            float64              `json:"energy_j"`
+	EnergyReadings     int                  `json:"energy_readings"`
+	CounterEnergyJ     float64              `json:"counter_energy_j"`
+	CounterReadings    int                  `json:"counter_readings"`
+	CalibratedEnergyJ  float64              `json:"calibrated_energy_j"`
+	CalibratedReadings int                  `json:"calibrated_readings"`
+	CounterDiffPct     float64              `json:"counter_diff_pct"`
+	StartS             float64              `json:"start_s"`
+	EndS               float64              `json:"end_s"`
+	Throttle           []region.ReasonShare `json:"throttle"`
+	Warnings           []string             `json:"warnings"`
 }
 
 // Run measures every descriptor of suite on dev (which must be a gpu.Executor) with the
@@ -145,6 +164,8 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 			rep.IncompleteReason = "interrupted"
 		}
 	}
+	rep.EnergyCalibration = m.Calibration(info.Index)
+	rep.EnergyNote = region.SourceNote(rep.EnergyCalibration)
 	// The idle power, and pi0 from the baseline kernel (else the idle power, said so).
 	for _, x := range measured {
 		rep.IdlePowerW = x.me.Region.IdlePowerW
@@ -176,6 +197,9 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0 float6
 		Name: d.Name, Group: d.Group, Variant: d.Variant,
 		Launches: me.Launches, TimePerLaunchS: me.PerLaunch,
 		MeanPowerW: r.MeanPowerW, MaxPowerW: r.MaxPowerW, EnergySource: r.EnergySource,
+		EnergyJ: r.EnergyJ, EnergyReadings: r.EnergyReadings, CounterEnergyJ: r.CounterEnergyJ, CounterReadings: r.CounterReadings,
+		CalibratedEnergyJ: r.CalibratedEnergyJ, CalibratedReadings: r.CalibratedReadings, CounterDiffPct: r.CounterDiffPct,
+		StartS: me.StartS, EndS: me.EndS,
 		Throttle: r.Throttle, Warnings: append(append([]string{}, me.Warnings...), r.Warnings...),
 	}
 	if me.Launches > 0 {

@@ -1,5 +1,7 @@
 // Package region turns a region of a recorded trace into numbers for one GPU: energy from
-// the energy counter and from every power channel, idle-subtracted energy, mean and max
+// the energy counter and from every power channel, the best-founded of them as the
+// headline (the counter where it has enough readings inside the region, else the sample
+// ring calibrated to it over the recording: energy.go), idle-subtracted energy, mean and max
 // power, clock and temperature ranges, the share of the region each clock-event reason was
 // active, and warnings that say why channels disagree. measure uses it for a command's run,
 // the measurement loop for each kernel measurement.
@@ -24,22 +26,37 @@ type Summary struct {
 	Index int    `json:"index"`
 	Name  string `json:"name"`
 	UUID  string `json:"uuid"`
-	// EnergyJ is the best estimate of the energy during the command: the driver's energy
-	// counter where there is one, else the integral of the best power channel.
-	EnergyJ          float64       `json:"energy_j"`
-	EnergySource     string        `json:"energy_source"`
-	IdlePowerW       float64       `json:"idle_power_w"`
-	EnergyAboveIdleJ float64       `json:"energy_above_idle_j"`
-	MeanPowerW       float64       `json:"mean_power_w"`
-	MaxPowerW        float64       `json:"max_power_w"`
-	MaxPowerSource   string        `json:"max_power_source,omitempty"`
-	PowerLimitW      float64       `json:"power_limit_w,omitempty"`
-	Channels         []Channel     `json:"channels"`
-	SMClockMHz       *Range        `json:"sm_clock_mhz,omitempty"`
-	MemClockMHz      *Range        `json:"mem_clock_mhz,omitempty"`
-	TemperatureC     *Range        `json:"temperature_c,omitempty"`
-	Throttle         []ReasonShare `json:"throttle"`
-	Warnings         []string      `json:"warnings"`
+	// EnergyJ is the best estimate of the energy during the region (see energy.go): the
+	// driver's energy counter where it has enough readings inside, else the best complete
+	// board channel on the counter's scale, else that channel's own figure.
+	EnergyJ      float64 `json:"energy_j"`
+	EnergySource string  `json:"energy_source"`
+	// EnergyNote says why; EnergyReadings is how many readings of the source lie inside.
+	EnergyNote     string `json:"energy_note,omitempty"`
+	EnergyReadings int    `json:"energy_readings"`
+	// CounterEnergyJ and CounterReadings are the counter's own figure and its readings
+	// strictly inside; CalibratedEnergyJ and CalibratedReadings the calibrated channel's
+	// figure on the counter's scale and its readings inside (0: none); CounterDiffPct the
+	// first against the second.
+	CounterEnergyJ     float64 `json:"counter_energy_j"`
+	CounterReadings    int     `json:"counter_readings"`
+	CalibratedEnergyJ  float64 `json:"calibrated_energy_j"`
+	CalibratedReadings int     `json:"calibrated_readings"`
+	CounterDiffPct     float64 `json:"counter_diff_pct"`
+	// EnergyCalibration maps the calibrated channel onto the counter (nil: none).
+	EnergyCalibration *Calibration  `json:"energy_calibration,omitempty"`
+	IdlePowerW        float64       `json:"idle_power_w"`
+	EnergyAboveIdleJ  float64       `json:"energy_above_idle_j"`
+	MeanPowerW        float64       `json:"mean_power_w"`
+	MaxPowerW         float64       `json:"max_power_w"`
+	MaxPowerSource    string        `json:"max_power_source,omitempty"`
+	PowerLimitW       float64       `json:"power_limit_w,omitempty"`
+	Channels          []Channel     `json:"channels"`
+	SMClockMHz        *Range        `json:"sm_clock_mhz,omitempty"`
+	MemClockMHz       *Range        `json:"mem_clock_mhz,omitempty"`
+	TemperatureC      *Range        `json:"temperature_c,omitempty"`
+	Throttle          []ReasonShare `json:"throttle"`
+	Warnings          []string      `json:"warnings"`
 }
 
 // Channel is the energy seen by one power channel (or the counter) during the region.
@@ -86,6 +103,10 @@ type Options struct {
 	// inside the region times the region's length, instead of an integral interpolated at
 	// both ends across readings up to an update period away, where the power differs.
 	Steady bool
+	// Calibration maps the best complete board channel onto the energy counter's scale;
+	// nil: Summarize fits one over the whole trace (FitCalibration). The measurement loop
+	// fits it once per GPU over the whole session and passes it to every measurement.
+	Calibration *Calibration
 }
 
 // Summarize describes GPU g over the region [start, end] of a trace, with the idle
@@ -159,27 +180,113 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 		gs.Channels = append(gs.Channels, byName[n])
 	}
 
-	// The headline: the counter, else the best board channel.
-	var head Channel
-	found := false
-	for _, n := range order {
-		if c, ok := byName[n]; ok && c.Coverage >= 0.99 {
-			head, found = c, true
-			break
+	// The headline: see energy.go.
+	cal := o.Calibration
+	var calErr error
+	if cal == nil && len(byName) > 0 {
+		if c, err := FitCalibration(tr, g.Index, 0, 0); err == nil {
+			cal = &c
+		} else {
+			calErr = err
 		}
 	}
-	if !found {
-		for _, n := range order {
-			if c, ok := byName[n]; ok {
+	gs.EnergyCalibration = cal
+	var calC Channel // the calibrated channel's figures, on the counter's scale
+	calOK := false
+	if cal != nil {
+		if c, ok := byName[cal.Channel]; ok && c.Samples >= MinChannelReadings && c.Coverage >= 0.99 && c.EnergyJ > 0 {
+			calC, calOK = c, true
+			calC.EnergyJ = cal.Energy(c.EnergyJ, dur)
+			calC.MeanPowerW = calC.EnergyJ / dur.Seconds()
+			if c.IdlePowerW != 0 {
+				calC.IdlePowerW = cal.Power(c.IdlePowerW)
+			}
+			calC.EnergyAboveIdleJ = calC.EnergyJ - calC.IdlePowerW*dur.Seconds()
+			gs.CalibratedEnergyJ, gs.CalibratedReadings = calC.EnergyJ, c.Samples
+		}
+	}
+	ctrC, hasCtr := byName[counterChannel]
+	ctrEnough, ctrSpan, res := false, time.Duration(0), time.Duration(0)
+	if hasCtr {
+		res = CounterResolution(tr, g.Index)
+		ctrEnough, gs.CounterReadings, ctrSpan = counterResolves(tr.Series(g.Index, counterChannel), start, end, res)
+		gs.CounterEnergyJ = ctrC.EnergyJ
+		if calOK && calC.EnergyJ > 0 {
+			gs.CounterDiffPct = 100 * (ctrC.EnergyJ/calC.EnergyJ - 1)
+		}
+	}
+	ctrWhy := func() string {
+		return fmt.Sprintf("%s has %d readings inside %s spanning %s of its %s (its own figure wants %d spanning %.0f %% of it and %d steps of %s)",
+			counterChannel, gs.CounterReadings, what, FmtDur(ctrSpan.Seconds()), FmtDur(dur.Seconds()), MinCounterReadings, 100*MinCounterSpan, MinCounterSteps, FmtDur(res.Seconds()))
+	}
+	var head Channel
+	found := false
+	switch {
+	case hasCtr && ctrEnough:
+		head, found = ctrC, true
+		gs.EnergySource, gs.EnergyReadings = counterChannel, gs.CounterReadings
+		gs.EnergyNote = fmt.Sprintf("%s: %d readings inside, spanning %s of %s", counterChannel, gs.CounterReadings, FmtDur(ctrSpan.Seconds()), FmtDur(dur.Seconds()))
+	case calOK:
+		head, found = calC, true
+		gs.EnergySource, gs.EnergyReadings = calC.Channel+" (calibrated to "+counterChannel+")", calC.Samples
+		gs.EnergyNote = fmt.Sprintf("%s: mean power × duration, × %.4f %+.2f W × duration", calC.Channel, cal.Gain, cal.OffsetW)
+		if !o.Steady {
+			gs.EnergyNote = fmt.Sprintf("%s: integral × %.4f %+.2f W × duration", calC.Channel, cal.Gain, cal.OffsetW)
+		}
+		if hasCtr {
+			gs.EnergyNote += "; " + ctrWhy()
+		} else {
+			gs.EnergyNote += "; " + counterChannel + " does not cover " + what
+		}
+	case hasCtr:
+		for _, n := range calibratable {
+			if c, ok := byName[n]; ok && c.Samples >= MinChannelReadings && c.Coverage >= 0.99 && c.EnergyJ > 0 {
+				head, found = c, true
+				gs.EnergySource, gs.EnergyReadings = c.Channel, c.Samples
+				why := "no calibration"
+				if calErr != nil {
+					why = calErr.Error()
+				}
+				gs.EnergyNote = fmt.Sprintf("%s on its own scale; %s; %s could not be calibrated to it (%s)", c.Channel, ctrWhy(), c.Channel, why)
+				warn("%s could not be calibrated to %s (%s), and %s: the energy is %s's own, with its gain and offset errors", c.Channel, counterChannel, why, ctrWhy(), c.Channel)
+				break
+			}
+		}
+		if !found {
+			head, found = ctrC, true
+			gs.EnergySource, gs.EnergyReadings = counterChannel, gs.CounterReadings
+			gs.EnergyNote = counterChannel + ", interpolated across readings outside " + what
+			if p := pollInterval(tr, g.Index, counterChannel); p > 0 {
+				warn("%s: the energy is interpolated across readings up to %s outside it (the counter is read every %s), where the power may differ", ctrWhy(), FmtDur(p), FmtDur(p))
+			} else {
+				warn("%s: the energy is interpolated across readings outside it, where the power may differ", ctrWhy())
+			}
+		}
+	default:
+		// No counter: the best board channel, whole first.
+		for _, n := range boardChannels {
+			if c, ok := byName[n]; ok && c.Coverage >= 0.99 {
 				head, found = c, true
 				break
 			}
+		}
+		if !found {
+			for _, n := range order {
+				if c, ok := byName[n]; ok {
+					head, found = c, true
+					break
+				}
+			}
+		}
+		if found {
+			gs.EnergySource, gs.EnergyReadings = head.Channel, head.Samples
+			gs.EnergyNote = head.Channel + " (no energy counter)"
 		}
 	}
 	if !found {
 		warn("no power channel or energy counter could be read: no energy figure")
 	} else {
-		gs.EnergyJ, gs.EnergySource, gs.IdlePowerW, gs.EnergyAboveIdleJ = head.EnergyJ, head.Channel, head.IdlePowerW, head.EnergyAboveIdleJ
+		gs.EnergyJ, gs.IdlePowerW, gs.EnergyAboveIdleJ = head.EnergyJ, head.IdlePowerW, head.EnergyAboveIdleJ
 		gs.MeanPowerW = head.EnergyJ / dur.Seconds()
 		if head.IdlePowerW == 0 && b0 >= b1 {
 			warn("no idle baseline was recorded (a baseline of 0 s): energy above idle is not known")
@@ -192,7 +299,11 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 		}
 	}
 	if found {
-		agreement(&gs, byName, head, dur, warn)
+		var calibrated *Channel
+		if calOK {
+			calibrated = &calC
+		}
+		agreement(&gs, byName, head, calibrated, dur, warn)
 		if p := updatePeriod(tr, g.Index, head.Channel); p > 0 && dur < 20*p {
 			warn("%s ran for %s, only %.0f updates of %s: the energy is uncertain by about one update period's worth (±%s)",
 				what, FmtDur(dur.Seconds()), dur.Seconds()/p.Seconds(), head.Channel, units.Energy(gs.MeanPowerW*p.Seconds()))
@@ -214,14 +325,28 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 	return gs
 }
 
-// agreement compares every channel's energy with the headline and says why they differ.
-func agreement(gs *Summary, byName map[string]Channel, head Channel, dur time.Duration, warn func(string, ...any)) {
+// CalibratedDisagreement is how far (a share) the calibrated channel's figure may differ
+// from a counter with enough readings inside the region before a warning says so.
+const CalibratedDisagreement = 0.03
+
+// agreement compares every board channel's energy with the headline and says why they
+// differ. Where the headline is the counter and a calibrated channel exists, that channel
+// is compared on the counter's scale instead of raw; the calibrated channel is not
+// compared with itself.
+func agreement(gs *Summary, byName map[string]Channel, head Channel, calibrated *Channel, dur time.Duration, warn func(string, ...any)) {
 	if head.EnergyJ <= 0 {
 		return
 	}
+	if calibrated != nil && head.Channel == counterChannel {
+		diff := (calibrated.EnergyJ - head.EnergyJ) / head.EnergyJ
+		if math.Abs(diff) > CalibratedDisagreement {
+			warn("%s on %s's scale and %s (%d readings inside) disagree by %+.1f %% (%.1f J vs %.1f J): both should hold here; the power varied between the counter's readings, or the calibration over the whole recording does not hold for this load",
+				calibrated.Channel, counterChannel, counterChannel, gs.CounterReadings, 100*diff, calibrated.EnergyJ, head.EnergyJ)
+		}
+	}
 	for _, n := range boardChannels {
 		c, ok := byName[n]
-		if !ok || n == head.Channel || c.Coverage < 0.99 {
+		if !ok || n == head.Channel || c.Coverage < 0.99 || (calibrated != nil && n == calibrated.Channel) {
 			continue
 		}
 		diff := (c.EnergyJ - head.EnergyJ) / head.EnergyJ
@@ -237,7 +362,7 @@ func agreement(gs *Summary, byName map[string]Channel, head Channel, dur time.Du
 		case "power.samples":
 			why = "the driver's 20 ms sample buffer and the energy counter should agree; a lasting difference points at a gain or offset error of one of them"
 		}
-		warn("%s and %s disagree by %+.1f %% (%.1f J vs %.1f J): %s", n, head.Channel, 100*diff, c.EnergyJ, head.EnergyJ, why)
+		warn("%s and %s disagree by %+.1f %% (%.1f J vs %.1f J): %s", n, gs.EnergySource, 100*diff, c.EnergyJ, head.EnergyJ, why)
 	}
 }
 
@@ -314,6 +439,13 @@ func baselinePower(series []trace.Sample, b0, start time.Duration, cumulative bo
 		return float64(trace.Integrate(in, in[0].T, in[len(in)-1].T).Mean)
 	case len(in) == 1 && !cumulative:
 		return in[0].Value
+	}
+	return 0
+}
+
+func pollInterval(tr *trace.Trace, gpu int, name string) float64 {
+	if ch, ok := tr.Channel(gpu, name); ok && ch.Stats != nil {
+		return ch.Stats.PollInterval
 	}
 	return 0
 }

@@ -1,0 +1,254 @@
+package region
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"gpuwatt/internal/trace"
+)
+
+// The energy of a region. The driver's energy counter (energy.total) is the reference
+// scale, but on an H100/H200 it steps every 100 ms and a read costs ~3 ms of CPU, so the
+// Sampler reads it only every ~0.65-2 s: a measurement of 1-2 s has zero to two readings
+// inside, and a figure interpolated across readings outside it, where the power differs,
+// is off by up to ±30 % (H200, 2026-11-21). The driver's sample ring (power.samples) holds
+// every 20 ms sample with the driver's timestamp, and over a whole run agrees with the
+// counter within 0.14 %. So:
+//
+//   - over the whole recording, every counter reading (idle included) is related to the
+//     integral of the best complete board channel (the ring, else power.instant) up to it:
+//     counter = gain × integral + offset × time (+ a constant), by least squares
+//     (FitCalibration);
+//   - a region whose counter has at least MinCounterReadings readings inside, spanning at
+//     least MinCounterSpan of the region and MinCounterSteps of the counter's resolution in
+//     time, takes the counter's own figure (its least-squares rate over the readings
+//     inside, for a steady region);
+//   - any other region takes the calibrated channel's figure: gain × its energy + offset ×
+//     the duration, where that channel has at least MinChannelReadings readings inside;
+//   - without a calibration (no counter, or too few readings in the whole recording), the
+//     ring's own figure; only where nothing better exists the interpolated counter, with
+//     a warning.
+
+// Thresholds of the choice of a region's energy source.
+const (
+	// MinCounterReadings is the fewest counter readings inside a region for the counter's
+	// own figure: three give a slope over two intervals, so one badly timed reading does
+	// not set it.
+	MinCounterReadings = 3
+	// MinCounterSpan is the least share of the region those readings must span: else most
+	// of the region's energy is inferred from outside it.
+	MinCounterSpan = 0.5
+	// MinCounterSteps is the least span of those readings in units of the counter's
+	// resolution in time (CounterResolution: its update period, or its poll interval where
+	// that is shorter): each reading is late by up to one of them, so the counter's own
+	// figure is uncertain by about one resolution's worth of energy, which this bounds to
+	// 1 %. On the H200 (100 ms steps, read every ~1.2 s) that is 10 s: over the 5 s
+	// measurements of 2026-11-21 the counter's own figure scattered by ±2 % about the
+	// calibrated ring's (region/energy_h200_test.go).
+	MinCounterSteps = 100
+	// MinChannelReadings is the fewest readings of the calibrated channel inside a region
+	// for its figure to be used (a 1 s region has 50 ring samples, 5-10 instant readings).
+	MinChannelReadings = 10
+	// MinCalibrationReadings is the fewest counter readings a calibration is fitted from.
+	MinCalibrationReadings = 10
+)
+
+// counterChannel is the driver's energy counter; calibratable are the board channels a
+// calibration may relate to it, best first: the ring sees every 20 ms of the time, the
+// instant field a 25 ms window of every 100 ms (unbiased for a steady load); the 1 s
+// averages lag a short region too much to stand in for the counter.
+const counterChannel = "energy.total"
+
+var calibratable = []string{"power.samples", "power.instant"}
+
+// Calibration maps a power channel's energy onto the energy counter's scale:
+// E_counter = Gain × E_channel + OffsetW × T, fitted by least squares to the counter's
+// readings over the recording (each against the channel's integral up to that reading).
+type Calibration struct {
+	Channel  string  `json:"channel"`
+	Gain     float64 `json:"gain"`
+	OffsetW  float64 `json:"offset_w"`
+	Readings int     `json:"counter_readings"`
+	SpanS    float64 `json:"span_s"`
+	// RMSJ is the RMS residual of the counter readings (J); RatioCounterToSamples the
+	// plain ratio of the counter's increase to the channel's integral over the span.
+	RMSJ                  float64 `json:"rms_j"`
+	RatioCounterToSamples float64 `json:"ratio_counter_to_samples"`
+	Method                string  `json:"method"`
+}
+
+// Energy is energy e (J) of the calibrated channel over a region of length d, on the
+// counter's scale.
+func (c *Calibration) Energy(e float64, d time.Duration) float64 {
+	return c.Gain*e + c.OffsetW*d.Seconds()
+}
+
+// Power is power p (W) of the calibrated channel on the counter's scale.
+func (c *Calibration) Power(p float64) float64 { return c.Gain*p + c.OffsetW }
+
+// String is a one-line account of the calibration.
+func (c *Calibration) String() string {
+	return fmt.Sprintf("%s on %s's scale: gain %.4f, offset %+.2f W (%d counter readings over %.0f s, rms %.2f J; %s)",
+		c.Channel, counterChannel, c.Gain, c.OffsetW, c.Readings, c.SpanS, c.RMSJ, c.Method)
+}
+
+// FitCalibration fits the calibration of GPU gpu's best complete board channel (the sample
+// ring, else power.instant) to its energy counter over the readings in [from, to]; to <= from
+// means the whole trace.
+func FitCalibration(tr *trace.Trace, gpu int, from, to time.Duration) (Calibration, error) {
+	ctr := tr.Series(gpu, counterChannel)
+	if len(ctr) == 0 {
+		return Calibration{}, fmt.Errorf("no %s channel", counterChannel)
+	}
+	var errs []error
+	for _, name := range calibratable {
+		ch, ok := tr.Channel(gpu, name)
+		if !ok || ch.Quantity != trace.QPower {
+			continue
+		}
+		c, err := fitCalibration(tr.Series(gpu, name), ctr, from, to)
+		if err == nil {
+			c.Channel = name
+			return c, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", name, err))
+	}
+	if len(errs) == 0 {
+		return Calibration{}, fmt.Errorf("no %s or %s channel to calibrate", calibratable[0], calibratable[1])
+	}
+	return Calibration{}, errors.Join(errs...)
+}
+
+// fitCalibration relates the counter's readings ctr to the integral of power series p.
+func fitCalibration(p, ctr []trace.Sample, from, to time.Duration) (Calibration, error) {
+	if len(p) < 2 {
+		return Calibration{}, errors.New("fewer than 2 readings")
+	}
+	lo, hi := p[0].T, p[len(p)-1].T
+	if to > from {
+		lo, hi = max(lo, from), min(hi, to)
+	}
+	// The readings inside the channel's span, in the longest stretch without a reset.
+	var in, cur []trace.Sample
+	for _, s := range ctr {
+		if s.T < lo || s.T > hi {
+			continue
+		}
+		if len(cur) > 0 && s.Value < cur[len(cur)-1].Value {
+			cur = nil
+		}
+		cur = append(cur, s)
+		if len(cur) > len(in) {
+			in = cur
+		}
+	}
+	if len(in) < MinCalibrationReadings {
+		return Calibration{}, fmt.Errorf("only %d readings of %s (want %d)", len(in), counterChannel, MinCalibrationReadings)
+	}
+	// The channel's integral from the first reading to each, one segment at a time.
+	n := len(in)
+	xe, xt, y := make([]float64, n), make([]float64, n), make([]float64, n)
+	t0 := in[0].T
+	for i := 1; i < n; i++ {
+		xe[i] = xe[i-1] + trace.Integrate(p, in[i-1].T, in[i].T).Energy.Joules()
+		xt[i] = (in[i].T - t0).Seconds()
+		y[i] = in[i].Value - in[0].Value
+	}
+	c := Calibration{Readings: n, SpanS: xt[n-1]}
+	if xe[n-1] <= 0 || c.SpanS <= 0 {
+		return Calibration{}, errors.New("integrates to nothing")
+	}
+	c.RatioCounterToSamples = y[n-1] / xe[n-1]
+	// Least squares y = g xe + o xt + k: centre, then the 2 × 2 normal equations.
+	mean := func(v []float64) float64 {
+		s := 0.0
+		for _, x := range v {
+			s += x
+		}
+		return s / float64(len(v))
+	}
+	me, mt, my := mean(xe), mean(xt), mean(y)
+	var see, stt, set, sey, sty float64
+	for i := range y {
+		de, dt, dy := xe[i]-me, xt[i]-mt, y[i]-my
+		see += de * de
+		stt += dt * dt
+		set += de * dt
+		sey += de * dy
+		sty += dt * dy
+	}
+	det := see*stt - set*set
+	// A well-posed fit needs the power to vary: det relative to see × stt is 1 - r² of
+	// the two regressors.
+	if see > 0 && stt > 0 && det > 1e-6*see*stt {
+		g := (sey*stt - sty*set) / det
+		o := (see*sty - set*sey) / det
+		if g > 0.8 && g < 1.25 && math.Abs(o) < 50 {
+			c.Gain, c.OffsetW = g, o
+			c.Method = "least squares: counter = gain × integral + offset × time (+ constant)"
+			var ss float64
+			for i := range y {
+				r := y[i] - my - (g*(xe[i]-me) + o*(xt[i]-mt))
+				ss += r * r
+			}
+			c.RMSJ = math.Sqrt(ss / float64(n))
+			return c, nil
+		}
+	}
+	// A fit that makes no sense (too little variation of power): the plain ratio.
+	c.Gain, c.Method = c.RatioCounterToSamples, "ratio of the counter's increase to the integral"
+	if !(c.Gain > 0.8 && c.Gain < 1.25) {
+		return Calibration{}, fmt.Errorf("differs from %s by a factor %.3g", counterChannel, c.Gain)
+	}
+	var ss float64
+	for i := range y {
+		r := y[i] - c.Gain*xe[i]
+		ss += r * r
+	}
+	c.RMSJ = math.Sqrt(ss / float64(n))
+	return c, nil
+}
+
+// DefaultCounterResolution is the counter's resolution in time where the trace does not
+// say (NVML's energy counter steps every ~100 ms on A100, H100 and H200).
+const DefaultCounterResolution = 100 * time.Millisecond
+
+// CounterResolution is how late a reading of GPU gpu's energy counter may be against the
+// energy it reports: the counter's update period where it is read less often than it
+// updates (its value then dates from up to one period before the read), else its poll
+// interval (a new value is seen within one poll of its update).
+func CounterResolution(tr *trace.Trace, gpu int) time.Duration {
+	ch, ok := tr.Channel(gpu, counterChannel)
+	if !ok || ch.Stats == nil || ch.Stats.UpdatePeriod <= 0 {
+		return DefaultCounterResolution
+	}
+	r := ch.Stats.UpdatePeriod
+	if p := ch.Stats.PollInterval; p > 0 && p < r {
+		r = p
+	}
+	return time.Duration(r * float64(time.Second))
+}
+
+// counterResolves says whether a counter's readings inside (from, to) are enough for its
+// own figure (see the thresholds above), with their number and span.
+func counterResolves(s []trace.Sample, from, to, resolution time.Duration) (ok bool, n int, span time.Duration) {
+	in := inside(s, from, to)
+	if len(in) > 0 {
+		span = in[len(in)-1].T - in[0].T
+	}
+	n = len(in)
+	ok = n >= MinCounterReadings && float64(span) >= MinCounterSpan*float64(to-from) && span >= MinCounterSteps*resolution
+	return ok, n, span
+}
+
+// SourceNote says where the energies of a session's regions come from, given its
+// calibration (nil: none could be fitted).
+func SourceNote(c *Calibration) string {
+	if c == nil {
+		return "the energy counter where it has enough readings inside a region; else the best board channel on its own scale (no calibration to the counter could be fitted: see each region's warnings)"
+	}
+	return fmt.Sprintf("the energy counter where it has at least %d readings inside a region spanning %.0f %% of it and %d of its steps; else %s's energy on the counter's scale: %s",
+		MinCounterReadings, 100*MinCounterSpan, MinCounterSteps, c.Channel, c.String())
+}

@@ -1,0 +1,74 @@
+package region
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"gpuwatt/internal/trace"
+)
+
+// calTrace is a ring every 20 ms seeing gain g and offset o of a power that alternates
+// between 150 and 550 W every 1.3 s, and an exact counter read every dt.
+func calTrace(g, o float64, dt time.Duration, resetAt time.Duration) *trace.Trace {
+	p := func(t time.Duration) float64 {
+		if (t/(1300*time.Millisecond))%2 == 1 {
+			return 550
+		}
+		return 150
+	}
+	var ss []trace.Sample
+	e := 0.0
+	for t := time.Duration(0); t <= 60*time.Second; t += time.Millisecond {
+		e += p(t) * 1e-3
+		if t%(20*time.Millisecond) == 0 {
+			ss = append(ss, trace.Sample{T: t, Channel: "power.samples", Value: g*p(t) + o})
+		}
+		if t%dt == 0 {
+			v := 1000 + e
+			if resetAt > 0 && t >= resetAt {
+				v -= 1000
+			}
+			ss = append(ss, trace.Sample{T: t, Channel: "energy.total", Value: v})
+		}
+	}
+	return &trace.Trace{Meta: trace.Meta{GPUs: []trace.GPU{{}}, Channels: []trace.Channel{
+		{Name: "power.samples", Quantity: trace.QPower, Buffered: true},
+		{Name: "energy.total", Quantity: trace.QEnergy, Cumulative: true},
+	}}, Samples: ss}
+}
+
+func TestFitCalibration(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		g, o       float64
+		dt, reset  time.Duration
+		err        string
+		minReading int
+	}{
+		{"gain and offset", 1.03, -4, 700 * time.Millisecond, 0, "", 80},
+		{"ideal", 1, 0, 1100 * time.Millisecond, 0, "", 50},
+		{"reset: the longer stretch", 0.98, 2, 700 * time.Millisecond, 15 * time.Second, "", 60},
+		{"too few readings", 1, 0, 7 * time.Second, 0, "only 9 readings", 0},
+		{"a factor off", 1.5, 0, 700 * time.Millisecond, 0, "factor", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := FitCalibration(calTrace(tc.g, tc.o, tc.dt, tc.reset), 0, 0, 0)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// counter = P = (ring - o) / g: gain 1/g, offset -o/g (to within the trapezoids'
+			// smearing of each step between 20 ms samples: a few J per reading).
+			if math.Abs(c.Gain*tc.g-1) > 5e-3 || math.Abs(c.OffsetW+tc.o/tc.g) > 1.5 || c.Readings < tc.minReading || c.Channel != "power.samples" {
+				t.Errorf("%+v, want gain %.4f offset %+.2f", c, 1/tc.g, -tc.o/tc.g)
+			}
+		})
+	}
+}
