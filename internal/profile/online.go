@@ -157,12 +157,7 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 		} else {
 			predicted++ // the update came during the kernel (or before the window)
 		}
-		ph := u - D - rs
-		p := Point{Run: len(runs), PhaseS: ph.Seconds(), MidS: (ph - W/2 - opt.Sensor.Tau).Seconds(), PowerW: v}
-		for r := len(runs) - 2; r >= 0 && u-D-runs[r].start < opt.Sensor.horizon(tex); r-- {
-			p.others = append(p.others, (u - D - runs[r].start).Seconds())
-		}
-		pts = append(pts, p)
+		pts = append(pts, newPoint(runs, len(runs)-1, u-D, v, opt.Sensor, opt.Sensor.horizon(tex)))
 		if opt.Progress != nil {
 			opt.Progress(i+1, opt.Runs)
 		}
@@ -303,12 +298,7 @@ func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.
 			missed++
 			continue
 		}
-		ph := u - D - rs
-		p := Point{Run: len(runs), PhaseS: ph.Seconds(), MidS: (ph - W/2 - opt.Sensor.Tau).Seconds(), PowerW: got.v}
-		for r := len(runs) - 2; r >= 0 && u-D-runs[r].start < opt.Sensor.horizon(tex); r-- {
-			p.others = append(p.others, (u - D - runs[r].start).Seconds())
-		}
-		pts = append(pts, p)
+		pts = append(pts, newPoint(runs, len(runs)-1, u-D, got.v, opt.Sensor, opt.Sensor.horizon(tex)))
 		if opt.Progress != nil {
 			opt.Progress(i+1, opt.Runs)
 		}

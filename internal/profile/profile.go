@@ -467,11 +467,19 @@ func attribute(ups []update, runs []run, s Sensor, tex, lo, hi time.Duration) ([
 			dropped++
 			continue
 		}
-		p := Point{Run: best + 1, PhaseS: ph.Seconds(), MidS: (ph - s.Window/2 - s.Tau).Seconds(), PowerW: u.Value}
-		for r := best - 1; r >= 0 && we-runs[r].start < hz; r-- {
-			p.others = append(p.others, (we - runs[r].start).Seconds())
-		}
-		pts = append(pts, p)
+		pts = append(pts, newPoint(runs, best, we, u.Value, s, hz))
 	}
 	return pts, dropped
+}
+
+// newPoint is the reading v whose window ends at we (on the runs' clock), tied to run i
+// (counted from 0): its phase within that run, and the phases of the earlier runs whose
+// tails it can still see (those that started less than the horizon hz before we).
+func newPoint(runs []run, i int, we time.Duration, v float64, s Sensor, hz time.Duration) Point {
+	ph := we - runs[i].start
+	p := Point{Run: i + 1, PhaseS: ph.Seconds(), MidS: (ph - s.Window/2 - s.Tau).Seconds(), PowerW: v}
+	for r := i - 1; r >= 0 && we-runs[r].start < hz; r-- {
+		p.others = append(p.others, (we - runs[r].start).Seconds())
+	}
+	return p
 }
