@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -235,7 +236,11 @@ func TestCharacterizeStagesResume(t *testing.T) {
 		t.Errorf("the resumed stages have no results")
 	}
 	_, _, text := htmlOutline(t, filepath.Join(out, "report.html"))
-	for _, want := range []string{"run 1", "run 2", "--stages sensor,micro", "--resume"} {
+	var total float64
+	for _, s := range r.Stages {
+		total += s.ClockS
+	}
+	for _, want := range []string{"run 1", "run 2", "--stages sensor,micro", "--resume", fmt.Sprintf("%.0f s (%.1f min) over 4 stages", total, total/60)} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report does not show %q", want)
 		}
