@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -129,5 +130,25 @@ func TestLoadlevelNoGPU(t *testing.T) {
 	}
 	if got.Variant != "cpu" || len(got.Configs) != 1 || len(got.Configs[0].Runs[0].PowerSources) != 1 {
 		t.Errorf("variant %q, configs %+v", got.Variant, got.Configs)
+	}
+}
+
+// Without --contexts, the CPU variant runs one user per host core.
+func TestLoadlevelDefaultContexts(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	args := append([]string{"--levels", "100", "--json"}, loadlevelArgs...)
+	if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Configs []struct {
+			Contexts int `json:"contexts"`
+		} `json:"configs"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Configs) != 1 || got.Configs[0].Contexts != runtime.GOMAXPROCS(0) {
+		t.Errorf("configs %+v, want one with %d contexts", got.Configs, runtime.GOMAXPROCS(0))
 	}
 }

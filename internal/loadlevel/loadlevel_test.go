@@ -2,6 +2,7 @@ package loadlevel
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
@@ -296,5 +297,36 @@ func TestParseLevels(t *testing.T) {
 	}
 	if CV([]float64{1, 1, 1}) != 0 || math.Abs(CV([]float64{1, 2, 3})-0.5) > 1e-12 {
 		t.Error("CV")
+	}
+}
+
+// A level off its target by more than LoadTolerance is flagged, and the reason names the
+// level by its target and gives the actual load.
+func TestLevelOffTargetNamed(t *testing.T) {
+	f, _ := NewFFT(64)
+	f.NsPerOp = 2000
+	res, err := Run(context.Background(), Config{
+		Tx: f, Users: 4, Levels: []float64{1, 0.5}, Intervals: quick(), Clock: clock.NewVirtual(time.Time{}),
+		Meters: []Meter{ModelMeter{Idle: 50, PerBusyUser: 20}}, Seed: 7, LoadTolerance: 1e-9,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Valid || len(res.Invalid) == 0 {
+		t.Fatalf("a 1e-9 tolerance let every level pass: %+v", res.Levels)
+	}
+	var l50 *Level
+	for i := range res.Levels {
+		if res.Levels[i].TargetLoad == 0.5 {
+			l50 = &res.Levels[i]
+		}
+	}
+	want := fmt.Sprintf("level 50 %% (interval %s): actual load %.2f %%", strings.Trim(l50.Label, "_"), 100*l50.ActualLoad)
+	found := false
+	for _, why := range res.Invalid {
+		found = found || strings.HasPrefix(why, want)
+	}
+	if !found || l50.Valid {
+		t.Errorf("reasons %q; want one starting %q", res.Invalid, want)
 	}
 }
