@@ -59,7 +59,7 @@ func (r *Results) Page() report.Page {
 	}
 	p.Notice = strings.Join(notes, " ")
 	p.Sections = append(p.Sections, r.gpuSection(), report.Section{Title: TitleHeadline,
-		Text:  "The figures to compare GPUs by; `gpuwatt report DIR1 DIR2` puts them side by side.",
+		Text:  "The figures to compare GPUs by; gpuwatt report DIR1 DIR2 puts them side by side.",
 		Table: headlineTable([]*Results{r}, nil)})
 	p.Sections = append(p.Sections, r.sensorSections()...)
 	p.Sections = append(p.Sections, r.microSections()...)
@@ -164,9 +164,7 @@ func (r *Results) sensorSections() []report.Section {
 		secs = append(secs, report.Section{Title: "Sensor responses with the fitted models", Plots: r.SensorPlots})
 	}
 	if a := s.Anomalies; a != nil {
-		var x strings.Builder
-		a.WriteText(&x)
-		secs = append(secs, report.Section{Title: "Anomaly tests on " + a.Channel + " (" + a.Model + ")", Text: x.String(), Warnings: a.Warnings})
+		secs = append(secs, report.Section{Title: "Anomaly tests on " + a.Channel + " (" + a.Model + ")", Text: a.Intro(), Table: a.Table(), Warnings: a.Warnings})
 	}
 	return secs
 }
@@ -176,8 +174,9 @@ func (r *Results) microSections() []report.Section {
 	if m == nil {
 		return []report.Section{{Title: TitleMicro, Text: r.notRun(StageMicro)}}
 	}
-	secs := []report.Section{{Title: TitleMicro, Text: "The MIPP microbenchmark suite: each kernel exercises one instruction class or one memory level; its energy per unit of work is split into the baseline power's share and what the work adds above it.",
-		Plots: []report.Plot{microPlot(m)}}}
+	plot, names := microPlot(m)
+	secs := []report.Section{{Title: TitleMicro, Text: "The MIPP microbenchmark suite: each kernel exercises one instruction class or one memory level; its energy per unit of work (pJ per instruction or per byte) is split into the baseline power's share and what the work adds above it.\n\nThe kernels in the plot: " + strings.Join(names, " · ") + ".",
+		Plots: []report.Plot{plot}}}
 	for _, s := range micro.Page(m).Sections {
 		if s.Title == "Warnings" {
 			continue // they are in the warnings section
@@ -188,17 +187,26 @@ func (r *Results) microSections() []report.Section {
 	return secs
 }
 
-// microPlot is energy per unit over the kernels of the arithmetic and memory groups.
-func microPlot(m *micro.Report) report.Plot {
-	p := report.Plot{Title: "Energy per unit of work, by kernel (numbered as in the tables below)", XLabel: "kernel number", YLabel: "energy per unit (pJ)", YLog: true}
+// microPlot is energy per unit over the kernels whose unit is an instruction or a byte (the
+// baseline's is a launch, off this scale), numbered in table order; names are "n kernel".
+func microPlot(m *micro.Report) (report.Plot, []string) {
+	p := report.Plot{Title: "Energy per unit of work, by kernel (numbered as listed above the plot)", XLabel: "kernel number", YLabel: "energy per unit (pJ)", YLog: true}
 	all := report.Series{Name: "in all", Style: report.Points}
 	above := report.Series{Name: "above pi0", Style: report.Points}
-	for i, row := range m.Rows {
-		all.X, all.Y = append(all.X, float64(i+1)), append(all.Y, row.PJPerUnit)
-		above.X, above.Y = append(above.X, float64(i+1)), append(above.Y, row.PJPerUnitAbovePi0)
+	var names []string
+	for _, row := range m.Rows {
+		if row.Unit != "op" && row.Unit != "B" {
+			continue
+		}
+		n := float64(len(names) + 1)
+		names = append(names, fmt.Sprintf("%d %s", len(names)+1, row.Name))
+		all.X, all.Y = append(all.X, n), append(all.Y, row.PJPerUnit)
+		if row.PJPerUnitAbovePi0 > 0 {
+			above.X, above.Y = append(above.X, n), append(above.Y, row.PJPerUnitAbovePi0)
+		}
 	}
 	p.Series = []report.Series{all, above}
-	return p
+	return p, names
 }
 
 func (r *Results) archlineSections() []report.Section {
