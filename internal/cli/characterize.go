@@ -34,7 +34,7 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	stagesFlag := fs.String("stages", "", "run only these stages (comma-separated: "+strings.Join(characterize.Stages, ",")+"); default all")
 	resume := fs.Bool("resume", false, "keep the stages an earlier run into --out finished (its results.json) and run the rest")
-	contexts := fs.Int("contexts", 0, "users of the load-level stage (default 4 on a GPU, the host's cores on the CPU variant)")
+	contexts := fs.Int("contexts", 0, "users of the load-level stage (default 8 on a GPU, the host's cores on the CPU variant)")
 	if code, ok := a.parseFlags(fs, args, characterizeSynopsis); !ok {
 		return code
 	}
@@ -110,10 +110,8 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 		opt.Stage = func(i, n int, name, what string) {
 			fmt.Fprintf(a.Stderr, "gpuwatt characterize: [%d/%d] %s: %s (%s elapsed)\n", i, n, name, what, time.Since(t0).Round(time.Second))
 		}
-		if a.interactive() {
-			opt.Progress = func(stage, step string) {
-				fmt.Fprintf(a.Stderr, "gpuwatt characterize:   %s: %s\n", stage, step)
-			}
+		opt.Progress = func(stage, step string) {
+			fmt.Fprintf(a.Stderr, "gpuwatt characterize:   %s: %s\n", stage, step)
 		}
 	}
 	res, err := characterize.Run(ctx, opt)

@@ -69,11 +69,31 @@ func (r *Report) Page() report.Page {
 		p.Sections = append(p.Sections, report.Section{Title: c.Name, Plots: plots})
 	}
 	if a := r.Anomalies; a != nil {
-		var b strings.Builder
-		a.WriteText(&b)
-		p.Sections = append(p.Sections, report.Section{Title: "Anomaly tests (seed 003) on " + a.Channel, Text: b.String(), Warnings: a.Warnings})
+		p.Sections = append(p.Sections, report.Section{Title: "Anomaly tests (seed 003) on " + a.Channel, Text: a.Intro(), Table: a.Table(), Warnings: a.Warnings})
 	}
 	return p
+}
+
+// Intro says what the anomaly tests are, for a page.
+func (a *Anomalies) Intro() string {
+	return fmt.Sprintf("Seed 003's tests of a sensor's energy, on %s with its model %s: a kernel run twice as long must take twice the energy; a run right after another must take the same as the first; and the energy above idle that a kernel leaves after it ends (the tail) shows what a trace cut at the kernel's end misses. Corrected is through the model, naive the plain integral of the readings.", a.Channel, a.Model)
+}
+
+// Table is the anomaly tests as a table: each test's corrected and naive figure, what
+// passes and the verdict.
+func (a *Anomalies) Table() *report.Table {
+	pass := map[bool]string{true: "pass", false: "FAIL"}
+	tail := "–"
+	if a.TailTrueJ != nil {
+		tail = fmt.Sprintf("true %.1f J", *a.TailTrueJ)
+	}
+	return &report.Table{Header: []string{"test", "corrected", "naive", "passes at", "verdict"}, Rows: [][]string{
+		{"doubling: energy of 2× the run / of 1×", fmt.Sprintf("%.3f×", a.DoublingCorrected), fmt.Sprintf("%.3f×", a.DoublingNaive), "2.00 ± 0.04", pass[a.DoublingPass]},
+		{"back-to-back: second run against the first", fmt.Sprintf("%+.2f %%", 100*a.BackToBackCorrected), fmt.Sprintf("%+.2f %%", 100*a.BackToBackNaive), "± 2 %", pass[a.BackToBackPass]},
+		{fmt.Sprintf("tail: energy above idle (%.1f W) after the kernel", a.IdleW),
+			fmt.Sprintf("%.1f J over %.2f s (%.1f %% of the kernel's %.1f J)", a.TailCorrectedJ, a.TailCorrectedS, 100*a.TailShareOfKernel, a.KernelCorrectedJ),
+			fmt.Sprintf("%.1f J over %.2f s", a.TailNaiveJ, a.TailNaiveS), tail, "shown"},
+	}}
 }
 
 func f3(v float64) string {
