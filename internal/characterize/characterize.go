@@ -558,11 +558,7 @@ func collectWarnings(r *Results) []string {
 	}
 	if m := r.Micro; m != nil {
 		add("micro", m.Warnings)
-		rows := make([]rowWarnings, len(m.Rows))
-		for i, row := range m.Rows {
-			rows[i] = rowWarnings{row.Name, row.Warnings}
-		}
-		add("micro", groupDisagreements(rows))
+		add("micro", m.RowWarnings())
 		if m.Incomplete {
 			add("micro", []string{"incomplete: " + m.IncompleteReason})
 		}

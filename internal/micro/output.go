@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"gpuwatt/internal/region"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/units"
 )
@@ -40,13 +41,7 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	tw.Flush()
 	b.WriteString("\n pJ/unit: energy per instruction (op) or byte (B) in all; pi0 share: the baseline power's part; above pi0: what the work adds.\n")
-	var warns []string
-	for _, x := range r.Rows {
-		for _, wn := range x.Warnings {
-			warns = append(warns, x.Name+": "+wn)
-		}
-	}
-	warns = append(warns, r.Warnings...)
+	warns := append(r.RowWarnings(), r.Warnings...)
 	if len(warns) > 0 {
 		b.WriteString("\n warnings:\n")
 		for _, wn := range warns {
@@ -139,6 +134,7 @@ func Page(r *Report) report.Page {
 		if i == 0 {
 			sec.Text = intro
 		}
+		var named []region.Named
 		tab := &report.Table{Header: []string{"kernel", "unit", "time/launch", "throughput", "per clk/SM", "spec", "clock (MHz)", "mean power", "max power", "energy/launch", "pJ/unit", "pi0 share", "above pi0", "units/J"}}
 		for _, x := range r.Rows {
 			if x.Group != gr.match {
@@ -151,8 +147,9 @@ func Page(r *Report) report.Page {
 			tab.Rows = append(tab.Rows, []string{x.Name, x.Unit, fmtSec(x.TimePerLaunchS), throughput(x), fmt.Sprintf("%.1f", x.PerCycleSM), spec,
 				fmt.Sprintf("%.0f", x.ClockMHz), units.Power(x.MeanPowerW).String(), units.Power(x.MaxPowerW).String(), units.Energy(x.EnergyPerLaunchJ).String(),
 				fmt.Sprintf("%.4g", x.PJPerUnit), fmt.Sprintf("%.4g", x.PJPerUnitPi0), fmt.Sprintf("%.4g", x.PJPerUnitAbovePi0), fmt.Sprintf("%.4g", x.PerJoule)})
-			sec.Warnings = append(sec.Warnings, prefix(x.Name, x.Warnings)...)
+			named = append(named, region.Named{Name: x.Name, Warnings: x.Warnings})
 		}
+		sec.Warnings = region.GroupDisagreements(named)
 		if len(tab.Rows) > 0 {
 			sec.Table = tab
 			p.Sections = append(p.Sections, sec)
@@ -171,14 +168,6 @@ func Page(r *Report) report.Page {
 		p.Sections = append(p.Sections, report.Section{Title: "Warnings", Warnings: r.Warnings})
 	}
 	return p
-}
-
-func prefix(name string, ws []string) []string {
-	var out []string
-	for _, w := range ws {
-		out = append(out, name+": "+w)
-	}
-	return out
 }
 
 // variantSection plots one intensity variant: throughput, mean and max power, and energy
@@ -241,4 +230,14 @@ func variantSection(r *Report, title, group, key, xlabel string) (report.Section
 			Series: []report.Series{{Name: "mean power", X: x, Y: mean, Style: report.Line}, {Name: "max power", X: x, Y: maxp, Style: report.Line, Dash: true}}},
 		{Title: title + ": energy per " + rows[0].Unit, XLabel: xlabel, YLabel: "energy (pJ per " + rows[0].Unit + ")", XLog: logx, YMin: report.Float(0), Series: pjSeries},
 	}}, true
+}
+
+// RowWarnings are the kernels' warnings, each prefixed with its kernel; a channel
+// disagreement that many kernels share is one warning (region.GroupDisagreements).
+func (r *Report) RowWarnings() []string {
+	named := make([]region.Named, len(r.Rows))
+	for i, x := range r.Rows {
+		named[i] = region.Named{Name: x.Name, Warnings: x.Warnings}
+	}
+	return region.GroupDisagreements(named)
 }

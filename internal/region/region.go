@@ -360,23 +360,23 @@ func agreement(gs *Summary, byName map[string]Channel, head Channel, calibrated 
 		var why string
 		switch n {
 		case "power.usage", "power.average":
-			why = LagReason(n, dur)
+			why = lagReason(n, dur)
 		case "power.instant":
 			why = "power.instant averages only part of each update period (about 25 ms of every 100 ms on A100/H100, Yang et al. SC'24): a load that varies faster than the update period is sampled, not integrated"
 		case "power.samples":
 			why = "the driver's 20 ms sample buffer and the energy counter should agree; a lasting difference points at a gain or offset error of one of them"
 		}
-		warn(DisagreeFormat, n, gs.EnergySource, 100*diff, c.EnergyJ, head.EnergyJ, why)
+		warn(disagreeFormat, n, gs.EnergySource, 100*diff, c.EnergyJ, head.EnergyJ, why)
 	}
 }
 
-// DisagreeFormat is the warning that two channels' energies over a region disagree: the
+// disagreeFormat is the warning that two channels' energies over a region disagree: the
 // channel, the headline's source, the difference in %, both energies in J and why.
-// characterize parses it to merge the kernels that share one.
-const DisagreeFormat = "%s and %s disagree by %+.1f %% (%.1f J vs %.1f J): %s"
+// GroupDisagreements parses it to merge the kernels that share one.
+const disagreeFormat = "%s and %s disagree by %+.1f %% (%.1f J vs %.1f J): %s"
 
-// LagReason is why a 1 s moving-average channel misses over a run of length dur.
-func LagReason(channel string, dur time.Duration) string {
+// lagReason is why a 1 s moving-average channel misses over a run of length dur.
+func lagReason(channel string, dur time.Duration) string {
 	return fmt.Sprintf("%s is a moving average over about 1 s: it lags the load, so over a %s run energy drawn at the start is seen late and energy drawn at the end falls after the run", channel, FmtDur(dur.Seconds()))
 }
 

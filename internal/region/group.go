@@ -1,4 +1,4 @@
-package characterize
+package region
 
 import (
 	"fmt"
@@ -7,33 +7,30 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"gpuwatt/internal/region"
 )
 
-// disagreeRe matches region's channel-agreement warning: "A and B disagree by +6.2 % (x J vs
-// y J): why" (region.agreement writes it; TestGroupDisagreementsFromRegion keeps the two in
-// step).
+// disagreeRe matches agreement's warning (disagreeFormat): "A and B disagree by +6.2 % (x J vs
+// y J): why".
 var disagreeRe = regexp.MustCompile(`^(.+?) and (.+?) disagree by ([+-]?[0-9.]+) % \([^)]*\): (.*)$`)
 
 // runRe is the run length inside the moving-average channels' reason.
 var runRe = regexp.MustCompile(`over an? (\S+ \S+) run\b`)
 
-// groupMin is how many kernels must share one channel disagreement before it is told once.
-const groupMin = 3
+// GroupMin is how many kernels must share one channel disagreement before it is told once.
+const GroupMin = 3
 
-// rowWarnings are one kernel's (or point's) warnings.
-type rowWarnings struct {
-	name     string
-	warnings []string
+// Named are the warnings of one kernel (or point) of a run of many.
+type Named struct {
+	Name     string
+	Warnings []string
 }
 
-// groupDisagreements turns the per-kernel warnings of a stage into the stage's list. A
-// channel disagreement that groupMin or more kernels share for one reason (with --quick's
+// GroupDisagreements turns the per-kernel warnings of a run of many regions into one list.
+// A channel disagreement (agreement's warning) that GroupMin or more kernels share for one reason (with --quick's
 // 2 s runs the 1 s moving-average channels miss on many kernels) becomes one warning that
 // gives the range and names every kernel with its figure; everything else is kept as it
 // was, prefixed with its kernel, in the order met.
-func groupDisagreements(rows []rowWarnings) []string {
+func GroupDisagreements(rows []Named) []string {
 	type member struct {
 		kernel, text, run string
 		pct               float64
@@ -49,7 +46,7 @@ func groupDisagreements(rows []rowWarnings) []string {
 	var items []item
 	groups := map[string]*group{}
 	for _, r := range rows {
-		for _, w := range r.warnings {
+		for _, w := range r.Warnings {
 			m := disagreeRe.FindStringSubmatch(w)
 			var pct float64
 			var err error
@@ -57,7 +54,7 @@ func groupDisagreements(rows []rowWarnings) []string {
 				pct, err = strconv.ParseFloat(m[3], 64)
 			}
 			if m == nil || err != nil {
-				items = append(items, item{text: r.name + ": " + w})
+				items = append(items, item{text: r.Name + ": " + w})
 				continue
 			}
 			run := ""
@@ -72,7 +69,7 @@ func groupDisagreements(rows []rowWarnings) []string {
 				groups[key] = g
 				items = append(items, item{g: g})
 			}
-			g.members = append(g.members, member{kernel: r.name, text: r.name + ": " + w, run: run, pct: pct})
+			g.members = append(g.members, member{kernel: r.Name, text: r.Name + ": " + w, run: run, pct: pct})
 		}
 	}
 	var out []string
@@ -82,7 +79,7 @@ func groupDisagreements(rows []rowWarnings) []string {
 			continue
 		}
 		g := it.g
-		if len(g.members) < groupMin {
+		if len(g.members) < GroupMin {
 			for _, mb := range g.members {
 				out = append(out, mb.text)
 			}
@@ -108,7 +105,7 @@ func groupDisagreements(rows []rowWarnings) []string {
 		}
 		why := strings.ReplaceAll(g.why, "a RUN", run)
 		out = append(out, fmt.Sprintf("%s and %s disagree by more than %g %% on %d of %d kernels, %+.1f … %+.1f %% (%s): %s",
-			g.a, g.b, 100*region.ChannelDisagreement, len(g.members), len(rows), lo, hi, strings.Join(each, ", "), why))
+			g.a, g.b, 100*ChannelDisagreement, len(g.members), len(rows), lo, hi, strings.Join(each, ", "), why))
 	}
 	return out
 }
