@@ -197,8 +197,8 @@ func (s *Series) Energy(from, to time.Duration) Result {
 			100*r.DataCoverage, fmtS(a), fmtS(b), fmtT(from), fmtT(to))
 	}
 	if r.SensorCoverage < 1 {
-		warn("the sensor sees %.0f %% of the time (a %s window every %s): a load that varies faster than %s is sampled, not integrated (Yang et al.); a steady load is measured right",
-			100*r.SensorCoverage, fmtDur(m.Window), fmtDur(s.period), fmtDur(s.period))
+		warn("the sensor sees %.0f %% of the time (%s): a load that varies faster than %s is sampled, not integrated (Yang et al.); a steady load is measured right",
+			100*r.SensorCoverage, m.seenAs(s.period), fmtDur(s.period))
 	}
 	if r.Samples < opt.MinSamples {
 		warn("only %d readings in the region: want at least %d for an energy within a few per cent", r.Samples, opt.MinSamples)

@@ -158,7 +158,7 @@ type Result struct {
 	TauS       float64 `json:"tau_s,omitempty"`
 	// Grid describes the sample grid of a buffered channel's timestamps, where they lie on one.
 	Grid     *Grid   `json:"grid,omitempty"`
-	Coverage float64 `json:"coverage"` // W/T
+	Coverage float64 `json:"coverage"` // share of the time seen: W/T, or 2 tau/T for a lag, at most 1
 	PollS    float64 `json:"poll_s"`
 	// Syncs counts the online variant's clock syncs.
 	Syncs int `json:"syncs,omitempty"`
@@ -434,8 +434,10 @@ func newResult(name, channel, method string, opt Options, runs []run) *Result {
 		Model: opt.Sensor.Model(),
 	}
 	res.Coverage = min(1, res.WindowS/res.PeriodS)
-	if opt.Sensor.Tau > 0 {
-		res.Coverage = 1 // a lag spreads every instant over the readings after it
+	if opt.Sensor.Tau > 0 && opt.Sensor.Window == 0 {
+		// A lag read every T weighs about the last 2 tau before each reading (the
+		// coverage correct.Model and the sensor stage give it).
+		res.Coverage = min(1, 2*res.TauS/res.PeriodS)
 	}
 	if opt.Sensor.Window == 0 && opt.Sensor.Tau == 0 {
 		res.Warnings = append(res.Warnings, "the sensor is taken as a point sampler (window 0)")

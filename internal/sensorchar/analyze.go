@@ -29,7 +29,7 @@ type Channel struct {
 	FirstMoveS    float64 `json:"first_move_s"`           // load start to the first reading that moved
 	WindowS       float64 `json:"window_s,omitempty"`
 	TauS          float64 `json:"tau_s,omitempty"`
-	Coverage      float64 `json:"coverage"` // W/T, at most 1
+	Coverage      float64 `json:"coverage"` // share of the time seen: W/T (boxcar), 2 tau/T (rc), at most 1
 	// RMS residuals of the best boxcar and the best RC fit, as a share of the step; and of
 	// the best boxcar of a lagged signal, tried where neither fits within 2 %.
 	ResidualBoxcar float64  `json:"residual_boxcar"`
@@ -376,14 +376,17 @@ func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch 
 	c.DelayS = best.delay
 	if best.rc {
 		c.Kind, c.TauS = "rc", best.p
-		c.Coverage = 1
 		c.model = correct.Model{Kind: correct.RC, Tau: secs(best.p), Period: secs(T), Delay: secs(best.delay)}
 	} else {
 		c.Kind, c.WindowS, c.TauS = "boxcar", best.p, best.tau
-		c.Coverage = math.Min(1, best.p/T)
 		c.model = correct.Model{Kind: correct.Boxcar, Window: max(secs(best.p), time.Microsecond), Tau: secs(best.tau), Period: secs(T), Delay: secs(best.delay)}
 	}
 	c.Model = c.model.String()
+	c.Coverage = c.model.Coverage(secs(T))
+	if c.Coverage < PartialCoverage {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("sees about %.0f %% of the time (%s): a load that varies faster than its %.0f ms update period is sampled, not integrated; its energy over short or varying regions is uncertain",
+			100*c.Coverage, seenAs(c), 1e3*T))
+	}
 	if resid > 0.05 {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("no model fits well: RMS residual %.1f %% of the step", 100*resid))
 	}
@@ -560,3 +563,14 @@ func anomalies(tr *trace.Trace, g int, ref *Channel, rec *recording, truth trueE
 
 // ErrNoExecutor is returned when the device cannot run gpuwatt's kernels.
 var ErrNoExecutor = errors.New("the GPU cannot run gpuwatt's kernels")
+
+// PartialCoverage is the coverage below which a channel is flagged as seeing part of the time.
+const PartialCoverage = 0.9
+
+// seenAs says what a channel's readings see: "a 36 ms window every 101 ms".
+func seenAs(c *Channel) string {
+	if c.Kind == "rc" {
+		return fmt.Sprintf("a lag of tau %.3g ms read every %.4g ms", 1e3*c.TauS, 1e3*c.PeriodS)
+	}
+	return fmt.Sprintf("a %.3g ms window every %.4g ms", 1e3*c.WindowS, 1e3*c.PeriodS)
+}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +71,21 @@ func TestIdentifyPresets(t *testing.T) {
 					}
 				case c.Kind != "boxcar" || !near(c.WindowS, m.Window.Seconds(), 0.10, 1e-3):
 					t.Errorf("%s: %s, want boxcar window=%v", c.Name, c.Model, m.Window)
+				}
+				// Coverage against the true model's: W/T for a boxcar, 2 tau/T for a lag;
+				// a channel that sees less than PartialCoverage of the time is flagged.
+				trueCov := 1.0
+				if m.Window > 0 {
+					trueCov = min(1, m.Window.Seconds()/T)
+				} else if m.Tau > 0 {
+					trueCov = min(1, 2*m.Tau.Seconds()/T)
+				}
+				if !near(c.Coverage, trueCov, 0.12, 0.01) {
+					t.Errorf("%s: coverage %.3f, true %.3f", c.Name, c.Coverage, trueCov)
+				}
+				flagged := slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, "of the time") })
+				if flagged != (c.Coverage < PartialCoverage) {
+					t.Errorf("%s: coverage %.2f, flagged %v: %q", c.Name, c.Coverage, flagged, c.Warnings)
 				}
 				t.Logf("%-22s %s (true T=%v W=%v tau=%v delay=%v)", c.Name, c.Model, m.Period, m.Window, m.Tau, m.Delay)
 			}
