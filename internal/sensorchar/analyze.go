@@ -30,6 +30,10 @@ type Channel struct {
 	WindowS       float64 `json:"window_s,omitempty"`
 	TauS          float64 `json:"tau_s,omitempty"`
 	Coverage      float64 `json:"coverage"` // share of the time seen: W/T (boxcar), 2 tau/T (rc), at most 1
+	// StepW is how far the load's step moved the channel (the boxcar fit's levels), NoiseW
+	// the standard deviation of its idle readings.
+	StepW  float64 `json:"step_w"`
+	NoiseW float64 `json:"noise_w"`
 	// RMS residuals of the best boxcar and the best RC fit, as a share of the step; and of
 	// the best boxcar of a lagged signal, tried where neither fits within 2 %.
 	ResidualBoxcar float64  `json:"residual_boxcar"`
@@ -353,8 +357,14 @@ func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch 
 	box := sch.fit(false, c.ts, c.ys, 1e-4, 3, dMax)
 	rc := sch.fit(true, c.ts, c.ys, 1e-3, 5, dMax)
 	step := math.Abs(box.levels[stateOn] - box.levels[statePre])
+	c.StepW = step
+	c.NoiseW = stdIn(samples, rec.idle.start+rec.idle.Dur()/4, rec.idle.end)
 	if step <= 0 {
 		step = 1
+	}
+	weak := step < MinStepSNR*c.NoiseW || step < 0.5
+	if weak {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("the load moves it by only %.2f W (noise %.2f W at idle): too little to tell its model; the fit is shown, not to be trusted", c.StepW, c.NoiseW))
 	}
 	c.ResidualBoxcar, c.ResidualRC = box.rms()/step, rc.rms()/step
 	best := box
@@ -387,7 +397,7 @@ func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch 
 		c.Warnings = append(c.Warnings, fmt.Sprintf("sees about %.0f %% of the time (%s): a load that varies faster than its %.0f ms update period is sampled, not integrated; its energy over short or varying regions is uncertain",
 			100*c.Coverage, seenAs(c), 1e3*T))
 	}
-	if resid > 0.05 {
+	if resid > 0.05 && !weak {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("no model fits well: RMS residual %.1f %% of the step", 100*resid))
 	}
 	// First reading that moved after the load started.
@@ -563,6 +573,33 @@ func anomalies(tr *trace.Trace, g int, ref *Channel, rec *recording, truth trueE
 
 // ErrNoExecutor is returned when the device cannot run gpuwatt's kernels.
 var ErrNoExecutor = errors.New("the GPU cannot run gpuwatt's kernels")
+
+// MinStepSNR is how many times its idle noise the load's step must move a channel for its
+// model to be told.
+const MinStepSNR = 5
+
+// stdIn is the standard deviation of the readings in [from, to] (0 for fewer than 2).
+func stdIn(s []trace.Sample, from, to time.Duration) float64 {
+	var v []float64
+	for _, x := range s {
+		if x.T >= from && x.T <= to {
+			v = append(v, x.Value)
+		}
+	}
+	if len(v) < 2 {
+		return 0
+	}
+	m := 0.0
+	for _, x := range v {
+		m += x
+	}
+	m /= float64(len(v))
+	ss := 0.0
+	for _, x := range v {
+		ss += (x - m) * (x - m)
+	}
+	return math.Sqrt(ss / float64(len(v)-1))
+}
 
 // PartialCoverage is the coverage below which a channel is flagged as seeing part of the time.
 const PartialCoverage = 0.9

@@ -154,3 +154,31 @@ func TestScheduleWeights(t *testing.T) {
 		t.Errorf("rcWeights = %v", r)
 	}
 }
+
+// TestWeakStep: a channel the load hardly moves (the h100 sim's memory power does not follow
+// the load) is flagged as too weak to tell its model, not as a bad fit; one it moves is not.
+func TestWeakStep(t *testing.T) {
+	rep, _ := runPreset(t, "h100", true)
+	has := func(c *Channel, s string) bool {
+		return slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, s) })
+	}
+	seen := 0
+	for i := range rep.Channels {
+		c := rep.Channels[i]
+		switch c.Name {
+		case "power.memory.average":
+			seen++
+			if c.StepW >= 0.5 || !has(c, "too little to tell its model") || has(c, "no model fits well") {
+				t.Errorf("%s: step %.3f W, noise %.3f W, warnings %q", c.Name, c.StepW, c.NoiseW, c.Warnings)
+			}
+		case "power.usage":
+			seen++
+			if c.StepW < 100 || c.NoiseW <= 0 || c.NoiseW > 1 || has(c, "too little") {
+				t.Errorf("%s: step %.3f W, noise %.3f W, warnings %q", c.Name, c.StepW, c.NoiseW, c.Warnings)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("%d of the 2 channels found", seen)
+	}
+}
