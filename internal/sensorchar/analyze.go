@@ -586,19 +586,8 @@ func stdIn(s []trace.Sample, from, to time.Duration) float64 {
 			v = append(v, x.Value)
 		}
 	}
-	if len(v) < 2 {
-		return 0
-	}
-	m := 0.0
-	for _, x := range v {
-		m += x
-	}
-	m /= float64(len(v))
-	ss := 0.0
-	for _, x := range v {
-		ss += (x - m) * (x - m)
-	}
-	return math.Sqrt(ss / float64(len(v)-1))
+	_, sd := meanSD(v)
+	return sd
 }
 
 // PartialCoverage is the coverage below which a channel is flagged as seeing part of the time.
