@@ -11,6 +11,7 @@ import (
 
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/loadlevel"
 	"gpuwatt/internal/report"
 )
 
@@ -75,5 +76,26 @@ func TestUnknownStage(t *testing.T) {
 	opt.Stages = []string{"sensor", "tea"}
 	if _, err := Run(context.Background(), opt); err == nil || !strings.Contains(err.Error(), `"tea"`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestInvalidLoadLevelWarnedOnce: each reason an invalid load-level run gives is one warning,
+// marked INVALID, and the run's own warnings stay.
+func TestInvalidLoadLevelWarnedOnce(t *testing.T) {
+	why := "level 100 % (interval 003_lvl): actual load 105.36 % is not within ±2.0 points of the target"
+	r := &Results{Loadlevel: &loadlevel.Report{Warnings: []string{"stage note"}, Configs: []*loadlevel.ConfigResult{
+		{Runs: []*loadlevel.Result{{Invalid: []string{why}, Warnings: []string{"run note"}}}}}}}
+	ws := collectWarnings(r)
+	n := 0
+	for _, w := range ws {
+		if strings.Contains(w, "105.36 %") {
+			n++
+			if w != "loadlevel: INVALID run: "+why {
+				t.Errorf("warning %q", w)
+			}
+		}
+	}
+	if n != 1 || !slices.Contains(ws, "loadlevel: stage note") || !slices.Contains(ws, "loadlevel: run note") {
+		t.Errorf("%d INVALID warnings in %q", n, ws)
 	}
 }
