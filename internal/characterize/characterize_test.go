@@ -12,6 +12,7 @@ import (
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/loadlevel"
+	"gpuwatt/internal/micro"
 	"gpuwatt/internal/report"
 )
 
@@ -97,5 +98,24 @@ func TestInvalidLoadLevelWarnedOnce(t *testing.T) {
 	}
 	if n != 1 || !slices.Contains(ws, "loadlevel: stage note") || !slices.Contains(ws, "loadlevel: run note") {
 		t.Errorf("%d INVALID warnings in %q", n, ws)
+	}
+}
+
+// TestMicroPlot: the summary plot has the kernels counted per instruction or byte, numbered
+// as its list names them; the baseline (per launch) is left out, and a kernel with nothing
+// above pi0 has no point on the log axis.
+func TestMicroPlot(t *testing.T) {
+	m := &micro.Report{Rows: []micro.Row{
+		{Name: "baseline", Unit: "launch", PJPerUnit: 4e8},
+		{Name: "fp32.fma", Unit: "op", PJPerUnit: 11.7, PJPerUnitAbovePi0: 7.9},
+		{Name: "dram.copy", Unit: "B", PJPerUnit: 110, PJPerUnitAbovePi0: 0},
+	}}
+	p, names := microPlot(m)
+	if !slices.Equal(names, []string{"1 fp32.fma", "2 dram.copy"}) {
+		t.Errorf("names %q", names)
+	}
+	all, above := p.Series[0], p.Series[1]
+	if !slices.Equal(all.X, []float64{1, 2}) || !slices.Equal(all.Y, []float64{11.7, 110}) || !slices.Equal(above.X, []float64{1}) || !slices.Equal(above.Y, []float64{7.9}) {
+		t.Errorf("in all %v %v, above pi0 %v %v", all.X, all.Y, above.X, above.Y)
 	}
 }
