@@ -182,3 +182,21 @@ func TestWeakStep(t *testing.T) {
 		t.Fatalf("%d of the 2 channels found", seen)
 	}
 }
+
+// TestAnomalyTable: the anomaly tests' table gives each figure with its verdict.
+func TestAnomalyTable(t *testing.T) {
+	a := &Anomalies{Channel: "power.samples", DoublingCorrected: 2.0099, DoublingNaive: 2.0266, DoublingPass: true,
+		BackToBackCorrected: 0.001036, BackToBackNaive: -0.0301, BackToBackPass: false, IdleW: 122.47,
+		TailCorrectedJ: 1.95, TailCorrectedS: 0.25, TailShareOfKernel: 0.0054, KernelCorrectedJ: 363.4, TailNaiveJ: 5.27, TailNaiveS: 0.1}
+	tab := a.Table()
+	want := [][]string{
+		{"doubling: energy of 2× the run / of 1×", "2.010×", "2.027×", "2.00 ± 0.04", "pass"},
+		{"back-to-back: second run against the first", "+0.10 %", "-3.01 %", "± 2 %", "FAIL"},
+		{"tail: energy above idle (122.5 W) after the kernel", "1.9 J over 0.25 s (0.5 % of the kernel's 363.4 J)", "5.3 J over 0.10 s", "–", "shown"},
+	}
+	for i, row := range want {
+		if !slices.Equal(tab.Rows[i], row) {
+			t.Errorf("row %d: %q, want %q", i, tab.Rows[i], row)
+		}
+	}
+}
