@@ -14,6 +14,7 @@ import (
 	"gpuwatt/internal/loadlevel"
 	"gpuwatt/internal/micro"
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/trace"
 )
 
 func openSim(t *testing.T) Options {
@@ -117,5 +118,27 @@ func TestMicroPlot(t *testing.T) {
 	all, above := p.Series[0], p.Series[1]
 	if !slices.Equal(all.X, []float64{1, 2}) || !slices.Equal(all.Y, []float64{11.7, 110}) || !slices.Equal(above.X, []float64{1}) || !slices.Equal(above.Y, []float64{7.9}) {
 		t.Errorf("in all %v %v, above pi0 %v %v", all.X, all.Y, above.X, above.Y)
+	}
+}
+
+func TestShortNames(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"r/h200/full/ch", "r/h200/quick/ch"}, []string{"full/ch", "quick/ch"}},
+		{[]string{"a/x-full/full", "a/x-quick/quick", "a/x-quick-run3/quick"}, []string{"x-full/full", "x-quick/quick", "x-quick-run3/quick"}},
+		{[]string{"h100", "h200/"}, []string{"h100", "h200"}},
+		{[]string{"same", "same"}, []string{"same", "same"}},
+	} {
+		if got := ShortNames(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("ShortNames(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestHeadlineNamesTheCard: two cards of one model are told apart by UUID and date.
+func TestHeadlineNamesTheCard(t *testing.T) {
+	r := &Results{GPU: trace.GPU{Name: "NVIDIA H200", UUID: "GPU-7834e710"}, Date: "2026-11-21T13:36:36Z"}
+	h := r.Headline()
+	if !slices.Contains(h, [2]string{"UUID", "GPU-7834e710"}) || !slices.Contains(h, [2]string{"date", "2026-11-21T13:36:36Z"}) {
+		t.Errorf("headline %q", h)
 	}
 }

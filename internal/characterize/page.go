@@ -3,6 +3,7 @@ package characterize
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -273,6 +274,8 @@ func (r *Results) Headline() [][2]string {
 	var h [][2]string
 	add := func(k, v string) { h = append(h, [2]string{k, v}) }
 	add("GPU", r.GPU.Name)
+	add("UUID", r.GPU.UUID) // several cards of one model differ: the UUID tells them apart
+	add("date", r.Date)
 	add("device", r.Device)
 	add("driver", r.DriverVersion)
 	mode := "full"
@@ -372,6 +375,7 @@ func Compare(rs []*Results, names []string) report.Page {
 		return rs[0].Page()
 	}
 	p := report.Page{Title: fmt.Sprintf("gpuwatt report: %d energy datasheets side by side", len(rs)), Subtitle: strings.Join(names, " · ")}
+	names = ShortNames(names)
 	var notes []string
 	for i, r := range rs {
 		if r.Sim {
@@ -398,4 +402,29 @@ func Compare(rs []*Results, names []string) report.Page {
 		}
 	}
 	return p
+}
+
+// ShortNames labels directories by the fewest trailing path elements that tell them apart
+// ("a/full/ch", "b/quick/ch" → "full/ch", "quick/ch"); the full paths where that fails.
+func ShortNames(dirs []string) []string {
+	parts := make([][]string, len(dirs))
+	most := 0
+	for i, d := range dirs {
+		parts[i] = strings.Split(strings.Trim(filepath.ToSlash(filepath.Clean(d)), "/"), "/")
+		most = max(most, len(parts[i]))
+	}
+	for k := 1; k <= most; k++ {
+		out := make([]string, len(dirs))
+		seen := map[string]bool{}
+		unique := true
+		for i, p := range parts {
+			out[i] = strings.Join(p[max(0, len(p)-k):], "/")
+			unique = unique && !seen[out[i]]
+			seen[out[i]] = true
+		}
+		if unique {
+			return out
+		}
+	}
+	return dirs
 }
