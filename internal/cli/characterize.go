@@ -4,7 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -156,15 +156,7 @@ func writeCharacterize(dir string, res *characterize.Results) error {
 		return err
 	}
 	if res.SensorProfile != nil {
-		f, err := os.Create(filepath.Join(dir, "sensor.json"))
-		if err != nil {
-			return err
-		}
-		if err := correct.WriteProfile(f, *res.SensorProfile); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
+		if err := writeFile(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, *res.SensorProfile) }); err != nil {
 			return err
 		}
 	}

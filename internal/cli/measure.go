@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -132,11 +133,16 @@ func writeMeasureFiles(dir string, res *measure.Result, sum *measure.Summary) er
 	if err := report.WriteJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, "report.html"))
+	return writeFile(filepath.Join(dir, "report.html"), measure.Page(res.Trace, sum).Render)
+}
+
+// writeFile creates path and fills it with write; a failed write or close is the error.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := measure.Page(res.Trace, sum).Render(f); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}

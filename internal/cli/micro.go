@@ -4,7 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 	"time"
@@ -137,15 +137,7 @@ func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu
 	if err := report.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, "results.csv"))
-	if err != nil {
-		return err
-	}
-	if err := micro.WriteCSV(f, rep); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeFile(filepath.Join(dir, "results.csv"), func(w io.Writer) error { return micro.WriteCSV(w, rep) }); err != nil {
 		return err
 	}
 	return micro.Page(rep).WriteFile(filepath.Join(dir, "report.html"))

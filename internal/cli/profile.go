@@ -5,7 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 	"time"
@@ -328,15 +328,7 @@ func writeProfile(dir string, res *profile.Result) error {
 	if err := report.WriteJSON(filepath.Join(dir, "profile.json"), res); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, "profile.csv"))
-	if err != nil {
-		return err
-	}
-	if err := profile.WriteCSV(f, res); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeFile(filepath.Join(dir, "profile.csv"), func(w io.Writer) error { return profile.WriteCSV(w, res) }); err != nil {
 		return err
 	}
 	return profile.Page(res).WriteFile(filepath.Join(dir, "report.html"))

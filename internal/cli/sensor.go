@@ -4,7 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 
 	"gpuwatt/internal/correct"
@@ -84,15 +84,7 @@ func (a *App) writeSensor(dir string, rep *sensorchar.Report, sys gpu.System, ar
 	if err := trace.Save(dir, tr); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, "sensor.json"))
-	if err != nil {
-		return err
-	}
-	if err := correct.WriteProfile(f, rep.Profile()); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeFile(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, rep.Profile()) }); err != nil {
 		return err
 	}
 	if err := report.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {
