@@ -1,0 +1,209 @@
+// Package status holds what every capability's result shares: warnings as values (with a
+// code, a subject and a figure, so output can group and deduplicate them without parsing
+// text), whether the run is incomplete and why, and the progress event every long run emits.
+package status
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Code names the kind of a warning, e.g. "missed_updates", "channel_disagreement",
+// "throttling", "coverage". Warnings with one Code and one Message template across many
+// subjects (kernels, points, levels) are told once on output (see Group).
+type Code string
+
+// Warning is one thing a reader must know about a result.
+type Warning struct {
+	Code Code `json:"code"`
+	// Subject is what the warning is about within a run of many: a kernel, an archline
+	// point, a load level, a channel. Empty for run-wide warnings.
+	Subject string `json:"subject,omitempty"`
+	// Key groups warnings of one Code that say the same thing (e.g. the channel pair and
+	// the reason of a disagreement, or the channel whose updates were missed); warnings
+	// of one Code and Key across several subjects are told once.
+	Key string `json:"key,omitempty"`
+	// Message is the full sentence, without the subject.
+	Message string `json:"message"`
+	// Value is the warning's figure where it has one (a disagreement in %, a count of
+	// missed updates), used to give the range of a group; NaN-free, 0 when none.
+	Value float64 `json:"value,omitempty"`
+	// Unit of Value ("%", "updates", ...), for the group's range.
+	Unit string `json:"unit,omitempty"`
+}
+
+// String is the warning as one line: "subject: message", or the message alone.
+func (w Warning) String() string {
+	if w.Subject == "" {
+		return w.Message
+	}
+	return w.Subject + ": " + w.Message
+}
+
+// Warnf builds a warning without subject, key or value.
+func Warnf(code Code, format string, args ...any) Warning {
+	return Warning{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Status is the part of every result that says how far to trust it.
+type Status struct {
+	Warnings   []Warning `json:"warnings"`
+	Incomplete bool      `json:"incomplete"`
+	// Reason says why the run is incomplete (interrupted, a stage failed, the GPU was lost).
+	Reason string `json:"reason,omitempty"`
+}
+
+// Warn appends a warning.
+func (s *Status) Warn(w Warning) { s.Warnings = append(s.Warnings, w) }
+
+// Warnf appends a run-wide warning.
+func (s *Status) Warnf(code Code, format string, args ...any) {
+	s.Warn(Warnf(code, format, args...))
+}
+
+// MarkIncomplete marks the result incomplete; the first reason given is kept, later ones are
+// appended once.
+func (s *Status) MarkIncomplete(reason string) {
+	s.Incomplete = true
+	switch {
+	case reason == "" || strings.Contains(s.Reason, reason):
+	case s.Reason == "":
+		s.Reason = reason
+	default:
+		s.Reason += "; " + reason
+	}
+}
+
+// Merge adds another result's status: its warnings (with subject set where they have none)
+// and its incompleteness.
+func (s *Status) Merge(subject string, o Status) {
+	for _, w := range o.Warnings {
+		if w.Subject == "" {
+			w.Subject = subject
+		} else if subject != "" {
+			w.Subject = subject + " " + w.Subject
+		}
+		s.Warn(w)
+	}
+	if o.Incomplete {
+		r := o.Reason
+		if subject != "" && r != "" {
+			r = subject + ": " + r
+		}
+		s.MarkIncomplete(r)
+	}
+}
+
+// GroupMin is how many subjects must share one warning (Code and Key) before it is told once.
+const GroupMin = 3
+
+// Group returns the warnings as lines for a reader: exact duplicates are dropped, and a
+// warning of one Code and Key shared by GroupMin or more subjects becomes one line that
+// counts them, gives the range of their figures and names them; the rest keep their order.
+// total is the number of subjects in the run (kernels, points), 0 if unknown.
+func Group(ws []Warning, total int) []string {
+	type group struct {
+		first   Warning
+		members []Warning
+	}
+	var order []*group
+	byKey := map[string]*group{}
+	seen := map[string]bool{}
+	for _, w := range ws {
+		line := w.String()
+		if seen[line] {
+			continue
+		}
+		seen[line] = true
+		k := string(w.Code) + "\x00" + w.Key
+		if w.Key == "" {
+			k += "\x00" + w.Message // no key: only identical messages group
+		}
+		g := byKey[k]
+		if g == nil {
+			g = &group{first: w}
+			byKey[k] = g
+			order = append(order, g)
+		}
+		g.members = append(g.members, w)
+	}
+	var out []string
+	for _, g := range order {
+		subjects := 0
+		for _, m := range g.members {
+			if m.Subject != "" {
+				subjects++
+			}
+		}
+		if subjects < GroupMin {
+			for _, m := range g.members {
+				out = append(out, m.String())
+			}
+			continue
+		}
+		out = append(out, groupLine(g.first, g.members, total))
+	}
+	return out
+}
+
+func groupLine(first Warning, ms []Warning, total int) string {
+	lo, hi := ms[0].Value, ms[0].Value
+	var names []string
+	hasValue := false
+	for _, m := range ms {
+		lo, hi = min(lo, m.Value), max(hi, m.Value)
+		if m.Value != 0 {
+			hasValue = true
+		}
+		if m.Subject != "" && !slices.Contains(names, m.Subject) {
+			names = append(names, m.Subject)
+		}
+	}
+	of := ""
+	if total > 0 {
+		of = fmt.Sprintf(" of %d", total)
+	}
+	head := fmt.Sprintf("on %d%s", len(names), of)
+	if hasValue {
+		if lo == hi {
+			head += fmt.Sprintf(", %g %s", lo, first.Unit)
+		} else {
+			head += fmt.Sprintf(", %g … %g %s", lo, hi, first.Unit)
+		}
+	}
+	msg := first.Message
+	if first.Key != "" {
+		msg = first.Key
+	}
+	return fmt.Sprintf("%s (%s: %s)", msg, head, strings.Join(names, ", "))
+}
+
+// Strings returns the warnings one per line, ungrouped (for JSON consumers of old fields).
+func Strings(ws []Warning) []string {
+	out := make([]string, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, w.String())
+	}
+	return out
+}
+
+// Event is one step of a long run's progress, rendered by the cli (a live line on a
+// terminal, one plain line per step otherwise, nothing with --quiet).
+type Event struct {
+	Stage string // "micro", "archline", "sensor", "loadlevel", "profile", ...
+	Step  string // what is being done: a kernel's name, a point, a phase, a level
+	I, N  int    // step I (1-based) of N; N 0 when unknown
+	// Detail is an optional result of the step to show beside it ("12.3 pJ", "valid").
+	Detail string
+}
+
+// Progress receives events; nil discards them.
+type Progress func(Event)
+
+// Emit calls p if it is not nil.
+func (p Progress) Emit(e Event) {
+	if p != nil {
+		p(e)
+	}
+}
