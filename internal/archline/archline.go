@@ -182,6 +182,7 @@ type Result struct {
 type Report struct {
 	Format         string             `json:"format"`
 	Device         string             `json:"device"`
+	Simulated      bool               `json:"simulated"` // measured on the sim device
 	GPU            trace.GPU          `json:"gpu"`
 	Props          gpu.Props          `json:"props"`
 	IdlePowerW     float64            `json:"idle_power_w"`

@@ -292,7 +292,7 @@ func (r *Report) Plots(prec string) []report.Plot {
 func Page(r *Report) report.Page {
 	pg := report.Page{Title: "gpuwatt archline: the energy roofline",
 		Subtitle: fmt.Sprintf("%s, GPU %d %s (%d SMs, cc %s)", r.Device, r.GPU.Index, r.GPU.Name, r.Props.SMs, r.Props.ComputeCapability)}
-	if strings.HasPrefix(r.Device, "sim") {
+	if r.Simulated {
 		pg.Notice = "Measured on the sim device: the figures are simulated."
 	}
 	var warns []string

@@ -200,7 +200,7 @@ func Run(ctx context.Context, opt Options) (*Results, error) {
 		}
 	}
 	sys := opt.System
-	res := &Results{Format: Format, Device: sys.Name(), Sim: strings.HasPrefix(sys.Name(), "sim"),
+	res := &Results{Format: Format, Device: sys.Name(), Sim: sys.Simulated(),
 		DriverVersion: sys.DriverVersion(), NVMLVersion: sys.NVMLVersion(), GPU: opt.Device.Info(), Props: props, Quick: opt.Quick}
 	if res.GPU.Name == "" {
 		res.GPU.Name = props.Name
@@ -341,7 +341,7 @@ func runSensor(ctx context.Context, opt Options, exec gpu.Executor, res *Results
 		}
 		return false, err
 	}
-	rep.Device = opt.System.Name()
+	rep.Device, rep.Simulated = opt.System.Name(), opt.System.Simulated()
 	res.Sensor = rep
 	prof := rep.Profile()
 	res.SensorProfile = &prof
@@ -422,7 +422,7 @@ func runMicro(ctx context.Context, opt Options, props gpu.Props, res *Results, p
 	if rep == nil {
 		return false, runErr
 	}
-	rep.Device = opt.System.Name()
+	rep.Device, rep.Simulated = opt.System.Name(), opt.System.Simulated()
 	res.Micro = rep
 	if runErr == nil && len(rep.Failed) > 0 {
 		runErr = fmt.Errorf("%d kernel(s) could not be measured: %s", len(rep.Failed), strings.Join(rep.Failed, ", "))
@@ -446,7 +446,7 @@ func runArchline(ctx context.Context, opt Options, res *Results, progress func(s
 	if rep == nil {
 		return false, runErr
 	}
-	rep.Device = opt.System.Name()
+	rep.Device, rep.Simulated = opt.System.Name(), opt.System.Simulated()
 	res.Archline = rep
 	if runErr == nil && len(rep.Failed) > 0 {
 		runErr = fmt.Errorf("%d kernel(s) could not be measured: %s", len(rep.Failed), strings.Join(rep.Failed, ", "))
@@ -490,7 +490,7 @@ func runLoadlevel(ctx context.Context, opt Options, res *Results, progress func(
 		return f, err
 	}
 	switch w := opt.Load; {
-	case clock.IsVirtual(opt.Clock):
+	case opt.System.Simulated():
 		warnings = append(warnings, "the load-level stage runs the CPU variant (Go FFT transactions on the host's cores): on the sim device there is no GPU to run the GPU variants")
 		c = clock.NewVirtual(time.Time{})
 		meters = append(meters, loadlevel.ModelMeter{Idle: 50, PerBusyUser: 20})

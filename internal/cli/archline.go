@@ -96,7 +96,7 @@ func (a *App) archline(ctx context.Context, args []string) int {
 	if rep == nil {
 		return a.fail("archline", runErr)
 	}
-	rep.Device = sys.Name()
+	rep.Device, rep.Simulated = sys.Name(), sys.Simulated()
 	if *out != "" {
 		if err := a.writeArchline(*out, rep, tr, sys, args); err != nil {
 			fmt.Fprintf(a.Stderr, "gpuwatt archline: --out %s: %v\n", *out, err)
@@ -125,6 +125,7 @@ func (a *App) archline(ctx context.Context, args []string) int {
 
 func (a *App) writeArchline(dir string, rep *archline.Report, tr *trace.Trace, sys gpu.System, args []string) error {
 	tr.Meta.Version, tr.Meta.Host, tr.Meta.Device = a.versionString(), a.host(), sys.Name()
+	tr.Meta.Simulated = sys.Simulated()
 	tr.Meta.DriverVersion, tr.Meta.NVMLVersion = sys.DriverVersion(), sys.NVMLVersion()
 	tr.Meta.Command = append([]string{"gpuwatt", "archline"}, args...)
 	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.IncompleteReason

@@ -87,7 +87,7 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 			runsLoad = false
 		}
 	}
-	if runsLoad && !clock.IsVirtual(clk) {
+	if runsLoad && !sys.Simulated() {
 		// On a real GPU the load-level stage runs gpuwatt's own FFT on it and measures its
 		// board power, as gpuwatt loadlevel does by default.
 		rt, err := gpufft.Open(gpufft.Options{UUID: dev.Info().UUID})

@@ -3,16 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 
 	"gpuwatt/internal/clock"
-	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/device"
 	"gpuwatt/internal/measure"
-	"gpuwatt/internal/nvml"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
@@ -60,24 +57,15 @@ func (a *App) devices(ctx context.Context, args []string) int {
 		clk = a.NewClock()
 	}
 	rep := deviceReport{}
-	var sys gpu.System
-	var err error
-	if strings.EqualFold(df.device, "auto") || df.device == "" {
-		sys, err = a.openNVML(clk)
-		if err != nil {
-			if !errors.Is(err, nvml.ErrLibraryNotFound) && !errors.Is(err, nvml.ErrDriverNotLoaded) && !errors.Is(err, errNoGPU) {
-				return a.exitFor("devices", err)
-			}
-			rep.Note = fmt.Sprintf("%v. The sim device is listed instead (--device sim, or sim:PRESET).", err)
-			df.device = "sim"
-			sys, err = a.openSystem("devices", df, clk)
-		}
-	} else {
-		sys, err = a.openSystem("devices", df, clk)
-	}
+	// auto's fall-back is noted in the report (Note), not on stderr.
+	op, err := device.Open(df.spec(), device.Options{Clock: clk, NVMLPaths: a.NVMLPaths})
 	if err != nil {
 		return a.exitFor("devices", err)
 	}
+	if op.Fallback != nil {
+		rep.Note = fmt.Sprintf("%v. The sim device is listed instead (--device sim, or sim:PRESET).", op.Fallback)
+	}
+	sys := op.System
 	defer sys.Close()
 	rep.System, rep.DriverVersion, rep.NVMLVersion = sys.Name(), sys.DriverVersion(), sys.NVMLVersion()
 	for _, d := range sys.Devices() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/clock"
+	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/loadlevel"
 	"gpuwatt/internal/loadlevel/gpufft"
@@ -125,8 +126,9 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	var dev gpu.Device
 	var noGPU error
 	if !clock.IsVirtual(c) {
-		sys, err := a.openNVML(c)
+		op, err := device.Open(device.Spec{Device: "nvml"}, device.Options{Clock: c, NVMLPaths: a.NVMLPaths})
 		if err == nil {
+			sys := op.System
 			defer sys.Close()
 			if devs := sys.Devices(); *gpuIndex < len(devs) {
 				dev = devs[*gpuIndex]

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/clock"
+	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
@@ -99,7 +100,7 @@ func (a *App) micro(ctx context.Context, args []string) int {
 	if rep == nil {
 		return a.fail("micro", runErr)
 	}
-	rep.Device = sys.Name()
+	rep.Device, rep.Simulated = sys.Name(), sys.Simulated()
 	if *out != "" {
 		if err := a.writeMicro(*out, rep, tr, sys, args); err != nil {
 			fmt.Fprintf(a.Stderr, "gpuwatt micro: --out %s: %v\n", *out, err)
@@ -128,6 +129,7 @@ func (a *App) micro(ctx context.Context, args []string) int {
 
 func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu.System, args []string) error {
 	tr.Meta.Version, tr.Meta.Host, tr.Meta.Device = a.versionString(), a.host(), sys.Name()
+	tr.Meta.Simulated = sys.Simulated()
 	tr.Meta.DriverVersion, tr.Meta.NVMLVersion = sys.DriverVersion(), sys.NVMLVersion()
 	tr.Meta.Command = append([]string{"gpuwatt", "micro"}, args...)
 	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.IncompleteReason
@@ -178,27 +180,13 @@ func (a *App) kernelExecutor(verb string, dev gpu.Device, idx int) (gpu.Executor
 // openForKernels opens the GPUs for gpuwatt's own workloads: a real clock for a real GPU,
 // a virtual one (instant, deterministic) for the sim device.
 func (a *App) openForKernels(verb string, df deviceFlags) (gpu.System, clock.Clock, error) {
+	o := device.Options{VirtualSim: true, NVMLPaths: a.NVMLPaths, Notice: a.Stderr, Verb: verb}
 	if a.NewClock != nil {
-		clk := a.NewClock()
-		sys, err := a.openSystem(verb, df, clk)
-		return sys, clk, err
+		o.Clock = a.NewClock()
 	}
-	real := clock.NewReal()
-	sys, err := a.openSystem(verb, df, real)
+	op, err := device.Open(df.spec(), o)
 	if err != nil {
 		return nil, nil, err
 	}
-	if strings.HasPrefix(sys.Name(), "sim") {
-		sys.Close()
-		virt := clock.NewVirtual(time.Time{})
-		quiet := *a
-		quiet.Stderr = discard{} // the fallback was announced once already
-		sys, err = quiet.openSystem(verb, df, virt)
-		return sys, virt, err
-	}
-	return sys, real, nil
+	return op.System, op.Clock, nil
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }

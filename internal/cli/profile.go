@@ -237,7 +237,7 @@ func (a *App) profile(ctx context.Context, args []string) int {
 		}
 		return a.fail("profile", perr)
 	}
-	res.Device = sys.Name()
+	res.Device, res.Simulated = sys.Name(), sys.Simulated()
 	res.ChannelWhy = fmt.Sprintf("%s: %s; model from %s", name, why, modelFrom)
 	res.Warnings = append(warn, res.Warnings...)
 	if me.Launches > 0 {

@@ -59,7 +59,7 @@ func (a *App) sensor(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.fail("sensor", err)
 	}
-	rep.Device = sys.Name()
+	rep.Device, rep.Simulated = sys.Name(), sys.Simulated()
 	if *out != "" {
 		if err := a.writeSensor(*out, rep, sys, args); err != nil {
 			return a.fail("sensor", fmt.Errorf("--out %s: %v", *out, err))
@@ -79,6 +79,7 @@ func (a *App) sensor(ctx context.Context, args []string) int {
 func (a *App) writeSensor(dir string, rep *sensorchar.Report, sys gpu.System, args []string) error {
 	tr := rep.Trace()
 	tr.Meta.Version, tr.Meta.Host, tr.Meta.Device = a.versionString(), a.host(), sys.Name()
+	tr.Meta.Simulated = sys.Simulated()
 	tr.Meta.DriverVersion, tr.Meta.NVMLVersion = sys.DriverVersion(), sys.NVMLVersion()
 	tr.Meta.Command = append([]string{"gpuwatt", "sensor"}, args...)
 	if err := trace.Save(dir, tr); err != nil {

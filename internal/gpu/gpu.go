@@ -8,6 +8,7 @@ import (
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/trace"
+	"gpuwatt/internal/units"
 )
 
 // Device is one GPU.
@@ -21,12 +22,25 @@ type Device interface {
 
 // System is the set of GPUs seen through one driver (or the sim).
 type System interface {
-	// Name is "nvml" for real GPUs, "sim:<preset>" for the sim device.
+	// Name is "nvml" for real GPUs, "sim:<preset>" for the sim device. It is a label for
+	// people and metadata: ask Simulated, never the name, whether figures are simulated.
 	Name() string
+	// Simulated reports whether the devices are the sim (the digital twin): every figure
+	// measured on them is simulated, and their true power may be known (Truth).
+	Simulated() bool
 	DriverVersion() string
 	NVMLVersion() string
 	Devices() []Device
 	Close() error
+}
+
+// Truth is implemented by devices whose true power is known: the sim device. Tests and
+// reports compare what the sensors gave with it; a method must never fit its model from it.
+type Truth interface {
+	// TruePower is the device's true board power at t on the clock it was opened with.
+	TruePower(t time.Duration) units.Power
+	// TrueEnergy is the true board energy over [t0, t1].
+	TrueEnergy(t0, t1 time.Duration) units.Energy
 }
 
 // CommandObserver is implemented by devices whose true power follows the command that

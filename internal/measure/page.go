@@ -18,7 +18,7 @@ func Page(tr *trace.Trace, s *Summary) report.Page {
 		Subtitle: fmt.Sprintf("%s on %s, gpuwatt %s, driver %s, started %s", m.Device, m.Host, m.Version, m.DriverVersion, m.Start.Format("2006-01-02 15:04:05 MST")),
 	}
 	var notes []string
-	if strings.HasPrefix(m.Device, "sim") {
+	if m.Simulated {
 		notes = append(notes, "Measured on the sim device: every figure here is simulated, not read from a GPU.")
 	}
 	if s.Incomplete {

@@ -194,6 +194,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Version:       cfg.Version,
 		Host:          cfg.Host,
 		Device:        cfg.System.Name(),
+		Simulated:     cfg.System.Simulated(),
 		DriverVersion: cfg.System.DriverVersion(),
 		NVMLVersion:   cfg.System.NVMLVersion(),
 		Command:       cfg.CommandLine,

@@ -115,7 +115,7 @@ func Page(r *Report) report.Page {
 		Subtitle: fmt.Sprintf("%s, GPU %d (%s), %d SMs, compute capability %s", r.Device, r.GPU.Index, r.GPU.UUID, r.Props.SMs, r.Props.ComputeCapability),
 	}
 	var notes []string
-	if strings.HasPrefix(r.Device, "sim") {
+	if r.Simulated {
 		notes = append(notes, "Measured on the sim device: every figure here is simulated, not read from a GPU.")
 	}
 	if r.Incomplete {

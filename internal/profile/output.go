@@ -77,7 +77,7 @@ func Page(r *Result) report.Page {
 		Title:    fmt.Sprintf("gpuwatt profile: %s on %s", r.Kernel, r.Channel),
 		Subtitle: fmt.Sprintf("%s, %s method, %d runs", r.Device, r.Method, r.Runs),
 	}
-	if strings.HasPrefix(r.Device, "sim") {
+	if r.Simulated {
 		p.Notice = "Measured on the sim device: every figure here is simulated, not read from a GPU."
 	}
 	tab := &report.Table{Header: []string{"quantity", "value"}}

@@ -141,12 +141,14 @@ type LongRun struct {
 
 // Result is a power profile.
 type Result struct {
-	Format  string `json:"format"`
-	Device  string `json:"device,omitempty"`
-	Kernel  string `json:"kernel"`
-	Channel string `json:"channel"`
-	Method  string `json:"method"` // offline-random, offline-stratified, online
-	Runs    int    `json:"runs"`
+	Format string `json:"format"`
+	Device string `json:"device,omitempty"`
+	// Simulated: measured on the sim device (gpu.System.Simulated).
+	Simulated bool   `json:"simulated"`
+	Kernel    string `json:"kernel"`
+	Channel   string `json:"channel"`
+	Method    string `json:"method"` // offline-random, offline-stratified, online
+	Runs      int    `json:"runs"`
 	// KernelS is the kernel's run time (mean over the runs).
 	KernelS float64 `json:"kernel_s"`
 	// ChannelWhy says why this channel was chosen (set by the caller).

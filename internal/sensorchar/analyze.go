@@ -13,7 +13,6 @@ import (
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/trace"
-	"gpuwatt/internal/units"
 )
 
 // Channel is what was learned about one power channel.
@@ -124,6 +123,7 @@ type Anomalies struct {
 // Report is the result of a characterisation.
 type Report struct {
 	Device    string     `json:"device"`
+	Simulated bool       `json:"simulated"` // measured on the sim device
 	GPU       int        `json:"gpu"`
 	GPUName   string     `json:"gpu_name"`
 	Quick     bool       `json:"quick"`
@@ -170,18 +170,14 @@ func Run(ctx context.Context, clk clock.Clock, dev gpu.Device, exec gpu.Executor
 	for _, T := range rec.periods {
 		rep.Periods = append(rep.Periods, T.Seconds())
 	}
-	truth, _ := dev.(trueEnergy)
+	truth, _ := dev.(gpu.Truth)
 	analyze(rep, info.Index, truth)
 	return rep, nil
 }
 
-type trueEnergy interface {
-	TrueEnergy(t0, t1 time.Duration) units.Energy
-}
-
 func secs(s float64) time.Duration { return time.Duration(math.Round(s*1e6)) * time.Microsecond }
 
-func analyze(rep *Report, g int, truth trueEnergy) {
+func analyze(rep *Report, g int, truth gpu.Truth) {
 	rec := rep.rec
 	tr := rec.tr
 	sch := newSchedule(slices.Clone(rec.on))
@@ -497,7 +493,7 @@ func (c *Channel) dropTransients(samples []trace.Sample) []trace.Sample {
 func (s segment) Dur() time.Duration { return s.end - s.start }
 
 // anomalies runs seed 003's tests on the reference channel with its identified model.
-func anomalies(tr *trace.Trace, g int, ref *Channel, rec *recording, truth trueEnergy) *Anomalies {
+func anomalies(tr *trace.Trace, g int, ref *Channel, rec *recording, truth gpu.Truth) *Anomalies {
 	a := &Anomalies{Channel: ref.Name, Model: ref.Model, Warnings: []string{}}
 	samples := correct.Channel(tr, g, ref.Name)
 	if len(samples) == 0 {

@@ -14,7 +14,7 @@ import (
 // readings with the fitted model, and the anomaly tests.
 func (r *Report) Page() report.Page {
 	p := report.Page{Title: "gpuwatt sensor: " + r.GPUName, Subtitle: r.Device}
-	if strings.HasPrefix(r.Device, "sim") {
+	if r.Simulated {
 		p.Notice = "Measured on the sim device: the figures are simulated"
 	}
 	t := &report.Table{Header: []string{"channel", "model", "T (ms)", "jitter (ms)", "delay (ms)", "first move (ms)", "W (ms)", "tau (ms)", "coverage", "call (µs)", "vs counter"}}

@@ -125,7 +125,8 @@ type Meta struct {
 	Format         string    `json:"format"`
 	Version        string    `json:"gpuwatt_version"`
 	Host           string    `json:"host"`
-	Device         string    `json:"device"` // "nvml" or "sim:<preset>"
+	Device         string    `json:"device"`              // "nvml" or "sim:<preset>"
+	Simulated      bool      `json:"simulated,omitempty"` // recorded on the sim device
 	DriverVersion  string    `json:"driver_version,omitempty"`
 	NVMLVersion    string    `json:"nvml_version,omitempty"`
 	Command        []string  `json:"command,omitempty"` // the gpuwatt command line

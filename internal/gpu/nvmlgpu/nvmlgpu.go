@@ -97,6 +97,9 @@ func openDevice(lib *nvml.Lib, i int, clk clock.Clock) (*Device, error) {
 // Name implements gpu.System: "nvml".
 func (s *System) Name() string { return "nvml" }
 
+// Simulated implements gpu.System: real GPUs, never simulated.
+func (s *System) Simulated() bool { return false }
+
 // DriverVersion implements gpu.System.
 func (s *System) DriverVersion() string { return s.driverVersion }
 

@@ -31,6 +31,9 @@ func TestOpenLib(t *testing.T) {
 	if sys.Name() != "nvml" || sys.DriverVersion() != nvmltest.DriverVersion || sys.NVMLVersion() != nvmltest.NVMLVersion {
 		t.Errorf("system %q driver %q nvml %q", sys.Name(), sys.DriverVersion(), sys.NVMLVersion())
 	}
+	if sys.Simulated() {
+		t.Error("a real GPU's system says it is simulated")
+	}
 	devs := sys.Devices()
 	if len(devs) != nvmltest.DeviceCount {
 		t.Fatalf("%d devices, want %d", len(devs), nvmltest.DeviceCount)

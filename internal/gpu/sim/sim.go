@@ -20,6 +20,7 @@ var (
 	_ gpu.System          = (*System)(nil)
 	_ gpu.Device          = (*Device)(nil)
 	_ gpu.CommandObserver = (*Device)(nil)
+	_ gpu.Truth           = (*Device)(nil)
 )
 
 // System is a set of sim devices on one clock.
@@ -54,6 +55,9 @@ func Open(clk clock.Clock, cfg Config) (*System, error) {
 
 // Name implements gpu.System: "sim:<preset>".
 func (s *System) Name() string { return "sim:" + s.cfg.Preset }
+
+// Simulated implements gpu.System: always true.
+func (s *System) Simulated() bool { return true }
 
 // DriverVersion implements gpu.System.
 func (s *System) DriverVersion() string { return "sim" }

@@ -1,0 +1,211 @@
+// Package device resolves --device and --sim-config, once, for every verb: "auto" (the
+// NVIDIA driver, else the sim device, announced in one line), "nvml", "sim" or
+// "sim:PRESET", optionally configured from a JSON file. It is the only place that decides
+// which kind of device a value names; everything else asks gpu.System.Simulated.
+package device
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/gpu/nvmlgpu"
+	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/nvml"
+)
+
+// Help texts of the shared flags, identical in every verb.
+const (
+	DeviceHelp    = "auto (the NVIDIA driver, else the sim device with a notice on stderr), nvml, sim or sim:PRESET"
+	SimConfigHelp = "JSON file configuring the sim device (see docs/sim.md); implies the sim for --device auto"
+)
+
+// Spec is what --device and --sim-config say.
+type Spec struct {
+	Device    string // auto (or empty), nvml, sim, sim:PRESET
+	SimConfig string // a JSON sim config file
+}
+
+// Kind is what a Spec resolves to before anything is opened.
+type Kind int
+
+// Kinds.
+const (
+	Auto Kind = iota // the driver, else the sim
+	NVML             // a real GPU through the NVIDIA driver
+	Sim              // the sim device
+)
+
+// UsageError is an error in the flags' values (exit 2 on the command line).
+type UsageError struct{ Err error }
+
+func (u *UsageError) Error() string { return u.Err.Error() }
+func (u *UsageError) Unwrap() error { return u.Err }
+
+func usage(format string, a ...any) error { return &UsageError{fmt.Errorf(format, a...)} }
+
+// ErrNoGPU is returned when the NVIDIA driver loads but sees no GPU.
+var ErrNoGPU = errors.New("the NVIDIA driver sees no GPU")
+
+// Parse returns the kind the spec names and, for the sim, its preset ("" for the default
+// or the config's). A bad value is a UsageError naming the value and the presets. It opens
+// nothing and reads no file, so Validate methods can call it.
+func (s Spec) Parse() (Kind, string, error) {
+	v := strings.ToLower(strings.TrimSpace(s.Device))
+	switch {
+	case v == "" || v == "auto":
+		if s.SimConfig != "" {
+			return Sim, "", nil
+		}
+		return Auto, "", nil
+	case v == "nvml" || v == "gpu":
+		if s.SimConfig != "" {
+			return 0, "", usage("--sim-config %s configures the sim device, but --device is %s", s.SimConfig, s.Device)
+		}
+		return NVML, "", nil
+	case v == "sim":
+		return Sim, "", nil
+	case strings.HasPrefix(v, "sim:"):
+		p := strings.TrimPrefix(v, "sim:")
+		if s.SimConfig == "" {
+			if _, err := sim.Preset(p); err != nil {
+				return 0, "", usage("--device %s: unknown preset %q (presets: %s)", s.Device, p, strings.Join(sim.Presets(), ", "))
+			}
+		}
+		return Sim, p, nil
+	}
+	return 0, "", usage("--device %q: want auto, nvml, sim or sim:PRESET (presets: %s)", s.Device, strings.Join(sim.Presets(), ", "))
+}
+
+// Validate checks the spec's values without opening anything.
+func (s Spec) Validate() error {
+	_, _, err := s.Parse()
+	return err
+}
+
+// Options say how to open.
+type Options struct {
+	// Clock, when set, is the clock every system is opened on (tests, and measure's real
+	// process). When nil, a real GPU gets a real clock and the sim device a real clock too,
+	// unless VirtualSim.
+	Clock clock.Clock
+	// VirtualSim gives the sim device a fresh virtual clock (instant and deterministic)
+	// when Clock is nil: for gpuwatt's own workloads, which the sim runs itself.
+	VirtualSim bool
+	// NVMLPaths overrides where libnvidia-ml is looked for (tests point it at nothing).
+	NVMLPaths []string
+	// Notice receives the one-line notice of auto's fall-back to the sim (stderr); nil
+	// prints nothing (the caller reads Opened.Fallback).
+	Notice io.Writer
+	// Verb prefixes the notice: "gpuwatt VERB: ...".
+	Verb string
+}
+
+// Opened is an opened system and the clock its sensors run on.
+type Opened struct {
+	System gpu.System
+	Clock  clock.Clock
+	// Fallback is why auto did not open a real GPU (nil when it did, or was not asked).
+	Fallback error
+}
+
+// Open resolves spec and opens the system it names.
+func Open(spec Spec, o Options) (*Opened, error) {
+	kind, preset, err := spec.Parse()
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case NVML:
+		return openNVML(o)
+	case Sim:
+		return openSim(spec, preset, o)
+	}
+	op, err := openNVML(o)
+	if err == nil {
+		return op, nil
+	}
+	if !errors.Is(err, nvml.ErrLibraryNotFound) && !errors.Is(err, nvml.ErrDriverNotLoaded) && !errors.Is(err, ErrNoGPU) {
+		return nil, err
+	}
+	op, serr := openSim(spec, preset, o)
+	if serr != nil {
+		return nil, serr
+	}
+	op.Fallback = err
+	if o.Notice != nil {
+		prefix := "gpuwatt"
+		if o.Verb != "" {
+			prefix += " " + o.Verb
+		}
+		fmt.Fprintf(o.Notice, "%s: %v; using the sim device (%s): figures are simulated\n", prefix, err, op.System.Name())
+	}
+	return op, nil
+}
+
+func openNVML(o Options) (*Opened, error) {
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.NewReal()
+	}
+	lib, err := nvml.Open(o.NVMLPaths...)
+	if err != nil {
+		return nil, err
+	}
+	sys, err := nvmlgpu.OpenLib(lib, clk)
+	if err != nil {
+		return nil, err
+	}
+	if len(sys.Devices()) == 0 {
+		sys.Close()
+		return nil, ErrNoGPU
+	}
+	return &Opened{System: sys, Clock: clk}, nil
+}
+
+// SimConfigFor returns the sim config a spec names: the --sim-config file (whose preset must
+// agree with sim:PRESET), else the preset (h100 by default).
+func (s Spec) SimConfigFor(preset string) (sim.Config, error) {
+	if s.SimConfig != "" {
+		cfg, err := sim.LoadConfigFile(s.SimConfig)
+		if err != nil {
+			return sim.Config{}, usage("--sim-config: %v", err)
+		}
+		if preset != "" && !strings.EqualFold(cfg.Preset, preset) {
+			return sim.Config{}, usage("--device sim:%s contradicts preset %q in --sim-config %s", preset, cfg.Preset, s.SimConfig)
+		}
+		return cfg, nil
+	}
+	if preset == "" {
+		preset = "h100"
+	}
+	cfg, err := sim.Preset(preset)
+	if err != nil {
+		return sim.Config{}, usage("--device sim:%s: %v (presets: %s)", preset, err, strings.Join(sim.Presets(), ", "))
+	}
+	return cfg, nil
+}
+
+func openSim(spec Spec, preset string, o Options) (*Opened, error) {
+	cfg, err := spec.SimConfigFor(preset)
+	if err != nil {
+		return nil, err
+	}
+	clk := o.Clock
+	switch {
+	case clk != nil:
+	case o.VirtualSim:
+		clk = clock.NewVirtual(time.Time{})
+	default:
+		clk = clock.NewReal()
+	}
+	sys, err := sim.Open(clk, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Opened{System: sys, Clock: clk}, nil
+}

@@ -1,0 +1,150 @@
+package device
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/nvml"
+)
+
+// noDriver points the NVML search at a file that does not exist: no driver, whatever the
+// machine has.
+var noDriver = []string{"/nonexistent/libnvidia-ml.so.1"}
+
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "v100.json")
+	if err := os.WriteFile(cfg, []byte(`{"preset": "v100", "gpus": 2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"preset": "v100", "no_such_key": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		spec       Spec
+		wantName   string // "" : an error is wanted
+		wantGPUs   int
+		fallback   bool   // auto fell back: a notice on stderr
+		usage      bool   // the error is a UsageError
+		errHas     string // in the error
+		noDriverEr bool   // the error is "no driver" (nvml asked for explicitly)
+	}{
+		{name: "auto without a driver", spec: Spec{Device: "auto"}, wantName: "sim:h100", wantGPUs: 1, fallback: true},
+		{name: "empty is auto", spec: Spec{}, wantName: "sim:h100", wantGPUs: 1, fallback: true},
+		{name: "sim", spec: Spec{Device: "sim"}, wantName: "sim:h100", wantGPUs: 1},
+		{name: "sim:PRESET", spec: Spec{Device: "sim:v100"}, wantName: "sim:v100", wantGPUs: 1},
+		{name: "upper case", spec: Spec{Device: " SIM:K20 "}, wantName: "sim:k20", wantGPUs: 1},
+		{name: "sim-config", spec: Spec{Device: "sim", SimConfig: cfg}, wantName: "sim:v100", wantGPUs: 2},
+		{name: "sim-config with auto", spec: Spec{SimConfig: cfg}, wantName: "sim:v100", wantGPUs: 2},
+		{name: "sim-config agrees", spec: Spec{Device: "sim:v100", SimConfig: cfg}, wantName: "sim:v100", wantGPUs: 2},
+		{name: "sim-config contradicts", spec: Spec{Device: "sim:h100", SimConfig: cfg}, usage: true, errHas: "contradicts"},
+		{name: "sim-config missing", spec: Spec{Device: "sim", SimConfig: filepath.Join(dir, "nope.json")}, usage: true, errHas: "nope.json"},
+		{name: "sim-config bad key", spec: Spec{Device: "sim", SimConfig: bad}, usage: true, errHas: "no_such_key"},
+		{name: "sim-config with nvml", spec: Spec{Device: "nvml", SimConfig: cfg}, usage: true, errHas: "--sim-config"},
+		{name: "bad value", spec: Spec{Device: "cuda"}, usage: true, errHas: `--device "cuda": want auto, nvml, sim or sim:PRESET (presets: h100, h200, a100, v100, k20)`},
+		{name: "bad preset", spec: Spec{Device: "sim:p100"}, usage: true, errHas: `unknown preset "p100" (presets: h100, h200, a100, v100, k20)`},
+		{name: "nvml without a driver", spec: Spec{Device: "nvml"}, noDriverEr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var notice bytes.Buffer
+			op, err := Open(tc.spec, Options{NVMLPaths: noDriver, Notice: &notice, Verb: "test", VirtualSim: true})
+			if tc.wantName == "" {
+				if err == nil {
+					op.System.Close()
+					t.Fatalf("opened %s, want an error", op.System.Name())
+				}
+				var u *UsageError
+				if got := errors.As(err, &u); got != tc.usage {
+					t.Errorf("error %q: usage error %v, want %v", err, got, tc.usage)
+				}
+				if !strings.Contains(err.Error(), tc.errHas) {
+					t.Errorf("error %q does not say %q", err, tc.errHas)
+				}
+				if tc.noDriverEr && !errors.Is(err, nvml.ErrLibraryNotFound) {
+					t.Errorf("error %q: want nvml.ErrLibraryNotFound", err)
+				}
+				if tc.usage && tc.spec.Validate() == nil && !strings.Contains(tc.name, "sim-config") {
+					t.Errorf("Validate accepts %+v", tc.spec)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer op.System.Close()
+			if got := op.System.Name(); got != tc.wantName {
+				t.Errorf("name %q, want %q", got, tc.wantName)
+			}
+			if !op.System.Simulated() {
+				t.Error("the sim system says it is not simulated")
+			}
+			if n := len(op.System.Devices()); n != tc.wantGPUs {
+				t.Errorf("%d GPUs, want %d", n, tc.wantGPUs)
+			}
+			if !clock.IsVirtual(op.Clock) {
+				t.Error("VirtualSim: the sim did not get a virtual clock")
+			}
+			if _, ok := op.System.Devices()[0].(gpu.Truth); !ok {
+				t.Error("the sim device does not offer its truth (gpu.Truth)")
+			}
+			lines := strings.Count(notice.String(), "\n")
+			if tc.fallback {
+				if op.Fallback == nil || lines != 1 || !strings.HasPrefix(notice.String(), "gpuwatt test: ") || !strings.Contains(notice.String(), "using the sim device (sim:h100)") {
+					t.Errorf("fallback %v, notice %q: want one line naming the sim device", op.Fallback, notice.String())
+				}
+			} else if op.Fallback != nil || lines != 0 {
+				t.Errorf("fallback %v, notice %q: want none", op.Fallback, notice.String())
+			}
+		})
+	}
+}
+
+func TestOpenClock(t *testing.T) {
+	// Without VirtualSim the sim runs on a real clock (measure's real process); a given
+	// clock is used as it is.
+	op, err := Open(Spec{Device: "sim"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clock.IsVirtual(op.Clock) {
+		t.Error("the sim got a virtual clock without VirtualSim")
+	}
+	v := clock.NewVirtual(time.Time{})
+	op, err = Open(Spec{Device: "sim:a100"}, Options{Clock: v, VirtualSim: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.Clock != clock.Clock(v) {
+		t.Error("the given clock was not used")
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		spec   Spec
+		kind   Kind
+		preset string
+	}{
+		{Spec{}, Auto, ""},
+		{Spec{Device: "auto"}, Auto, ""},
+		{Spec{Device: "nvml"}, NVML, ""},
+		{Spec{Device: "gpu"}, NVML, ""},
+		{Spec{Device: "sim"}, Sim, ""},
+		{Spec{Device: "sim:h200"}, Sim, "h200"},
+		{Spec{SimConfig: "x.json"}, Sim, ""},
+	} {
+		k, p, err := tc.spec.Parse()
+		if err != nil || k != tc.kind || p != tc.preset {
+			t.Errorf("%+v: %v %q %v, want %v %q", tc.spec, k, p, err, tc.kind, tc.preset)
+		}
+	}
+}
