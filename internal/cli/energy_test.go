@@ -15,6 +15,7 @@ import (
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 )
 
@@ -209,7 +210,7 @@ func TestEnergyMatchesPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := correct.ParseModel("rc:tau=0.84s")
+	m, _ := sensormodel.Parse("rc:tau=0.84s")
 	ch, _ := tr.Channel(0, "power.usage")
 	r := correct.Energy(tr.Series(0, "power.usage"), time.Second, 2*time.Second, m,
 		correct.Options{Period: time.Duration(ch.Stats.UpdatePeriod * 1e9)})

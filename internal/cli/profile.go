@@ -17,13 +17,13 @@ import (
 	"gpuwatt/internal/profile"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensor/simsensor"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 )
 
 // modeler is implemented by the sim device: the true model of each channel.
 type modeler interface {
-	Model(name string) (simsensor.Model, bool)
+	Model(name string) (sensormodel.Model, bool)
 }
 
 func (a *App) profile(ctx context.Context, args []string) int {
@@ -85,14 +85,14 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.usageError("profile", err)
 	}
-	var given *correct.Model
+	var given *sensormodel.Model
 	var givenFrom string
 	if spec != nil {
 		c, err := spec.Resolve(nil, sn.Channel())
 		if err != nil {
 			return a.usageError("profile", fmt.Errorf("--sensor-profile: %v", err))
 		}
-		if c.Model.Kind == correct.None {
+		if c.Model.Kind() == sensormodel.None {
 			return a.usageError("profile", fmt.Errorf("--sensor-profile: channel %s has no model (none): the profile needs a boxcar, an RC lag or both", sn.Channel().Name))
 		}
 		given, givenFrom = &c.Model, "--sensor-profile "+*sensorProfile
@@ -147,7 +147,7 @@ func (a *App) profile(ctx context.Context, args []string) int {
 		}
 		return a.fail("profile", err)
 	}
-	var sens profile.Sensor
+	var sens sensormodel.Model
 	var warn []string
 	sens.Period = *period
 	if sens.Period == 0 && given != nil {
@@ -161,14 +161,11 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	_, stopErr := m.Stop()
 	// The channel's model: the sensor profile, else the sim's own model, else the board's
 	// known model (correct.Auto: measured boards, Yang et al.), else W = T.
-	var base correct.Model
+	var base sensormodel.Model
 	modelFrom := ""
 	if md, ok := dev.(modeler); ok && given == nil {
 		if model, ok := md.Model(name); ok {
-			base = correct.Model{Kind: correct.Boxcar, Window: model.Window, Tau: model.Tau, Period: model.Period, Delay: model.Delay}
-			if model.Window == 0 {
-				base.Kind = correct.RC
-			}
+			base = model.Shape()
 			modelFrom = "the sim's own model of " + name
 		}
 	}
@@ -177,8 +174,8 @@ func (a *App) profile(ctx context.Context, args []string) int {
 		base, modelFrom = *given, givenFrom
 	case modelFrom == "":
 		m, why := correct.Auto(name, dev.Info().Name)
-		if m.Kind == correct.None {
-			m = correct.Model{Kind: correct.Boxcar, Window: sens.Period}
+		if m.Kind() == sensormodel.None {
+			m = sensormodel.Model{Window: sens.Period}
 			why = fmt.Sprintf("no model is known for %s: its window is taken as the update period (pass --sensor-profile from gpuwatt sensor, or --window)", name)
 		}
 		base, modelFrom = m, "a guess, not measured on this board: "+why
@@ -188,9 +185,6 @@ func (a *App) profile(ctx context.Context, args []string) int {
 		sens.Period = base.Period
 	}
 	sens.Window, sens.Tau, sens.Delay = base.Window, base.Tau, base.Delay
-	if base.Kind == correct.RC {
-		sens.Window = 0
-	}
 	if *window >= 0 {
 		sens.Window = *window
 	}
@@ -212,7 +206,7 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	}
 	opt := profile.Options{Runs: nRuns, Sensor: sens, Poll: *pollEvery}
 	if progress {
-		fmt.Fprintf(a.Stderr, "gpuwatt profile: channel %s (%s); model %s (%s); %d runs\n", name, why, sens.Model(), modelFrom, nRuns)
+		fmt.Fprintf(a.Stderr, "gpuwatt profile: channel %s (%s); model %s (%s); %d runs\n", name, why, profile.ModelName(sens), modelFrom, nRuns)
 	}
 	t0 := time.Now()
 	opt.Progress = func(i, n int) {

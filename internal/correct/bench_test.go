@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"gpuwatt/internal/correct"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 )
 
 // benchCSV writes n readings of one power channel in gpuwatt's trace CSV: a load that
 // changes every 0.2–3 s, seen through sensor model m (a K20-like lag read every 15 ms with
 // two stale repeats after each update, or a boxcar published every period), with noise.
-func benchCSV(tb testing.TB, n int, m correct.Model) []byte {
+func benchCSV(tb testing.TB, n int, m sensormodel.Model) []byte {
 	rng := rand.New(rand.NewPCG(1, 2))
 	period := m.Period.Seconds()
 	tr := &trace.Trace{Samples: make([]trace.Sample, 0, n)}
@@ -25,8 +26,8 @@ func benchCSV(tb testing.TB, n int, m correct.Model) []byte {
 			p, next = 60+400*rng.Float64(), t+0.2+2.8*rng.Float64()
 		}
 		var v float64
-		switch m.Kind {
-		case correct.RC:
+		switch m.Kind() {
+		case sensormodel.RC:
 			y = p + (y-p)*math.Exp(-period/m.Tau.Seconds())
 			v = y
 		default:
@@ -41,7 +42,7 @@ func benchCSV(tb testing.TB, n int, m correct.Model) []byte {
 		v = math.Round((v+0.3*rng.NormFloat64())*1e3) / 1e3
 		ts := time.Duration(t * 1e9)
 		tr.Samples = append(tr.Samples, trace.Sample{T: ts, Channel: "power.usage", Value: v})
-		if m.Kind == correct.RC {
+		if m.Kind() == sensormodel.RC {
 			for r := 1; r <= 2 && len(tr.Samples) < n; r++ { // stale repeats
 				tr.Samples = append(tr.Samples, trace.Sample{T: ts + time.Duration(r)*283*time.Microsecond, Channel: "power.usage", Value: v})
 			}
@@ -60,14 +61,14 @@ func benchCSV(tb testing.TB, n int, m correct.Model) []byte {
 // span at each end, so that it takes the interval-by-interval inversion with edges.
 func BenchmarkEnergy(b *testing.B) {
 	const n = 1 << 20
-	for _, m := range []correct.Model{
-		{Kind: correct.RC, Tau: 840 * time.Millisecond, Period: 15 * time.Millisecond},
-		{Kind: correct.RC, Tau: 14 * time.Millisecond, Period: 20 * time.Millisecond},
-		{Kind: correct.Boxcar, Window: time.Second, Period: 100 * time.Millisecond},
-		{Kind: correct.Boxcar, Window: 25 * time.Millisecond, Period: 100 * time.Millisecond},
+	for _, m := range []sensormodel.Model{
+		{Tau: 840 * time.Millisecond, Period: 15 * time.Millisecond},
+		{Tau: 14 * time.Millisecond, Period: 20 * time.Millisecond},
+		{Window: time.Second, Period: 100 * time.Millisecond},
+		{Window: 25 * time.Millisecond, Period: 100 * time.Millisecond},
 	} {
 		inset := time.Duration(0)
-		if m.Kind == correct.RC && m.Tau < m.Period {
+		if m.Kind() == sensormodel.RC && m.Tau < m.Period {
 			inset = time.Millisecond
 		}
 		b.Run(m.String(), func(b *testing.B) {

@@ -4,7 +4,7 @@
 // timestamps over a region, with the energy above the idle floor and warnings that say
 // what the sensor cannot see.
 //
-// A Model is parsed from a spec (ParseModel: "rc:tau=0.84s",
+// A sensormodel.Model is parsed from a spec (sensormodel.Parse: "rc:tau=0.84s",
 // "boxcar:window=25ms,period=100ms"); a Spec adds "auto" (a guess from the trace's
 // metadata, see Auto) and sensor.json profiles (Profile). Energy does the work. The method
 // and its limits, with the figures the tests measure on the sim device, are in

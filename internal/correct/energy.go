@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -37,9 +38,9 @@ type Options struct {
 
 // Result is the energy of a region of one power channel.
 type Result struct {
-	From, To time.Duration // the region asked for
-	Model    Model         // the model inverted (its Period as given)
-	Period   time.Duration // the update period in use: the model's, the trace's, or learned
+	From, To time.Duration     // the region asked for
+	Model    sensormodel.Model // the model inverted (its Period as given)
+	Period   time.Duration     // the update period in use: the model's, the trace's, or learned
 	// PeriodSource says where Period came from: "model", "trace" (Options.Period, the
 	// Sampler's figure) or "readings" (learned here); "" when unknown.
 	PeriodSource string
@@ -79,7 +80,7 @@ type Result struct {
 // Where the region extends beyond what the readings describe, only the covered part is
 // integrated (see Covered). Energy never fails: what it cannot do, it says in Warnings.
 // For several regions of one channel, Prepare once and call Series.Energy.
-func Energy(samples []trace.Sample, from, to time.Duration, m Model, opt Options) Result {
+func Energy(samples []trace.Sample, from, to time.Duration, m sensormodel.Model, opt Options) Result {
 	return Prepare(samples, m, opt).Energy(from, to)
 }
 
@@ -88,7 +89,7 @@ func Energy(samples []trace.Sample, from, to time.Duration, m Model, opt Options
 // concurrent use.
 type Series struct {
 	raw, kept []trace.Sample
-	m         Model
+	m         sensormodel.Model
 	opt       Options
 	period    time.Duration
 	periodSrc string
@@ -99,7 +100,7 @@ type Series struct {
 
 // Prepare drops stale repeats from samples (one channel, sorted by time, in W) and sets up
 // the inversion of m. samples must not change while the Series is in use.
-func Prepare(samples []trace.Sample, m Model, opt Options) *Series {
+func Prepare(samples []trace.Sample, m sensormodel.Model, opt Options) *Series {
 	if opt.Dedupe == 0 {
 		opt.Dedupe = DefaultDedupe
 	}
@@ -198,7 +199,7 @@ func (s *Series) Energy(from, to time.Duration) Result {
 	}
 	if r.SensorCoverage < 1 {
 		warn("the sensor sees %.0f %% of the time (%s): a load that varies faster than %s is sampled, not integrated (Yang et al.); a steady load is measured right",
-			100*r.SensorCoverage, m.seenAs(s.period), fmtDur(s.period))
+			100*r.SensorCoverage, seenAs(m, s.period), fmtDur(s.period))
 	}
 	if r.Samples < opt.MinSamples {
 		warn("only %d readings in the region: want at least %d for an energy within a few per cent", r.Samples, opt.MinSamples)
@@ -219,15 +220,15 @@ func (s *Series) Energy(from, to time.Duration) Result {
 // edgeUncertainty is how far a step of power near a region's edge may be misplaced: a
 // quarter period where the sensor sees all of the time, half of the unseen part of each
 // period otherwise.
-func edgeUncertainty(m Model, period time.Duration) time.Duration {
-	if m.Kind == Boxcar && m.Window < period {
+func edgeUncertainty(m sensormodel.Model, period time.Duration) time.Duration {
+	if m.Kind() == sensormodel.Boxcar && m.Window < period {
 		return (period - m.Window) / 2
 	}
 	return period / 4
 }
 
 // Span returns Prepare(samples, m, opt).Span(): the default region.
-func Span(samples []trace.Sample, m Model, opt Options) (from, to time.Duration) {
+func Span(samples []trace.Sample, m sensormodel.Model, opt Options) (from, to time.Duration) {
 	return Prepare(samples, m, opt).Span()
 }
 
@@ -271,7 +272,7 @@ func countIn(s []trace.Sample, from, to time.Duration) int {
 // max(250 ms, 4 T, W, tau/2) across [lo, hi] (at most maxBins of them, evenly spread).
 // The bins are long enough that the noise of the corrected power (tau multiplies that of
 // the readings) does not drag the lowest decile down.
-func idleLevel(inv inverter, lo, hi float64, m Model, period time.Duration) units.Power {
+func idleLevel(inv inverter, lo, hi float64, m sensormodel.Model, period time.Duration) units.Power {
 	bin := max(0.25, 4*period.Seconds(), m.Window.Seconds(), m.Tau.Seconds()/2)
 	n := int((hi - lo) / bin)
 	if n < 1 {

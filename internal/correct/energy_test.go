@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/correct"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -90,7 +91,7 @@ var testRegions = [][2]float64{
 func TestEnergyRCExact(t *testing.T) {
 	tau := 0.84
 	s := readings(0, 8, 0.015, 0.4, func(x float64) float64 { return testLoad.lag(x, tau) })
-	m := correct.Model{Kind: correct.RC, Tau: sec(tau)}
+	m := sensormodel.Model{Tau: sec(tau)}
 	ser := correct.Prepare(s, m, correct.Options{})
 	for _, rg := range testRegions {
 		want := testLoad.energy(rg[0], rg[1])
@@ -117,7 +118,7 @@ var denseRegions = [][2]float64{
 func TestEnergyBoxcarDeconvolved(t *testing.T) {
 	const w = 1.0
 	s := readings(0, 8, 0.1, 0.01, func(x float64) float64 { return denseLoad.energy(x-w, x) / w })
-	m := correct.Model{Kind: correct.Boxcar, Window: time.Second, Period: 100 * time.Millisecond}
+	m := sensormodel.Model{Window: time.Second, Period: 100 * time.Millisecond}
 	ser := correct.Prepare(s, m, correct.Options{})
 	for _, rg := range denseRegions {
 		want := denseLoad.energy(rg[0], rg[1])
@@ -133,7 +134,7 @@ func TestEnergyBoxcarTiled(t *testing.T) {
 	// see them as mixed readings; the cells split there.
 	const w = 0.02
 	s := readings(0.003, 8, w, 0, func(x float64) float64 { return testLoad.energy(x-w, x) / w })
-	m := correct.Model{Kind: correct.Boxcar, Window: 20 * time.Millisecond, Period: 20 * time.Millisecond}
+	m := sensormodel.Model{Window: 20 * time.Millisecond, Period: 20 * time.Millisecond}
 	ser := correct.Prepare(s, m, correct.Options{})
 	for _, rg := range testRegions {
 		want := testLoad.energy(rg[0], rg[1])
@@ -152,7 +153,7 @@ func TestEnergyBoxcarPartial(t *testing.T) {
 	// placed where the reading says; one in the unseen gap lands in its middle.
 	const w, T = 0.025, 0.1
 	s := readings(0.037, 8, T, 0, func(x float64) float64 { return testLoad.energy(x-w, x) / w })
-	m := correct.Model{Kind: correct.Boxcar, Window: 25 * time.Millisecond, Period: 100 * time.Millisecond}
+	m := sensormodel.Model{Window: 25 * time.Millisecond, Period: 100 * time.Millisecond}
 	ser := correct.Prepare(s, m, correct.Options{})
 	steady := ser.Energy(sec(2.5), sec(3.9))
 	if e := relErr(steady.Energy, testLoad.energy(2.5, 3.9)); math.Abs(e) > 1e-9 {
@@ -183,7 +184,7 @@ func TestEnergyDelay(t *testing.T) {
 	// A boxcar published 30 ms after its window ends.
 	const w, d = 0.02, 0.03
 	s := readings(0.003, 6, w, 0, func(x float64) float64 { return testLoad.energy(x-d-w, x-d) / w })
-	m := correct.Model{Kind: correct.Boxcar, Window: 20 * time.Millisecond, Period: 20 * time.Millisecond, Delay: 30 * time.Millisecond}
+	m := sensormodel.Model{Window: 20 * time.Millisecond, Period: 20 * time.Millisecond, Delay: 30 * time.Millisecond}
 	r := correct.Energy(s, sec(1.0), sec(1.3), m, correct.Options{})
 	if e := relErr(r.Energy, testLoad.energy(1.0, 1.3)); math.Abs(e) > 1e-6 {
 		t.Errorf("delayed boxcar: %+.4f %%", 100*e)
@@ -200,7 +201,7 @@ func TestEnergyNoneAndDedupe(t *testing.T) {
 			s = append(s, trace.Sample{T: x + time.Duration(r)*300*time.Microsecond, Value: v})
 		}
 	}
-	r := correct.Energy(s, 0, sec(1.49), correct.Model{}, correct.Options{})
+	r := correct.Energy(s, 0, sec(1.49), sensormodel.Model{}, correct.Options{})
 	if r.Samples != 100 || r.Dropped != 300 {
 		t.Errorf("samples %d dropped %d, want 100 and 300", r.Samples, r.Dropped)
 	}
@@ -218,7 +219,7 @@ func TestEnergyNoneAndDedupe(t *testing.T) {
 		t.Errorf("learned period %v, want 15ms", r.Period)
 	}
 	// Dedupe off.
-	r = correct.Energy(s, 0, sec(1.49), correct.Model{}, correct.Options{Dedupe: -1})
+	r = correct.Energy(s, 0, sec(1.49), sensormodel.Model{}, correct.Options{Dedupe: -1})
 	if r.Samples != 400 || r.Dropped != 0 {
 		t.Errorf("without dedupe: samples %d dropped %d", r.Samples, r.Dropped)
 	}
@@ -228,7 +229,7 @@ func TestEnergyIdle(t *testing.T) {
 	// 10 s at 100 W with 2 s at 40 W: the lowest decile of 250 ms bins is the 40 W floor.
 	f := steps{p0: 100, t: []float64{3, 5}, p: []float64{40, 100}}
 	s := readings(0, 10, 0.02, 0, f.at)
-	ser := correct.Prepare(s, correct.Model{}, correct.Options{})
+	ser := correct.Prepare(s, sensormodel.Model{}, correct.Options{})
 	r := ser.Energy(sec(1), sec(4))
 	if !r.IdleEstimated || math.Abs(float64(r.Idle)-40) > 1e-9 {
 		t.Errorf("idle %v (estimated %v), want 40 W", r.Idle, r.IdleEstimated)
@@ -236,7 +237,7 @@ func TestEnergyIdle(t *testing.T) {
 	if want := r.Energy.Joules() - 40*3; math.Abs(r.EnergyActive.Joules()-want) > 1e-9 {
 		t.Errorf("active %v, want %v", r.EnergyActive, want)
 	}
-	r = correct.Energy(s, sec(1), sec(4), correct.Model{}, correct.Options{Idle: 30, IdleSet: true})
+	r = correct.Energy(s, sec(1), sec(4), sensormodel.Model{}, correct.Options{Idle: 30, IdleSet: true})
 	if r.IdleEstimated || r.Idle != 30 || math.Abs(r.EnergyActive.Joules()-(r.Energy.Joules()-90)) > 1e-9 {
 		t.Errorf("explicit idle: %+v", r)
 	}
@@ -253,7 +254,7 @@ func hasWarning(r correct.Result, sub string) bool {
 
 func TestEnergyWarnings(t *testing.T) {
 	s := readings(1, 3, 0.1, 0, func(float64) float64 { return 200 })
-	none := correct.Model{}
+	none := sensormodel.Model{}
 	for _, tc := range []struct {
 		name     string
 		s        []trace.Sample
@@ -284,21 +285,21 @@ func TestEnergyWarnings(t *testing.T) {
 func TestSpan(t *testing.T) {
 	s := readings(1, 3, 0.1, 0, func(float64) float64 { return 200 })
 	for _, tc := range []struct {
-		m      correct.Model
+		m      sensormodel.Model
 		lo, hi float64
 	}{
-		{correct.Model{}, 1, 3},
-		{correct.Model{Kind: correct.RC, Tau: time.Second, Delay: 10 * time.Millisecond}, 0.99, 2.99},
-		{correct.Model{Kind: correct.Boxcar, Window: time.Second}, 1, 3},
+		{sensormodel.Model{}, 1, 3},
+		{sensormodel.Model{Tau: time.Second, Delay: 10 * time.Millisecond}, 0.99, 2.99},
+		{sensormodel.Model{Window: time.Second}, 1, 3},
 		// Held over periods centred on the windows' centres: 12.5 ms back, ± 50 ms.
-		{correct.Model{Kind: correct.Boxcar, Window: 25 * time.Millisecond, Period: 100 * time.Millisecond}, 0.9375, 3.0375},
+		{sensormodel.Model{Window: 25 * time.Millisecond, Period: 100 * time.Millisecond}, 0.9375, 3.0375},
 	} {
 		lo, hi := correct.Span(s, tc.m, correct.Options{})
 		if lo != sec(tc.lo) || hi != sec(tc.hi) {
 			t.Errorf("%s: span %v..%v, want %gs..%gs", tc.m, lo, hi, tc.lo, tc.hi)
 		}
 	}
-	if lo, hi := correct.Span(nil, correct.Model{}, correct.Options{}); lo != 0 || hi != 0 {
+	if lo, hi := correct.Span(nil, sensormodel.Model{}, correct.Options{}); lo != 0 || hi != 0 {
 		t.Errorf("no samples: %v..%v", lo, hi)
 	}
 }
@@ -337,7 +338,7 @@ func TestEnergyBursts(t *testing.T) {
 		x := sec(0.037 + 0.1*float64(i))
 		s = append(s, trace.Sample{T: x, Value: 150}, trace.Sample{T: x + 400*time.Microsecond, Value: 200})
 	}
-	m := correct.Model{Kind: correct.Boxcar, Window: 25 * time.Millisecond, Period: 100 * time.Millisecond}
+	m := sensormodel.Model{Window: 25 * time.Millisecond, Period: 100 * time.Millisecond}
 	r := correct.Energy(s, sec(1), sec(3), m, correct.Options{})
 	if math.Abs(r.Energy.Joules()-400) > 1e-9 {
 		t.Errorf("energy %v, want 400 J (200 W for 2 s)", r.Energy)
@@ -352,7 +353,7 @@ func TestEnergyBursts(t *testing.T) {
 // tau·Δreading) gave, within the noise; the whole span is integrated as before.
 func TestEnergyRCShortLagEdges(t *testing.T) {
 	const tau, dt, delay = 0.014, 0.020, 0.003
-	m := correct.Model{Kind: correct.RC, Tau: sec(tau), Period: sec(dt), Delay: sec(delay)}
+	m := sensormodel.Model{Tau: sec(tau), Period: sec(dt), Delay: sec(delay)}
 	for _, sigma := range []float64{0, 0.3} { // W of noise per reading
 		for _, phase := range []float64{0, 0.0025, 0.005, 0.01, 0.015, 0.019, 0.0199} {
 			// Readings at 0.004 + k·dt see the lag 3 ms earlier: a step at s = 2.001 + phase

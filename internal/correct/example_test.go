@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/correct"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 )
 
@@ -27,21 +28,21 @@ func ExampleEnergy() {
 		}
 		s = append(s, trace.Sample{T: time.Duration(t * 1e9), Value: y})
 	}
-	m, _ := correct.ParseModel("rc:tau=0.84s")
+	m, _ := sensormodel.Parse("rc:tau=0.84s")
 	r := correct.Energy(s, time.Second, 1300*time.Millisecond, m, correct.Options{Idle: 50, IdleSet: true})
 	fmt.Printf("true 45.0 J, corrected %.1f J, naive %.1f J, above idle %.1f J\n", r.Energy.Joules(), r.EnergyRaw.Joules(), r.EnergyActive.Joules())
 	// Output: true 45.0 J, corrected 45.0 J, naive 19.8 J, above idle 30.0 J
 }
 
-func ExampleParseModel() {
+func ExampleMethod() {
 	for _, spec := range []string{"rc:tau=0.84s", "boxcar:window=25ms,period=100ms", "boxcar:window=1s", "rc:tau=0.84"} {
-		m, err := correct.ParseModel(spec)
+		m, err := sensormodel.Parse(spec)
 		if err != nil {
 			fmt.Println(err)
 			continue
 		}
 		// A model without a period gets the one Energy learns from the readings.
-		fmt.Printf("%s: %s\n", m, m.Method(100*time.Millisecond))
+		fmt.Printf("%s: %s\n", m, correct.Method(m, 100*time.Millisecond))
 	}
 	// Output:
 	// rc:tau=840ms: RC lag tau=840 ms inverted: ∫P = ∫reading + tau·(reading(b) − reading(a)), the ends fitted to the lag's step response

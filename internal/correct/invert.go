@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 )
 
@@ -27,17 +28,17 @@ type inverter interface {
 // interval is [a, b] on the trace's axis, in seconds.
 type interval struct{ a, b float64 }
 
-func newInverter(s []trace.Sample, m Model, period time.Duration) inverter {
+func newInverter(s []trace.Sample, m sensormodel.Model, period time.Duration) inverter {
 	delay := m.Delay.Seconds()
-	if m.Kind == Boxcar {
+	if m.Kind() == sensormodel.Boxcar {
 		delay += m.Tau.Seconds() // a lag before the window: its mean delay (energy is kept)
 	}
 	switch {
-	case m.Kind == RC:
-		return newRC(s, m.Tau.Seconds(), delay, m.shortLag(period))
-	case m.dense(period):
+	case m.Kind() == sensormodel.RC:
+		return newRC(s, m.Tau.Seconds(), delay, shortLag(m, period))
+	case denseBoxcar(m, period):
 		return newDense(collapseBursts(s, period/4), m.Window.Seconds(), delay)
-	case m.Kind == Boxcar:
+	case m.Kind() == sensormodel.Boxcar:
 		return newHold(collapseBursts(s, period/4), delay+m.Window.Seconds()/2, period.Seconds(), m.Window.Seconds())
 	}
 	return newLinear(s, 0)
@@ -265,7 +266,7 @@ const (
 )
 
 // newRC places reading i at s[i].T − delay; short selects the inversion interval by
-// interval for regions with edges inside the readings (Model.shortLag).
+// interval for regions with edges inside the readings (shortLag).
 func newRC(s []trace.Sample, tau, delay float64, short bool) *rcInv {
 	return &rcInv{l: newLinear(s, delay), tau: tau, short: short}
 }
@@ -613,7 +614,7 @@ func (d *dense) binEnergies(bins []interval) []float64 {
 func (d *dense) notes() []string {
 	var n []string
 	if d.unsteadyStart {
-		n = append(n, fmt.Sprintf("the deconvolution reached the start of the trace, where the power was changing: it took the power to have been steady before the first reading (start the recording at least %s before the region)", fmtDur(seconds(2*d.w))))
+		n = append(n, fmt.Sprintf("the deconvolution reached the start of the trace, where the power was changing: it took the power to have been steady before the first reading (start the recording at least %s before the region)", fmtDur(sensormodel.Seconds(2*d.w))))
 	}
 	if d.capped {
 		n = append(n, "the deconvolution was cut short: the rest was estimated by shifting the readings back by half a window")

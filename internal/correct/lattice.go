@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"gpuwatt/internal/sensormodel"
 )
 
 // Lattice is a regular grid of sample instants, t_k = Phase + k·Period, learned from the
@@ -95,8 +97,8 @@ func FitLattice(ts []time.Duration, guess time.Duration) (Lattice, bool) {
 	if R < MinLatticeR {
 		return Lattice{R: R}, false
 	}
-	T := seconds(bestT)
-	phase := ts[0] + seconds(ph/(2*math.Pi)*bestT)
+	T := sensormodel.Seconds(bestT)
+	phase := ts[0] + sensormodel.Seconds(ph/(2*math.Pi)*bestT)
 	l := Lattice{Period: T, Phase: phase, R: R}
 	// Where do the off-grid stamps lie? The histogram of offsets from the grid decides the
 	// cut: the emptiest stretch of the period (in 1/40 steps) is where early meets late.

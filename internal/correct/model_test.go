@@ -9,25 +9,26 @@ import (
 	"time"
 
 	"gpuwatt/internal/correct"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 )
 
 func TestParseModel(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want correct.Model
+		want sensormodel.Model
 		str  string
 	}{
-		{"none", correct.Model{}, "none"},
-		{" NONE ", correct.Model{}, "none"},
-		{"rc:tau=0.84s", correct.Model{Kind: correct.RC, Tau: 840 * time.Millisecond}, "rc:tau=840ms"},
-		{"RC:TAU=840ms,period=15ms", correct.Model{Kind: correct.RC, Tau: 840 * time.Millisecond, Period: 15 * time.Millisecond}, "rc:tau=840ms,period=15ms"},
-		{"boxcar:window=1s", correct.Model{Kind: correct.Boxcar, Window: time.Second}, "boxcar:window=1s"},
-		{"boxcar:window=25ms,period=100ms", correct.Model{Kind: correct.Boxcar, Window: 25 * time.Millisecond, Period: 100 * time.Millisecond}, "boxcar:window=25ms,period=100ms"},
-		{"boxcar:window=25ms,tau=14ms,period=100ms,delay=3ms", correct.Model{Kind: correct.Boxcar, Window: 25 * time.Millisecond, Tau: 14 * time.Millisecond, Period: 100 * time.Millisecond, Delay: 3 * time.Millisecond}, "boxcar:window=25ms,tau=14ms,period=100ms,delay=3ms"},
-		{"boxcar: period=100ms , window=25ms, delay=2ms", correct.Model{Kind: correct.Boxcar, Window: 25 * time.Millisecond, Period: 100 * time.Millisecond, Delay: 2 * time.Millisecond}, "boxcar:window=25ms,period=100ms,delay=2ms"},
+		{"none", sensormodel.Model{}, "none"},
+		{" NONE ", sensormodel.Model{}, "none"},
+		{"rc:tau=0.84s", sensormodel.Model{Tau: 840 * time.Millisecond}, "rc:tau=840ms"},
+		{"RC:TAU=840ms,period=15ms", sensormodel.Model{Tau: 840 * time.Millisecond, Period: 15 * time.Millisecond}, "rc:tau=840ms,period=15ms"},
+		{"boxcar:window=1s", sensormodel.Model{Window: time.Second}, "boxcar:window=1s"},
+		{"boxcar:window=25ms,period=100ms", sensormodel.Model{Window: 25 * time.Millisecond, Period: 100 * time.Millisecond}, "boxcar:window=25ms,period=100ms"},
+		{"boxcar:window=25ms,tau=14ms,period=100ms,delay=3ms", sensormodel.Model{Window: 25 * time.Millisecond, Tau: 14 * time.Millisecond, Period: 100 * time.Millisecond, Delay: 3 * time.Millisecond}, "boxcar:window=25ms,tau=14ms,period=100ms,delay=3ms"},
+		{"boxcar: period=100ms , window=25ms, delay=2ms", sensormodel.Model{Window: 25 * time.Millisecond, Period: 100 * time.Millisecond, Delay: 2 * time.Millisecond}, "boxcar:window=25ms,period=100ms,delay=2ms"},
 	} {
-		m, err := correct.ParseModel(tc.in)
+		m, err := sensormodel.Parse(tc.in)
 		if err != nil {
 			t.Errorf("%q: %v", tc.in, err)
 			continue
@@ -35,7 +36,7 @@ func TestParseModel(t *testing.T) {
 		if m != tc.want || m.String() != tc.str {
 			t.Errorf("%q: got %+v (%s), want %+v (%s)", tc.in, m, m, tc.want, tc.str)
 		}
-		if again, err := correct.ParseModel(m.String()); err != nil || again != m {
+		if again, err := sensormodel.Parse(m.String()); err != nil || again != m {
 			t.Errorf("%q: String %q reads back as %+v, %v", tc.in, m, again, err)
 		}
 	}
@@ -62,7 +63,7 @@ func TestParseModelErrors(t *testing.T) {
 		{"none:tau=1s", "none takes no parameters"},
 		{"lag:tau=1s", "unknown sensor model"},
 	} {
-		_, err := correct.ParseModel(tc.in)
+		_, err := sensormodel.Parse(tc.in)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one containing %q", tc.in, err, tc.want)
 		}
@@ -154,7 +155,7 @@ func TestParseProfileErrors(t *testing.T) {
 		{`{"channels": {"p": {"model": "boxcar", "window_s": -1}}}`, "window_s = -1"},
 		{`{"channels": {"p": {"model": "boxcar", "window_s": 1e-12}}}`, "rounds to 0 ns"},
 		{`{"channels": {"p": {"model": "boxcar", "window_s": 1, "period_s": 7200}}}`, "period_s = 7200"},
-		{`{"channels": {"p": {"model": "boxcar", "window_s": 1, "colour": 1}}}`, `unknown field "colour"`},
+		{`{"channels": {"p": {"model": "boxcar", "window_s": 1, "colour": 1}}}`, `unknown key "colour"`},
 		{`{"channels": {"": {"model": "none"}}}`, "empty name"},
 		{`{"channels": {"p": {"model": "none"}}} {}`, "more than one JSON value"},
 	} {
@@ -167,8 +168,8 @@ func TestParseProfileErrors(t *testing.T) {
 
 func TestProfileRoundTrip(t *testing.T) {
 	p := correct.Profile{Device: "sim H100", Channels: map[string]correct.ChannelModel{
-		"power.instant": correct.ProfileEntry(correct.Model{Kind: correct.Boxcar, Window: 25 * time.Millisecond, Period: 100 * time.Millisecond}),
-		"power.usage":   correct.ProfileEntry(correct.Model{Kind: correct.RC, Tau: 840 * time.Millisecond, Delay: 3 * time.Millisecond}),
+		"power.instant": correct.ChannelModel{Model: sensormodel.Model{Window: 25 * time.Millisecond, Period: 100 * time.Millisecond}},
+		"power.usage":   correct.ChannelModel{Model: sensormodel.Model{Tau: 840 * time.Millisecond, Delay: 3 * time.Millisecond}},
 	}}
 	var b bytes.Buffer
 	if err := correct.WriteProfile(&b, p); err != nil {
@@ -179,10 +180,8 @@ func TestProfileRoundTrip(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
 	for name, cm := range p.Channels {
-		want, _ := cm.Parse()
-		got, err := back.Channels[name].Parse()
-		if err != nil || got != want {
-			t.Errorf("%s: %+v, %v; want %+v", name, got, err, want)
+		if got := back.Channels[name].Model; got != cm.Model {
+			t.Errorf("%s: %+v; want %+v", name, got, cm.Model)
 		}
 	}
 	if back.Format != correct.ProfileFormat || back.Device != "sim H100" {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -118,8 +119,8 @@ func NewReport(path string, tr *trace.Trace, g int, ch string, c Choice, r Resul
 		UpdatePeriodS: r.Period.Seconds(), PeriodSource: r.PeriodSource,
 		Coverage: r.Coverage, DataCoverage: r.DataCoverage, SensorCoverage: r.SensorCoverage,
 		Model: c.Model.String(), ModelSource: c.Source, ModelGuess: c.Guess,
-		Method:      c.Model.Method(r.Period),
-		Assumptions: c.Model.Assumptions(r.Period),
+		Method:      Method(c.Model, r.Period),
+		Assumptions: Assumptions(c.Model, r.Period),
 		Warnings:    slices.Clone(r.Warnings),
 	}
 	if rep.Assumptions == nil {
@@ -202,4 +203,4 @@ func WriteText(w io.Writer, rep Report) error {
 }
 
 // fmtSecs formats seconds briefly: "500 ms", "2.5 s".
-func fmtSecs(s float64) string { return fmtDur(seconds(s)) }
+func fmtSecs(s float64) string { return fmtDur(sensormodel.Seconds(s)) }

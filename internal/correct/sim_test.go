@@ -12,23 +12,23 @@ import (
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensor/simsensor"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
 
 const ms = time.Millisecond
 
-// simModel is the correct.Model of a sim channel's own sensor model: what a perfect
+// simModel is the sensormodel.Model of a sim channel's own sensor model: what a perfect
 // characterisation of the channel (the `sensor` verb's job) would find.
-func simModel(m simsensor.Model) correct.Model {
+func simModel(m sensormodel.Model) sensormodel.Model {
 	switch {
 	case m.Window > 0:
-		return correct.Model{Kind: correct.Boxcar, Window: m.Window, Tau: m.Tau, Period: m.Period, Delay: m.Delay}
+		return sensormodel.Model{Window: m.Window, Tau: m.Tau, Period: m.Period, Delay: m.Delay}
 	case m.Tau > 0:
-		return correct.Model{Kind: correct.RC, Tau: m.Tau, Period: m.Period, Delay: m.Delay}
+		return sensormodel.Model{Tau: m.Tau, Period: m.Period, Delay: m.Delay}
 	}
-	return correct.Model{Period: m.Period, Delay: m.Delay}
+	return sensormodel.Model{Period: m.Period, Delay: m.Delay}
 }
 
 // boardChannels are the sim's channels that observe the board's power (those a preset
@@ -153,9 +153,9 @@ const (
 	classPartial              // a boxcar of W < T: W of every T seen
 )
 
-func classOf(m correct.Model) class {
+func classOf(m sensormodel.Model) class {
 	switch {
-	case m.Kind == correct.RC:
+	case m.Kind() == sensormodel.RC:
 		return classRC
 	case 2*m.Window >= 3*m.Period:
 		return classDense
@@ -170,7 +170,7 @@ type outcome struct {
 	preset, ch string
 	phase      time.Duration
 	rg         region
-	m          correct.Model
+	m          sensormodel.Model
 	truth      float64
 	corr, raw  float64 // relative errors
 	nChanges   int     // power changes that move the readings inside the region
@@ -201,7 +201,7 @@ func measureAll(t *testing.T, opt sensor.Options, presets []string) []outcome {
 					// Changes that move the readings of the region: up to a window (or
 					// three time constants) before it.
 					reach := m.Window
-					if m.Kind == correct.RC {
+					if m.Kind() == sensormodel.RC {
 						reach = 3 * m.Tau
 					}
 					o.nChanges = len(r.changes(ch, a-reach+1, b-1))

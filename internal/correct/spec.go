@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 )
 
@@ -20,11 +21,11 @@ import (
 type Spec struct {
 	text    string
 	auto    bool
-	model   Model
+	model   sensormodel.Model
 	profile *Profile
 }
 
-// ParseSpec reads a --sensor value: none, auto, rc:..., boxcar:... (see ParseModel), or
+// ParseSpec reads a --sensor value: none, auto, rc:..., boxcar:... (see sensormodel.Parse), or
 // the path of a sensor.json file, which it reads and checks.
 func ParseSpec(s string) (Spec, error) {
 	t := strings.TrimSpace(s)
@@ -34,20 +35,20 @@ func ParseSpec(s string) (Spec, error) {
 		return Spec{text: "auto", auto: true}, nil
 	case lower == "none" || lower == "rc" || lower == "boxcar" ||
 		strings.HasPrefix(lower, "none:") || strings.HasPrefix(lower, "rc:") || strings.HasPrefix(lower, "boxcar:"):
-		m, err := ParseModel(t)
+		m, err := sensormodel.Parse(t)
 		if err != nil {
 			return Spec{}, err
 		}
 		return Spec{text: m.String(), model: m}, nil
 	case t == "":
-		return Spec{}, errors.New("empty sensor spec: " + specForms)
+		return Spec{}, errors.New("empty sensor spec: " + sensormodel.SpecForms)
 	}
 	data, err := os.ReadFile(t)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(t, `/\.`) {
-			return Spec{}, fmt.Errorf("unknown sensor model %q: %s", t, specForms)
+			return Spec{}, fmt.Errorf("unknown sensor model %q: %s", t, sensormodel.SpecForms)
 		}
-		return Spec{}, fmt.Errorf("sensor profile %s: %v (%s)", t, unwrapPath(err), specForms)
+		return Spec{}, fmt.Errorf("sensor profile %s: %v (%s)", t, unwrapPath(err), sensormodel.SpecForms)
 	}
 	p, err := ParseProfile(data)
 	if err != nil {
@@ -74,7 +75,7 @@ func (s Spec) String() string {
 
 // Choice is the model chosen for a channel, and where it came from.
 type Choice struct {
-	Model Model
+	Model sensormodel.Model
 	// Source says where the model came from: "--sensor rc:tau=840ms", "sensor.json x",
 	// "auto: ...".
 	Source string
@@ -110,7 +111,7 @@ func (s Spec) Resolve(tr *trace.Trace, ch trace.Channel) (Choice, error) {
 			slices.Sort(names)
 			return Choice{}, fmt.Errorf("sensor profile %s has no model for channel %s (it has %s)", s.text, ch.Name, strings.Join(names, ", "))
 		}
-		m, _ := cm.Parse() // checked by ParseProfile
+		m := cm.Model
 		src := "sensor profile " + s.text
 		if s.profile.Device != "" {
 			src += " (" + s.profile.Device + ")"
@@ -139,7 +140,7 @@ func (s Spec) Resolve(tr *trace.Trace, ch trace.Channel) (Choice, error) {
 //
 // Spec.Resolve drops the table's period when the trace's metadata has the period the
 // Sampler learned.
-func Auto(channel, gpuName string) (Model, string) {
+func Auto(channel, gpuName string) (sensormodel.Model, string) {
 	board := strings.ToUpper(gpuName)
 	has := func(subs ...string) bool {
 		for _, s := range subs {
@@ -149,7 +150,7 @@ func Auto(channel, gpuName string) (Model, string) {
 		}
 		return false
 	}
-	boxcar := func(w, t time.Duration) Model { return Model{Kind: Boxcar, Window: w, Period: t} }
+	boxcar := func(w, t time.Duration) sensormodel.Model { return sensormodel.Model{Window: w, Period: t} }
 	average := channel == "power.usage" || strings.HasSuffix(channel, ".average")
 	instant := strings.HasSuffix(channel, ".instant")
 	name := gpuName
@@ -158,7 +159,7 @@ func Auto(channel, gpuName string) (Model, string) {
 	}
 	switch {
 	case has("K20", "K40", "K80") && channel == "power.usage":
-		return Model{Kind: RC, Tau: 840 * time.Millisecond},
+		return sensormodel.Model{Tau: 840 * time.Millisecond},
 			fmt.Sprintf("%s on %s, a Kepler board: an RC lag of 0.84 s (Burtscher et al.)", channel, name)
 	case has("V100", "P100") && (channel == "power.usage" || channel == "power.samples"):
 		return boxcar(10*time.Millisecond, 20*time.Millisecond),
@@ -167,10 +168,10 @@ func Auto(channel, gpuName string) (Model, string) {
 		return boxcar(100*time.Millisecond, 100*time.Millisecond),
 			fmt.Sprintf("%s on %s: a 100 ms window every 100 ms (Yang et al.)", channel, name)
 	case has("H200") && !has("GH200") && channel == "power.samples":
-		return Model{Kind: RC, Tau: 14 * time.Millisecond, Period: 20 * time.Millisecond, Delay: 3 * time.Millisecond},
+		return sensormodel.Model{Tau: 14 * time.Millisecond, Period: 20 * time.Millisecond, Delay: 3 * time.Millisecond},
 			fmt.Sprintf("%s on %s: point samples every 20 ms of the power through a 14 ms lag, 3 ms late (measured on an H200, driver 580)", channel, name)
 	case has("H200") && !has("GH200") && channel == "power.instant":
-		return Model{Kind: Boxcar, Window: 25 * time.Millisecond, Tau: 14 * time.Millisecond, Period: 100 * time.Millisecond, Delay: 3 * time.Millisecond},
+		return sensormodel.Model{Window: 25 * time.Millisecond, Tau: 14 * time.Millisecond, Period: 100 * time.Millisecond, Delay: 3 * time.Millisecond},
 			fmt.Sprintf("%s on %s: the last 25 ms of every ~100 ms of the power through a 14 ms lag, 3 ms late (measured on an H200, driver 580)", channel, name)
 	case has("GH200") && instant:
 		return boxcar(20*time.Millisecond, 100*time.Millisecond),
@@ -185,10 +186,8 @@ func Auto(channel, gpuName string) (Model, string) {
 		return boxcar(20*time.Millisecond, 20*time.Millisecond),
 			fmt.Sprintf("%s on %s: the driver's buffer, a 20 ms mean every 20 ms", channel, name)
 	}
-	return Model{}, fmt.Sprintf("no model is known for channel %s: integrated as recorded", channel)
+	return sensormodel.Model{}, fmt.Sprintf("no model is known for channel %s: integrated as recorded", channel)
 }
-
-func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
 
 // ProfileFormat is the format field of a sensor.json that this version reads and writes.
 const ProfileFormat = "gpuwatt-sensor/1"
@@ -218,69 +217,78 @@ type Profile struct {
 	Meta     json.RawMessage         `json:"meta,omitempty"`
 }
 
-// ChannelModel is one channel's entry in a sensor.json.
+// ChannelModel is one channel's entry in a sensor.json: the model (in the compact JSON of
+// sensormodel, with "model" naming its kind and only the parameters that are not zero,
+// and "ci" the 95 % intervals a characterisation measured) and the evidence.
 type ChannelModel struct {
-	Model    string          `json:"model"`
-	TauS     float64         `json:"tau_s,omitempty"`
-	WindowS  float64         `json:"window_s,omitempty"`
-	PeriodS  float64         `json:"period_s,omitempty"`
-	DelayS   float64         `json:"delay_s,omitempty"`
-	Evidence json.RawMessage `json:"evidence,omitempty"`
+	sensormodel.Model
+	// Evidence (any JSON) carries what the characterisation measured; not read here.
+	Evidence json.RawMessage
 }
 
-// ProfileEntry returns m as a sensor.json entry.
-func ProfileEntry(m Model) ChannelModel {
-	return ChannelModel{Model: m.Kind.String(), TauS: m.Tau.Seconds(), WindowS: m.Window.Seconds(),
-		PeriodS: m.Period.Seconds(), DelayS: m.Delay.Seconds()}
+// MarshalJSON writes the entry: the model's compact JSON with "evidence" beside it.
+func (c ChannelModel) MarshalJSON() ([]byte, error) {
+	b := c.Model.MarshalCompact()
+	if len(c.Evidence) > 0 {
+		b = append(b[:len(b)-1], `,"evidence":`...)
+		b = append(b, c.Evidence...)
+		b = append(b, '}')
+	}
+	return b, nil
 }
 
-// Parse checks the entry and returns its model.
-func (c ChannelModel) Parse() (Model, error) {
-	var m Model
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"tau_s", c.TauS}, {"window_s", c.WindowS}, {"period_s", c.PeriodS}, {"delay_s", c.DelayS}} {
-		if math.IsNaN(f.v) || f.v < 0 || f.v > MaxDuration.Seconds() {
-			return Model{}, fmt.Errorf("%s = %v: want seconds in [0, %g]", f.name, f.v, MaxDuration.Seconds())
+// UnmarshalJSON reads and checks an entry. Files written before the model had gain,
+// noise and intervals (model, tau_s, window_s, period_s, delay_s, evidence) read as they did.
+func (c *ChannelModel) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("want an object with \"model\", got %s", bytes.TrimSpace(data))
+	}
+	if _, ok := raw["model"]; !ok {
+		return errors.New(`no "model": want "none", "rc" or "boxcar"`)
+	}
+	for _, k := range []string{"tau_s", "window_s", "period_s", "delay_s"} {
+		v, ok := raw[k]
+		if !ok {
+			continue
+		}
+		var x float64
+		if err := json.Unmarshal(v, &x); err != nil || math.IsNaN(x) || x < 0 || x > MaxDuration.Seconds() {
+			return fmt.Errorf("%s = %s: want seconds in [0, %g]", k, bytes.TrimSpace(v), MaxDuration.Seconds())
+		}
+		if x > 0 && sensormodel.Seconds(x) == 0 {
+			return fmt.Errorf("%s = %s: the time rounds to 0 ns: want a positive duration", k, bytes.TrimSpace(v))
 		}
 	}
-	switch c.Model {
-	case "none":
-		if c.TauS != 0 || c.WindowS != 0 {
-			return Model{}, errors.New(`model "none" takes no tau_s or window_s`)
-		}
-	case "rc":
-		m.Kind = RC
-		if c.WindowS != 0 {
-			return Model{}, errors.New(`model "rc" takes tau_s, not window_s`)
-		}
-		if c.TauS <= 0 {
-			return Model{}, errors.New(`model "rc" needs tau_s > 0`)
-		}
-	case "boxcar":
-		m.Kind = Boxcar // tau_s, if given, is a first-order lag before the window
-		if c.WindowS <= 0 {
-			return Model{}, errors.New(`model "boxcar" needs window_s > 0`)
-		}
-	case "":
-		return Model{}, errors.New(`no "model": want "none", "rc" or "boxcar"`)
-	default:
-		return Model{}, fmt.Errorf(`model %q: want "none", "rc" or "boxcar"`, c.Model)
+	ev := raw["evidence"]
+	delete(raw, "evidence")
+	rest, _ := json.Marshal(raw)
+	var m sensormodel.Model
+	if err := m.UnmarshalJSON(rest); err != nil {
+		return err
 	}
-	m.Tau, m.Window, m.Period, m.Delay = seconds(c.TauS), seconds(c.WindowS), seconds(c.PeriodS), seconds(c.DelayS)
-	if m.Kind == RC && m.Tau == 0 || m.Kind == Boxcar && m.Window == 0 {
-		return Model{}, errors.New("the time constant rounds to 0 ns: want a positive duration")
+	if err := m.Validate(); err != nil {
+		return err
 	}
-	return m, m.Validate()
+	c.Model, c.Evidence = m, ev
+	return nil
 }
+
+// MaxDuration bounds every time in a sensor.json (an hour: far beyond any sensor's window).
+const MaxDuration = sensormodel.MaxDuration
 
 // ParseProfile reads and checks a sensor.json.
 func ParseProfile(data []byte) (*Profile, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var p Profile
-	if err := dec.Decode(&p); err != nil {
+	// The channels are read one by one below, so that an error names its channel.
+	var raw struct {
+		Format   string                     `json:"format,omitempty"`
+		Device   string                     `json:"device,omitempty"`
+		Channels map[string]json.RawMessage `json:"channels"`
+		Meta     json.RawMessage            `json:"meta,omitempty"`
+	}
+	if err := dec.Decode(&raw); err != nil {
 		if err == io.EOF {
 			return nil, errors.New(`empty file: want a JSON object {"channels": {"power.instant": {"model": "boxcar", "window_s": 0.025, "period_s": 0.1}, ...}}`)
 		}
@@ -289,14 +297,15 @@ func ParseProfile(data []byte) (*Profile, error) {
 	if dec.More() {
 		return nil, errors.New("more than one JSON value: want one object")
 	}
+	p := Profile{Format: raw.Format, Device: raw.Device, Meta: raw.Meta, Channels: map[string]ChannelModel{}}
 	if p.Format != "" && p.Format != ProfileFormat {
 		return nil, fmt.Errorf("format %q is not supported: this gpuwatt reads %q", p.Format, ProfileFormat)
 	}
-	if len(p.Channels) == 0 {
+	if len(raw.Channels) == 0 {
 		return nil, errors.New(`no "channels": want at least one channel's model`)
 	}
-	names := make([]string, 0, len(p.Channels))
-	for n := range p.Channels {
+	names := make([]string, 0, len(raw.Channels))
+	for n := range raw.Channels {
 		names = append(names, n)
 	}
 	slices.Sort(names)
@@ -304,9 +313,11 @@ func ParseProfile(data []byte) (*Profile, error) {
 		if n == "" {
 			return nil, errors.New("a channel with an empty name")
 		}
-		if _, err := p.Channels[n].Parse(); err != nil {
+		var c ChannelModel
+		if err := c.UnmarshalJSON(raw.Channels[n]); err != nil {
 			return nil, fmt.Errorf("channel %s: %v", n, err)
 		}
+		p.Channels[n] = c
 	}
 	return &p, nil
 }

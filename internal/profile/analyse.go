@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"gpuwatt/internal/sensormodel"
 )
 
 // analyse bins the cloud (raw profile) and deconvolves it (profile proper).
@@ -152,32 +154,6 @@ func minInt(c []int) int {
 	return v
 }
 
-// stepResp is the channel's response, at x after it began, to a unit step of the power:
-// the mean over the window W of the step passed through the lag tau.
-func stepResp(x, W, tau float64) float64 {
-	if W <= 0 {
-		switch {
-		case tau <= 0 && x >= 0:
-			return 1
-		case tau <= 0 || x <= 0:
-			return 0
-		}
-		return -math.Expm1(-x / tau)
-	}
-	return (integ(x, tau) - integ(x-W, tau)) / W
-}
-
-// integ is the integral over [0, x] of the lagged unit step.
-func integ(x, tau float64) float64 {
-	switch {
-	case x <= 0:
-		return 0
-	case tau <= 0:
-		return x
-	}
-	return x + tau*math.Expm1(-x/tau)
-}
-
 // row returns the model's coefficients for one reading: [baseline, bin 0..m-1]. The
 // reading sees the kernel of its own run at phase p.PhaseS and of earlier runs at
 // p.others; the rest of what it sees is the baseline.
@@ -190,9 +166,9 @@ func row(dst []float64, p Point, tex float64, m int, W, tau float64) []float64 {
 	h := tex / float64(m)
 	sum := 0.0
 	add := func(ph float64) {
-		prev := stepResp(ph, W, tau)
+		prev := sensormodel.StepResponse(ph, W, tau)
 		for j := 0; j < m; j++ {
-			next := stepResp(ph-float64(j+1)*h, W, tau)
+			next := sensormodel.StepResponse(ph-float64(j+1)*h, W, tau)
 			c := prev - next
 			prev = next
 			dst[j+1] += c

@@ -157,7 +157,7 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 		} else {
 			predicted++ // the update came during the kernel (or before the window)
 		}
-		pts = append(pts, newPoint(runs, len(runs)-1, u-D, v, opt.Sensor, opt.Sensor.horizon(tex)))
+		pts = append(pts, newPoint(runs, len(runs)-1, u-D, v, opt.Sensor, horizon(opt.Sensor, tex)))
 		if opt.Progress != nil {
 			opt.Progress(i+1, opt.Runs)
 		}
@@ -298,7 +298,7 @@ func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.
 			missed++
 			continue
 		}
-		pts = append(pts, newPoint(runs, len(runs)-1, u-D, got.v, opt.Sensor, opt.Sensor.horizon(tex)))
+		pts = append(pts, newPoint(runs, len(runs)-1, u-D, got.v, opt.Sensor, horizon(opt.Sensor, tex)))
 		if opt.Progress != nil {
 			opt.Progress(i+1, opt.Runs)
 		}

@@ -36,41 +36,26 @@ import (
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/sensormodel"
 )
 
 // Format is the version of profile.json.
 const Format = "gpuwatt.profile/1"
 
-// Sensor is what the method needs to know of the channel.
-type Sensor struct {
-	Period time.Duration // T: time between updates (required)
-	Window time.Duration // W: each reading is the mean over this window (0: a point sample)
-	Delay  time.Duration // the window ends this long before the update
-	// Tau is a first-order lag (RC) the power passes through before the window (0: none).
-	// The H200's power.samples are point samples (W = 0) of a 14 ms lag.
-	Tau time.Duration
-}
-
-// Model is the sensor model in correct's notation (rc:..., boxcar:..., none).
-func (s Sensor) Model() string {
-	var m correct.Model
-	switch {
-	case s.Window > 0:
-		m = correct.Model{Kind: correct.Boxcar, Window: s.Window, Tau: s.Tau}
-	case s.Tau > 0:
-		m = correct.Model{Kind: correct.RC, Tau: s.Tau}
-	default:
+// ModelName is the sensor model in its spec form (rc:..., boxcar:...), or "point sample
+// (none)".
+func ModelName(s sensormodel.Model) string {
+	if s.Kind() == sensormodel.None {
 		return "point sample (none)"
 	}
-	m.Period, m.Delay = s.Period, s.Delay
-	return m.String()
+	return s.Shape().String()
 }
 
 // Options of a profile run. The zero value gives the defaults.
 type Options struct {
-	Runs   int           // kernel runs (default 400)
-	Sensor Sensor        // the channel's model; Period is required
-	Poll   time.Duration // poll interval of the channel (default 100 µs; a buffered channel: 50 ms)
+	Runs   int               // kernel runs (default 400)
+	Sensor sensormodel.Model // the channel's model (period, window, delay, lag); Period is required
+	Poll   time.Duration     // poll interval of the channel (default 100 µs; a buffered channel: 50 ms)
 	// MinEdges is how many readings must see a bin (its window start or end falling in
 	// it) for the bin width to be accepted (default 12).
 	MinEdges int
@@ -230,7 +215,7 @@ type run struct{ start, end time.Duration }
 
 // horizon is how long after a kernel's start a reading can still see it: the kernel, the
 // window and ten time constants of the lag (e^-10 of the step is left).
-func (s Sensor) horizon(tex time.Duration) time.Duration {
+func horizon(s sensormodel.Model, tex time.Duration) time.Duration {
 	return tex + s.Window + 10*s.Tau
 }
 
@@ -433,15 +418,13 @@ func newResult(name, channel, method string, opt Options, runs []run) *Result {
 		Format: Format, Kernel: name, Channel: channel, Method: method, Runs: len(runs),
 		KernelS: tex.Seconds(), PeriodS: opt.Sensor.Period.Seconds(), WindowS: opt.Sensor.Window.Seconds(),
 		DelayS: opt.Sensor.Delay.Seconds(), TauS: opt.Sensor.Tau.Seconds(), PollS: opt.Poll.Seconds(), Warnings: []string{},
-		Model: opt.Sensor.Model(),
+		Model: ModelName(opt.Sensor),
 	}
-	res.Coverage = min(1, res.WindowS/res.PeriodS)
-	if opt.Sensor.Tau > 0 && opt.Sensor.Window == 0 {
-		// A lag read every T weighs about the last 2 tau before each reading (the
-		// coverage correct.Model and the sensor stage give it).
-		res.Coverage = min(1, 2*res.TauS/res.PeriodS)
-	}
-	if opt.Sensor.Window == 0 && opt.Sensor.Tau == 0 {
+	// W/T, or 2 tau/T for a lag read every T (sensormodel.Model.Coverage); a point sampler
+	// sees none of the time.
+	res.Coverage = opt.Sensor.Coverage(opt.Sensor.Period)
+	if opt.Sensor.Kind() == sensormodel.None {
+		res.Coverage = 0
 		res.Warnings = append(res.Warnings, "the sensor is taken as a point sampler (window 0)")
 	}
 	return res
@@ -450,10 +433,10 @@ func newResult(name, channel, method string, opt Options, runs []run) *Result {
 // attribute ties every update to the nearest kernel start and keeps those whose window
 // end lies within [lo, hi) of it; each point also keeps its phase relative to the earlier
 // runs it can still see (a lag, or a window longer than the gap between runs).
-func attribute(ups []update, runs []run, s Sensor, tex, lo, hi time.Duration) ([]Point, int) {
+func attribute(ups []update, runs []run, s sensormodel.Model, tex, lo, hi time.Duration) ([]Point, int) {
 	var pts []Point
 	dropped := 0
-	hz := s.horizon(tex)
+	hz := horizon(s, tex)
 	for _, u := range ups {
 		we := u.T - s.Delay
 		// the run in which the window ends (the latest start at or before its end), or the
@@ -479,7 +462,7 @@ func attribute(ups []update, runs []run, s Sensor, tex, lo, hi time.Duration) ([
 // newPoint is the reading v whose window ends at we (on the runs' clock), tied to run i
 // (counted from 0): its phase within that run, and the phases of the earlier runs whose
 // tails it can still see (those that started less than the horizon hz before we).
-func newPoint(runs []run, i int, we time.Duration, v float64, s Sensor, hz time.Duration) Point {
+func newPoint(runs []run, i int, we time.Duration, v float64, s sensormodel.Model, hz time.Duration) Point {
 	ph := we - runs[i].start
 	p := Point{Run: i + 1, PhaseS: ph.Seconds(), MidS: (ph - s.Window/2 - s.Tau).Seconds(), PowerW: v}
 	for r := i - 1; r >= 0 && we-runs[r].start < hz; r-- {

@@ -13,6 +13,7 @@ import (
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/profile"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/units"
 )
 
@@ -44,7 +45,7 @@ type setup struct {
 	dev  *sim.Device
 	k    *shaped
 	tex  time.Duration
-	sens profile.Sensor
+	sens sensormodel.Model
 }
 
 func newSetup(t *testing.T, preset, channel string) setup {
@@ -77,7 +78,7 @@ func newSetup(t *testing.T, preset, channel string) setup {
 		t.Fatalf("no %s", channel)
 	}
 	return setup{clk: clk, dev: dev, k: &shaped{Kernel: k, dev: dev, clk: clk, each: e - s}, tex: e - s,
-		sens: profile.Sensor{Period: m.Period, Window: m.Window, Delay: m.Delay, Tau: m.Tau}}
+		sens: m.Shape()}
 }
 
 // check compares the profile with the truth averaged over each of its bins, and its
@@ -189,7 +190,7 @@ func TestOfflineRandom(t *testing.T) {
 
 func TestBadOptions(t *testing.T) {
 	su := newSetup(t, "h100", "power.instant")
-	for _, o := range []profile.Options{{}, {Sensor: profile.Sensor{Period: su.sens.Period, Window: -1}}, {Sensor: su.sens, Poll: 50 * time.Millisecond}} {
+	for _, o := range []profile.Options{{}, {Sensor: sensormodel.Model{Period: su.sens.Period, Window: -1}}, {Sensor: su.sens, Poll: 50 * time.Millisecond}} {
 		if _, err := profile.Run(context.Background(), su.clk, su.dev.Sensor("power.instant"), su.k, "x", o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}

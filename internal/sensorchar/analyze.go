@@ -12,13 +12,15 @@ import (
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
+	"gpuwatt/internal/units"
 )
 
 // Channel is what was learned about one power channel.
 type Channel struct {
 	Name          string  `json:"name"`
-	Model         string  `json:"model"` // the spec correct.ParseModel reads
+	Model         string  `json:"model"` // the spec sensormodel.Parse reads
 	Kind          string  `json:"kind"`  // boxcar, rc or none
 	CallLatencyUS float64 `json:"call_latency_us"`
 	Readings      int     `json:"readings"`
@@ -58,7 +60,7 @@ type Channel struct {
 	fit   fitResult
 	ts    []float64 // readings used by the fit, s
 	ys    []float64
-	model correct.Model
+	model sensormodel.Model
 }
 
 // Grid is the sample grid of a buffered channel.
@@ -147,7 +149,7 @@ func (r *Report) Trace() *trace.Trace { return r.rec.tr }
 func (r *Report) Profile() correct.Profile {
 	p := correct.Profile{Device: r.GPUName, Channels: map[string]correct.ChannelModel{}}
 	for _, c := range r.Channels {
-		e := correct.ProfileEntry(c.model)
+		e := correct.ChannelModel{Model: c.model}
 		e.Evidence, _ = json.Marshal(c)
 		p.Channels[c.Name] = e
 	}
@@ -382,10 +384,10 @@ func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch 
 	c.DelayS = best.delay
 	if best.rc {
 		c.Kind, c.TauS = "rc", best.p
-		c.model = correct.Model{Kind: correct.RC, Tau: secs(best.p), Period: secs(T), Delay: secs(best.delay)}
+		c.model = sensormodel.Model{Tau: secs(best.p), Period: secs(T), Delay: secs(best.delay), Noise: units.Power(c.NoiseW)}
 	} else {
 		c.Kind, c.WindowS, c.TauS = "boxcar", best.p, best.tau
-		c.model = correct.Model{Kind: correct.Boxcar, Window: max(secs(best.p), time.Microsecond), Tau: secs(best.tau), Period: secs(T), Delay: secs(best.delay)}
+		c.model = sensormodel.Model{Window: max(secs(best.p), time.Microsecond), Tau: secs(best.tau), Period: secs(T), Delay: secs(best.delay), Noise: units.Power(c.NoiseW)}
 	}
 	c.Model = c.model.String()
 	c.Coverage = c.model.Coverage(secs(T))

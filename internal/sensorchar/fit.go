@@ -3,6 +3,8 @@ package sensorchar
 import (
 	"math"
 	"sort"
+
+	"gpuwatt/internal/sensormodel"
 )
 
 // The fit: the load's schedule is known (every kernel's start and end on the trace's
@@ -99,13 +101,12 @@ func (s *schedule) rcWeights(qs []float64, tau float64) [][3]float64 {
 			t = to
 			return
 		}
-		k := math.Exp(-(to - t) / tau)
 		for j := range x {
 			target := 0.0
 			if j == u {
 				target = 1
 			}
-			x[j] = target + (x[j]-target)*k
+			x[j], _ = sensormodel.Lag(x[j], target, to-t, tau)
 		}
 		t = to
 	}
@@ -293,31 +294,20 @@ func (s *schedule) fit(rc bool, ts, ys []float64, pLo, pHi, dMax float64) fitRes
 	return best
 }
 
-// integLag is the integral over [0, x] of a unit step passed through a first-order lag tau.
-func integLag(x, tau float64) float64 {
-	switch {
-	case x <= 0:
-		return 0
-	case tau <= 0:
-		return x
-	}
-	return x + tau*math.Expm1(-x/tau)
-}
-
 // boxRCWeights are the shares of each state in the mean over [b−w, b] of the state
 // indicators passed through a lag tau: a boxcar of a low-passed signal (the H200's
 // power.instant).
 func (s *schedule) boxRCWeights(b, w, tau float64) [3]float64 {
 	a := b - w
 	// the lagged pre indicator is 1 − lag(step at s0)
-	pre := 1 - (integLag(b-s.s0, tau)-integLag(a-s.s0, tau))/w
+	pre := 1 - (sensormodel.StepIntegral(b-s.s0, tau)-sensormodel.StepIntegral(a-s.s0, tau))/w
 	// on-intervals ending more than 40 tau before a contribute nothing: their lagged
 	// indicator is back at 0 by then.
 	from := sort.Search(len(s.on), func(i int) bool { return s.on[i][1] > a-40*tau })
 	on := 0.0
 	for i := from; i < len(s.on) && s.on[i][0] < b; i++ {
 		st, e := s.on[i][0], s.on[i][1]
-		on += integLag(b-st, tau) - integLag(a-st, tau) - integLag(b-e, tau) + integLag(a-e, tau)
+		on += sensormodel.StepIntegral(b-st, tau) - sensormodel.StepIntegral(a-st, tau) - sensormodel.StepIntegral(b-e, tau) + sensormodel.StepIntegral(a-e, tau)
 	}
 	on /= w
 	return [3]float64{pre, on, math.Max(0, 1-pre-on)}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/sensor/simsensor"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/units"
 )
 
@@ -136,7 +136,7 @@ type LoadStep struct {
 
 // SensorConfig is the model of one channel, or the fact that the board lacks it.
 type SensorConfig struct {
-	Model       simsensor.Model
+	Model       sensormodel.Model
 	Unsupported bool // unsupported: the channel fails with simsensor.ErrNotSupported
 	Ring        int  // ring: samples kept by a buffered channel (power.samples)
 }
@@ -171,11 +171,11 @@ func numberOf(key, what string, raw json.RawMessage) (float64, error) {
 	return v, nil
 }
 
-// seconds reads a time in seconds, within ±simsensor.MaxSeconds.
+// seconds reads a time in seconds, within ±sensormodel.MaxSeconds.
 func seconds(key string, raw json.RawMessage) (float64, error) {
 	v, err := numberOf(key, "seconds", raw)
-	if err == nil && math.Abs(v) > simsensor.MaxSeconds {
-		return 0, fmt.Errorf("%s: want at most %g seconds, got %s", key, simsensor.MaxSeconds, short(raw))
+	if err == nil && math.Abs(v) > sensormodel.MaxSeconds {
+		return 0, fmt.Errorf("%s: want at most %g seconds, got %s", key, sensormodel.MaxSeconds, short(raw))
 	}
 	return v, err
 }
@@ -203,7 +203,7 @@ func secondsKey(key string, f func(*Config) *time.Duration) cfgField {
 		func(c *Config) any { return f(c).Seconds() },
 		func(c *Config, raw json.RawMessage) error {
 			v, err := seconds(key, raw)
-			*f(c) = simsensor.Seconds(v)
+			*f(c) = sensormodel.Seconds(v)
 			return err
 		}}
 }
@@ -501,9 +501,9 @@ func setLoad(c *Config, raw json.RawMessage) error {
 			seen[m.key] = true
 			switch m.key {
 			case "t_s":
-				st.T = simsensor.Seconds(v)
+				st.T = sensormodel.Seconds(v)
 			case "duration_s":
-				st.Duration = simsensor.Seconds(v)
+				st.Duration = sensormodel.Seconds(v)
 			case "power_w":
 				st.Power = units.Power(v)
 			}
@@ -563,7 +563,7 @@ func keysFor(spec chanSpec) []string {
 	case kindBuffered:
 		keys = append(keys, "ring")
 	}
-	return append(keys, simsensor.ModelKeys()...)
+	return append(keys, sensormodel.Keys()...)
 }
 
 func (sc *SensorConfig) apply(spec chanSpec, raw json.RawMessage, where string) error {
@@ -742,7 +742,7 @@ func (c Config) Validate() error {
 		if spec.kind == kindCounter {
 			err = sc.Model.ValidateCounter()
 		} else {
-			err = sc.Model.Validate()
+			err = sc.Model.ValidateGenerating()
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)

@@ -24,7 +24,7 @@
 // power.module.instant, power.module.average, power.memory.instant, power.memory.average,
 // power.samples, energy.total, clock.sm, clock.mem, temp.gpu, throttle.reasons, pstate,
 // util.gpu, util.mem, power.limit. Each is a truth passed through its own sensor model
-// (simsensor.Model):
+// (sensormodel.Model):
 //
 //   - power.*: board power (memory power for power.memory.*; module = board in the sim);
 //   - power.samples: a ring buffer of timestamped samples (as nvmlDeviceGetSamples);

@@ -11,7 +11,7 @@ import (
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/sensor/simsensor"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/units"
 )
 
@@ -58,7 +58,7 @@ type LaunchTruth struct {
 }
 
 // Duration is Seconds rounded to the nanosecond.
-func (l LaunchTruth) Duration() time.Duration { return simsensor.Seconds(l.Seconds) }
+func (l LaunchTruth) Duration() time.Duration { return sensormodel.Seconds(l.Seconds) }
 
 // LaunchModel returns the truth of one launch of d on this device, or the error Prepare
 // would give.
@@ -128,8 +128,8 @@ func (k *Kernel) Run(n int) (start, end time.Duration, err error) {
 		return 0, 0, fmt.Errorf("sim: kernel %q: run %d launches: want >= 1", k.desc.Name, n)
 	}
 	total := float64(n) * k.truth.Seconds
-	if total > simsensor.MaxSeconds {
-		return 0, 0, fmt.Errorf("sim: kernel %q: %d launches take %.3g s, more than the sim's %g s", k.desc.Name, n, total, float64(simsensor.MaxSeconds))
+	if total > sensormodel.MaxSeconds {
+		return 0, 0, fmt.Errorf("sim: kernel %q: %d launches take %.3g s, more than the sim's %g s", k.desc.Name, n, total, float64(sensormodel.MaxSeconds))
 	}
 	d := k.dev
 	d.runMu.Lock()
@@ -140,7 +140,7 @@ func (k *Kernel) Run(n int) (start, end time.Duration, err error) {
 	if closed {
 		return 0, 0, fmt.Errorf("sim: kernel %q: %w", k.desc.Name, errClosed)
 	}
-	dur := max(simsensor.Seconds(total), 1)
+	dur := max(sensormodel.Seconds(total), 1)
 	a := d.kernelActivity(k.truth)
 	d.mu.Lock()
 	t0 := d.clk.Now()

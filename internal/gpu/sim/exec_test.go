@@ -14,7 +14,7 @@ import (
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensor/simsensor"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/units"
 )
 
@@ -91,7 +91,7 @@ func TestLaunchAgainstHandComputation(t *testing.T) {
 				t.Errorf("memory power %v, want %v W", l.MemoryPower, mem)
 			}
 			dur, e, p, clk := d.TrueLaunch(tt.d)
-			if dur != simsensor.Seconds(tt.T) || e != l.Energy || p != l.Power || clk != f {
+			if dur != sensormodel.Seconds(tt.T) || e != l.Energy || p != l.Power || clk != f {
 				t.Errorf("TrueLaunch = %v %v %v %v", dur, e, p, clk)
 			}
 		})
@@ -232,8 +232,8 @@ func TestRunOnVirtualClock(t *testing.T) {
 				t.Fatal(err)
 			}
 			e1 := read()
-			if t0 != time.Second || t1 != t0+simsensor.Seconds(float64(n)*l.Seconds) || v.Now() != t1 {
-				t.Errorf("run [%v, %v], clock at %v; want [1s, 1s + %v]", t0, t1, v.Now(), simsensor.Seconds(float64(n)*l.Seconds))
+			if t0 != time.Second || t1 != t0+sensormodel.Seconds(float64(n)*l.Seconds) || v.Now() != t1 {
+				t.Errorf("run [%v, %v], clock at %v; want [1s, 1s + %v]", t0, t1, v.Now(), sensormodel.Seconds(float64(n)*l.Seconds))
 			}
 			want := float64(n) * float64(l.Energy)
 			if got := e1 - e0; math.Abs(got-want) > 1e-3+1e-6 {
@@ -373,7 +373,7 @@ func TestEveryPresetRunsFMA(t *testing.T) {
 				t.Errorf("power %v, want between active idle %v and the limit %v", l.Power, cfg.ActiveIdle, cfg.PowerLimit)
 			}
 			t0, t1, err := k.Run(10)
-			if err != nil || t1-t0 != simsensor.Seconds(10*T) {
+			if err != nil || t1-t0 != sensormodel.Seconds(10*T) {
 				t.Errorf("Run(10) = %v, %v, %v", t0, t1, err)
 			}
 			if got := float64(dev.TrueEnergy(t0, t1)); !near(got, 10*E, 1e-6) {
@@ -653,7 +653,7 @@ func TestRunOnRealClock(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if clk.Now() < b || b-a != simsensor.Seconds(2*l.Seconds) {
+				if clk.Now() < b || b-a != sensormodel.Seconds(2*l.Seconds) {
 					t.Errorf("run [%v, %v] returned at %v", a, b, clk.Now())
 				}
 				mu.Lock()

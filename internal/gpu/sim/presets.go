@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/sensor/simsensor"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -121,13 +121,13 @@ type board struct {
 }
 
 // power returns a power-channel model of the board.
-func (b board) power(period, window time.Duration, noise units.Power) simsensor.Model {
-	return simsensor.Model{Period: period, Jitter: b.jitter, Phase: b.phase, Window: window, Noise: noise, Quantum: units.Milliwatt, Gain: b.gain, Offset: b.offset}
+func (b board) power(period, window time.Duration, noise units.Power) sensormodel.Model {
+	return sensormodel.Model{Period: period, Jitter: b.jitter, Phase: b.phase, Window: window, Noise: noise, Quantum: units.Milliwatt, Gain: b.gain, Offset: b.offset}
 }
 
 // state returns a model of a channel that follows the busy signal: offset + gain × busy.
-func state(period time.Duration, gain, offset, quantum float64) simsensor.Model {
-	return simsensor.Model{Period: period, Gain: gain, Offset: units.Power(offset), Quantum: units.Power(quantum)}
+func state(period time.Duration, gain, offset, quantum float64) sensormodel.Model {
+	return sensormodel.Model{Period: period, Gain: gain, Offset: units.Power(offset), Quantum: units.Power(quantum)}
 }
 
 // utilPeriod is NVML's utilisation sample period on recent boards (1/6 s).
@@ -137,11 +137,11 @@ const utilPeriod = time.Second / 6
 func common(s map[string]SensorConfig, smIdle, smMax, memIdle, memMax float64, idlePState int) {
 	s["clock.sm"] = SensorConfig{Model: state(100*ms, (smMax-smIdle)*1e6, smIdle*1e6, 1e6)}
 	s["clock.mem"] = SensorConfig{Model: state(100*ms, (memMax-memIdle)*1e6, memIdle*1e6, 1e6)}
-	s["temp.gpu"] = SensorConfig{Model: simsensor.Model{Period: time.Second, Tau: 30 * time.Second, Gain: 0.07, Offset: 24, Quantum: 1}}
+	s["temp.gpu"] = SensorConfig{Model: sensormodel.Model{Period: time.Second, Tau: 30 * time.Second, Gain: 0.07, Offset: 24, Quantum: 1}}
 	s["throttle.reasons"] = SensorConfig{Model: state(100*ms, -1, 1, 1)}
 	s["pstate"] = SensorConfig{Model: state(100*ms, float64(-idlePState), float64(idlePState), 1)}
-	s["util.gpu"] = SensorConfig{Model: simsensor.Model{Period: utilPeriod, Window: utilPeriod, Gain: 100, Quantum: 1}}
-	s["util.mem"] = SensorConfig{Model: simsensor.Model{Period: utilPeriod, Window: utilPeriod, Gain: 35, Quantum: 1}}
+	s["util.gpu"] = SensorConfig{Model: sensormodel.Model{Period: utilPeriod, Window: utilPeriod, Gain: 100, Quantum: 1}}
+	s["util.mem"] = SensorConfig{Model: sensormodel.Model{Period: utilPeriod, Window: utilPeriod, Gain: 35, Quantum: 1}}
 	s["power.limit"] = SensorConfig{}
 }
 
@@ -159,8 +159,8 @@ func hopper(b board, mem board) map[string]SensorConfig {
 		"power.module.average": {Model: b.power(100*ms, time.Second, 0.05), Unsupported: true},
 		"power.memory.instant": {Model: mem.power(100*ms, 25*ms, 0.05)},
 		"power.memory.average": {Model: mem.power(100*ms, time.Second, 0.02)},
-		"power.samples":        {Model: simsensor.Model{Period: 20 * ms, Phase: 3 * ms, Window: 20 * ms, Noise: 0.3, Quantum: units.Milliwatt, Gain: b.gain, Offset: b.offset}, Ring: 119},
-		"energy.total":         {Model: simsensor.Model{Period: 100 * ms, Jitter: b.jitter, Phase: 61 * ms, Quantum: units.Power(units.Millijoule), Gain: b.gain}},
+		"power.samples":        {Model: sensormodel.Model{Period: 20 * ms, Phase: 3 * ms, Window: 20 * ms, Noise: 0.3, Quantum: units.Milliwatt, Gain: b.gain, Offset: b.offset}, Ring: 119},
+		"energy.total":         {Model: sensormodel.Model{Period: 100 * ms, Jitter: b.jitter, Phase: 61 * ms, Quantum: units.Power(units.Millijoule), Gain: b.gain}},
 	}
 	return s
 }
@@ -254,8 +254,8 @@ func v100() Config {
 		"power.module.average": {Model: b.power(20*ms, time.Second, 0.05), Unsupported: true},
 		"power.memory.instant": {Model: b.power(20*ms, 10*ms, 0.2), Unsupported: true},
 		"power.memory.average": {Model: b.power(20*ms, time.Second, 0.05), Unsupported: true},
-		"power.samples":        {Model: simsensor.Model{Period: 20 * ms, Phase: 7 * ms, Window: 10 * ms, Noise: 0.2, Quantum: units.Milliwatt, Gain: b.gain, Offset: b.offset}, Ring: 119},
-		"energy.total":         {Model: simsensor.Model{Period: 20 * ms, Jitter: b.jitter, Phase: 7 * ms, Quantum: units.Power(units.Millijoule), Gain: b.gain}},
+		"power.samples":        {Model: sensormodel.Model{Period: 20 * ms, Phase: 7 * ms, Window: 10 * ms, Noise: 0.2, Quantum: units.Milliwatt, Gain: b.gain, Offset: b.offset}, Ring: 119},
+		"energy.total":         {Model: sensormodel.Model{Period: 20 * ms, Jitter: b.jitter, Phase: 7 * ms, Quantum: units.Power(units.Millijoule), Gain: b.gain}},
 	}
 	common(s, 135, 1530, 877, 877, 0)
 	c := Config{
@@ -289,7 +289,7 @@ func k20() Config {
 		"power.memory.instant": {Model: usage, Unsupported: true},
 		"power.memory.average": {Model: usage, Unsupported: true},
 		"power.samples":        {Model: usage, Unsupported: true, Ring: 119},
-		"energy.total":         {Model: simsensor.Model{Period: 15 * ms, Gain: b.gain, Quantum: units.Power(units.Millijoule)}, Unsupported: true},
+		"energy.total":         {Model: sensormodel.Model{Period: 15 * ms, Gain: b.gain, Quantum: units.Power(units.Millijoule)}, Unsupported: true},
 	}
 	common(s, 324, 705, 324, 2600, 8)
 	c := Config{

@@ -12,6 +12,7 @@ import (
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/sensor/simsensor"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -271,10 +272,10 @@ func (d *Device) Scheduled(name string) (simsensor.Scheduled, bool) {
 
 // Model returns the sensor model of a channel of this board (with its board errors), and
 // whether the channel is supported.
-func (d *Device) Model(name string) (simsensor.Model, bool) {
+func (d *Device) Model(name string) (sensormodel.Model, bool) {
 	s, ok := d.Scheduled(name)
 	if !ok {
-		return simsensor.Model{}, false
+		return sensormodel.Model{}, false
 	}
 	return s.Model(), true
 }

@@ -1,12 +1,12 @@
 package simsensor
 
 import (
-	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/units"
 )
 
@@ -211,23 +211,21 @@ func (l *Load) extend(c *lagCache) {
 			c.cum = append(c.cum, 0)
 			continue
 		}
-		d := (l.ts[j] - l.ts[j-1]).Seconds()
-		p, y0 := l.ps[j-1], c.y[j-1]
-		e := math.Exp(-d / c.tau)
-		c.y = append(c.y, p+(y0-p)*e)
-		c.cum = append(c.cum, c.cum[j-1]+p*d+(y0-p)*c.tau*-math.Expm1(-d/c.tau))
+		y, integral := sensormodel.Lag(c.y[j-1], l.ps[j-1], (l.ts[j] - l.ts[j-1]).Seconds(), c.tau)
+		c.y = append(c.y, y)
+		c.cum = append(c.cum, c.cum[j-1]+integral)
 	}
 }
 
-// lagAt is the lagged value at t: y = P + (y0 - P) e^{-(t - t_i)/tau}.
+// lagAt is the lagged value at t.
 func (l *Load) lagAt(c *lagCache, t time.Duration) float64 {
 	l.extend(c)
 	i := l.seg(t)
 	if i < 0 {
 		return l.p0
 	}
-	p, y0 := l.ps[i], c.y[i]
-	return p + (y0-p)*math.Exp(-(t-l.ts[i]).Seconds()/c.tau)
+	y, _ := sensormodel.Lag(c.y[i], l.ps[i], (t - l.ts[i]).Seconds(), c.tau)
+	return y
 }
 
 // lagIntegral is the integral of the lagged value from origin() to t.
@@ -237,9 +235,8 @@ func (l *Load) lagIntegral(c *lagCache, t time.Duration) float64 {
 	if i < 0 {
 		return l.p0 * (t - l.origin()).Seconds()
 	}
-	d := (t - l.ts[i]).Seconds()
-	p, y0 := l.ps[i], c.y[i]
-	return c.cum[i] + p*d + (y0-p)*c.tau*-math.Expm1(-d/c.tau)
+	_, integral := sensormodel.Lag(c.y[i], l.ps[i], (t - l.ts[i]).Seconds(), c.tau)
+	return c.cum[i] + integral
 }
 
 // sample returns the value seen through an optional lag c (nil: none): the mean over

@@ -4,6 +4,8 @@ import (
 	"hash/fnv"
 	"math"
 	"time"
+
+	"gpuwatt/internal/sensormodel"
 )
 
 // Salts separating the random streams of one channel.
@@ -58,7 +60,7 @@ type schedule struct {
 	stream uint64
 }
 
-func newSchedule(m Model, seed, stream uint64) schedule {
+func newSchedule(m sensormodel.Model, seed, stream uint64) schedule {
 	return schedule{period: m.Period, phase: m.Phase, jitter: m.Jitter, seed: seed, stream: stream}
 }
 

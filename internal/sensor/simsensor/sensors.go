@@ -8,6 +8,7 @@ import (
 
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -23,7 +24,7 @@ type Scheduled interface {
 	sensor.Sensor
 	sensor.PeriodHinter
 	// Model is the channel's sensor model.
-	Model() Model
+	Model() sensormodel.Model
 	// UpdateTime is t_k, the instant of update k on the clock axis (k may be negative:
 	// updates before the clock's origin).
 	UpdateTime(k int) time.Duration
@@ -51,13 +52,13 @@ type core struct {
 	ch     trace.Channel
 	load   *Load
 	lag    *lagCache // nil without lag
-	m      Model
+	m      sensormodel.Model
 	sched  schedule
 	seed   uint64
 	stream uint64
 }
 
-func newCore(clk clock.Clock, truth *Load, ch trace.Channel, m Model, seed uint64) core {
+func newCore(clk clock.Clock, truth *Load, ch trace.Channel, m sensormodel.Model, seed uint64) core {
 	if ch.Unit == "" {
 		ch.Unit = ch.Quantity.Unit()
 	}
@@ -79,7 +80,7 @@ func (c *core) Channel() trace.Channel { return c.ch }
 func (c *core) PeriodHint() time.Duration { return c.m.Period }
 
 // Model returns the channel's sensor model.
-func (c *core) Model() Model { return c.m }
+func (c *core) Model() sensormodel.Model { return c.m }
 
 // Truth returns the load the channel observes.
 func (c *core) Truth() *Load { return c.load }
@@ -104,7 +105,7 @@ func (c *core) sampleValue(k int) float64 {
 }
 
 func publish(v float64, q units.Power) float64 {
-	v = quantise(v, float64(q))
+	v = sensormodel.Quantise(v, float64(q))
 	if v <= 0 {
 		return 0 // also turns -0 into 0
 	}
@@ -145,8 +146,8 @@ type Published struct {
 
 // NewPublished returns a channel that reads truth through m on clk. The channel's unit
 // defaults to its quantity's, and an empty description to the model's.
-func NewPublished(clk clock.Clock, truth *Load, ch trace.Channel, m Model, seed uint64) (*Published, error) {
-	if err := m.Validate(); err != nil {
+func NewPublished(clk clock.Clock, truth *Load, ch trace.Channel, m sensormodel.Model, seed uint64) (*Published, error) {
+	if err := m.ValidateGenerating(); err != nil {
 		return nil, fmt.Errorf("channel %s: %w", ch.Name, err)
 	}
 	return &Published{core: newCore(clk, truth, ch, m, seed)}, nil
@@ -176,8 +177,8 @@ type Buffered struct {
 }
 
 // NewBuffered returns a buffered channel of ring samples.
-func NewBuffered(clk clock.Clock, truth *Load, ch trace.Channel, m Model, seed uint64, ring int) (*Buffered, error) {
-	if err := m.Validate(); err != nil {
+func NewBuffered(clk clock.Clock, truth *Load, ch trace.Channel, m sensormodel.Model, seed uint64, ring int) (*Buffered, error) {
+	if err := m.ValidateGenerating(); err != nil {
 		return nil, fmt.Errorf("channel %s: %w", ch.Name, err)
 	}
 	if ring < 1 {
@@ -247,7 +248,7 @@ type Counter struct {
 }
 
 // NewCounter returns an energy counter that reads start at the clock's origin.
-func NewCounter(clk clock.Clock, truth *Load, ch trace.Channel, m Model, seed uint64, start units.Energy) (*Counter, error) {
+func NewCounter(clk clock.Clock, truth *Load, ch trace.Channel, m sensormodel.Model, seed uint64, start units.Energy) (*Counter, error) {
 	if err := m.ValidateCounter(); err != nil {
 		return nil, fmt.Errorf("channel %s: %w", ch.Name, err)
 	}
@@ -256,26 +257,6 @@ func NewCounter(clk clock.Clock, truth *Load, ch trace.Channel, m Model, seed ui
 		ch.Description = "sim: exact integral of the true power, " + m.DescribeCounter()
 	}
 	return &Counter{core: newCore(clk, truth, ch, m, seed), start: start}, nil
-}
-
-// DescribeCounter writes the model of an energy counter in a short human form, e.g.
-// "published every 100 ms, gain 1.021, quantum 1 mJ".
-func (m Model) DescribeCounter() string {
-	s := fmt.Sprintf("published every %s", dur(m.Period))
-	if m.Jitter > 0 {
-		s += fmt.Sprintf(" ±%s%% jitter", formatFloat(m.Jitter*100))
-	}
-	if m.Delay > 0 {
-		s += ", delay " + dur(m.Delay)
-	}
-	s += ", gain " + formatFloat(m.Gain)
-	if m.Offset != 0 {
-		s += ", offset " + m.Offset.String()
-	}
-	if m.Quantum > 0 {
-		s += ", quantum " + units.Energy(m.Quantum).String()
-	}
-	return s
 }
 
 // Start returns the counter's value at the clock's origin.
@@ -307,7 +288,7 @@ func NewConst(ch trace.Channel, value float64, hint time.Duration) *Const {
 		ch.Unit = ch.Quantity.Unit()
 	}
 	if ch.Description == "" {
-		ch.Description = "sim: constant " + quantity(value, ch.Unit)
+		ch.Description = "sim: constant " + sensormodel.Quantity(value, ch.Unit)
 	}
 	return &Const{ch: ch, value: value, hint: hint}
 }

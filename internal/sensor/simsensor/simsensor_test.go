@@ -2,7 +2,6 @@ package simsensor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +13,7 @@ import (
 
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -25,8 +25,8 @@ func powerChan(name string) trace.Channel {
 }
 
 // ideal is a model with no errors.
-func ideal(period, window time.Duration) Model {
-	return Model{Period: period, Window: window, Gain: 1}
+func ideal(period, window time.Duration) sensormodel.Model {
+	return sensormodel.Model{Period: period, Window: window, Gain: 1}
 }
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
@@ -133,7 +133,7 @@ func TestRCLagFollowsExponential(t *testing.T) {
 	l := NewLoad(p0)
 	l.Set(time.Second, p1)
 	l.Set(3*time.Second, p2)
-	m := Model{Period: 15 * ms, Tau: tau, Gain: 1}
+	m := sensormodel.Model{Period: 15 * ms, Tau: tau, Gain: 1}
 	p, err := NewPublished(clock.NewVirtual(time.Time{}), l, powerChan("power.usage"), m, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestLaggedWindowMatchesNumericIntegration(t *testing.T) {
 	steps := []Step{{200 * ms, 300}, {230 * ms, 80}, {260 * ms, 400}, {700 * ms, 120}, {710 * ms, 500}, {1300 * ms, 100}}
 	l := NewLoad(100)
 	l.SetSteps(0, steps)
-	m := Model{Period: 50 * ms, Window: 25 * ms, Delay: 5 * ms, Tau: 150 * ms, Gain: 1}
+	m := sensormodel.Model{Period: 50 * ms, Window: 25 * ms, Delay: 5 * ms, Tau: 150 * ms, Gain: 1}
 	p, err := NewPublished(clock.NewVirtual(time.Time{}), l, powerChan("x"), m, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func TestEnergyCounterIsExactIntegral(t *testing.T) {
 		l.Set(at, units.Power(100+600*rng.Float64()))
 	}
 	for _, gain := range []float64{1, 0.97} {
-		m := Model{Period: 100 * ms, Phase: 37 * ms, Gain: gain, Quantum: 0.001}
+		m := sensormodel.Model{Period: 100 * ms, Phase: 37 * ms, Gain: gain, Quantum: 0.001}
 		c, err := NewCounter(clock.NewVirtual(time.Time{}), l, trace.Channel{Name: "energy.total", Quantity: trace.QEnergy}, m, 1, 5000)
 		if err != nil {
 			t.Fatal(err)
@@ -241,7 +241,7 @@ func TestEnergyCounterIsExactIntegral(t *testing.T) {
 
 func TestReadRepeatsBetweenUpdates(t *testing.T) {
 	l := NewLoad(300)
-	m := Model{Period: 100 * ms, Jitter: 0.2, Phase: 13 * ms, Window: 25 * ms, Noise: 0.5, Quantum: 0.001, Gain: 1}
+	m := sensormodel.Model{Period: 100 * ms, Jitter: 0.2, Phase: 13 * ms, Window: 25 * ms, Noise: 0.5, Quantum: 0.001, Gain: 1}
 	v := clock.NewVirtual(time.Time{})
 	p, err := NewPublished(v, l, powerChan("power.instant"), m, 7)
 	if err != nil {
@@ -273,7 +273,7 @@ func TestBufferedReturnsEachSampleOnce(t *testing.T) {
 	l := NewLoad(122)
 	l.Set(time.Second, 700)
 	l.Set(2*time.Second, 122)
-	m := Model{Period: 20 * ms, Phase: 3 * ms, Window: 20 * ms, Noise: 0.3, Quantum: 0.001, Gain: 1}
+	m := sensormodel.Model{Period: 20 * ms, Phase: 3 * ms, Window: 20 * ms, Noise: 0.3, Quantum: 0.001, Gain: 1}
 	v := clock.NewVirtual(time.Time{})
 	b, err := NewBuffered(v, l, powerChan("power.samples"), m, 3, 119)
 	if err != nil {
@@ -328,7 +328,7 @@ func TestBufferedReturnsEachSampleOnce(t *testing.T) {
 }
 
 func TestJitteredScheduleIsDeterministicAndBounded(t *testing.T) {
-	m := Model{Period: 15 * ms, Jitter: 0.45, Phase: 2 * ms, Gain: 1}
+	m := sensormodel.Model{Period: 15 * ms, Jitter: 0.45, Phase: 2 * ms, Gain: 1}
 	l := NewLoad(50)
 	mk := func(seed uint64, name string) *Published {
 		p, err := NewPublished(clock.NewVirtual(time.Time{}), l, powerChan(name), m, seed)
@@ -377,7 +377,7 @@ func TestJitteredScheduleIsDeterministicAndBounded(t *testing.T) {
 
 func TestNoiseIsDeterministicAndGaussian(t *testing.T) {
 	l := NewLoad(200)
-	m := Model{Period: 10 * ms, Window: 10 * ms, Noise: 2, Gain: 1}
+	m := sensormodel.Model{Period: 10 * ms, Window: 10 * ms, Noise: 2, Gain: 1}
 	p1, _ := NewPublished(clock.NewVirtual(time.Time{}), l, powerChan("a"), m, 9)
 	p2, _ := NewPublished(clock.NewVirtual(time.Time{}), l, powerChan("a"), m, 9)
 	var sum, sum2 float64
@@ -398,7 +398,7 @@ func TestNoiseIsDeterministicAndGaussian(t *testing.T) {
 
 func TestGainOffsetQuantum(t *testing.T) {
 	l := NewLoad(123.45678)
-	m := Model{Period: 100 * ms, Gain: 1.02, Offset: -1.5, Quantum: 0.001}
+	m := sensormodel.Model{Period: 100 * ms, Gain: 1.02, Offset: -1.5, Quantum: 0.001}
 	p, _ := NewPublished(clock.NewVirtual(time.Time{}), l, powerChan("x"), m, 1)
 	want := math.Round((1.02*123.45678-1.5)*1000) / 1000
 	if got := p.ValueAt(3); got != want {
@@ -409,9 +409,6 @@ func TestGainOffsetQuantum(t *testing.T) {
 	p, _ = NewPublished(clock.NewVirtual(time.Time{}), l, powerChan("x"), m, 1)
 	if got := p.ValueAt(3); got != 0 || math.Signbit(got) {
 		t.Errorf("got %v, want 0", got)
-	}
-	if q := quantise(3.7, 2); q != 4 {
-		t.Errorf("quantise(3.7, 2) = %v", q)
 	}
 }
 
@@ -493,51 +490,11 @@ func TestUnsupported(t *testing.T) {
 	}
 }
 
-func TestModelJSON(t *testing.T) {
-	m := Model{Period: 100 * ms, Window: 25 * ms, Tau: 840 * ms, Noise: 0.15, Quantum: 0.001, Gain: 1.02, Offset: -1.2, Jitter: 0.01, Phase: 37 * ms, Delay: time.Millisecond}
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back Model
-	if err := json.Unmarshal(b, &back); err != nil || back != m {
-		t.Fatalf("round trip: %s -> %+v, %v", b, back, err)
-	}
-	// A partial object overrides only its keys.
-	if err := json.Unmarshal([]byte(`{"window_s": 1, "gain": 1}`), &back); err != nil {
-		t.Fatal(err)
-	}
-	if back.Window != time.Second || back.Gain != 1 || back.Period != 100*ms || back.Tau != 840*ms {
-		t.Errorf("override: %+v", back)
-	}
-	for _, bad := range []struct{ in, want string }{
-		{`{"perod_s": 0.1}`, `unknown key "perod_s"`},
-		{`{"period_s": "fast"}`, `period_s: want a number`},
-		{`[1]`, `want an object`},
-	} {
-		err := json.Unmarshal([]byte(bad.in), &back)
-		if err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("%s: err = %v, want %q", bad.in, err, bad.want)
-		}
-	}
-	for _, bad := range []Model{{}, {Period: ms, Jitter: 0.5, Gain: 1}, {Period: ms, Window: -1}, {Period: ms, Noise: -1}} {
-		if bad.Validate() == nil {
-			t.Errorf("%+v validated", bad)
-		}
-	}
-	if (Model{Period: ms, Window: ms}).ValidateCounter() == nil {
-		t.Error("a counter with a window validated")
-	}
-	if got := m.Describe("W"); !strings.Contains(got, "T=100 ms") || !strings.Contains(got, "boxcar W=25 ms") || !strings.Contains(got, "RC lag tau=840 ms") {
-		t.Errorf("Describe: %q", got)
-	}
-}
-
 func TestConcurrentReadsAndWrites(t *testing.T) {
 	l := NewLoad(100)
 	clk := clock.NewReal()
 	var sensors []sensor.Sensor
-	for i, m := range []Model{ideal(ms, 0), ideal(ms, 5*ms), {Period: ms, Tau: 50 * ms, Window: 2 * ms, Gain: 1}} {
+	for i, m := range []sensormodel.Model{ideal(ms, 0), ideal(ms, 5*ms), {Period: ms, Tau: 50 * ms, Window: 2 * ms, Gain: 1}} {
 		p, err := NewPublished(clk, l, powerChan(string(rune('a'+i))), m, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -545,7 +502,7 @@ func TestConcurrentReadsAndWrites(t *testing.T) {
 		sensors = append(sensors, p)
 	}
 	b, _ := NewBuffered(clk, l, powerChan("s"), ideal(ms, ms), 1, 50)
-	c, _ := NewCounter(clk, l, trace.Channel{Name: "e", Quantity: trace.QEnergy}, Model{Period: ms, Gain: 1, Quantum: 0.001}, 1, 0)
+	c, _ := NewCounter(clk, l, trace.Channel{Name: "e", Quantity: trace.QEnergy}, sensormodel.Model{Period: ms, Gain: 1, Quantum: 0.001}, 1, 0)
 	sensors = append(sensors, b, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*ms)
 	defer cancel()
@@ -589,11 +546,11 @@ func BenchmarkPublishedRead(b *testing.B) {
 	}
 	for _, bc := range []struct {
 		name string
-		m    Model
+		m    sensormodel.Model
 	}{
-		{"instant", Model{Period: 100 * ms, Window: 25 * ms, Noise: 0.1, Quantum: 0.001, Gain: 1}},
-		{"average-jitter", Model{Period: 100 * ms, Jitter: 0.1, Window: time.Second, Noise: 0.1, Quantum: 0.001, Gain: 1}},
-		{"rc-lag", Model{Period: 15 * ms, Jitter: 0.45, Tau: 840 * ms, Noise: 0.3, Quantum: 0.001, Gain: 1}},
+		{"instant", sensormodel.Model{Period: 100 * ms, Window: 25 * ms, Noise: 0.1, Quantum: 0.001, Gain: 1}},
+		{"average-jitter", sensormodel.Model{Period: 100 * ms, Jitter: 0.1, Window: time.Second, Noise: 0.1, Quantum: 0.001, Gain: 1}},
+		{"rc-lag", sensormodel.Model{Period: 15 * ms, Jitter: 0.45, Tau: 840 * ms, Noise: 0.3, Quantum: 0.001, Gain: 1}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			// A poll every 50 µs, as a Sampler in max mode.
@@ -611,26 +568,6 @@ func BenchmarkPublishedRead(b *testing.B) {
 	}
 }
 
-func FuzzModelJSON(f *testing.F) {
-	for _, s := range []string{`{}`, `{"period_s": 0.1, "gain": 1}`, `{"tau_s": 1e9}`, `{"jitter": "x"}`, `[]`, `null`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, in string) {
-		m := Model{Period: 100 * ms, Gain: 1}
-		if err := json.Unmarshal([]byte(in), &m); err != nil {
-			return
-		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back Model
-		if err := json.Unmarshal(b, &back); err != nil || back != m {
-			t.Fatalf("round trip of %s: %+v, %v", b, back, err)
-		}
-	})
-}
-
 // A sensor that averages the last 25 ms of every 100 ms misses a 10 ms pulse between its
 // windows and sees 40 % of one inside a window.
 func ExampleNewPublished() {
@@ -638,7 +575,7 @@ func ExampleNewPublished() {
 	load.SetSteps(0, []Step{{1030 * ms, 500}, {1040 * ms, 100}, {1180 * ms, 500}, {1190 * ms, 100}})
 	clk := clock.NewVirtual(time.Time{})
 	ch := trace.Channel{Name: "power.instant", Quantity: trace.QPower}
-	p, err := NewPublished(clk, load, ch, Model{Period: 100 * ms, Window: 25 * ms, Gain: 1, Quantum: 0.001}, 1)
+	p, err := NewPublished(clk, load, ch, sensormodel.Model{Period: 100 * ms, Window: 25 * ms, Gain: 1, Quantum: 0.001}, 1)
 	if err != nil {
 		panic(err)
 	}
