@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -113,6 +114,7 @@ func (p Page) view() pageView {
 	if v.Title == "" {
 		v.Title = "gpuwatt report"
 	}
+	ids := clipIDs{}
 	for i, s := range p.Sections {
 		sv := sectionView{
 			ID:         "s" + strconv.Itoa(i+1),
@@ -130,11 +132,44 @@ func (p Page) view() pageView {
 			sv.Table = s.Table.view()
 		}
 		for _, pl := range s.Plots {
-			sv.Plots = append(sv.Plots, template.HTML(pl.SVG()))
+			sv.Plots = append(sv.Plots, template.HTML(ids.unique(pl.SVG())))
 		}
+		sv.Raw = template.HTML(ids.unique(string(sv.Raw)))
 		v.Sections = append(v.Sections, sv)
 	}
 	return v
+}
+
+// clipIDs counts the clip-path ids of the plots on a page. A plot's id is a hash of the
+// plot, so the same plot twice on one page (a run compared with itself, or two runs with
+// identical plots) would give two elements one id, which HTML forbids.
+type clipIDs map[string]int
+
+var clipIDPattern = regexp.MustCompile(`gwclip-[0-9a-f]{16}`)
+
+// unique renames the ids in svg already used on the page (gwclip-HASH becomes
+// gwclip-HASH-2, -3 ...), definitions and references alike.
+func (seen clipIDs) unique(svg string) string {
+	found := clipIDPattern.FindAllString(svg, -1)
+	done := map[string]bool{}
+	for _, id := range found {
+		if done[id] {
+			continue
+		}
+		done[id] = true
+		seen[id]++
+		if n := seen[id]; n > 1 {
+			svg = strings.ReplaceAll(svg, id, id+"-"+strconv.Itoa(n))
+		}
+	}
+	return svg
+}
+
+// breakable escapes a table cell and lets a browser break it after each comma: a sensor
+// model ("boxcar:window=1.001917s,period=100.247ms,delay=25.125ms") has no space in it,
+// so it would otherwise set the width of its column.
+func breakable(s string) template.HTML {
+	return template.HTML(strings.ReplaceAll(template.HTMLEscapeString(s), ",", ",<wbr/>"))
 }
 
 // paragraphs splits text at blank lines.
@@ -209,7 +244,9 @@ const pageCSS = `
 * { box-sizing: border-box; }
 body { margin: 0; background: #fff; color: #1b1b1b;
   font: 15px/1.55 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
-main { max-width: 880px; margin: 0 auto; padding: 28px 24px 48px; }
+main { max-width: 1232px; margin: 0 auto; padding: 28px 24px 48px; }
+/* Text and plots keep a readable measure; tables may use the whole width (a 1280 px window). */
+header, nav, p, .notice, ul.warnings, figure, h2 { max-width: 880px; }
 h1 { font-size: 26px; line-height: 1.25; margin: 0 0 4px; font-weight: 650; }
 h2 { font-size: 19px; line-height: 1.3; margin: 36px 0 10px; padding-bottom: 4px;
   border-bottom: 1px solid #ddd; font-weight: 620; }
@@ -227,10 +264,12 @@ figure { margin: 18px 0; }
 figure svg { display: block; max-width: 100%; height: auto; }
 table { border-collapse: collapse; margin: 12px 0; font-size: 14px; font-variant-numeric: tabular-nums; }
 caption { caption-side: top; text-align: left; color: #555; padding: 0 0 6px; font-size: 13px; }
-th, td { padding: 4px 10px; text-align: left; vertical-align: top; border-bottom: 1px solid #e4e4e4; }
-th { font-weight: 600; border-bottom: 2px solid #999; white-space: nowrap; }
+th, td { padding: 4px 8px; text-align: left; vertical-align: top; border-bottom: 1px solid #e4e4e4; }
+th { font-weight: 600; border-bottom: 2px solid #999; }
+td { overflow-wrap: break-word; }
 tbody tr:nth-child(even) { background: #f8f8f8; }
-.r { text-align: right; white-space: nowrap; }
+.r { text-align: right; }
+td.r { white-space: nowrap; }
 .tablewrap { overflow-x: auto; }
 footer { margin-top: 40px; color: #888; font-size: 12px; }
 @media print {
@@ -243,7 +282,7 @@ footer { margin-top: 40px; color: #888; font-size: 12px; }
 }
 `
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"breakable": breakable}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8"/>
@@ -295,7 +334,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{- end}}
 <tbody>
 {{- range .Rows}}
-<tr>{{range .}}<td{{if .Right}} class="r"{{end}}>{{.Text}}</td>{{end}}</tr>
+<tr>{{range .}}<td{{if .Right}} class="r"{{end}}>{{breakable .Text}}</td>{{end}}</tr>
 {{- end}}
 </tbody>
 </table></div>

@@ -558,14 +558,21 @@ func TestPage(t *testing.T) {
 			t.Errorf("page contains %q: it must not reference anything outside itself", bad)
 		}
 	}
-	// Each different plot has its own clip-path id.
+	// Each plot has its own clip-path id, even a plot that appears twice (an id is
+	// unique in a page), and each plot clips to its own.
 	ids := regexp.MustCompile(`<clipPath id="([^"]+)"`).FindAllStringSubmatch(out, -1)
+	refs := regexp.MustCompile(`clip-path="url\(#([^)]+)\)"`).FindAllStringSubmatch(out, -1)
 	seen := map[string]bool{}
 	for _, m := range ids {
 		seen[m[1]] = true
 	}
-	if len(ids) != 4 || len(seen) != 2 {
-		t.Errorf("clip ids %v: want 4 plots with 2 distinct ids (two plots appear twice)", ids)
+	if len(ids) != 4 || len(seen) != 4 {
+		t.Errorf("clip ids %v: want 4 plots with 4 distinct ids (two plots appear twice)", ids)
+	}
+	for i, m := range refs {
+		if i >= len(ids) || m[1] != ids[i][1] {
+			t.Errorf("plot %d clips to %q, want its own clip path (ids %v)", i+1, m[1], ids)
+		}
 	}
 	for _, want := range []string{`<meta charset="utf-8"/>`, `<td class="r">3851.2</td>`, `<td>command</td>`, `class="notice"`, `class="warnings"`, `<nav>`} {
 		if !strings.Contains(out, want) {

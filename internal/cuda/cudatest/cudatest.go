@@ -65,12 +65,17 @@ const (
 
 // Build compiles the fake into a fresh temporary directory and returns the path of the
 // library (named libcuda.so.1). Each call gives a new library with its own state.
-// defines are passed to gcc as -D flags. It skips t when gcc is not on PATH.
+// defines are passed to gcc as -D flags. It skips t, saying why, when gcc is not on PATH
+// (and fails it when GPUWATT_REQUIRE_CC is set, as .ci/run does).
 func Build(t testing.TB, defines ...string) string {
 	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		t.Skip("gcc not on PATH: cannot build the fake libcuda")
+		why := "no C compiler: gcc is not on PATH, so the fake libcuda these tests load cannot be built (apt-get install gcc; .ci/run does)"
+		if os.Getenv("GPUWATT_REQUIRE_CC") != "" {
+			t.Fatal(why + "; GPUWATT_REQUIRE_CC is set, so this is a failure")
+		}
+		t.Skip(why)
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "fakecuda.c")

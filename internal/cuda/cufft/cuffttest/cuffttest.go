@@ -21,12 +21,17 @@ var source []byte
 const Version = 11203
 
 // Build compiles the fake into a fresh temporary directory and returns the library's path
-// (named libcufft.so.12). It skips t when gcc is not on PATH.
+// (named libcufft.so.12). It skips t, saying why, when gcc is not on PATH
+// (and fails it when GPUWATT_REQUIRE_CC is set, as .ci/run does).
 func Build(t testing.TB) string {
 	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		t.Skip("gcc not on PATH: cannot build the fake libcufft")
+		why := "no C compiler: gcc is not on PATH, so the fake libcufft these tests load cannot be built (apt-get install gcc; .ci/run does)"
+		if os.Getenv("GPUWATT_REQUIRE_CC") != "" {
+			t.Fatal(why + "; GPUWATT_REQUIRE_CC is set, so this is a failure")
+		}
+		t.Skip(why)
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "fakecufft.c")
