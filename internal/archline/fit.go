@@ -3,71 +3,27 @@ package archline
 import (
 	"errors"
 	"math"
+
+	"gpuwatt/internal/lsq"
 )
 
-// ols solves the least-squares problem min |X b - y|² by the normal equations, each
-// column scaled to unit RMS first (the columns W, Q and T differ by 15 orders of
-// magnitude), with Gaussian elimination and partial pivoting. It fails when the columns
-// are (numerically) dependent.
+// ols solves the least-squares problem min |X b - y|² (lsq's QR on scaled columns: the
+// columns W, Q and T differ by 15 orders of magnitude). It fails, with a message for the
+// report, when the columns are (numerically) dependent.
 func ols(X [][]float64, y []float64) ([]float64, error) {
-	n := len(y)
-	if n == 0 || len(X) != n {
+	if len(y) == 0 || len(X) != len(y) {
 		return nil, errors.New("no points")
 	}
-	k := len(X[0])
-	if n < k {
+	r, err := lsq.Solve(X, y)
+	switch {
+	case errors.Is(err, lsq.ErrTooFew):
 		return nil, errors.New("fewer points than parameters")
+	case errors.Is(err, lsq.ErrRank):
+		return nil, errors.New("the regressors are linearly dependent: sweep more intensities or occupancies")
+	case err != nil:
+		return nil, err
 	}
-	scale := make([]float64, k)
-	for j := range k {
-		var s float64
-		for i := range n {
-			s += X[i][j] * X[i][j]
-		}
-		scale[j] = math.Sqrt(s / float64(n))
-		if scale[j] == 0 {
-			return nil, errors.New("a regressor is zero at every point")
-		}
-	}
-	// A = Xsᵀ Xs, b = Xsᵀ y, augmented.
-	A := make([][]float64, k)
-	for r := range k {
-		A[r] = make([]float64, k+1)
-		for c := range k {
-			for i := range n {
-				A[r][c] += X[i][r] / scale[r] * X[i][c] / scale[c]
-			}
-		}
-		for i := range n {
-			A[r][k] += X[i][r] / scale[r] * y[i]
-		}
-	}
-	for c := range k {
-		p := c
-		for r := c + 1; r < k; r++ {
-			if math.Abs(A[r][c]) > math.Abs(A[p][c]) {
-				p = r
-			}
-		}
-		if math.Abs(A[p][c]) < 1e-10*float64(n) {
-			return nil, errors.New("the regressors are linearly dependent: sweep more intensities or occupancies")
-		}
-		A[c], A[p] = A[p], A[c]
-		for r := range k {
-			if r == c {
-				continue
-			}
-			f := A[r][c] / A[c][c]
-			for cc := c; cc <= k; cc++ {
-				A[r][cc] -= f * A[c][cc]
-			}
-		}
-	}
-	b := make([]float64, k)
-	for j := range k {
-		b[j] = A[j][k] / A[j][j] / scale[j]
-	}
-	return b, nil
+	return r.Coef, nil
 }
 
 // r2 is the coefficient of determination of predictions p for y (centred, as

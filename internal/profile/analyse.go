@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"gpuwatt/internal/lsq"
 	"gpuwatt/internal/sensormodel"
 )
 
@@ -183,107 +184,29 @@ func row(dst []float64, p Point, tex float64, m int, W, tau float64) []float64 {
 	return dst
 }
 
-// fit solves the least-squares deconvolution; it returns the estimate, its covariance and
-// the residual standard deviation.
+// fit solves the least-squares deconvolution (lsq's QR); it returns the estimate, its
+// covariance (σ² (AᵀA)⁻¹ with σ² = RSS / max(1, points − parameters)) and the residual
+// standard deviation.
 func fit(pts []Point, tex float64, m int, W, tau float64) (x []float64, cov [][]float64, sigma float64, ok bool) {
 	p := m + 1
-	ata := make([][]float64, p)
-	for i := range ata {
-		ata[i] = make([]float64, p)
-	}
-	aty := make([]float64, p)
 	rows := make([][]float64, len(pts))
+	y := make([]float64, len(pts))
 	for n, pt := range pts {
-		r := row(nil, pt, tex, m, W, tau)
-		rows[n] = r
-		for i := 0; i < p; i++ {
-			if r[i] == 0 {
-				continue
-			}
-			aty[i] += r[i] * pt.PowerW
-			for j := 0; j < p; j++ {
-				ata[i][j] += r[i] * r[j]
-			}
-		}
+		rows[n], y[n] = row(nil, pt, tex, m, W, tau), pt.PowerW
 	}
-	l, ok := cholesky(ata)
-	if !ok {
+	r, err := lsq.Solve(rows, y)
+	if err != nil {
 		return nil, nil, 0, false
 	}
-	x = cholSolve(l, aty)
-	rss := 0.0
-	for n, pt := range pts {
-		f := 0.0
-		for i, c := range rows[n] {
-			f += c * x[i]
-		}
-		rss += (pt.PowerW - f) * (pt.PowerW - f)
-	}
 	dof := max(1, len(pts)-p)
-	sigma = math.Sqrt(rss / float64(dof))
-	cov = make([][]float64, p)
-	e := make([]float64, p)
-	for i := 0; i < p; i++ {
-		clear(e)
-		e[i] = 1
-		col := cholSolve(l, e)
-		for j := range col {
-			col[j] *= sigma * sigma
-		}
-		cov[i] = col
-	}
-	return x, cov, sigma, true
-}
-
-// cholesky factors a symmetric positive-definite matrix as L·Lᵀ.
-func cholesky(a [][]float64) ([][]float64, bool) {
-	n := len(a)
-	l := make([][]float64, n)
-	for i := range l {
-		l[i] = make([]float64, n)
-	}
-	scale := 0.0
-	for i := range a {
-		scale = max(scale, a[i][i])
-	}
-	for i := 0; i < n; i++ {
-		for j := 0; j <= i; j++ {
-			s := a[i][j]
-			for k := 0; k < j; k++ {
-				s -= l[i][k] * l[j][k]
-			}
-			if i == j {
-				if s <= 1e-12*scale {
-					return nil, false
-				}
-				l[i][i] = math.Sqrt(s)
-			} else {
-				l[i][j] = s / l[j][j]
-			}
+	sigma = math.Sqrt(r.RSS / float64(dof))
+	cov = r.Unscaled()
+	for i := range cov {
+		for j := range cov[i] {
+			cov[i][j] *= sigma * sigma
 		}
 	}
-	return l, true
-}
-
-func cholSolve(l [][]float64, b []float64) []float64 {
-	n := len(b)
-	y := make([]float64, n)
-	for i := 0; i < n; i++ {
-		s := b[i]
-		for k := 0; k < i; k++ {
-			s -= l[i][k] * y[k]
-		}
-		y[i] = s / l[i][i]
-	}
-	x := make([]float64, n)
-	for i := n - 1; i >= 0; i-- {
-		s := y[i]
-		for k := i + 1; k < n; k++ {
-			s -= l[k][i] * x[k]
-		}
-		x[i] = s / l[i][i]
-	}
-	return x
+	return r.Coef, cov, sigma, true
 }
 
 // rawBins bins the cloud at the windows' middles: bins of at least 20 readings (at most

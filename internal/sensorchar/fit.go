@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 
+	"gpuwatt/internal/lsq"
 	"gpuwatt/internal/sensormodel"
 )
 
@@ -127,73 +128,39 @@ func (s *schedule) rcWeights(qs []float64, tau float64) [][3]float64 {
 }
 
 // solveLevels returns the levels minimising Σ (y − w·L)² and the residual sum of squares.
+// A state never seen gets a small ridge towards the mean of the readings: one extra row
+// √r·(L_j − mean) per level, with r a 1e-9 of the weights' total square, so the fit is
+// always defined and barely moved where the states are seen.
 func solveLevels(ws [][3]float64, ys []float64) ([3]float64, float64) {
-	var a [3][3]float64
-	var b [3]float64
+	mean, tr := 0.0, 0.0
 	for i, w := range ws {
-		for j := range 3 {
-			b[j] += w[j] * ys[i]
-			for k := range 3 {
-				a[j][k] += w[j] * w[k]
-			}
-		}
-	}
-	// A state never seen gets a small ridge towards the mean of the readings.
-	mean := 0.0
-	for _, y := range ys {
-		mean += y
+		mean += ys[i]
+		tr += w[0]*w[0] + w[1]*w[1] + w[2]*w[2]
 	}
 	if len(ys) > 0 {
 		mean /= float64(len(ys))
 	}
-	tr := a[0][0] + a[1][1] + a[2][2]
-	for j := range 3 {
-		r := 1e-9*tr + 1e-12
-		a[j][j] += r
-		b[j] += r * mean
+	r := math.Sqrt(1e-9*tr + 1e-12)
+	A := make([][]float64, 0, len(ws)+3)
+	b := make([]float64, 0, len(ws)+3)
+	for i := range ws {
+		A, b = append(A, ws[i][:]), append(b, ys[i])
 	}
-	l := solve3(a, b)
+	for j := range 3 {
+		row := make([]float64, 3)
+		row[j] = r
+		A, b = append(A, row), append(b, r*mean)
+	}
+	var l [3]float64
+	if fit, err := lsq.Solve(A, b); err == nil {
+		copy(l[:], fit.Coef)
+	}
 	rss := 0.0
 	for i, w := range ws {
 		d := ys[i] - (w[0]*l[0] + w[1]*l[1] + w[2]*l[2])
 		rss += d * d
 	}
 	return l, rss
-}
-
-// solve3 solves a 3×3 system by Gaussian elimination with partial pivoting.
-func solve3(a [3][3]float64, b [3]float64) [3]float64 {
-	for c := range 3 {
-		p := c
-		for r := c + 1; r < 3; r++ {
-			if math.Abs(a[r][c]) > math.Abs(a[p][c]) {
-				p = r
-			}
-		}
-		a[c], a[p] = a[p], a[c]
-		b[c], b[p] = b[p], b[c]
-		if a[c][c] == 0 {
-			continue
-		}
-		for r := c + 1; r < 3; r++ {
-			f := a[r][c] / a[c][c]
-			for k := c; k < 3; k++ {
-				a[r][k] -= f * a[c][k]
-			}
-			b[r] -= f * b[c]
-		}
-	}
-	var x [3]float64
-	for c := 2; c >= 0; c-- {
-		s := b[c]
-		for k := c + 1; k < 3; k++ {
-			s -= a[c][k] * x[k]
-		}
-		if a[c][c] != 0 {
-			x[c] = s / a[c][c]
-		}
-	}
-	return x
 }
 
 // fitResult is the best model of one shape.

@@ -1,0 +1,262 @@
+// Package lsq is gpuwatt's one least-squares solver: min ‖W^½(A x − b)‖ by Householder QR
+// on column-scaled A, with the fit's residuals, R², and the coefficients' covariance and
+// standard errors, plus a seeded bootstrap over rows for intervals that do not lean on
+// the normal-error assumption.
+//
+// QR works on A itself, never on AᵀA: the normal equations square the condition number
+// and lose twice the digits (a polynomial in t near t = 1000, or regressors W, Q and T
+// that differ by 15 orders of magnitude, are the cases that matter here). Each column is
+// scaled to unit RMS before the factorisation, so the rank test is relative to the
+// column's own size and the result does not depend on the units of the regressors.
+package lsq
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Errors.
+var (
+	// ErrShape: A is empty, ragged, or does not match b (or w).
+	ErrShape = errors.New("lsq: A, b and w do not match")
+	// ErrTooFew: fewer rows than coefficients.
+	ErrTooFew = errors.New("lsq: fewer points than coefficients")
+	// ErrRank: a column is zero or (numerically) a combination of the others.
+	ErrRank = errors.New("lsq: the columns are linearly dependent")
+	// ErrWeight: a weight is negative, NaN or infinite.
+	ErrWeight = errors.New("lsq: a weight is negative or not finite")
+)
+
+// rankTol is how small |R_jj| may be, relative to the largest, before the column is
+// taken to be dependent on the others (after scaling each column to unit RMS).
+const rankTol = 1e-10
+
+// Result is one least-squares fit.
+type Result struct {
+	// Coef are the coefficients x.
+	Coef []float64
+	// Resid are b − A x, row by row (unweighted).
+	Resid []float64
+	// RSS is the weighted residual sum of squares Σ wᵢ residᵢ².
+	RSS float64
+	// R2 is the coefficient of determination 1 − RSS / TSS with TSS the weighted sum of
+	// squares of b about its weighted mean (centred, as scikit-learn's score, whether or
+	// not A has a constant column); 0 where TSS is 0.
+	R2 float64
+	// DoF is the residual degrees of freedom, rows − coefficients.
+	DoF int
+	// Sigma is the residual standard error √(RSS / DoF); NaN where DoF is 0.
+	Sigma float64
+	// Cov is the coefficients' covariance σ² (AᵀWA)⁻¹, and SE the square roots of its
+	// diagonal; nil where DoF is 0 (an exact fit says nothing about its own error).
+	Cov [][]float64
+	SE  []float64
+
+	unscaled [][]float64
+}
+
+// Unscaled is (AᵀWA)⁻¹, the covariance before it is multiplied by σ²: for callers that
+// estimate σ otherwise (a known noise, or a floor on the degrees of freedom).
+func (r *Result) Unscaled() [][]float64 {
+	out := make([][]float64, len(r.unscaled))
+	for i, row := range r.unscaled {
+		out[i] = append([]float64(nil), row...)
+	}
+	return out
+}
+
+// Predict is a · x for one row a.
+func (r *Result) Predict(a []float64) float64 {
+	s := 0.0
+	for j, c := range r.Coef {
+		s += a[j] * c
+	}
+	return s
+}
+
+// Solve fits min ‖A x − b‖. A is row-major (one slice per point) and is not modified.
+func Solve(A [][]float64, b []float64) (*Result, error) {
+	return SolveWeighted(A, b, nil)
+}
+
+// SolveWeighted fits min Σ wᵢ (aᵢ·x − bᵢ)². A nil w weighs every row 1; a zero weight
+// drops the row from the fit (it still gets a residual), and counts as no point for DoF.
+func SolveWeighted(A [][]float64, b, w []float64) (*Result, error) {
+	n := len(b)
+	if n == 0 || len(A) != n || (w != nil && len(w) != n) {
+		return nil, ErrShape
+	}
+	k := len(A[0])
+	if k == 0 {
+		return nil, ErrShape
+	}
+	for _, row := range A {
+		if len(row) != k {
+			return nil, ErrShape
+		}
+	}
+	used := n
+	sw := make([]float64, n) // √wᵢ
+	for i := range sw {
+		sw[i] = 1
+		if w != nil {
+			if !(w[i] >= 0) || math.IsInf(w[i], 0) {
+				return nil, fmt.Errorf("%w: row %d: %g", ErrWeight, i, w[i])
+			}
+			sw[i] = math.Sqrt(w[i])
+			if w[i] == 0 {
+				used--
+			}
+		}
+	}
+	if used < k {
+		return nil, fmt.Errorf("%w: %d points, %d coefficients", ErrTooFew, used, k)
+	}
+
+	// Q R of the weighted, column-scaled matrix, column-major for the Householder sweeps.
+	scale := make([]float64, k)
+	cols := make([][]float64, k)
+	for j := range k {
+		c := make([]float64, n)
+		s := 0.0
+		for i := range n {
+			c[i] = sw[i] * A[i][j]
+			s += c[i] * c[i]
+		}
+		s = math.Sqrt(s / float64(used))
+		if s == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
+			if s == 0 {
+				return nil, fmt.Errorf("%w: column %d is zero at every point", ErrRank, j)
+			}
+			return nil, fmt.Errorf("%w: column %d is not finite", ErrShape, j)
+		}
+		for i := range c {
+			c[i] /= s
+		}
+		scale[j], cols[j] = s, c
+	}
+	y := make([]float64, n)
+	for i := range n {
+		y[i] = sw[i] * b[i]
+	}
+	rdiag := make([]float64, k)
+	for j := range k {
+		c := cols[j]
+		norm := 0.0
+		for i := j; i < n; i++ {
+			norm = math.Hypot(norm, c[i])
+		}
+		if norm == 0 {
+			rdiag[j] = 0
+			continue
+		}
+		if c[j] > 0 {
+			norm = -norm
+		}
+		// v = c[j:] − norm e₁, stored in place; H = I − v vᵀ / (−norm v₁).
+		c[j] -= norm
+		beta := -norm * c[j] // = vᵀv / 2
+		apply := func(x []float64) {
+			s := 0.0
+			for i := j; i < n; i++ {
+				s += c[i] * x[i]
+			}
+			s /= beta
+			for i := j; i < n; i++ {
+				x[i] -= s * c[i]
+			}
+		}
+		for jj := j + 1; jj < k; jj++ {
+			apply(cols[jj])
+		}
+		apply(y)
+		rdiag[j] = norm
+	}
+	maxR := 0.0
+	for _, d := range rdiag {
+		maxR = max(maxR, math.Abs(d))
+	}
+	for j, d := range rdiag {
+		if !(math.Abs(d) > rankTol*maxR) {
+			return nil, fmt.Errorf("%w: column %d", ErrRank, j)
+		}
+	}
+	// R (upper triangle): R[i][j] = cols[j][i] for i < j, rdiag on the diagonal.
+	R := func(i, j int) float64 {
+		if i == j {
+			return rdiag[i]
+		}
+		return cols[j][i]
+	}
+	xs := make([]float64, k)
+	for i := k - 1; i >= 0; i-- {
+		s := y[i]
+		for j := i + 1; j < k; j++ {
+			s -= R(i, j) * xs[j]
+		}
+		xs[i] = s / rdiag[i]
+	}
+	// R⁻¹ (upper triangular), then (AᵀWA)⁻¹ = D⁻¹ R⁻¹ R⁻ᵀ D⁻¹.
+	ri := make([][]float64, k)
+	for i := range ri {
+		ri[i] = make([]float64, k)
+	}
+	for j := range k {
+		ri[j][j] = 1 / rdiag[j]
+		for i := j - 1; i >= 0; i-- {
+			s := 0.0
+			for l := i + 1; l <= j; l++ {
+				s += R(i, l) * ri[l][j]
+			}
+			ri[i][j] = -s / rdiag[i]
+		}
+	}
+	res := &Result{Coef: make([]float64, k), Resid: make([]float64, n), DoF: used - k}
+	for j := range k {
+		res.Coef[j] = xs[j] / scale[j]
+	}
+	res.unscaled = make([][]float64, k)
+	for i := range k {
+		res.unscaled[i] = make([]float64, k)
+		for j := range k {
+			s := 0.0
+			for l := max(i, j); l < k; l++ {
+				s += ri[i][l] * ri[j][l]
+			}
+			res.unscaled[i][j] = s / (scale[i] * scale[j])
+		}
+	}
+	var sumW, mean float64
+	for i := range n {
+		wi := sw[i] * sw[i]
+		sumW += wi
+		mean += wi * b[i]
+	}
+	mean /= sumW
+	var tss float64
+	for i := range n {
+		wi := sw[i] * sw[i]
+		res.Resid[i] = b[i] - res.Predict(A[i])
+		res.RSS += wi * res.Resid[i] * res.Resid[i]
+		tss += wi * (b[i] - mean) * (b[i] - mean)
+	}
+	if tss > 0 {
+		res.R2 = 1 - res.RSS/tss
+	}
+	res.Sigma = math.NaN()
+	if res.DoF > 0 {
+		res.Sigma = math.Sqrt(res.RSS / float64(res.DoF))
+		v := res.Sigma * res.Sigma
+		res.Cov = make([][]float64, k)
+		res.SE = make([]float64, k)
+		for i := range k {
+			res.Cov[i] = make([]float64, k)
+			for j := range k {
+				res.Cov[i][j] = v * res.unscaled[i][j]
+			}
+			res.SE[i] = math.Sqrt(res.Cov[i][i])
+		}
+	}
+	return res, nil
+}
