@@ -24,7 +24,7 @@ import (
 
 // samplesChannel is the driver's sample ring, whose raw figure each point keeps beside
 // the headline (the energy's source and calibration: internal/region, energy.go).
-const samplesChannel = "power.samples"
+const samplesChannel = trace.ChPowerSamples
 
 // Format is the value of Report.Format.
 const Format = "gpuwatt-archline/1"

@@ -280,9 +280,9 @@ func parseKernelSpec(s string) (time.Duration, error) {
 // channelRank is the default order of the board power channels for a profile, finest
 // first, with why.
 var channelRank = []struct{ name, why string }{
-	{"power.samples", "the driver's buffer of timestamped samples every 20 ms (every instant seen, the finest resolution per run)"},
-	{"power.instant", "updates every ~100 ms (power.samples is not available)"},
-	{"power.usage", "a 1 s average every ~100 ms, the coarsest (neither power.samples nor power.instant is available)"},
+	{trace.ChPowerSamples, "the driver's buffer of timestamped samples every 20 ms (every instant seen, the finest resolution per run)"},
+	{trace.ChPowerInstant, "updates every ~100 ms (power.samples is not available)"},
+	{trace.ChPowerUsage, "a 1 s average every ~100 ms, the coarsest (neither power.samples nor power.instant is available)"},
 }
 
 // pickChannel returns the power channel to profile: the one named, or the working board

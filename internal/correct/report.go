@@ -12,10 +12,9 @@ import (
 	"gpuwatt/internal/units"
 )
 
-// BoardChannels are the whole-board power channels, best first for an energy figure: the
-// driver's 20 ms buffer sees (nearly) all of the time, the instant field a 25 ms window of
-// every 100 ms, the averages lag by about a second; "power" is a plain CSV's only channel.
-var BoardChannels = []string{"power.samples", "power.instant", "power.usage", "power.average", "power"}
+// BoardChannels are the whole-board power channels, best first for an energy figure:
+// trace.PowerPreference, the one order (its comment says why).
+var BoardChannels = trace.PowerPreference
 
 // PickChannel returns the best board power channel of GPU gpu that has readings in tr.
 func PickChannel(tr *trace.Trace, gpu int) (string, error) {
@@ -25,10 +24,8 @@ func PickChannel(tr *trace.Trace, gpu int) (string, error) {
 			have[x.Channel] = true
 		}
 	}
-	for _, n := range BoardChannels {
-		if have[n] {
-			return n, nil
-		}
+	if n, ok := trace.Preferred(BoardChannels, func(n string) bool { return have[n] }); ok {
+		return n, nil
 	}
 	return "", fmt.Errorf("GPU %d has no board power channel (%s); name one with --channel (power channels: %s)",
 		gpu, strings.Join(BoardChannels, ", "), listOr(PowerChannels(tr, gpu), "none"))
@@ -59,9 +56,9 @@ func IsPower(tr *trace.Trace, gpu int, name string) bool {
 		if q == "" {
 			q = trace.QuantityOf(name)
 		}
-		return q == trace.QPower && !c.Setting && name != "power.limit"
+		return q == trace.QPower && !c.Setting && name != trace.ChPowerLimit
 	}
-	return trace.QuantityOf(name) == trace.QPower && name != "power.limit"
+	return trace.QuantityOf(name) == trace.QPower && name != trace.ChPowerLimit
 }
 
 func listOr(s []string, none string) string {

@@ -151,26 +151,26 @@ func Auto(channel, gpuName string) (sensormodel.Model, string) {
 		return false
 	}
 	boxcar := func(w, t time.Duration) sensormodel.Model { return sensormodel.Model{Window: w, Period: t} }
-	average := channel == "power.usage" || strings.HasSuffix(channel, ".average")
+	average := channel == trace.ChPowerUsage || strings.HasSuffix(channel, ".average")
 	instant := strings.HasSuffix(channel, ".instant")
 	name := gpuName
 	if name == "" {
 		name = "an unnamed board"
 	}
 	switch {
-	case has("K20", "K40", "K80") && channel == "power.usage":
+	case has("K20", "K40", "K80") && channel == trace.ChPowerUsage:
 		return sensormodel.Model{Tau: 840 * time.Millisecond},
 			fmt.Sprintf("%s on %s, a Kepler board: an RC lag of 0.84 s (Burtscher et al.)", channel, name)
-	case has("V100", "P100") && (channel == "power.usage" || channel == "power.samples"):
+	case has("V100", "P100") && (channel == trace.ChPowerUsage || channel == trace.ChPowerSamples):
 		return boxcar(10*time.Millisecond, 20*time.Millisecond),
 			fmt.Sprintf("%s on %s: a 10 ms window every 20 ms (Yang et al., Volta/Pascal)", channel, name)
-	case has("RTX 3090") && channel == "power.usage":
+	case has("RTX 3090") && channel == trace.ChPowerUsage:
 		return boxcar(100*time.Millisecond, 100*time.Millisecond),
 			fmt.Sprintf("%s on %s: a 100 ms window every 100 ms (Yang et al.)", channel, name)
-	case has("H200") && !has("GH200") && channel == "power.samples":
+	case has("H200") && !has("GH200") && channel == trace.ChPowerSamples:
 		return sensormodel.Model{Tau: 14 * time.Millisecond, Period: 20 * time.Millisecond, Delay: 3 * time.Millisecond},
 			fmt.Sprintf("%s on %s: point samples every 20 ms of the power through a 14 ms lag, 3 ms late (measured on an H200, driver 580)", channel, name)
-	case has("H200") && !has("GH200") && channel == "power.instant":
+	case has("H200") && !has("GH200") && channel == trace.ChPowerInstant:
 		return sensormodel.Model{Window: 25 * time.Millisecond, Tau: 14 * time.Millisecond, Period: 100 * time.Millisecond, Delay: 3 * time.Millisecond},
 			fmt.Sprintf("%s on %s: the last 25 ms of every ~100 ms of the power through a 14 ms lag, 3 ms late (measured on an H200, driver 580)", channel, name)
 	case has("GH200") && instant:
@@ -182,7 +182,7 @@ func Auto(channel, gpuName string) (sensormodel.Model, string) {
 	case instant:
 		return boxcar(25*time.Millisecond, 100*time.Millisecond),
 			fmt.Sprintf("%s on %s: the last 25 ms of every 100 ms (Yang et al., A100/H100)", channel, name)
-	case channel == "power.samples":
+	case channel == trace.ChPowerSamples:
 		return boxcar(20*time.Millisecond, 20*time.Millisecond),
 			fmt.Sprintf("%s on %s: the driver's buffer, a 20 ms mean every 20 ms", channel, name)
 	}

@@ -59,9 +59,9 @@ const (
 // calibration may relate to it, best first: the ring sees every 20 ms of the time, the
 // instant field a 25 ms window of every 100 ms (unbiased for a steady load); the 1 s
 // averages lag a short region too much to stand in for the counter.
-const counterChannel = "energy.total"
+const counterChannel = trace.ChEnergyTotal
 
-var calibratable = []string{"power.samples", "power.instant"}
+var calibratable = []string{trace.ChPowerSamples, trace.ChPowerInstant}
 
 // Calibration maps a power channel's energy onto the energy counter's scale:
 // E_counter = Gain × E_channel + OffsetW × T, fitted by least squares to the counter's

@@ -90,9 +90,8 @@ type ReasonShare struct {
 }
 
 // boardChannels are the whole-board power channels, best first for the headline energy
-// when there is no counter: the 20 ms driver buffer sees every part of the time, the
-// instant field a 25 ms window of every 100 ms, the averages lag by about a second.
-var boardChannels = []string{"power.samples", "power.instant", "power.usage", "power.average"}
+// when there is no counter: trace.PowerPreference, the one order (its comment says why).
+var boardChannels = trace.PowerPreference
 
 // Options of Summarize.
 type Options struct {
@@ -174,7 +173,7 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 		names = append(names, ch.Name)
 	}
 	// Channels in a stable, meaningful order: counter, board channels, then the rest.
-	order := append([]string{"energy.total"}, boardChannels...)
+	order := trace.CounterPreference
 	sort.SliceStable(names, func(i, j int) bool { return rank(names[i], order) < rank(names[j], order) })
 	for _, n := range names {
 		gs.Channels = append(gs.Channels, byName[n])
@@ -309,10 +308,10 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 				what, FmtDur(dur.Seconds()), dur.Seconds()/p.Seconds(), head.Channel, units.Energy(gs.MeanPowerW*p.Seconds()))
 		}
 	}
-	gs.SMClockMHz = rangeOf(tr.Series(g.Index, "clock.sm"), start, end, 1e-6)
-	gs.MemClockMHz = rangeOf(tr.Series(g.Index, "clock.mem"), start, end, 1e-6)
-	gs.TemperatureC = rangeOf(tr.Series(g.Index, "temp.gpu"), start, end, 1)
-	gs.Throttle = reasonShares(tr.Series(g.Index, "throttle.reasons"), start, end)
+	gs.SMClockMHz = rangeOf(tr.Series(g.Index, trace.ChClockSM), start, end, 1e-6)
+	gs.MemClockMHz = rangeOf(tr.Series(g.Index, trace.ChClockMem), start, end, 1e-6)
+	gs.TemperatureC = rangeOf(tr.Series(g.Index, trace.ChTempGPU), start, end, 1)
+	gs.Throttle = reasonShares(tr.Series(g.Index, trace.ChThrottleReasons), start, end)
 	for _, r := range gs.Throttle {
 		if !notThrottling[r.Reason] && r.Share >= 0.01 {
 			what := "clocks were lowered"
@@ -359,11 +358,11 @@ func agreement(gs *Summary, byName map[string]Channel, head Channel, calibrated 
 		}
 		var why string
 		switch n {
-		case "power.usage", "power.average":
+		case trace.ChPowerUsage, trace.ChPowerAverage:
 			why = lagReason(n, dur)
-		case "power.instant":
+		case trace.ChPowerInstant:
 			why = "power.instant averages only part of each update period (about 25 ms of every 100 ms on A100/H100, Yang et al. SC'24): a load that varies faster than the update period is sampled, not integrated"
-		case "power.samples":
+		case trace.ChPowerSamples:
 			why = "the driver's 20 ms sample buffer and the energy counter should agree; a lasting difference points at a gain or offset error of one of them"
 		}
 		warn(disagreeFormat, n, gs.EnergySource, 100*diff, c.EnergyJ, head.EnergyJ, why)

@@ -74,7 +74,7 @@ func channels(dev gpu.Device) []sensor.Sensor {
 	var out []sensor.Sensor
 	for _, s := range dev.Sensors() {
 		ch := s.Channel()
-		if ch.Setting || ch.Name == "power.limit" {
+		if ch.Setting || ch.Name == trace.ChPowerLimit {
 			continue
 		}
 		if ch.Quantity == trace.QPower || (ch.Quantity == trace.QEnergy && ch.Cumulative) {

@@ -304,7 +304,7 @@ func ReadCSV(r io.Reader) (*Trace, error) {
 }
 
 // defaultChannel is the channel of rows of a CSV without a channel column.
-var defaultChannel = []byte("power")
+var defaultChannel = []byte(ChPower)
 
 // csvChan is what ReadCSV learns about a channel.
 type csvChan struct {

@@ -35,29 +35,29 @@ type smiChannel struct {
 }
 
 var smiChannels = map[string]smiChannel{
-	"power.draw": {"power.usage", smiPower, 0,
+	"power.draw": {ChPowerUsage, smiPower, 0,
 		"nvidia-smi power.draw: board power draw; a 1 s average on Ampere and newer, instantaneous on older GPUs"},
-	"power.draw.instant":   {"power.instant", smiPower, 0, "nvidia-smi power.draw.instant: last measured instant board power draw"},
-	"power.draw.average":   {"power.average", smiPower, 0, "nvidia-smi power.draw.average: last measured average board power draw"},
-	"enforced.power.limit": {"power.limit", smiPower, 1, "nvidia-smi enforced.power.limit: power limit in force"},
-	"power.limit":          {"power.limit", smiPower, 0, "nvidia-smi power.limit: software power limit"},
-	"clocks.sm":            {"clock.sm", smiClock, 0, "nvidia-smi clocks.sm: current SM clock"},
-	"clocks.current.sm":    {"clock.sm", smiClock, 0, "nvidia-smi clocks.current.sm: current SM clock"},
-	"clocks.mem":           {"clock.mem", smiClock, 0, "nvidia-smi clocks.mem: current memory clock"},
-	"clocks.current.memory": {"clock.mem", smiClock, 0,
+	"power.draw.instant":   {ChPowerInstant, smiPower, 0, "nvidia-smi power.draw.instant: last measured instant board power draw"},
+	"power.draw.average":   {ChPowerAverage, smiPower, 0, "nvidia-smi power.draw.average: last measured average board power draw"},
+	"enforced.power.limit": {ChPowerLimit, smiPower, 1, "nvidia-smi enforced.power.limit: power limit in force"},
+	"power.limit":          {ChPowerLimit, smiPower, 0, "nvidia-smi power.limit: software power limit"},
+	"clocks.sm":            {ChClockSM, smiClock, 0, "nvidia-smi clocks.sm: current SM clock"},
+	"clocks.current.sm":    {ChClockSM, smiClock, 0, "nvidia-smi clocks.current.sm: current SM clock"},
+	"clocks.mem":           {ChClockMem, smiClock, 0, "nvidia-smi clocks.mem: current memory clock"},
+	"clocks.current.memory": {ChClockMem, smiClock, 0,
 		"nvidia-smi clocks.current.memory: current memory clock"},
-	"clocks.gr":               {"clock.gr", smiClock, 0, "nvidia-smi clocks.gr: current graphics clock"},
-	"clocks.current.graphics": {"clock.gr", smiClock, 0, "nvidia-smi clocks.current.graphics: current graphics clock"},
-	"temperature.gpu":         {"temp.gpu", smiTemp, 0, "nvidia-smi temperature.gpu: core GPU temperature"},
-	"temperature.memory":      {"temp.mem", smiTemp, 0, "nvidia-smi temperature.memory: HBM memory temperature"},
-	"utilization.gpu": {"util.gpu", smiUtil, 0,
+	"clocks.gr":               {ChClockGr, smiClock, 0, "nvidia-smi clocks.gr: current graphics clock"},
+	"clocks.current.graphics": {ChClockGr, smiClock, 0, "nvidia-smi clocks.current.graphics: current graphics clock"},
+	"temperature.gpu":         {ChTempGPU, smiTemp, 0, "nvidia-smi temperature.gpu: core GPU temperature"},
+	"temperature.memory":      {ChTempMem, smiTemp, 0, "nvidia-smi temperature.memory: HBM memory temperature"},
+	"utilization.gpu": {ChUtilGPU, smiUtil, 0,
 		"nvidia-smi utilization.gpu: percent of the past sample period during which a kernel was running"},
-	"utilization.memory": {"util.mem", smiUtil, 0,
+	"utilization.memory": {ChUtilMem, smiUtil, 0,
 		"nvidia-smi utilization.memory: percent of the past sample period during which memory was read or written"},
-	"pstate": {"pstate", smiPState, 0, "nvidia-smi pstate: performance state (0 = P0, maximum performance)"},
-	"clocks_event_reasons.active": {"throttle.reasons", smiMask, 0,
+	"pstate": {ChPState, smiPState, 0, "nvidia-smi pstate: performance state (0 = P0, maximum performance)"},
+	"clocks_event_reasons.active": {ChThrottleReasons, smiMask, 0,
 		"nvidia-smi clocks_event_reasons.active: bit mask of the reasons the clocks are held down"},
-	"clocks_throttle_reasons.active": {"throttle.reasons", smiMask, 0,
+	"clocks_throttle_reasons.active": {ChThrottleReasons, smiMask, 0,
 		"nvidia-smi clocks_throttle_reasons.active: bit mask of the reasons the clocks are held down"},
 }
 
@@ -276,7 +276,7 @@ func readSMIRows(rr *recordReader, header []string, headerLine int) (*Trace, err
 			}
 			list.add(Sample{T: t, GPU: gpu, Channel: c.channel, Value: v})
 			g.seen[c.channel] = true
-			if c.channel == "power.limit" && !g.limitSet {
+			if c.channel == ChPowerLimit && !g.limitSet {
 				g.PowerLimitW, g.limitSet = v, true
 			}
 		}

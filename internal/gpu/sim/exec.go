@@ -12,6 +12,7 @@ import (
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/sensormodel"
+	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
 
@@ -175,8 +176,8 @@ func (d *Device) kernelActivity(l LaunchTruth) activity {
 	return activity{
 		p:   l.Power,
 		mem: l.MemoryPower,
-		clk: d.level("clock.sm", l.ClockHz),
-		rsn: d.level("throttle.reasons", reasons),
+		clk: d.level(trace.ChClockSM, l.ClockHz),
+		rsn: d.level(trace.ChThrottleReasons, reasons),
 	}
 }
 
@@ -194,7 +195,7 @@ func (d *Device) level(name string, v float64) float64 {
 // when nothing runs, its top clock while a command or scripted load runs, a kernel's clock
 // while one runs.
 func (d *Device) TrueSMClock(t time.Duration) units.Frequency {
-	m := d.cfg.Sensors["clock.sm"].Model
+	m := d.cfg.Sensors[trace.ChClockSM].Model
 	return units.Frequency(float64(m.Offset) + m.Gain*float64(d.smClock.Power(t)))
 }
 
@@ -202,7 +203,7 @@ func (d *Device) TrueSMClock(t time.Duration) units.Frequency {
 // channel's model sees it: 0x1 (gpu_idle) when nothing runs, 0 while a load runs,
 // 0x4 (sw_power_cap) while a power-capped kernel runs.
 func (d *Device) TrueThrottleReasons(t time.Duration) uint64 {
-	m := d.cfg.Sensors["throttle.reasons"].Model
+	m := d.cfg.Sensors[trace.ChThrottleReasons].Model
 	v := math.Round(float64(m.Offset) + m.Gain*float64(d.reasons.Power(t)))
 	return uint64(max(v, 0))
 }

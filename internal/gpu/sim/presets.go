@@ -47,23 +47,23 @@ type chanSpec struct {
 
 // channelSpecs is the order of Device.Sensors.
 var channelSpecs = []chanSpec{
-	{"power.usage", trace.QPower, kindPublished, truthBoard, "nvmlDeviceGetPowerUsage", "board power"},
-	{"power.instant", trace.QPower, kindPublished, truthBoard, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)", "board power"},
-	{"power.average", trace.QPower, kindPublished, truthBoard, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_AVERAGE)", "board power"},
-	{"power.module.instant", trace.QPower, kindPublished, truthBoard, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT, scope module)", "module power (= board power in the sim)"},
-	{"power.module.average", trace.QPower, kindPublished, truthBoard, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_AVERAGE, scope module)", "module power (= board power in the sim)"},
-	{"power.memory.instant", trace.QPower, kindPublished, truthMemory, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT, scope memory)", "memory power"},
-	{"power.memory.average", trace.QPower, kindPublished, truthMemory, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_AVERAGE, scope memory)", "memory power"},
-	{"power.samples", trace.QPower, kindBuffered, truthBoard, "nvmlDeviceGetSamples(NVML_TOTAL_POWER_SAMPLES)", "board power"},
-	{"energy.total", trace.QEnergy, kindCounter, truthBoard, "nvmlDeviceGetTotalEnergyConsumption", "board energy"},
-	{"clock.sm", trace.QFrequency, kindPublished, truthSMClock, "nvmlDeviceGetClockInfo(NVML_CLOCK_SM)", "SM clock = offset + gain × busy"},
-	{"clock.mem", trace.QFrequency, kindPublished, truthBusy, "nvmlDeviceGetClockInfo(NVML_CLOCK_MEM)", "memory clock = offset + gain × busy"},
-	{"temp.gpu", trace.QTemperature, kindPublished, truthBoard, "nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)", "temperature = ambient (offset) + gain × board power through a thermal lag (tau)"},
-	{"throttle.reasons", trace.QReasons, kindPublished, truthReasons, "nvmlDeviceGetCurrentClocksEventReasons", "GpuIdle bit (0x1) while nothing runs: offset + gain × busy"},
-	{"pstate", trace.QState, kindPublished, truthBusy, "nvmlDeviceGetPerformanceState", "P-state = offset + gain × busy"},
-	{"util.gpu", trace.QUtilization, kindPublished, truthBusy, "nvmlDeviceGetUtilizationRates (gpu)", "percent of the window busy (gain × mean of busy)"},
-	{"util.mem", trace.QUtilization, kindPublished, truthBusy, "nvmlDeviceGetUtilizationRates (memory)", "memory utilisation = gain × mean of busy"},
-	{"power.limit", trace.QPower, kindConst, truthBoard, "nvmlDeviceGetEnforcedPowerLimit", "enforced power limit"},
+	{trace.ChPowerUsage, trace.QPower, kindPublished, truthBoard, "nvmlDeviceGetPowerUsage", "board power"},
+	{trace.ChPowerInstant, trace.QPower, kindPublished, truthBoard, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)", "board power"},
+	{trace.ChPowerAverage, trace.QPower, kindPublished, truthBoard, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_AVERAGE)", "board power"},
+	{trace.ChPowerModuleInstant, trace.QPower, kindPublished, truthBoard, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT, scope module)", "module power (= board power in the sim)"},
+	{trace.ChPowerModuleAverage, trace.QPower, kindPublished, truthBoard, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_AVERAGE, scope module)", "module power (= board power in the sim)"},
+	{trace.ChPowerMemoryInstant, trace.QPower, kindPublished, truthMemory, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT, scope memory)", "memory power"},
+	{trace.ChPowerMemoryAverage, trace.QPower, kindPublished, truthMemory, "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_AVERAGE, scope memory)", "memory power"},
+	{trace.ChPowerSamples, trace.QPower, kindBuffered, truthBoard, "nvmlDeviceGetSamples(NVML_TOTAL_POWER_SAMPLES)", "board power"},
+	{trace.ChEnergyTotal, trace.QEnergy, kindCounter, truthBoard, "nvmlDeviceGetTotalEnergyConsumption", "board energy"},
+	{trace.ChClockSM, trace.QFrequency, kindPublished, truthSMClock, "nvmlDeviceGetClockInfo(NVML_CLOCK_SM)", "SM clock = offset + gain × busy"},
+	{trace.ChClockMem, trace.QFrequency, kindPublished, truthBusy, "nvmlDeviceGetClockInfo(NVML_CLOCK_MEM)", "memory clock = offset + gain × busy"},
+	{trace.ChTempGPU, trace.QTemperature, kindPublished, truthBoard, "nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)", "temperature = ambient (offset) + gain × board power through a thermal lag (tau)"},
+	{trace.ChThrottleReasons, trace.QReasons, kindPublished, truthReasons, "nvmlDeviceGetCurrentClocksEventReasons", "GpuIdle bit (0x1) while nothing runs: offset + gain × busy"},
+	{trace.ChPState, trace.QState, kindPublished, truthBusy, "nvmlDeviceGetPerformanceState", "P-state = offset + gain × busy"},
+	{trace.ChUtilGPU, trace.QUtilization, kindPublished, truthBusy, "nvmlDeviceGetUtilizationRates (gpu)", "percent of the window busy (gain × mean of busy)"},
+	{trace.ChUtilMem, trace.QUtilization, kindPublished, truthBusy, "nvmlDeviceGetUtilizationRates (memory)", "memory utilisation = gain × mean of busy"},
+	{trace.ChPowerLimit, trace.QPower, kindConst, truthBoard, "nvmlDeviceGetEnforcedPowerLimit", "enforced power limit"},
 }
 
 // ChannelNames returns the names of the sim device's channels, in the order of Sensors.
@@ -135,14 +135,14 @@ const utilPeriod = time.Second / 6
 
 // common fills the channels every preset shares: clocks, temperature, state, utilisation.
 func common(s map[string]SensorConfig, smIdle, smMax, memIdle, memMax float64, idlePState int) {
-	s["clock.sm"] = SensorConfig{Model: state(100*ms, (smMax-smIdle)*1e6, smIdle*1e6, 1e6)}
-	s["clock.mem"] = SensorConfig{Model: state(100*ms, (memMax-memIdle)*1e6, memIdle*1e6, 1e6)}
-	s["temp.gpu"] = SensorConfig{Model: sensormodel.Model{Period: time.Second, Tau: 30 * time.Second, Gain: 0.07, Offset: 24, Quantum: 1}}
-	s["throttle.reasons"] = SensorConfig{Model: state(100*ms, -1, 1, 1)}
-	s["pstate"] = SensorConfig{Model: state(100*ms, float64(-idlePState), float64(idlePState), 1)}
-	s["util.gpu"] = SensorConfig{Model: sensormodel.Model{Period: utilPeriod, Window: utilPeriod, Gain: 100, Quantum: 1}}
-	s["util.mem"] = SensorConfig{Model: sensormodel.Model{Period: utilPeriod, Window: utilPeriod, Gain: 35, Quantum: 1}}
-	s["power.limit"] = SensorConfig{}
+	s[trace.ChClockSM] = SensorConfig{Model: state(100*ms, (smMax-smIdle)*1e6, smIdle*1e6, 1e6)}
+	s[trace.ChClockMem] = SensorConfig{Model: state(100*ms, (memMax-memIdle)*1e6, memIdle*1e6, 1e6)}
+	s[trace.ChTempGPU] = SensorConfig{Model: sensormodel.Model{Period: time.Second, Tau: 30 * time.Second, Gain: 0.07, Offset: 24, Quantum: 1}}
+	s[trace.ChThrottleReasons] = SensorConfig{Model: state(100*ms, -1, 1, 1)}
+	s[trace.ChPState] = SensorConfig{Model: state(100*ms, float64(-idlePState), float64(idlePState), 1)}
+	s[trace.ChUtilGPU] = SensorConfig{Model: sensormodel.Model{Period: utilPeriod, Window: utilPeriod, Gain: 100, Quantum: 1}}
+	s[trace.ChUtilMem] = SensorConfig{Model: sensormodel.Model{Period: utilPeriod, Window: utilPeriod, Gain: 35, Quantum: 1}}
+	s[trace.ChPowerLimit] = SensorConfig{}
 }
 
 // hopper is the sensor set of an H100/H200 with a recent driver (FACTS.md, measured on an
@@ -152,15 +152,15 @@ func common(s map[string]SensorConfig, smIdle, smMax, memIdle, memMax float64, i
 // counter stepping every ~100 ms; memory power readings; no module scope.
 func hopper(b board, mem board) map[string]SensorConfig {
 	s := map[string]SensorConfig{
-		"power.usage":          {Model: b.power(100*ms, time.Second, 0.05)},
-		"power.instant":        {Model: b.power(100*ms, 25*ms, 0.15)},
-		"power.average":        {Model: b.power(100*ms, time.Second, 0.05)},
-		"power.module.instant": {Model: b.power(100*ms, 25*ms, 0.15), Unsupported: true},
-		"power.module.average": {Model: b.power(100*ms, time.Second, 0.05), Unsupported: true},
-		"power.memory.instant": {Model: mem.power(100*ms, 25*ms, 0.05)},
-		"power.memory.average": {Model: mem.power(100*ms, time.Second, 0.02)},
-		"power.samples":        {Model: sensormodel.Model{Period: 20 * ms, Phase: 3 * ms, Window: 20 * ms, Noise: 0.3, Quantum: units.Milliwatt, Gain: b.gain, Offset: b.offset}, Ring: 119},
-		"energy.total":         {Model: sensormodel.Model{Period: 100 * ms, Jitter: b.jitter, Phase: 61 * ms, Quantum: units.Power(units.Millijoule), Gain: b.gain}},
+		trace.ChPowerUsage:         {Model: b.power(100*ms, time.Second, 0.05)},
+		trace.ChPowerInstant:       {Model: b.power(100*ms, 25*ms, 0.15)},
+		trace.ChPowerAverage:       {Model: b.power(100*ms, time.Second, 0.05)},
+		trace.ChPowerModuleInstant: {Model: b.power(100*ms, 25*ms, 0.15), Unsupported: true},
+		trace.ChPowerModuleAverage: {Model: b.power(100*ms, time.Second, 0.05), Unsupported: true},
+		trace.ChPowerMemoryInstant: {Model: mem.power(100*ms, 25*ms, 0.05)},
+		trace.ChPowerMemoryAverage: {Model: mem.power(100*ms, time.Second, 0.02)},
+		trace.ChPowerSamples:       {Model: sensormodel.Model{Period: 20 * ms, Phase: 3 * ms, Window: 20 * ms, Noise: 0.3, Quantum: units.Milliwatt, Gain: b.gain, Offset: b.offset}, Ring: 119},
+		trace.ChEnergyTotal:        {Model: sensormodel.Model{Period: 100 * ms, Jitter: b.jitter, Phase: 61 * ms, Quantum: units.Power(units.Millijoule), Gain: b.gain}},
 	}
 	return s
 }
@@ -196,14 +196,14 @@ const (
 func h200() Config {
 	b := board{gain: 0.985, offset: 2.1, phase: 52 * ms, jitter: 0.01}
 	s := hopper(b, board{gain: 0.97, offset: 0.6, phase: 52 * ms, jitter: 0.01})
-	for _, n := range []string{"power.instant", "power.module.instant"} {
+	for _, n := range []string{trace.ChPowerInstant, trace.ChPowerModuleInstant} {
 		sc := s[n]
 		sc.Model.Tau, sc.Model.Delay, sc.Model.Jitter = h200SensorLag, h200SensorDelay, 0.03
 		s[n] = sc
 	}
-	sm := s["power.samples"]
+	sm := s[trace.ChPowerSamples]
 	sm.Model.Window, sm.Model.Tau, sm.Model.Delay = 0, h200SensorLag, h200SensorDelay
-	s["power.samples"] = sm
+	s[trace.ChPowerSamples] = sm
 	common(s, 345, 1980, 3201, 3201, 0)
 	c := Config{
 		Preset: "h200", Seed: 1, GPUs: 1, Name: "gpuwatt sim H200 (SXM 141GB)",
@@ -223,7 +223,7 @@ func h200() Config {
 func a100() Config {
 	b := board{gain: 1.032, offset: -0.8, phase: 71 * ms, jitter: 0.01}
 	s := hopper(b, b)
-	for _, n := range []string{"power.memory.instant", "power.memory.average"} {
+	for _, n := range []string{trace.ChPowerMemoryInstant, trace.ChPowerMemoryAverage} {
 		sc := s[n]
 		sc.Unsupported = true
 		s[n] = sc
@@ -247,15 +247,15 @@ func a100() Config {
 func v100() Config {
 	b := board{gain: 0.975, offset: 1.5, phase: 7 * ms, jitter: 0.02}
 	s := map[string]SensorConfig{
-		"power.usage":          {Model: b.power(20*ms, 10*ms, 0.2)},
-		"power.instant":        {Model: b.power(20*ms, 10*ms, 0.2), Unsupported: true},
-		"power.average":        {Model: b.power(20*ms, time.Second, 0.05), Unsupported: true},
-		"power.module.instant": {Model: b.power(20*ms, 10*ms, 0.2), Unsupported: true},
-		"power.module.average": {Model: b.power(20*ms, time.Second, 0.05), Unsupported: true},
-		"power.memory.instant": {Model: b.power(20*ms, 10*ms, 0.2), Unsupported: true},
-		"power.memory.average": {Model: b.power(20*ms, time.Second, 0.05), Unsupported: true},
-		"power.samples":        {Model: sensormodel.Model{Period: 20 * ms, Phase: 7 * ms, Window: 10 * ms, Noise: 0.2, Quantum: units.Milliwatt, Gain: b.gain, Offset: b.offset}, Ring: 119},
-		"energy.total":         {Model: sensormodel.Model{Period: 20 * ms, Jitter: b.jitter, Phase: 7 * ms, Quantum: units.Power(units.Millijoule), Gain: b.gain}},
+		trace.ChPowerUsage:         {Model: b.power(20*ms, 10*ms, 0.2)},
+		trace.ChPowerInstant:       {Model: b.power(20*ms, 10*ms, 0.2), Unsupported: true},
+		trace.ChPowerAverage:       {Model: b.power(20*ms, time.Second, 0.05), Unsupported: true},
+		trace.ChPowerModuleInstant: {Model: b.power(20*ms, 10*ms, 0.2), Unsupported: true},
+		trace.ChPowerModuleAverage: {Model: b.power(20*ms, time.Second, 0.05), Unsupported: true},
+		trace.ChPowerMemoryInstant: {Model: b.power(20*ms, 10*ms, 0.2), Unsupported: true},
+		trace.ChPowerMemoryAverage: {Model: b.power(20*ms, time.Second, 0.05), Unsupported: true},
+		trace.ChPowerSamples:       {Model: sensormodel.Model{Period: 20 * ms, Phase: 7 * ms, Window: 10 * ms, Noise: 0.2, Quantum: units.Milliwatt, Gain: b.gain, Offset: b.offset}, Ring: 119},
+		trace.ChEnergyTotal:        {Model: sensormodel.Model{Period: 20 * ms, Jitter: b.jitter, Phase: 7 * ms, Quantum: units.Power(units.Millijoule), Gain: b.gain}},
 	}
 	common(s, 135, 1530, 877, 877, 0)
 	c := Config{
@@ -281,15 +281,15 @@ func k20() Config {
 	usage := b.power(15*ms, 0, 0.3)
 	usage.Tau = 840 * ms
 	s := map[string]SensorConfig{
-		"power.usage":          {Model: usage},
-		"power.instant":        {Model: usage, Unsupported: true},
-		"power.average":        {Model: usage, Unsupported: true},
-		"power.module.instant": {Model: usage, Unsupported: true},
-		"power.module.average": {Model: usage, Unsupported: true},
-		"power.memory.instant": {Model: usage, Unsupported: true},
-		"power.memory.average": {Model: usage, Unsupported: true},
-		"power.samples":        {Model: usage, Unsupported: true, Ring: 119},
-		"energy.total":         {Model: sensormodel.Model{Period: 15 * ms, Gain: b.gain, Quantum: units.Power(units.Millijoule)}, Unsupported: true},
+		trace.ChPowerUsage:         {Model: usage},
+		trace.ChPowerInstant:       {Model: usage, Unsupported: true},
+		trace.ChPowerAverage:       {Model: usage, Unsupported: true},
+		trace.ChPowerModuleInstant: {Model: usage, Unsupported: true},
+		trace.ChPowerModuleAverage: {Model: usage, Unsupported: true},
+		trace.ChPowerMemoryInstant: {Model: usage, Unsupported: true},
+		trace.ChPowerMemoryAverage: {Model: usage, Unsupported: true},
+		trace.ChPowerSamples:       {Model: usage, Unsupported: true, Ring: 119},
+		trace.ChEnergyTotal:        {Model: sensormodel.Model{Period: 15 * ms, Gain: b.gain, Quantum: units.Power(units.Millijoule)}, Unsupported: true},
 	}
 	common(s, 324, 705, 324, 2600, 8)
 	c := Config{

@@ -21,23 +21,23 @@ import (
 
 // Channel names, in the order Sensors returns them. The sim device uses the same names.
 const (
-	PowerUsage         = "power.usage"
-	PowerInstant       = "power.instant"
-	PowerAverage       = "power.average"
-	PowerModuleInstant = "power.module.instant"
-	PowerModuleAverage = "power.module.average"
-	PowerMemoryInstant = "power.memory.instant"
-	PowerMemoryAverage = "power.memory.average"
-	PowerSamples       = "power.samples"
-	EnergyTotal        = "energy.total"
-	ClockSM            = "clock.sm"
-	ClockMem           = "clock.mem"
-	TempGPU            = "temp.gpu"
-	ThrottleReasons    = "throttle.reasons"
-	PState             = "pstate"
-	UtilGPU            = "util.gpu"
-	UtilMem            = "util.mem"
-	PowerLimit         = "power.limit"
+	PowerUsage         = trace.ChPowerUsage
+	PowerInstant       = trace.ChPowerInstant
+	PowerAverage       = trace.ChPowerAverage
+	PowerModuleInstant = trace.ChPowerModuleInstant
+	PowerModuleAverage = trace.ChPowerModuleAverage
+	PowerMemoryInstant = trace.ChPowerMemoryInstant
+	PowerMemoryAverage = trace.ChPowerMemoryAverage
+	PowerSamples       = trace.ChPowerSamples
+	EnergyTotal        = trace.ChEnergyTotal
+	ClockSM            = trace.ChClockSM
+	ClockMem           = trace.ChClockMem
+	TempGPU            = trace.ChTempGPU
+	ThrottleReasons    = trace.ChThrottleReasons
+	PState             = trace.ChPState
+	UtilGPU            = trace.ChUtilGPU
+	UtilMem            = trace.ChUtilMem
+	PowerLimit         = trace.ChPowerLimit
 )
 
 // FirstSamplesMargin is how far before the first read of power.samples a buffered sample
