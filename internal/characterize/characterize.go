@@ -19,6 +19,7 @@ import (
 	"gpuwatt/internal/archline"
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/correct"
+	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loadlevel"
@@ -27,6 +28,7 @@ import (
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/sensorchar"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -139,24 +141,12 @@ type Options struct {
 	RAPLRoot string
 	// LoadContexts is the load-level stage's users (default GOMAXPROCS, at most 4 with Quick).
 	LoadContexts int
-	// Load, if set, is the load-level stage's workload on a real GPU (the cli opens it: the
-	// GPU FFT variant and the GPU's board power); nil runs the CPU variant.
-	Load *LoadWorkload
+	// OpenGPU opens the GPU variants of the load-level stage on a real GPU (gpufft, which
+	// the command line hands in); nil runs the cpu variant.
+	OpenGPU func(uuid string) (loadlevel.GPURuntime, error)
 	// Resume, if set, holds an earlier run's results (the same GPU): its finished stages
 	// are kept as they are and only the others run.
 	Resume *Results
-}
-
-// LoadWorkload is the load-level stage's workload where it is not the CPU variant.
-type LoadWorkload struct {
-	Variant string // e.g. "gpu"
-	Device  string // the name of what runs it
-	NewTx   func(n int) (loadlevel.Transaction, error)
-	// Meters returns the meters of power on the stage's clock, the first giving each
-	// level's power_w.
-	Meters func(clock.Clock) []loadlevel.Meter
-	// Warnings are reported with the stage.
-	Warnings []string
 }
 
 // ErrNoExecutor is returned when the device cannot run kernels.
@@ -263,11 +253,7 @@ func Run(ctx context.Context, opt Options) (*Results, error) {
 		case StageArchline:
 			partial, err = runArchline(ctx, opt, res, progress(name))
 		case StageLoadlevel:
-			var own time.Duration
-			partial, own, err = runLoadlevel(ctx, opt, res, progress(name))
-			if own > 0 {
-				c0 -= own // the stage ran on a clock of its own
-			}
+			partial, err = runLoadlevel(ctx, opt, res, progress(name))
 		}
 		info.ClockS = (opt.Clock.Now() - c0).Seconds()
 		info.WallS = time.Since(w0).Seconds()
@@ -466,72 +452,31 @@ func LoadIntervals(quick bool) (loadlevel.Intervals, []float64) {
 		append([]float64(nil), loadlevel.DefaultLevels...)
 }
 
-// runLoadlevel returns, besides the usual, the time that passed on its own virtual clock.
-func runLoadlevel(ctx context.Context, opt Options, res *Results, progress func(string)) (bool, time.Duration, error) {
-	iv, levels := LoadIntervals(opt.Quick)
-	users := opt.LoadContexts
-	if users <= 0 {
-		users = runtime.GOMAXPROCS(0)
-		if opt.Quick {
-			users = min(users, 4)
-		}
+// runLoadlevel runs the load-level stage through loadlevel's own policy (the variant, the
+// users, the power sources) on the stage's device and clock.
+func runLoadlevel(ctx context.Context, opt Options, res *Results, progress func(string)) (bool, error) {
+	lo := loadlevel.DefaultOptions()
+	lo.Intervals, lo.Levels = LoadIntervals(opt.Quick)
+	lo.GPU, lo.OpenGPU = opt.Device.Info().Index, opt.OpenGPU
+	if opt.RAPLRoot != "" {
+		lo.RAPLRoot = opt.RAPLRoot
 	}
-	// The load-level run has a clock of its own: virtual where the measurement clock is
-	// (the sim), so it is instant and deterministic; real otherwise.
-	var c clock.Clock = clock.NewReal()
-	var warnings []string
-	var meters []loadlevel.Meter
-	variant, device := "cpu", "the host's CPU cores"
-	newTx := func(n int) (loadlevel.Transaction, error) {
-		f, err := loadlevel.NewFFT(n)
-		if f != nil {
-			f.NsPerOp = 100
-		}
-		return f, err
+	switch {
+	case opt.LoadContexts > 0:
+		lo.Contexts = []int{opt.LoadContexts}
+	case opt.Quick && (opt.System.Simulated() || opt.OpenGPU == nil):
+		lo.Contexts = []int{min(runtime.GOMAXPROCS(0), 4)} // the cpu variant, kept short
 	}
-	switch w := opt.Load; {
-	case opt.System.Simulated():
-		warnings = append(warnings, "the load-level stage runs the CPU variant (Go FFT transactions on the host's cores): on the sim device there is no GPU to run the GPU variants")
-		c = clock.NewVirtual(time.Time{})
-		meters = append(meters, loadlevel.ModelMeter{Idle: 50, PerBusyUser: 20})
-		warnings = append(warnings, "virtual clock: transaction times and power are modelled (50 W + 20 W per busy user), not measured")
-	case w != nil:
-		// The measurement clock (real here): the meters sample the device on it.
-		c = opt.Clock
-		variant, device, newTx = w.Variant, w.Device, w.NewTx
-		if w.Meters != nil {
-			meters = w.Meters(c)
-		}
-		warnings = append(warnings, w.Warnings...)
-		if opt.LoadContexts <= 0 {
-			users = 8 // the H200 runs had the lowest run-to-run CV with 8 users
-		}
-	default:
-		warnings = append(warnings, "the load-level stage runs the CPU variant (Go FFT transactions on the host's cores): these figures describe the host, not the GPU")
-		root := opt.RAPLRoot
-		if root == "" {
-			root = "/sys/class/powercap"
-		}
-		if r, err := loadlevel.OpenRAPL(root, c); err == nil {
-			meters = append(meters, r)
-		} else {
-			warnings = append(warnings, "no power source: "+err.Error())
-		}
+	env := device.Env{System: opt.System, Clock: opt.Clock}
+	if progress != nil {
+		env.Progress = func(e status.Event) { progress(e.Step) }
 	}
-	sw := loadlevel.Sweep{Sizes: []int{64}, Contexts: []int{users}, Runs: 1, Variant: variant, Device: device,
-		Base:  loadlevel.Config{Levels: levels, Intervals: iv, Clock: c, Meters: meters, Seed: 1, Progress: progress},
-		NewTx: newTx}
-	rep, err := loadlevel.RunSweep(ctx, sw)
-	var own time.Duration
-	if clock.IsVirtual(c) {
-		own = c.Now()
-	}
+	rep, err := lo.Run(ctx, env)
 	if rep == nil {
-		return false, own, err
+		return false, err
 	}
-	rep.Warnings = append(warnings, rep.Warnings...)
 	res.Loadlevel = rep
-	return err != nil || rep.Incomplete, own, err
+	return err != nil || rep.Incomplete, err
 }
 
 // collectWarnings gathers the warnings of every stage's report, prefixed with the stage.

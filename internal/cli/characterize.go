@@ -11,10 +11,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/characterize"
-	"gpuwatt/internal/clock"
 	"gpuwatt/internal/correct"
-	"gpuwatt/internal/loadlevel"
-	"gpuwatt/internal/loadlevel/gpufft"
 	"gpuwatt/internal/report"
 )
 
@@ -81,30 +78,7 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	}
 	defer sys.Close()
 	opt := characterize.Options{Clock: clk, System: sys, Device: dev, Quick: *quick, Stages: stages, Resume: prev, LoadContexts: *contexts}
-	runsLoad := stages == nil || slices.Contains(stages, characterize.StageLoadlevel)
-	if prev != nil {
-		if st := prev.Stage(characterize.StageLoadlevel); st != nil && st.Status == characterize.StatusDone {
-			runsLoad = false
-		}
-	}
-	if runsLoad && !sys.Simulated() {
-		// On a real GPU the load-level stage runs gpuwatt's own FFT on it and measures its
-		// board power, as gpuwatt loadlevel does by default.
-		rt, err := gpufft.Open(gpufft.Options{UUID: dev.Info().UUID})
-		if err != nil {
-			return a.fail("characterize", fmt.Errorf("load-level stage: %v", err))
-		}
-		defer rt.Close()
-		opt.Load = &characterize.LoadWorkload{Variant: gpufft.Own, Device: rt.Name(),
-			NewTx: func(n int) (loadlevel.Transaction, error) { return rt.NewTx(gpufft.Own, n) },
-			Meters: func(c clock.Clock) []loadlevel.Meter {
-				ms := []loadlevel.Meter{&loadlevel.GPUMeter{Dev: dev, Clock: c}}
-				if r, err := loadlevel.OpenRAPL("/sys/class/powercap", c); err == nil {
-					ms = append(ms, r)
-				}
-				return ms
-			}}
-	}
+	opt.OpenGPU = openGPUFFT
 	t0 := time.Now()
 	if !*quiet {
 		opt.Stage = func(i, n int, name, what string) {

@@ -112,8 +112,18 @@ func TestCharacterizeSim(t *testing.T) {
 	if r.GPU.Name == "" || r.DriverVersion == "" {
 		t.Errorf("GPU %+v driver %q", r.GPU, r.DriverVersion)
 	}
-	if len(r.Warnings) == 0 || !strings.Contains(strings.Join(r.Warnings, "\n"), "CPU variant") {
+	if len(r.Warnings) == 0 || !strings.Contains(strings.Join(r.Warnings, "\n"), "the cpu variant runs") {
 		t.Errorf("warnings %q: want the load-level stage's CPU variant among them", r.Warnings)
+	}
+	// On the sim the load-level stage's power comes from the sim device: above its idle at
+	// every level, and more at 100 % than at 50 %.
+	if ll := r.Loadlevel; ll != nil && len(ll.Levels) >= 3 {
+		if !ll.Simulated || !strings.HasPrefix(ll.Configs[0].Runs[0].PowerSource, "sim ") {
+			t.Errorf("loadlevel stage: simulated %v, power from %q: want the sim device", ll.Simulated, ll.Configs[0].Runs[0].PowerSource)
+		}
+		if !(ll.Levels[0].PowerW > ll.Levels[1].PowerW && ll.Levels[1].PowerW > ll.Levels[len(ll.Levels)-1].PowerW) {
+			t.Errorf("loadlevel stage: power by level %+v: want 100 %% > 50 %% > active idle", ll.Levels)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(out, "sensor.json")); err != nil {
 		t.Error(err)

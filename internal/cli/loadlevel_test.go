@@ -66,7 +66,7 @@ func TestLoadlevelText(t *testing.T) {
 	if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"active idle", "overall score", "CV 50 %", "virtual clock"} {
+	for _, want := range []string{"active idle", "overall score", "CV 50 %", "sim device"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
@@ -83,8 +83,11 @@ func TestLoadlevelBadInput(t *testing.T) {
 		{"--record", "0s"},
 		{"--runs", "0"},
 		{"--clock", "sundial"},
+		{"--device", "cuda"},
+		{"--device", "sim:p100"},
+		{"--variant", "gpu", "--device", "sim"},
+		{"--clock", "virtual", "--device", "nvml"},
 		{"--variant", "cuda"},
-		{"--variant", "gpu"}, // the virtual clock runs no GPU
 		{"--variant", "cufft", "--clock", "virtual"},
 		{"--gpu", "-1"},
 		{"--verify-fraction", "2"},
@@ -101,16 +104,17 @@ func TestLoadlevelBadInput(t *testing.T) {
 	}
 }
 
-// Without an NVIDIA GPU, auto is the CPU variant, and asking for a GPU variant on the real
-// clock fails with one line that says why.
+// Without an NVIDIA GPU, auto is the sim device and the CPU variant, whose power is read
+// from the sim; asking for a GPU variant there is bad input, after auto's notice.
 func TestLoadlevelNoGPU(t *testing.T) {
 	a, _, stderr, ctx := testApp(t)
-	a.NewClock = nil // the real clock: the GPU is looked for
-	if code := a.Main(ctx, []string{"loadlevel", "--variant", "gpu"}); code != ExitFailure {
-		t.Errorf("exit %d, want 1", code)
+	a.NewClock = nil // the device's own clock
+	if code := a.Main(ctx, []string{"loadlevel", "--variant", "gpu"}); code != ExitUsage {
+		t.Errorf("exit %d, want 2", code)
 	}
-	if s := stderr.String(); strings.Count(s, "\n") != 1 || !strings.HasPrefix(s, "gpuwatt loadlevel: --variant gpu: no NVIDIA GPU: ") {
-		t.Errorf("stderr %q", s)
+	if lines := strings.Split(strings.TrimSpace(stderr.String()), "\n"); len(lines) != 2 || !strings.Contains(lines[0], "using the sim device") ||
+		!strings.HasPrefix(lines[1], "gpuwatt loadlevel: --variant gpu runs on a real NVIDIA GPU") {
+		t.Errorf("stderr %q: want auto's notice, then why", stderr)
 	}
 	a, stdout, stderr, ctx := testApp(t)
 	args := append([]string{"--contexts", "1", "--levels", "100", "--json"}, loadlevelArgs...)

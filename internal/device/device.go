@@ -16,6 +16,7 @@ import (
 	"gpuwatt/internal/gpu/nvmlgpu"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/nvml"
+	"gpuwatt/internal/status"
 )
 
 // Help texts of the shared flags, identical in every verb.
@@ -208,4 +209,12 @@ func openSim(spec Spec, preset string, o Options) (*Opened, error) {
 		return nil, err
 	}
 	return &Opened{System: sys, Clock: clk}, nil
+}
+
+// Env is what a capability's Run gets from the command line: the opened system (nil for
+// work that opens none), the clock its sensors run on, and where progress goes.
+type Env struct {
+	System   gpu.System
+	Clock    clock.Clock
+	Progress status.Progress
 }

@@ -110,6 +110,18 @@ type Config struct {
 	// transaction is not a Modeller.
 	ServiceTime time.Duration
 	Progress    func(label string)
+	// Busy, on a virtual clock, is told every transaction's span and when the clock moves
+	// (SimLoad: the sim device draws power from them). Nil on a real clock.
+	Busy BusyObserver
+}
+
+// BusyObserver follows the transactions on a virtual clock.
+type BusyObserver interface {
+	// Busy is one user's transaction over [start, end).
+	Busy(start, end time.Duration)
+	// Flush says the clock is about to move to t: every transaction starting before t
+	// has been told.
+	Flush(t time.Duration)
 }
 
 // Level is one interval's result.
@@ -222,6 +234,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if cfg.LoadTolerance == 0 {
 		cfg.LoadTolerance = 0.02
+	}
+	if s, ok := cfg.Busy.(*SimLoad); ok {
+		s.Users = cfg.Users
 	}
 	e := &engine{cfg: cfg}
 	e.vclk, e.virtual = cfg.Clock.(*clock.Virtual)

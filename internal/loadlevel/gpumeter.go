@@ -25,6 +25,8 @@ type GPUMeter struct {
 	Dev   gpu.Device
 	Clock clock.Clock
 	Poll  sensor.Options
+	// Simulated names the meter as the sim device's (Name).
+	Simulated bool
 
 	smp    *sensor.Sampler
 	cancel context.CancelFunc
@@ -39,6 +41,9 @@ var _ Meter = (*GPUMeter)(nil)
 
 // Name implements Meter.
 func (m *GPUMeter) Name() string {
+	if m.Simulated {
+		return fmt.Sprintf("sim (GPU %d board, read through its sensors)", m.Dev.Info().Index)
+	}
 	return fmt.Sprintf("nvml (GPU %d board, corrected)", m.Dev.Info().Index)
 }
 

@@ -330,3 +330,19 @@ func TestLevelOffTargetNamed(t *testing.T) {
 		t.Errorf("reasons %q; want one starting %q", res.Invalid, want)
 	}
 }
+
+// ModelMeter is a power model for the engine's tests on the virtual clock:
+// Idle watts plus PerBusyUser watts for each user busy on average. It is a model, not a
+// measurement, and is reported as such.
+type ModelMeter struct{ Idle, PerBusyUser float64 }
+
+// Name implements Meter.
+func (m ModelMeter) Name() string { return "model (virtual clock)" }
+
+// Begin implements Meter.
+func (m ModelMeter) Begin(string) error { return nil }
+
+// End implements Meter.
+func (m ModelMeter) End(w Window) (float64, error) {
+	return m.Idle + m.PerBusyUser*w.BusySeconds/w.Length.Seconds(), nil
+}

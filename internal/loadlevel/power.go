@@ -28,22 +28,6 @@ type Meter interface {
 	End(w Window) (float64, error)
 }
 
-// ModelMeter is the power model used on the virtual clock, where nothing can be measured:
-// Idle watts plus PerBusyUser watts for each user busy on average. It is a model, not a
-// measurement, and is reported as such.
-type ModelMeter struct{ Idle, PerBusyUser float64 }
-
-// Name implements Meter.
-func (m ModelMeter) Name() string { return "model (virtual clock)" }
-
-// Begin implements Meter.
-func (m ModelMeter) Begin(string) error { return nil }
-
-// End implements Meter.
-func (m ModelMeter) End(w Window) (float64, error) {
-	return m.Idle + m.PerBusyUser*w.BusySeconds/w.Length.Seconds(), nil
-}
-
 // RAPL reads CPU package energy from the powercap tree (root is normally
 // /sys/class/powercap): the sum over the top-level intel-rapl:N zones (packages), with
 // counter wrap-around handled through max_energy_range_uj.

@@ -82,6 +82,15 @@ func (e *engine) meanDelay(rate float64) float64 {
 	return float64(len(e.users)) / rate
 }
 
+// advance moves the virtual clock to t, after telling cfg.Busy that everything before t
+// is known.
+func (e *engine) advance(t time.Duration) {
+	if e.cfg.Busy != nil {
+		e.cfg.Busy.Flush(t)
+	}
+	e.vclk.AdvanceTo(t)
+}
+
 // virtualInterval is a discrete-event simulation on the virtual clock: the user whose next
 // transaction starts first runs it (really, so it can be verified); it takes its modelled
 // time.
@@ -121,16 +130,16 @@ func (e *engine) virtualInterval(ctx context.Context, it interval) (intervalStat
 			break
 		}
 		if !began && at >= rs {
-			clk.AdvanceTo(rs)
+			e.advance(rs)
 			e.beginMeters(it.label, &st)
 			began = true
 		}
 		if !ended && at >= re {
-			clk.AdvanceTo(re)
+			e.advance(re)
 			e.endMeters(it.label, Window{Length: it.rec, BusySeconds: st.busy, Users: len(e.users)}, &st)
 			ended = true
 		}
-		clk.AdvanceTo(at)
+		e.advance(at)
 		u := s.u
 		u.Seq++
 		in := e.cfg.Tx.Generate(u)
@@ -154,19 +163,22 @@ func (e *engine) virtualInterval(ctx context.Context, it interval) (intervalStat
 			e.txError(u, err)
 		}
 		st.busy += overlap(at, fin, rs, re)
+		if e.cfg.Busy != nil {
+			e.cfg.Busy.Busy(at, fin)
+		}
 		s.free = fin
 		lastEnd = max(lastEnd, fin)
 		e.schedule(s, mean, &st, nil)
 	}
 	if !began {
-		clk.AdvanceTo(rs)
+		e.advance(rs)
 		e.beginMeters(it.label, &st)
 	}
 	if !ended {
-		clk.AdvanceTo(re)
+		e.advance(re)
 		e.endMeters(it.label, Window{Length: it.rec, BusySeconds: st.busy, Users: len(e.users)}, &st)
 	}
-	clk.AdvanceTo(lastEnd)
+	e.advance(lastEnd)
 	return st, nil
 }
 

@@ -72,6 +72,7 @@ type Report struct {
 	Workload     string          `json:"workload"`
 	Variant      string          `json:"variant"`
 	Device       string          `json:"device,omitempty"`
+	Simulated    bool            `json:"simulated"` // on the sim device: power from the twin
 	Intervals    Intervals       `json:"intervals"`
 	Levels       []Level         `json:"levels"`
 	OverallScore float64         `json:"overall_score"`

@@ -119,6 +119,11 @@ type Device struct {
 	open    []int         // indexes in acts of running commands, innermost last
 	horizon time.Duration // the latest end of all acts (clock.Never while one is open)
 	last    int           // index in acts of an act ending at horizon (-1: none)
+	// busySpan is 1 + the index in acts of the last AddBusy span, while it may still be
+	// refined (0: none); busyPrev is the act that ended last before it (hasPrev).
+	busySpan int
+	busyPrev activity
+	hasPrev  bool
 }
 
 // mix is splitmix64's finaliser.
@@ -336,6 +341,42 @@ func (d *Device) AddLoad(start, end time.Duration, p units.Power) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.add(d.loadActivity(start, max(end, start), p))
+}
+
+// AddBusy tells the device that work it does not run itself kept it busy a share (0 to 1) of
+// [start, end): gpuwatt loadlevel's CPU transactions stand for its kernels that way. Over
+// the span it draws active idle plus that share of the way to command_load_w; after the
+// last span, active idle and the stair down to idle, as after any load. A call whose start
+// equals the previous span's start replaces that span (its share is refined as the work
+// becomes known); spans otherwise come in time order, after every other load.
+func (d *Device) AddBusy(start, end time.Duration, share float64) {
+	share = min(max(share, 0), 1)
+	p := d.cfg.ActiveIdle + units.Power(share)*(d.cfg.CommandLoad-d.cfg.ActiveIdle)
+	a := d.loadActivity(start, max(end, start), p)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i := d.busySpan - 1; i >= 0 && i == len(d.acts)-1 && d.acts[i].start == start && len(d.open) == 0 {
+		d.acts[i] = a
+		d.horizon, d.last = a.end, i
+		if d.hasPrev {
+			d.rebuildWith(start, []activity{d.busyPrev, a})
+		} else {
+			d.rebuildWith(start, []activity{a})
+		}
+		return
+	}
+	d.busySpan = 0
+	switch {
+	case d.last < 0:
+		d.hasPrev = false
+	case start >= d.horizon && d.acts[d.last].end != clock.Never:
+		d.busyPrev, d.hasPrev = d.acts[d.last], true
+	default:
+		d.add(a) // overlaps other loads: not refined later
+		return
+	}
+	d.add(a)
+	d.busySpan = len(d.acts)
 }
 
 // loadActivity is a scripted load or a command: memory power from the board's, the top

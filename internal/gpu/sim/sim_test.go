@@ -516,3 +516,41 @@ func TestConcurrentCommandsAndReads(t *testing.T) {
 	})
 	wg.Wait()
 }
+
+// AddBusy: a span's power is active idle plus its share of the way to command_load_w; a
+// span restarted at the same start replaces the earlier one; after the last, active idle.
+func TestAddBusy(t *testing.T) {
+	clk := clock.NewVirtual(time.Time{})
+	cfg, err := Preset("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := Open(clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sys.Device(0)
+	ms := time.Millisecond
+	ai, cl := float64(cfg.ActiveIdle), float64(cfg.CommandLoad)
+	d.AddBusy(10*ms, 11*ms, 0.5)
+	d.AddBusy(11*ms, 11*ms+300*time.Microsecond, 0.2)
+	d.AddBusy(11*ms, 12*ms, 1) // refines the span above
+	d.AddBusy(12*ms, 13*ms, 0)
+	for _, c := range []struct {
+		t    time.Duration
+		want float64
+	}{
+		{5 * ms, float64(cfg.Idle)},
+		{10*ms + 500*time.Microsecond, ai + 0.5*(cl-ai)},
+		{11*ms + 500*time.Microsecond, cl},
+		{12*ms + 500*time.Microsecond, ai},
+		{100 * ms, ai}, // held after the last span
+	} {
+		if got := float64(d.TruePower(c.t)); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("true power at %v: %.3f W, want %.3f", c.t, got, c.want)
+		}
+	}
+	if e, want := d.TrueEnergy(10*ms, 12*ms).Joules(), 1e-3*(ai+0.5*(cl-ai))+1e-3*cl; math.Abs(e-want) > 1e-9 {
+		t.Errorf("true energy %.6f J, want %.6f", e, want)
+	}
+}

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"flag"
+
+	"gpuwatt/internal/device"
+)
+
+// shared are the flags every verb shares, with the same names and help text everywhere.
+type shared struct {
+	dev   deviceFlags
+	gpu   int
+	out   string
+	json  bool
+	quiet bool
+}
+
+// Which shared flags a verb registers (--device and --sim-config always).
+const (
+	withGPU = 1 << iota
+	withOut
+	withJSON
+	withQuiet
+	withAll = withGPU | withOut | withJSON | withQuiet
+)
+
+// Help texts of the shared flags.
+const (
+	gpuHelp   = "index of the GPU (as the driver numbers them) to run on and measure"
+	outHelp   = "directory for results.json, report.html and the verb's other files"
+	jsonHelp  = "print the results as JSON to stdout"
+	quietHelp = "no progress lines on stderr"
+)
+
+// register adds --device and --sim-config, and the shared flags in which, to fs. out is
+// --out's default ("" for none).
+func (s *shared) register(fs *flag.FlagSet, which int, out string) {
+	fs.StringVar(&s.dev.device, "device", "auto", device.DeviceHelp)
+	fs.StringVar(&s.dev.simConfig, "sim-config", "", device.SimConfigHelp)
+	if which&withGPU != 0 {
+		fs.IntVar(&s.gpu, "gpu", 0, gpuHelp)
+	}
+	if which&withOut != 0 {
+		fs.StringVar(&s.out, "out", out, outHelp)
+	}
+	if which&withJSON != 0 {
+		fs.BoolVar(&s.json, "json", false, jsonHelp)
+	}
+	if which&withQuiet != 0 {
+		fs.BoolVar(&s.quiet, "quiet", false, quietHelp)
+	}
+}

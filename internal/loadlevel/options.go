@@ -1,0 +1,267 @@
+package loadlevel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/device"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/ptd"
+	"gpuwatt/internal/status"
+)
+
+// Variants of the workload.
+const (
+	VariantAuto  = "auto"
+	VariantCPU   = "cpu"
+	VariantGPU   = "gpu"   // gpuwatt's own FFT in PTX (gpufft.Own)
+	VariantCuFFT = "cufft" // NVIDIA's cuFFT (gpufft.CuFFT)
+)
+
+// DefaultGPUUsers is the users of the GPU variants when none are asked: the H200 runs had
+// the lowest run-to-run CV with 8.
+const DefaultGPUUsers = 8
+
+// GPURuntime runs the GPU variants on one GPU (gpufft.Runtime, which imports this package,
+// so the command line hands its opener in through Options.OpenGPU).
+type GPURuntime interface {
+	Name() string
+	// NewTx returns the transaction of a GPU variant for n points.
+	NewTx(variant string, n int) (Transaction, error)
+	// Check says why variant cannot run (cuFFT not found), or nil.
+	Check(variant string) error
+	Close() error
+}
+
+// Options are one `gpuwatt loadlevel` run: the workload, the sweep, the intervals and the
+// power sources. Start from DefaultOptions.
+type Options struct {
+	Variant   string // auto, cpu, gpu, cufft
+	GPU       int    // the GPU (index in the opened system) that runs GPU variants and is measured
+	Sizes     []int  // FFT points per transaction
+	Contexts  []int  // users; nil: DefaultGPUUsers for the GPU variants, the host's cores for cpu
+	Levels    []float64
+	Intervals Intervals
+	Runs      int
+	PTD       string  // PTDaemon host:port; "" none
+	RAPLRoot  string  // powercap tree for CPU package power
+	NsPerOp   float64 // virtual clock: modelled ns per n·log2(n) of the CPU FFT
+	// VerifyFraction of results checked against the float64 reference (0: none).
+	VerifyFraction float64
+	Tolerance      float64 // verification tolerance
+	LoadTolerance  float64 // allowed |actual - target| load, a fraction
+	Seed           uint64
+	// OpenGPU opens the GPU variants' runtime on the GPU with this UUID (gpufft.Open);
+	// nil: the GPU variants cannot run.
+	OpenGPU func(uuid string) (GPURuntime, error)
+}
+
+// DefaultOptions are the quick defaults of the command line.
+func DefaultOptions() Options {
+	return Options{Variant: VariantAuto, Sizes: []int{64}, Levels: append([]float64(nil), DefaultLevels...),
+		Intervals: QuickIntervals(), Runs: 1, RAPLRoot: "/sys/class/powercap", NsPerOp: 100,
+		VerifyFraction: 0.01, Tolerance: DefaultTolerance, LoadTolerance: 0.02, Seed: 1}
+}
+
+// Validate checks the options without running anything; its errors name the flag.
+func (o Options) Validate() error {
+	switch o.Variant {
+	case VariantAuto, VariantCPU, VariantGPU, VariantCuFFT:
+	default:
+		return fmt.Errorf("--variant %q: want auto, gpu, cufft or cpu", o.Variant)
+	}
+	if o.GPU < 0 {
+		return fmt.Errorf("--gpu %d: want a GPU index from 0", o.GPU)
+	}
+	if len(o.Sizes) == 0 {
+		return fmt.Errorf("--size: want at least one size")
+	}
+	for _, n := range o.Sizes {
+		if err := CheckFFTSize(n); err != nil {
+			return fmt.Errorf("--size: %v", err)
+		}
+	}
+	for _, c := range o.Contexts {
+		if c < 1 {
+			return fmt.Errorf("--contexts %d: want at least 1 user", c)
+		}
+	}
+	for _, l := range o.Levels {
+		if !(l > 0 && l <= 1) {
+			return fmt.Errorf("--levels: %g %%: want a load in (0, 100]", 100*l)
+		}
+	}
+	iv := o.Intervals
+	switch {
+	case iv.Calibrations < 2:
+		return fmt.Errorf("--calibrations %d: want at least 2", iv.Calibrations)
+	case iv.Record <= 0 || iv.Idle <= 0:
+		return fmt.Errorf("--record and --idle must be positive")
+	case iv.Pre < 0 || iv.Post < 0 || iv.Warmup < 0:
+		return fmt.Errorf("--warmup, --pre and --post must not be negative")
+	case o.Runs < 1:
+		return fmt.Errorf("--runs %d: want at least 1", o.Runs)
+	case !(o.VerifyFraction >= 0 && o.VerifyFraction <= 1):
+		return fmt.Errorf("--verify-fraction %g: want a fraction in [0, 1]", o.VerifyFraction)
+	case !(o.Tolerance > 0) || !(o.LoadTolerance > 0) || !(o.NsPerOp > 0):
+		return fmt.Errorf("--tolerance, --load-tolerance and --ns-per-op must be positive")
+	}
+	return nil
+}
+
+// ErrUsage marks Run's errors that come from the options meeting the device (a GPU
+// variant on the sim, a GPU index the driver does not have): bad input, exit 2.
+var ErrUsage = errors.New("usage")
+
+func usageErr(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, a...))
+}
+
+// Run runs the sweep on env: the policy of `gpuwatt loadlevel` and of characterize's
+// load-level stage.
+//
+//   - On a real GPU (env.System not simulated): auto is the gpu variant; its board power
+//     is measured (GPUMeter), then the CPU packages (RAPL); DefaultGPUUsers users.
+//   - On the sim device on its virtual clock: the sim runs no FFT kernels, so the cpu
+//     variant runs (Go FFT, modelled times) and its transactions drive the sim device's
+//     power (SimLoad), which is read through the device's sensors (GPUMeter).
+//   - On a real clock without a GPU (env.System nil, or the sim on a real clock): the cpu
+//     variant on the host's cores, measured by RAPL.
+//
+// A PTDaemon, when given, comes first (the wall). The report's warnings say which of these
+// happened.
+func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if env.Clock == nil {
+		return nil, fmt.Errorf("loadlevel: no clock")
+	}
+	virtual := clock.IsVirtual(env.Clock)
+	simulated := env.System != nil && env.System.Simulated()
+	var dev gpu.Device
+	if env.System != nil {
+		devs := env.System.Devices()
+		if o.GPU >= len(devs) {
+			return nil, usageErr("--gpu %d: %s has %d GPUs", o.GPU, env.System.Name(), len(devs))
+		}
+		dev = devs[o.GPU]
+	}
+	variant := o.Variant
+	gpuVariant := variant == VariantGPU || variant == VariantCuFFT
+	switch {
+	case gpuVariant && (simulated || dev == nil):
+		return nil, usageErr("--variant %s runs on a real NVIDIA GPU: the sim device runs the cpu variant (its transactions drive the sim's power)", variant)
+	case virtual && !simulated:
+		return nil, usageErr("the virtual clock needs the sim device (--device sim)")
+	case variant == VariantAuto && dev != nil && !simulated && o.OpenGPU != nil:
+		variant, gpuVariant = VariantGPU, true
+	case variant == VariantAuto:
+		variant = VariantCPU
+	}
+	var warnings []string
+	users := o.Contexts
+	if users == nil {
+		users = []int{runtime.GOMAXPROCS(0)}
+		if gpuVariant {
+			users = []int{DefaultGPUUsers}
+		}
+	}
+	var rt GPURuntime
+	deviceName := ""
+	if gpuVariant {
+		if o.OpenGPU == nil {
+			return nil, fmt.Errorf("--variant %s: this build cannot run the GPU variants", variant)
+		}
+		var err error
+		if rt, err = o.OpenGPU(dev.Info().UUID); err != nil {
+			return nil, fmt.Errorf("--variant %s: %v", variant, err)
+		}
+		defer rt.Close()
+		if err := rt.Check(variant); err != nil {
+			return nil, fmt.Errorf("--variant %s: %v", variant, err)
+		}
+		deviceName = rt.Name()
+	}
+	var meters []Meter
+	if o.PTD != "" {
+		pc, err := ptd.Dial(ctx, o.PTD, 10*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("--ptd %s: %v", o.PTD, err)
+		}
+		defer pc.Close()
+		if id, err := pc.Identify(); err == nil {
+			warnings = append(warnings, "PTDaemon: "+id)
+		}
+		meters = append(meters, &PTDMeter{C: pc})
+	}
+	var busy BusyObserver
+	switch {
+	case simulated && virtual:
+		bd, ok := dev.(BusyDevice)
+		if !ok {
+			return nil, fmt.Errorf("loadlevel: %s cannot be loaded by transactions", env.System.Name())
+		}
+		busy = &SimLoad{Dev: bd} // Run sets its users per configuration
+		meters = append(meters, &GPUMeter{Dev: dev, Clock: env.Clock, Simulated: true})
+		deviceName = env.System.Name()
+		warnings = append(warnings, "sim device: it runs no FFT kernels, so the cpu variant runs (Go FFT, transaction times modelled at --ns-per-op) and its transactions drive the sim device's power (active idle plus the busy share of each millisecond of the way to its command load), read through the device's sensors")
+	case simulated:
+		warnings = append(warnings, "sim device on a real clock: the cpu variant runs on the host's cores; the sim's power is not driven by them (it needs the virtual clock), so power comes from RAPL or PTD only")
+		fallthrough
+	default:
+		// After PTD (the wall), the device the variant runs on, then the other.
+		var gm, rm Meter
+		if dev != nil && !simulated {
+			gm = &GPUMeter{Dev: dev, Clock: env.Clock}
+		}
+		r, rerr := OpenRAPL(o.RAPLRoot, env.Clock)
+		if rerr == nil {
+			rm = r
+		}
+		order := []Meter{rm, gm}
+		if gpuVariant {
+			order = []Meter{gm, rm}
+		}
+		for _, m := range order {
+			if m != nil {
+				meters = append(meters, m)
+			}
+		}
+		if len(meters) == 0 {
+			warnings = append(warnings, "no power source: "+rerr.Error()+"; no NVIDIA GPU")
+		}
+		if variant == VariantCPU && !simulated {
+			warnings = append(warnings, "the cpu variant runs Go FFT transactions on the host's cores: these figures describe the host, not the GPU")
+		}
+	}
+	sw := Sweep{Sizes: o.Sizes, Contexts: users, Runs: o.Runs, Variant: variant, Device: deviceName,
+		Base: Config{Levels: o.Levels, Intervals: o.Intervals, Clock: env.Clock, Meters: meters, Seed: o.Seed,
+			VerifyFraction: o.VerifyFraction, Tolerance: o.Tolerance, LoadTolerance: o.LoadTolerance, Busy: busy},
+		NewTx: func(n int) (Transaction, error) {
+			if rt != nil {
+				return rt.NewTx(variant, n)
+			}
+			f, err := NewFFT(n)
+			if f != nil {
+				f.NsPerOp = o.NsPerOp
+			}
+			return f, err
+		}}
+	if o.VerifyFraction == 0 {
+		sw.Base.VerifyFraction = -1
+	}
+	if env.Progress != nil {
+		sw.Base.Progress = func(label string) { env.Progress.Emit(status.Event{Stage: "loadlevel", Step: label}) }
+	}
+	rep, err := RunSweep(ctx, sw)
+	if rep != nil {
+		rep.Simulated = simulated
+		rep.Warnings = append(warnings, rep.Warnings...)
+	}
+	return rep, err
+}
