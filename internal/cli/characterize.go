@@ -130,7 +130,7 @@ func writeCharacterize(dir string, res *characterize.Results) error {
 		return err
 	}
 	if res.SensorProfile != nil {
-		if err := writeFile(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, *res.SensorProfile) }); err != nil {
+		if err := report.WriteFile(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, *res.SensorProfile) }); err != nil {
 			return err
 		}
 	}

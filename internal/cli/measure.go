@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -133,20 +132,7 @@ func writeMeasureFiles(dir string, res *measure.Result, sum *measure.Summary) er
 	if err := report.WriteJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(dir, "report.html"), measure.Page(res.Trace, sum).Render)
-}
-
-// writeFile creates path and fills it with write; a failed write or close is the error.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return report.WriteFile(filepath.Join(dir, "report.html"), measure.Page(res.Trace, sum).Render)
 }
 
 // checkWritable creates dir if needed and proves a file can be written in it, so a bad

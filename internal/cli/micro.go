@@ -139,7 +139,7 @@ func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu
 	if err := report.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "results.csv"), func(w io.Writer) error { return micro.WriteCSV(w, rep) }); err != nil {
+	if err := report.WriteFile(filepath.Join(dir, "results.csv"), func(w io.Writer) error { return micro.WriteCSV(w, rep) }); err != nil {
 		return err
 	}
 	return micro.Page(rep).WriteFile(filepath.Join(dir, "report.html"))

@@ -85,7 +85,7 @@ func (a *App) writeSensor(dir string, rep *sensorchar.Report, sys gpu.System, ar
 	if err := trace.Save(dir, tr); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, rep.Profile()) }); err != nil {
+	if err := report.WriteFile(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, rep.Profile()) }); err != nil {
 		return err
 	}
 	if err := report.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {

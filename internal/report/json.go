@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 )
 
 // WriteJSONTo writes v to w as indented JSON (two spaces) followed by a newline. HTML
@@ -26,7 +24,7 @@ func WriteJSONTo(w io.Writer, v any) error {
 func WriteJSON(path string, v any) error {
 	var buf bytes.Buffer
 	if err := encodeJSON(&buf, v); err != nil {
-		return fmt.Errorf("report: writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return writeFileAtomic(path, buf.Bytes())
 }
@@ -37,42 +35,6 @@ func encodeJSON(buf *bytes.Buffer, v any) error {
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("report: encoding JSON: %w", err)
-	}
-	return nil
-}
-
-// writeFileAtomic writes data to path through a temporary file and a rename. The file
-// gets mode 0644.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return fmt.Errorf("report: writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("report: writing %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("report: writing %s: %w", path, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("report: writing %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("report: writing %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("report: writing %s: %w", path, err)
 	}
 	return nil
 }

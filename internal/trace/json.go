@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"gpuwatt/internal/report"
 )
 
 // WriteMeta writes m as indented JSON (the trace's sidecar). Its format field is always
@@ -59,42 +60,10 @@ func Save(dir string, tr *Trace) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, "trace.csv"), func(w io.Writer) error { return WriteCSV(w, tr) }); err != nil {
+	if err := report.WriteFile(filepath.Join(dir, "trace.csv"), func(w io.Writer) error { return WriteCSV(w, tr) }); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, "trace.json"), func(w io.Writer) error { return WriteMeta(w, tr.Meta) })
-}
-
-// writeAtomic writes path through a temporary file in the same directory.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			err = fmt.Errorf("writing %s: %w", path, err)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 256<<10)
-	if err = write(bw); err != nil {
-		return err
-	}
-	if err = bw.Flush(); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return report.WriteFile(filepath.Join(dir, "trace.json"), func(w io.Writer) error { return WriteMeta(w, tr.Meta) })
 }
 
 // Read reads a trace from r, telling gpuwatt's CSV (or any CSV with t_s and power_w

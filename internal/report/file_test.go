@@ -1,0 +1,66 @@
+package report
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A writer that fails half-way leaves nothing under the final name (and no temporary
+// file), and the error names the file.
+func TestWriteFileFailureLeavesNoFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "results.json")
+	boom := errors.New("boom")
+	err := WriteFile(path, func(w io.Writer) error {
+		if _, err := io.WriteString(w, `{"partial": `); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("err = %v, want boom naming %s", err, path)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 0 {
+		t.Errorf("files left behind: %v", ents)
+	}
+}
+
+// A failing rewrite keeps the previous file whole; a good one replaces it, mode 0644.
+func TestWriteFileReplaces(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.html")
+	if err := WriteFile(path, func(w io.Writer) error { _, err := io.WriteString(w, "old"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(path, func(w io.Writer) error { io.WriteString(w, "new, half"); return errors.New("fail") }); err == nil {
+		t.Fatal("failing writer: no error")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Errorf("after a failed rewrite the file holds %q, want the old %q", b, "old")
+	}
+	if err := WriteFile(path, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	st, _ := os.Stat(path)
+	if string(b) != "new" || st.Mode().Perm() != 0o644 {
+		t.Errorf("file %q mode %v, want \"new\" 0644", b, st.Mode().Perm())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d files in the directory, want 1: %v", len(ents), ents)
+	}
+}
+
+// A directory that does not exist is an error naming the file.
+func TestWriteFileNoDir(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "x.json")
+	err := WriteJSON(path, map[string]int{"a": 1})
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("err = %v, want one naming %s", err, path)
+	}
+}
