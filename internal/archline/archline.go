@@ -15,10 +15,10 @@ import (
 	"sort"
 	"time"
 
+	"gpuwatt/internal/energy"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
-	"gpuwatt/internal/region"
 	"gpuwatt/internal/trace"
 )
 
@@ -198,7 +198,7 @@ type Report struct {
 	// EnergyCalibration maps the sample ring onto the energy counter over the whole
 	// session (the measurement loop fits it: internal/region, energy.go); nil: none could
 	// be fitted, see EnergyNote.
-	EnergyCalibration *region.Calibration `json:"energy_calibration,omitempty"`
+	EnergyCalibration *energy.Calibration `json:"energy_calibration,omitempty"`
 	EnergyNote        string              `json:"energy_note"`
 	Failed            []string            `json:"failed,omitempty"`
 	Incomplete        bool                `json:"incomplete"`
@@ -373,7 +373,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 		}
 	}
 	rep.EnergyCalibration = m.Calibration(info.Index)
-	rep.EnergyNote = region.SourceNote(rep.EnergyCalibration)
+	rep.EnergyNote = energy.SourceNote(rep.EnergyCalibration)
 	if rep.EnergyCalibration == nil && len(measured) > 0 {
 		rep.Warnings = append(rep.Warnings, "the sample ring could not be calibrated to the energy counter: see the points' warnings for where their energies come from")
 	}

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"gpuwatt/internal/clock"
+	"gpuwatt/internal/energy"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
-	"gpuwatt/internal/region"
 	"gpuwatt/internal/sensor"
 )
 
@@ -251,7 +251,7 @@ func TestEnergyFromRing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, _ := runSim(t, tc.js, Options{Intensities: QuickIntensities, Occupancies: QuickOccupancies})
 			c := rep.EnergyCalibration
-			if c == nil || c.Readings < region.MinCalibrationReadings || math.Abs(c.Gain-1) > 0.05 || rep.EnergyNote == "" {
+			if c == nil || c.Readings < energy.MinCalibrationReadings || math.Abs(c.Gain-1) > 0.05 || rep.EnergyNote == "" {
 				t.Fatalf("calibration %+v, note %q", c, rep.EnergyNote)
 			}
 			t.Logf("%s: %s", tc.name, rep.EnergyNote)
@@ -260,7 +260,7 @@ func TestEnergyFromRing(t *testing.T) {
 					if got := strings.HasPrefix(p.EnergySource, samplesChannel); got != tc.ring {
 						t.Errorf("%s: source %q, %d readings (counter %d)", p.Name, p.EnergySource, p.EnergyReadings, p.CounterReadings)
 					}
-					if tc.ring && (p.EnergyReadings < region.MinChannelReadings || p.SamplesReadings != p.EnergyReadings || p.CounterReadings >= region.MinCounterReadings) {
+					if tc.ring && (p.EnergyReadings < energy.MinChannelReadings || p.SamplesReadings != p.EnergyReadings || p.CounterReadings >= energy.MinCounterReadings) {
 						t.Errorf("%s: %d readings of %s, %d of the ring, %d of the counter", p.Name, p.EnergyReadings, p.EnergySource, p.SamplesReadings, p.CounterReadings)
 					}
 					if !tc.ring && math.Abs(p.CounterDiffPct) > 1e-9 {

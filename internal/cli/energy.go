@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/correct"
+	"gpuwatt/internal/energy"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
@@ -19,8 +20,8 @@ import (
 
 const energySynopsis = "--trace FILE [--from T1] [--to T2] [--sensor SPEC] [--channel NAME] [--gpu N] [--idle W] [--json]"
 
-// energy is `gpuwatt energy`: the energy of a region of a recorded trace, with the sensor's
-// model inverted (internal/correct does the work).
+// energy is `gpuwatt energy`: the energy of a region of a recorded trace from the one
+// estimator (internal/energy: counter, calibrated ring, or the sensor's model inverted).
 func (a *App) energy(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("energy", flag.ContinueOnError)
 	path := fs.String("trace", "", "the trace: a gpuwatt trace directory or CSV, any CSV whose header names t_s and power_w, or an nvidia-smi log")
@@ -106,8 +107,7 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	if meta.Stats != nil && meta.Stats.UpdatePeriod > 0 {
 		opt.Period = time.Duration(math.Round(meta.Stats.UpdatePeriod * 1e9))
 	}
-	ser := correct.Prepare(samples, choice.Model, opt)
-	lo, hi := ser.Span()
+	lo, hi := correct.Span(samples, choice.Model, opt)
 	if !haveFrom {
 		from = lo
 	}
@@ -117,15 +117,17 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	if from >= to {
 		return bad("the region %s to %s is empty (the readings of %s describe %s to %s)", fmtT(from), fmtT(to), name, fmtT(lo), fmtT(hi))
 	}
-	res := ser.Energy(from, to)
-	if res.Covered == 0 {
+	// The one estimator: the counter, the calibrated ring or the model inversion of the
+	// channel, in that order; the channel's inversion is shown beside it.
+	est := energy.Region(tr, g, from, to, energy.Options{What: "the region", Channel: name, Sensor: &sp, Correct: opt, Invert: true})
+	if est.Inversion == nil || est.Inversion.Covered == 0 {
 		return bad("the region %s to %s lies outside the readings of %s (%s to %s)", fmtT(from), fmtT(to), name, fmtT(lo), fmtT(hi))
 	}
-	rep := correct.NewReport(*path, tr, g, name, choice, res)
+	rep := energy.NewReport(*path, tr, g, name, *est.Choice, *est.Inversion, est)
 	if *asJSON {
 		err = report.WriteJSONTo(a.Stdout, rep)
 	} else {
-		err = correct.WriteText(a.Stdout, rep)
+		err = energy.WriteText(a.Stdout, rep)
 	}
 	if err != nil {
 		return a.fail("energy", err)

@@ -14,6 +14,7 @@ import (
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/measure"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
@@ -276,5 +277,42 @@ func TestEnergyHelp(t *testing.T) {
 	a, stdout, _, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"energy", "--help"}); code != 0 || !strings.Contains(stdout.String(), "--sensor") {
 		t.Errorf("exit %d: %s", code, stdout)
+	}
+}
+
+// TestMeasureAndEnergyAgree runs one sim trace through measure's summary and through the
+// energy verb: both ask internal/energy, so they give the same region energy by the same
+// method, whichever method wins (the counter over 5 s; the calibrated ring over 1 s, where
+// the counter has too few readings inside).
+func TestMeasureAndEnergyAgree(t *testing.T) {
+	for _, tc := range []struct{ run, method string }{{"5s", "counter"}, {"1s", "calibrated_ring"}} {
+		t.Run(tc.run, func(t *testing.T) {
+			a, _, stderr, ctx := testApp(t)
+			out := filepath.Join(t.TempDir(), "run")
+			if code := a.Main(ctx, []string{"measure", "--device", "sim:h100", "--quiet", "--out", out, "--", "fake", tc.run}); code != 0 {
+				t.Fatalf("measure: exit %d: %s", code, stderr)
+			}
+			var saved measure.Summary
+			readJSON(t, filepath.Join(out, "summary.json"), &saved)
+			// measure's summary of the trace as saved (the CSV rounds the readings a little
+			// against the summary measure wrote from memory, by under 1e-6 of the energy).
+			tr, err := trace.Load(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sec := func(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+			sum := measure.Summarize(&measure.Result{Trace: tr, Start: sec(saved.StartS), End: sec(saved.EndS)}, nil, sec(saved.BaselineS))
+			g := sum.GPUs[0]
+			if math.Abs(g.EnergyJ/saved.GPUs[0].EnergyJ-1) > 1e-6 {
+				t.Errorf("summary of the saved trace %v J, measure wrote %v J", g.EnergyJ, saved.GPUs[0].EnergyJ)
+			}
+			v := energyJSON(t, "--trace", out, "--from", fmt.Sprintf("%gs", sum.StartS), "--to", fmt.Sprintf("%gs", sum.EndS))
+			if g.EnergyMethod != tc.method || v["energy_method"] != tc.method {
+				t.Errorf("methods: measure %q, energy %v; want %s", g.EnergyMethod, v["energy_method"], tc.method)
+			}
+			if v["energy_j"] != g.EnergyJ || v["energy_low_j"] != g.EnergyLowJ || v["energy_high_j"] != g.EnergyHighJ || g.EnergyJ <= 0 {
+				t.Errorf("measure says %v J [%v, %v], energy says %v J [%v, %v]", g.EnergyJ, g.EnergyLowJ, g.EnergyHighJ, v["energy_j"], v["energy_low_j"], v["energy_high_j"])
+			}
+		})
 	}
 }

@@ -199,14 +199,14 @@ func (s *Series) Energy(from, to time.Duration) Result {
 	}
 	if r.SensorCoverage < 1 {
 		warn("the sensor sees %.0f %% of the time (%s): a load that varies faster than %s is sampled, not integrated (Yang et al.); a steady load is measured right",
-			100*r.SensorCoverage, seenAs(m, s.period), fmtDur(s.period))
+			100*r.SensorCoverage, seenAs(m, s.period), FmtDur(s.period))
 	}
 	if r.Samples < opt.MinSamples {
 		warn("only %d readings in the region: want at least %d for an energy within a few per cent", r.Samples, opt.MinSamples)
 	}
 	if s.period > 0 && to-from < 50*s.period {
 		warn("the region (%s) is shorter than 50 update periods (T = %s): a power change near its edges is resolved to about a period, which makes the energy uncertain by up to ΔP × %s",
-			fmtDur(to-from), fmtDur(s.period), fmtDur(edgeUncertainty(m, s.period)))
+			FmtDur(to-from), FmtDur(s.period), FmtDur(EdgeUncertainty(m, s.period)))
 	}
 	if s.period == 0 {
 		warn("the update period is unknown (too few readings to learn it)")
@@ -217,10 +217,10 @@ func (s *Series) Energy(from, to time.Duration) Result {
 	return r
 }
 
-// edgeUncertainty is how far a step of power near a region's edge may be misplaced: a
+// EdgeUncertainty is how far a step of power near a region's edge may be misplaced: a
 // quarter period where the sensor sees all of the time, half of the unseen part of each
 // period otherwise.
-func edgeUncertainty(m sensormodel.Model, period time.Duration) time.Duration {
+func EdgeUncertainty(m sensormodel.Model, period time.Duration) time.Duration {
 	if m.Kind() == sensormodel.Boxcar && m.Window < period {
 		return (period - m.Window) / 2
 	}

@@ -183,7 +183,7 @@ func newHold(s []trace.Sample, shift, period, w float64) *hold {
 		half = 1e-3 // one reading and no period: a nominal millisecond
 	}
 	h.edges[0], h.edges[n] = c(0)-half, c(n-1)+half
-	thr := 6*noiseSigma(h.v) + 1e-3
+	thr := 6*NoiseSigma(h.v) + 1e-3
 	for i := 1; i+1 < n; i++ {
 		prev, cur, next := h.v[i-1], h.v[i], h.v[i+1]
 		if math.Abs(cur-prev) <= thr || math.Abs(next-cur) <= thr || !(prev < cur && cur < next || prev > cur && cur > next) {
@@ -408,7 +408,7 @@ func (r *rcInv) stepThreshold() float64 {
 			dt = (r.l.t[n-1] - r.l.t[0]) / float64(n-1)
 		}
 		q := math.Exp(-dt / r.tau)
-		r.thr = 8*noiseSigma(r.l.v)*math.Sqrt(1+q*q)/(1-q) + 1e-3
+		r.thr = 8*NoiseSigma(r.l.v)*math.Sqrt(1+q*q)/(1-q) + 1e-3
 		r.haveThr = true
 	}
 	return r.thr
@@ -582,7 +582,7 @@ const (
 
 func newDense(s []trace.Sample, w, delay float64) *dense {
 	d := &dense{l: newLinear(s, delay), w: w}
-	d.sigma = noiseSigma(d.l.v)
+	d.sigma = NoiseSigma(d.l.v)
 	d.tol = 6*d.sigma + 1e-4*math.Abs(median(d.l.v)) + 1e-3
 	return d
 }
@@ -614,7 +614,7 @@ func (d *dense) binEnergies(bins []interval) []float64 {
 func (d *dense) notes() []string {
 	var n []string
 	if d.unsteadyStart {
-		n = append(n, fmt.Sprintf("the deconvolution reached the start of the trace, where the power was changing: it took the power to have been steady before the first reading (start the recording at least %s before the region)", fmtDur(sensormodel.Seconds(2*d.w))))
+		n = append(n, fmt.Sprintf("the deconvolution reached the start of the trace, where the power was changing: it took the power to have been steady before the first reading (start the recording at least %s before the region)", FmtDur(sensormodel.Seconds(2*d.w))))
 	}
 	if d.capped {
 		n = append(n, "the deconvolution was cut short: the rest was estimated by shifting the readings back by half a window")
@@ -739,9 +739,9 @@ func (d *dense) shifted(a, b float64) float64 {
 	return e
 }
 
-// noiseSigma estimates the standard deviation of the readings' noise from their second
+// NoiseSigma estimates the standard deviation of the readings' noise from their second
 // differences (insensitive to ramps): 1.4826 × median |d2| / √6, from at most 4096 of them.
-func noiseSigma(v []float64) float64 {
+func NoiseSigma(v []float64) float64 {
 	if len(v) < 3 {
 		return 0
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/clock"
+	"gpuwatt/internal/energy"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/region"
@@ -82,7 +83,7 @@ type Meter struct {
 	ms    []*Measurement
 	marks []trace.Mark
 	idle  map[int][2]time.Duration // per GPU: the last idle window recorded
-	cals  map[int]*region.Calibration
+	cals  map[int]*energy.Calibration
 	done  bool
 }
 
@@ -230,10 +231,10 @@ func (m *Meter) Stop() (*trace.Trace, error) {
 		tr.Meta.GPUs = append(tr.Meta.GPUs, i)
 	}
 	// One calibration per GPU over the whole session, idle included: every counter reading
-	// recorded against the ring's integral up to it (see region.FitCalibration).
-	cals := map[int]*region.Calibration{}
+	// recorded against the ring's integral up to it (see energy.FitCalibration).
+	cals := map[int]*energy.Calibration{}
 	for _, g := range tr.Meta.GPUs {
-		if c, err := region.FitCalibration(tr, g.Index, 0, 0); err == nil {
+		if c, err := energy.FitCalibration(tr, g.Index, 0, 0); err == nil {
 			cals[g.Index] = &c
 		}
 	}
@@ -247,7 +248,7 @@ func (m *Meter) Stop() (*trace.Trace, error) {
 // Calibration is the calibration of GPU gpuIndex's best complete board channel to its
 // energy counter, fitted by Stop over every counter reading of the session (nil before
 // Stop, or where none could be fitted: then each measurement's Region says why).
-func (m *Meter) Calibration(gpuIndex int) *region.Calibration {
+func (m *Meter) Calibration(gpuIndex int) *energy.Calibration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.cals[gpuIndex]

@@ -3,6 +3,7 @@ package measure
 import (
 	"time"
 
+	"gpuwatt/internal/energy"
 	"gpuwatt/internal/region"
 	"gpuwatt/internal/trace"
 )
@@ -74,4 +75,4 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 // ReasonNames renders a clock-event mask as names.
 func ReasonNames(mask uint64) string { return region.ReasonNames(mask) }
 
-func fmtDur(sec float64) string { return region.FmtDur(sec) }
+func fmtDur(sec float64) string { return energy.FmtDur(sec) }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"time"
 
+	"gpuwatt/internal/energy"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
@@ -45,7 +46,7 @@ type Report struct {
 	// EnergyCalibration maps the sample ring onto the energy counter over the whole run
 	// (nil: none could be fitted; see EnergyNote): the energy of a measurement whose
 	// counter has too few readings inside comes from the ring on the counter's scale.
-	EnergyCalibration *region.Calibration `json:"energy_calibration,omitempty"`
+	EnergyCalibration *energy.Calibration `json:"energy_calibration,omitempty"`
 	EnergyNote        string              `json:"energy_note"`
 	Rows              []Row               `json:"rows"`
 	Failed            []string            `json:"failed,omitempty"` // kernels that could not be measured
@@ -166,7 +167,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 		}
 	}
 	rep.EnergyCalibration = m.Calibration(info.Index)
-	rep.EnergyNote = region.SourceNote(rep.EnergyCalibration)
+	rep.EnergyNote = energy.SourceNote(rep.EnergyCalibration)
 	// The idle power, and pi0 from the baseline kernel (else the idle power, said so).
 	for _, x := range measured {
 		rep.IdlePowerW = x.me.Region.IdlePowerW

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"gpuwatt/internal/energy"
 	"gpuwatt/internal/trace"
 )
 
@@ -84,7 +85,7 @@ func measurements(tr *trace.Trace) []marked {
 func TestH200Energy(t *testing.T) {
 	tr := loadH200(t)
 	g := tr.Meta.GPUs[0]
-	cal, err := FitCalibration(tr, g.Index, 0, 0)
+	cal, err := energy.FitCalibration(tr, g.Index, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

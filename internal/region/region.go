@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"gpuwatt/internal/energy"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -34,6 +35,15 @@ type Summary struct {
 	// EnergyNote says why; EnergyReadings is how many readings of the source lie inside.
 	EnergyNote     string `json:"energy_note,omitempty"`
 	EnergyReadings int    `json:"energy_readings"`
+	// EnergyMethod is the estimator's method (counter, calibrated_ring, inversion,
+	// counter_interpolated); EnergyLowJ and EnergyHighJ its 95 % interval from the
+	// components it could compute (EnergyIntervalPartial: some are absent, listed in
+	// EnergyInterval).
+	EnergyMethod          string             `json:"energy_method"`
+	EnergyLowJ            float64            `json:"energy_low_j"`
+	EnergyHighJ           float64            `json:"energy_high_j"`
+	EnergyIntervalPartial bool               `json:"energy_interval_partial"`
+	EnergyInterval        []energy.Component `json:"energy_interval"`
 	// CounterEnergyJ and CounterReadings are the counter's own figure and its readings
 	// strictly inside; CalibratedEnergyJ and CalibratedReadings the calibrated channel's
 	// figure on the counter's scale and its readings inside (0: none); CounterDiffPct the
@@ -44,19 +54,19 @@ type Summary struct {
 	CalibratedReadings int     `json:"calibrated_readings"`
 	CounterDiffPct     float64 `json:"counter_diff_pct"`
 	// EnergyCalibration maps the calibrated channel onto the counter (nil: none).
-	EnergyCalibration *Calibration  `json:"energy_calibration,omitempty"`
-	IdlePowerW        float64       `json:"idle_power_w"`
-	EnergyAboveIdleJ  float64       `json:"energy_above_idle_j"`
-	MeanPowerW        float64       `json:"mean_power_w"`
-	MaxPowerW         float64       `json:"max_power_w"`
-	MaxPowerSource    string        `json:"max_power_source,omitempty"`
-	PowerLimitW       float64       `json:"power_limit_w,omitempty"`
-	Channels          []Channel     `json:"channels"`
-	SMClockMHz        *Range        `json:"sm_clock_mhz,omitempty"`
-	MemClockMHz       *Range        `json:"mem_clock_mhz,omitempty"`
-	TemperatureC      *Range        `json:"temperature_c,omitempty"`
-	Throttle          []ReasonShare `json:"throttle"`
-	Warnings          []string      `json:"warnings"`
+	EnergyCalibration *energy.Calibration `json:"energy_calibration,omitempty"`
+	IdlePowerW        float64             `json:"idle_power_w"`
+	EnergyAboveIdleJ  float64             `json:"energy_above_idle_j"`
+	MeanPowerW        float64             `json:"mean_power_w"`
+	MaxPowerW         float64             `json:"max_power_w"`
+	MaxPowerSource    string              `json:"max_power_source,omitempty"`
+	PowerLimitW       float64             `json:"power_limit_w,omitempty"`
+	Channels          []Channel           `json:"channels"`
+	SMClockMHz        *Range              `json:"sm_clock_mhz,omitempty"`
+	MemClockMHz       *Range              `json:"mem_clock_mhz,omitempty"`
+	TemperatureC      *Range              `json:"temperature_c,omitempty"`
+	Throttle          []ReasonShare       `json:"throttle"`
+	Warnings          []string            `json:"warnings"`
 }
 
 // Channel is the energy seen by one power channel (or the counter) during the region.
@@ -105,7 +115,7 @@ type Options struct {
 	// Calibration maps the best complete board channel onto the energy counter's scale;
 	// nil: Summarize fits one over the whole trace (FitCalibration). The measurement loop
 	// fits it once per GPU over the whole session and passes it to every measurement.
-	Calibration *Calibration
+	Calibration *energy.Calibration
 }
 
 // Summarize describes GPU g over the region [start, end] of a trace, with the idle
@@ -131,7 +141,7 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 		case ch.Quantity == trace.QEnergy && ch.Cumulative:
 			e, ok := trace.CounterDelta(series, start, end)
 			if o.Steady {
-				if rate, n := insideRate(series, start, end); n >= 2 {
+				if rate, n, _ := energy.InsideRate(series, start, end); n >= 2 {
 					e, ok = units.Energy(rate*dur.Seconds()), true
 				}
 			}
@@ -145,7 +155,7 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 		case ch.Quantity == trace.QPower && !ch.Setting:
 			in := trace.Integrate(series, start, end)
 			if o.Steady {
-				if mean, n := insideMean(series, start, end); n >= 2 {
+				if mean, n := energy.InsideMean(series, start, end); n >= 2 {
 					in.Mean, in.Energy, in.Coverage = units.Power(mean), units.Energy(mean*dur.Seconds()), 1
 				}
 			}
@@ -163,7 +173,7 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 			// A long interval is either a missed update or an update that repeated the
 			// value (common at idle); only a slow poll makes the first plausible.
 			if st.Missed > 2 && st.Missed > st.Samples/100 && !st.PhaseLocked && st.PollInterval > st.UpdatePeriod/4 {
-				warn("%s: about %d of %d updates were missed (poll interval %s, update period %s)", ch.Name, st.Missed, st.Samples+st.Missed, FmtDur(st.PollInterval), FmtDur(st.UpdatePeriod))
+				warn("%s: about %d of %d updates were missed (poll interval %s, update period %s)", ch.Name, st.Missed, st.Samples+st.Missed, energy.FmtDur(st.PollInterval), energy.FmtDur(st.UpdatePeriod))
 			}
 			if st.Errors > 0 {
 				warn("%s: %d failed reads (last: %s)", ch.Name, st.Errors, st.LastError)
@@ -179,113 +189,41 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 		gs.Channels = append(gs.Channels, byName[n])
 	}
 
-	// The headline: see energy.go.
-	cal := o.Calibration
-	var calErr error
-	if cal == nil && len(byName) > 0 {
-		if c, err := FitCalibration(tr, g.Index, 0, 0); err == nil {
-			cal = &c
-		} else {
-			calErr = err
-		}
+	// The headline: internal/energy's one estimator.
+	est := energy.Region(tr, g.Index, start, end, energy.Options{What: what, Steady: o.Steady, Calibration: o.Calibration})
+	gs.EnergyCalibration = est.Calibration
+	gs.CounterEnergyJ, gs.CounterReadings = est.CounterJ, est.CounterReadings
+	gs.CalibratedEnergyJ, gs.CalibratedReadings = est.CalibratedJ, est.CalibratedReadings
+	if _, ok := byName[energy.CounterChannel]; ok && est.CalibratedJ > 0 {
+		gs.CounterDiffPct = 100 * (est.CounterJ/est.CalibratedJ - 1)
 	}
-	gs.EnergyCalibration = cal
-	var calC Channel // the calibrated channel's figures, on the counter's scale
-	calOK := false
-	if cal != nil {
-		if c, ok := byName[cal.Channel]; ok && c.Samples >= MinChannelReadings && c.Coverage >= 0.99 && c.EnergyJ > 0 {
-			calC, calOK = c, true
-			calC.EnergyJ = cal.Energy(c.EnergyJ, dur)
-			calC.MeanPowerW = calC.EnergyJ / dur.Seconds()
-			if c.IdlePowerW != 0 {
-				calC.IdlePowerW = cal.Power(c.IdlePowerW)
-			}
-			calC.EnergyAboveIdleJ = calC.EnergyJ - calC.IdlePowerW*dur.Seconds()
-			gs.CalibratedEnergyJ, gs.CalibratedReadings = calC.EnergyJ, c.Samples
-		}
+	for _, w := range est.Warnings {
+		warn("%s", w.Message)
 	}
-	ctrC, hasCtr := byName[counterChannel]
-	ctrEnough, ctrSpan, res := false, time.Duration(0), time.Duration(0)
-	if hasCtr {
-		res = CounterResolution(tr, g.Index)
-		ctrEnough, gs.CounterReadings, ctrSpan = counterResolves(tr.Series(g.Index, counterChannel), start, end, res)
-		gs.CounterEnergyJ = ctrC.EnergyJ
-		if calOK && calC.EnergyJ > 0 {
-			gs.CounterDiffPct = 100 * (ctrC.EnergyJ/calC.EnergyJ - 1)
-		}
-	}
-	ctrWhy := func() string {
-		return fmt.Sprintf("%s has %d readings inside %s spanning %s of its %s (its own figure wants %d spanning %.0f %% of it and %d steps of %s)",
-			counterChannel, gs.CounterReadings, what, FmtDur(ctrSpan.Seconds()), FmtDur(dur.Seconds()), MinCounterReadings, 100*MinCounterSpan, MinCounterSteps, FmtDur(res.Seconds()))
-	}
+	found := est.Method != energy.NoFigure
 	var head Channel
-	found := false
-	switch {
-	case hasCtr && ctrEnough:
-		head, found = ctrC, true
-		gs.EnergySource, gs.EnergyReadings = counterChannel, gs.CounterReadings
-		gs.EnergyNote = fmt.Sprintf("%s: %d readings inside, spanning %s of %s", counterChannel, gs.CounterReadings, FmtDur(ctrSpan.Seconds()), FmtDur(dur.Seconds()))
-	case calOK:
-		head, found = calC, true
-		gs.EnergySource, gs.EnergyReadings = calC.Channel+" (calibrated to "+counterChannel+")", calC.Samples
-		gs.EnergyNote = fmt.Sprintf("%s: mean power × duration, × %.4f %+.2f W × duration", calC.Channel, cal.Gain, cal.OffsetW)
-		if !o.Steady {
-			gs.EnergyNote = fmt.Sprintf("%s: integral × %.4f %+.2f W × duration", calC.Channel, cal.Gain, cal.OffsetW)
-		}
-		if hasCtr {
-			gs.EnergyNote += "; " + ctrWhy()
-		} else {
-			gs.EnergyNote += "; " + counterChannel + " does not cover " + what
-		}
-	case hasCtr:
-		for _, n := range calibratable {
-			if c, ok := byName[n]; ok && c.Samples >= MinChannelReadings && c.Coverage >= 0.99 && c.EnergyJ > 0 {
-				head, found = c, true
-				gs.EnergySource, gs.EnergyReadings = c.Channel, c.Samples
-				why := "no calibration"
-				if calErr != nil {
-					why = calErr.Error()
-				}
-				gs.EnergyNote = fmt.Sprintf("%s on its own scale; %s; %s could not be calibrated to it (%s)", c.Channel, ctrWhy(), c.Channel, why)
-				warn("%s could not be calibrated to %s (%s), and %s: the energy is %s's own, with its gain and offset errors", c.Channel, counterChannel, why, ctrWhy(), c.Channel)
-				break
+	var calibrated *Channel
+	if found {
+		gs.EnergyJ, gs.EnergySource, gs.EnergyNote, gs.EnergyReadings = est.EnergyJ, est.Source, est.Note, est.Readings
+		gs.EnergyMethod, gs.EnergyLowJ, gs.EnergyHighJ = string(est.Method), est.LowJ, est.HighJ
+		gs.EnergyIntervalPartial, gs.EnergyInterval = est.Partial, est.Components
+		head = byName[est.Channel]
+		head.Channel = est.Channel
+		if cal := est.Calibration; cal != nil && est.CalibratedJ > 0 {
+			c := byName[cal.Channel]
+			c.EnergyJ, c.MeanPowerW = est.CalibratedJ, est.CalibratedJ/dur.Seconds()
+			if c.IdlePowerW != 0 {
+				c.IdlePowerW = cal.Power(c.IdlePowerW)
+			}
+			c.EnergyAboveIdleJ = c.EnergyJ - c.IdlePowerW*dur.Seconds()
+			calibrated = &c
+			if est.Method == energy.CalibratedRing {
+				head = c
 			}
 		}
-		if !found {
-			head, found = ctrC, true
-			gs.EnergySource, gs.EnergyReadings = counterChannel, gs.CounterReadings
-			gs.EnergyNote = counterChannel + ", interpolated across readings outside " + what
-			if p := pollInterval(tr, g.Index, counterChannel); p > 0 {
-				warn("%s: the energy is interpolated across readings up to %s outside it (the counter is read every %s), where the power may differ", ctrWhy(), FmtDur(p), FmtDur(p))
-			} else {
-				warn("%s: the energy is interpolated across readings outside it, where the power may differ", ctrWhy())
-			}
-		}
-	default:
-		// No counter: the best board channel, whole first.
-		for _, n := range boardChannels {
-			if c, ok := byName[n]; ok && c.Coverage >= 0.99 {
-				head, found = c, true
-				break
-			}
-		}
-		if !found {
-			for _, n := range order {
-				if c, ok := byName[n]; ok {
-					head, found = c, true
-					break
-				}
-			}
-		}
-		if found {
-			gs.EnergySource, gs.EnergyReadings = head.Channel, head.Samples
-			gs.EnergyNote = head.Channel + " (no energy counter)"
-		}
-	}
-	if !found {
-		warn("no power channel or energy counter could be read: no energy figure")
-	} else {
-		gs.EnergyJ, gs.IdlePowerW, gs.EnergyAboveIdleJ = head.EnergyJ, head.IdlePowerW, head.EnergyAboveIdleJ
+		head.EnergyJ = est.EnergyJ
+		head.EnergyAboveIdleJ = head.EnergyJ - head.IdlePowerW*dur.Seconds()
+		gs.IdlePowerW, gs.EnergyAboveIdleJ = head.IdlePowerW, head.EnergyAboveIdleJ
 		gs.MeanPowerW = head.EnergyJ / dur.Seconds()
 		if head.IdlePowerW == 0 && b0 >= b1 {
 			warn("no idle baseline was recorded (a baseline of 0 s): energy above idle is not known")
@@ -298,14 +236,10 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 		}
 	}
 	if found {
-		var calibrated *Channel
-		if calOK {
-			calibrated = &calC
-		}
 		agreement(&gs, byName, head, calibrated, dur, warn)
 		if p := updatePeriod(tr, g.Index, head.Channel); p > 0 && dur < 20*p {
 			warn("%s ran for %s, only %.0f updates of %s: the energy is uncertain by about one update period's worth (±%s)",
-				what, FmtDur(dur.Seconds()), dur.Seconds()/p.Seconds(), head.Channel, units.Energy(gs.MeanPowerW*p.Seconds()))
+				what, energy.FmtDur(dur.Seconds()), dur.Seconds()/p.Seconds(), head.Channel, units.Energy(gs.MeanPowerW*p.Seconds()))
 		}
 	}
 	gs.SMClockMHz = rangeOf(tr.Series(g.Index, trace.ChClockSM), start, end, 1e-6)
@@ -340,11 +274,11 @@ func agreement(gs *Summary, byName map[string]Channel, head Channel, calibrated 
 	if head.EnergyJ <= 0 {
 		return
 	}
-	if calibrated != nil && head.Channel == counterChannel {
+	if calibrated != nil && head.Channel == energy.CounterChannel {
 		diff := (calibrated.EnergyJ - head.EnergyJ) / head.EnergyJ
 		if math.Abs(diff) > CalibratedDisagreement {
 			warn("%s on %s's scale and %s (%d readings inside) disagree by %+.1f %% (%.1f J vs %.1f J): both should hold here; the power varied between the counter's readings, or the calibration over the whole recording does not hold for this load",
-				calibrated.Channel, counterChannel, counterChannel, gs.CounterReadings, 100*diff, calibrated.EnergyJ, head.EnergyJ)
+				calibrated.Channel, energy.CounterChannel, energy.CounterChannel, gs.CounterReadings, 100*diff, calibrated.EnergyJ, head.EnergyJ)
 		}
 	}
 	for _, n := range boardChannels {
@@ -376,54 +310,7 @@ const disagreeFormat = "%s and %s disagree by %+.1f %% (%.1f J vs %.1f J): %s"
 
 // lagReason is why a 1 s moving-average channel misses over a run of length dur.
 func lagReason(channel string, dur time.Duration) string {
-	return fmt.Sprintf("%s is a moving average over about 1 s: it lags the load, so over a %s run energy drawn at the start is seen late and energy drawn at the end falls after the run", channel, FmtDur(dur.Seconds()))
-}
-
-// inside returns the samples strictly inside (from, to).
-func inside(s []trace.Sample, from, to time.Duration) []trace.Sample {
-	i := sort.Search(len(s), func(i int) bool { return s[i].T > from })
-	j := sort.Search(len(s), func(j int) bool { return s[j].T >= to })
-	if i >= j {
-		return nil
-	}
-	return s[i:j]
-}
-
-// insideRate is a counter's rate (W) from its readings inside (from, to), and how many:
-// the least-squares slope of energy over time, so that the timing error of each reading
-// (up to half a poll interval) averages out instead of weighing on two end points.
-func insideRate(s []trace.Sample, from, to time.Duration) (float64, int) {
-	in := inside(s, from, to)
-	if len(in) < 2 || in[len(in)-1].Value < in[0].Value {
-		return 0, 0
-	}
-	t0, e0 := in[0].T, in[0].Value
-	var mt, me float64
-	for _, x := range in {
-		mt += (x.T - t0).Seconds()
-		me += x.Value - e0
-	}
-	n := float64(len(in))
-	mt, me = mt/n, me/n
-	var sxy, sxx float64
-	for _, x := range in {
-		dt, de := (x.T-t0).Seconds()-mt, x.Value-e0-me
-		sxy += dt * de
-		sxx += dt * dt
-	}
-	if sxx <= 0 {
-		return 0, 0
-	}
-	return sxy / sxx, len(in)
-}
-
-// insideMean is a power channel's time-weighted mean from its readings inside (from, to).
-func insideMean(s []trace.Sample, from, to time.Duration) (float64, int) {
-	in := inside(s, from, to)
-	if len(in) < 2 {
-		return 0, len(in)
-	}
-	return float64(trace.Integrate(in, in[0].T, in[len(in)-1].T).Mean), len(in)
+	return fmt.Sprintf("%s is a moving average over about 1 s: it lags the load, so over a %s run energy drawn at the start is seen late and energy drawn at the end falls after the run", channel, energy.FmtDur(dur.Seconds()))
 }
 
 // baselinePower is a channel's mean power over the baseline [b0, start], from the samples
@@ -544,20 +431,6 @@ func reasonShares(s []trace.Sample, from, to time.Duration) []ReasonShare {
 		}
 	}
 	return out
-}
-
-// FmtDur formats seconds with a unit: "1.23 s", "12.5 ms", "250 µs".
-func FmtDur(sec float64) string {
-	d := time.Duration(sec * float64(time.Second))
-	switch {
-	case d >= time.Second:
-		return fmt.Sprintf("%.3g s", sec)
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.3g ms", sec*1e3)
-	case d > 0:
-		return fmt.Sprintf("%.3g µs", sec*1e6)
-	}
-	return "0"
 }
 
 // ReasonNames renders a clock-event mask as names.

@@ -1,4 +1,4 @@
-package correct
+package energy
 
 import (
 	"fmt"
@@ -7,69 +7,16 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"gpuwatt/internal/correct"
 	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
 
-// BoardChannels are the whole-board power channels, best first for an energy figure:
-// trace.PowerPreference, the one order (its comment says why).
-var BoardChannels = trace.PowerPreference
-
-// PickChannel returns the best board power channel of GPU gpu that has readings in tr.
-func PickChannel(tr *trace.Trace, gpu int) (string, error) {
-	have := map[string]bool{}
-	for i := range tr.Samples {
-		if x := &tr.Samples[i]; x.GPU == gpu {
-			have[x.Channel] = true
-		}
-	}
-	if n, ok := trace.Preferred(BoardChannels, func(n string) bool { return have[n] }); ok {
-		return n, nil
-	}
-	return "", fmt.Errorf("GPU %d has no board power channel (%s); name one with --channel (power channels: %s)",
-		gpu, strings.Join(BoardChannels, ", "), listOr(PowerChannels(tr, gpu), "none"))
-}
-
-// PowerChannels lists the power channels of GPU gpu in tr that have readings, by name.
-func PowerChannels(tr *trace.Trace, gpu int) []string {
-	have := map[string]bool{}
-	for i := range tr.Samples {
-		if x := &tr.Samples[i]; x.GPU == gpu {
-			have[x.Channel] = true
-		}
-	}
-	var out []string
-	for n := range have {
-		if IsPower(tr, gpu, n) {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// IsPower reports whether channel name of GPU gpu is a measured power (W), not a setting.
-func IsPower(tr *trace.Trace, gpu int, name string) bool {
-	if c, ok := tr.Channel(gpu, name); ok {
-		q := c.Quantity
-		if q == "" {
-			q = trace.QuantityOf(name)
-		}
-		return q == trace.QPower && !c.Setting && name != trace.ChPowerLimit
-	}
-	return trace.QuantityOf(name) == trace.QPower && name != trace.ChPowerLimit
-}
-
-func listOr(s []string, none string) string {
-	if len(s) == 0 {
-		return none
-	}
-	return strings.Join(s, ", ")
-}
-
-// Report is what `gpuwatt energy` prints: a Result, the model and where it came from, and
-// the trace it was read from. Its JSON form is the verb's --json output.
+// Report is what `gpuwatt energy` prints: the region's energy from the estimator (Region)
+// with its method and interval, the chosen channel's model inversion beside it (its
+// corrected, raw and above-idle figures, the model and where it came from), and the trace
+// it was read from. Its JSON form is the verb's --json output.
 type Report struct {
 	Trace   string `json:"trace"`
 	Device  string `json:"device,omitempty"`
@@ -82,14 +29,24 @@ type Report struct {
 	DurationS float64 `json:"duration_s"`
 	CoveredS  float64 `json:"covered_s"`
 
-	EnergyJ       float64 `json:"energy_j"`
-	EnergyRawJ    float64 `json:"energy_raw_j"`
-	EnergyActiveJ float64 `json:"energy_active_j"`
-	IdlePowerW    float64 `json:"idle_power_w"`
-	IdleEstimated bool    `json:"idle_estimated"`
-	MeanPowerW    float64 `json:"mean_power_w"`
-	Samples       int     `json:"samples"`
-	Dropped       int     `json:"dropped"`
+	// EnergyJ is the estimator's figure (Estimate); the rest of this block is Channel's.
+	EnergyJ               float64     `json:"energy_j"`
+	EnergyMethod          Method      `json:"energy_method"`
+	EnergySource          string      `json:"energy_source"`
+	EnergyNote            string      `json:"energy_note"`
+	EnergyLowJ            float64     `json:"energy_low_j"`
+	EnergyHighJ           float64     `json:"energy_high_j"`
+	EnergyIntervalPartial bool        `json:"energy_interval_partial"`
+	EnergyInterval        []Component `json:"energy_interval"`
+	// ChannelEnergyJ is Channel's corrected energy (its model inverted).
+	ChannelEnergyJ float64 `json:"channel_energy_j"`
+	EnergyRawJ     float64 `json:"energy_raw_j"`
+	EnergyActiveJ  float64 `json:"energy_active_j"`
+	IdlePowerW     float64 `json:"idle_power_w"`
+	IdleEstimated  bool    `json:"idle_estimated"`
+	MeanPowerW     float64 `json:"mean_power_w"`
+	Samples        int     `json:"samples"`
+	Dropped        int     `json:"dropped"`
 
 	UpdatePeriodS  float64 `json:"update_period_s"`
 	PeriodSource   string  `json:"update_period_source,omitempty"`
@@ -105,20 +62,29 @@ type Report struct {
 	Warnings    []string `json:"warnings"`
 }
 
-// NewReport describes r, computed on channel ch of GPU g of the trace read from path.
-func NewReport(path string, tr *trace.Trace, g int, ch string, c Choice, r Result) Report {
+// NewReport describes est, with the inversion r of channel ch (model c) of GPU g of the
+// trace read from path.
+func NewReport(path string, tr *trace.Trace, g int, ch string, c correct.Choice, r correct.Result, est Estimate) Report {
 	rep := Report{
 		Trace: path, GPU: g, Channel: ch,
 		FromS: r.From.Seconds(), ToS: r.To.Seconds(), DurationS: (r.To - r.From).Seconds(), CoveredS: r.Covered.Seconds(),
-		EnergyJ: r.Energy.Joules(), EnergyRawJ: r.EnergyRaw.Joules(), EnergyActiveJ: r.EnergyActive.Joules(),
+		EnergyJ: est.EnergyJ, ChannelEnergyJ: r.Energy.Joules(), EnergyRawJ: r.EnergyRaw.Joules(), EnergyActiveJ: r.EnergyActive.Joules(),
 		IdlePowerW: float64(r.Idle), IdleEstimated: r.IdleEstimated, MeanPowerW: float64(r.MeanPower),
 		Samples: r.Samples, Dropped: r.Dropped,
 		UpdatePeriodS: r.Period.Seconds(), PeriodSource: r.PeriodSource,
 		Coverage: r.Coverage, DataCoverage: r.DataCoverage, SensorCoverage: r.SensorCoverage,
 		Model: c.Model.String(), ModelSource: c.Source, ModelGuess: c.Guess,
-		Method:      Method(c.Model, r.Period),
-		Assumptions: Assumptions(c.Model, r.Period),
-		Warnings:    slices.Clone(r.Warnings),
+		Method:       correct.Method(c.Model, r.Period),
+		Assumptions:  correct.Assumptions(c.Model, r.Period),
+		Warnings:     slices.Clone(r.Warnings),
+		EnergyMethod: est.Method, EnergySource: est.Source, EnergyNote: est.Note,
+		EnergyLowJ: est.LowJ, EnergyHighJ: est.HighJ, EnergyIntervalPartial: est.Partial, EnergyInterval: est.Components,
+	}
+	if est.Method != Inversion {
+		// The estimator's own warnings (the inversion's are r's, above).
+		for _, w := range est.Warnings {
+			rep.Warnings = append(rep.Warnings, w.Message)
+		}
 	}
 	if rep.Assumptions == nil {
 		rep.Assumptions = []string{}
@@ -158,10 +124,15 @@ func WriteText(w io.Writer, rep Report) error {
 		covered = fmt.Sprintf(" (readings cover %s of it)", fmtSecs(rep.CoveredS))
 	}
 	line(fmtSecs(rep.DurationS), "region"+covered)
-	line(units.Energy(rep.EnergyJ).String(), "energy, corrected")
+	line(units.Energy(rep.EnergyJ).String(), "energy: "+rep.EnergySource)
+	ci := fmt.Sprintf("95 %% interval (%s)", intervalWhat(rep.EnergyInterval))
+	line(units.Energy(rep.EnergyLowJ).String()+" – "+units.Energy(rep.EnergyHighJ).String(), ci)
+	if rep.EnergyMethod != Inversion {
+		line(units.Energy(rep.ChannelEnergyJ).String(), rep.Channel+", corrected")
+	}
 	raw := "raw: the readings integrated as recorded"
-	if rep.EnergyJ != 0 {
-		raw += fmt.Sprintf(" (%+.1f %%)", 100*(rep.EnergyRawJ-rep.EnergyJ)/rep.EnergyJ)
+	if rep.ChannelEnergyJ != 0 {
+		raw += fmt.Sprintf(" (%+.1f %%)", 100*(rep.EnergyRawJ-rep.ChannelEnergyJ)/rep.ChannelEnergyJ)
 	}
 	line(units.Energy(rep.EnergyRawJ).String(), raw)
 	idle := "given"
@@ -199,5 +170,41 @@ func WriteText(w io.Writer, rep Report) error {
 	return err
 }
 
+// intervalWhat says what the interval includes and what it leaves out: "readings, edges;
+// not: scale".
+func intervalWhat(cs []Component) string {
+	var in, out []string
+	for _, c := range cs {
+		if c.Known {
+			in = append(in, c.Name)
+		} else {
+			out = append(out, c.Name)
+		}
+	}
+	s := "of " + strings.Join(in, ", ")
+	if len(in) == 0 {
+		s = "nothing known"
+	}
+	if len(out) > 0 {
+		s += "; not included: " + strings.Join(out, ", ")
+	}
+	return s
+}
+
 // fmtSecs formats seconds briefly: "500 ms", "2.5 s".
-func fmtSecs(s float64) string { return fmtDur(sensormodel.Seconds(s)) }
+func fmtSecs(s float64) string { return correct.FmtDur(sensormodel.Seconds(s)) }
+
+// fmtS formats a time on the trace's axis in seconds: "3.2 s", "12.345678 s".
+func fmtS(s float64) string {
+	b := []byte(fmt.Sprintf("%.6f", s))
+	for len(b) > 0 && b[len(b)-1] == '0' {
+		b = b[:len(b)-1]
+	}
+	if len(b) > 0 && b[len(b)-1] == '.' {
+		b = b[:len(b)-1]
+	}
+	if string(b) == "-0" {
+		b = []byte("0")
+	}
+	return string(b) + " s"
+}

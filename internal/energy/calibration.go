@@ -1,9 +1,10 @@
-package region
+package energy
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"gpuwatt/internal/trace"
@@ -61,6 +62,9 @@ const (
 // averages lag a short region too much to stand in for the counter.
 const counterChannel = trace.ChEnergyTotal
 
+// CounterChannel is the name of the driver's energy counter.
+const CounterChannel = counterChannel
+
 var calibratable = []string{trace.ChPowerSamples, trace.ChPowerInstant}
 
 // Calibration maps a power channel's energy onto the energy counter's scale:
@@ -77,6 +81,20 @@ type Calibration struct {
 	RMSJ                  float64 `json:"rms_j"`
 	RatioCounterToSamples float64 `json:"ratio_counter_to_samples"`
 	Method                string  `json:"method"`
+	// GainSE and OffsetSEW are the standard errors of Gain and OffsetW from the fit's
+	// residuals, CovGainOffset their covariance (W): the calibration's share of a region's
+	// interval. They assume independent residuals, so they are a floor.
+	GainSE        float64 `json:"gain_se"`
+	OffsetSEW     float64 `json:"offset_se_w"`
+	CovGainOffset float64 `json:"cov_gain_offset_w"`
+}
+
+// EnergyHalfWidth is the 95 % half-width (J) that the calibration's uncertainty gives the
+// energy e (J) of the calibrated channel over a region of length d.
+func (c *Calibration) EnergyHalfWidth(e float64, d time.Duration) float64 {
+	t := d.Seconds()
+	v := e*e*c.GainSE*c.GainSE + t*t*c.OffsetSEW*c.OffsetSEW + 2*e*t*c.CovGainOffset
+	return 1.96 * math.Sqrt(max(v, 0))
 }
 
 // Energy is energy e (J) of the calibrated channel over a region of length d, on the
@@ -194,6 +212,11 @@ func fitCalibration(p, ctr []trace.Sample, from, to time.Duration) (Calibration,
 				ss += r * r
 			}
 			c.RMSJ = math.Sqrt(ss / float64(n))
+			if n > 3 {
+				s2 := ss / float64(n-3)
+				c.GainSE, c.OffsetSEW = math.Sqrt(s2*stt/det), math.Sqrt(s2*see/det)
+				c.CovGainOffset = -s2 * set / det
+			}
 			return c, nil
 		}
 	}
@@ -208,6 +231,13 @@ func fitCalibration(p, ctr []trace.Sample, from, to time.Duration) (Calibration,
 		ss += r * r
 	}
 	c.RMSJ = math.Sqrt(ss / float64(n))
+	var sxx float64
+	for _, x := range xe {
+		sxx += x * x
+	}
+	if n > 1 && sxx > 0 {
+		c.GainSE = math.Sqrt(ss / float64(n-1) / sxx)
+	}
 	return c, nil
 }
 
@@ -234,13 +264,71 @@ func CounterResolution(tr *trace.Trace, gpu int) time.Duration {
 // counterResolves says whether a counter's readings inside (from, to) are enough for its
 // own figure (see the thresholds above), with their number and span.
 func counterResolves(s []trace.Sample, from, to, resolution time.Duration) (ok bool, n int, span time.Duration) {
-	in := inside(s, from, to)
+	in := Inside(s, from, to)
 	if len(in) > 0 {
 		span = in[len(in)-1].T - in[0].T
 	}
 	n = len(in)
 	ok = n >= MinCounterReadings && float64(span) >= MinCounterSpan*float64(to-from) && span >= MinCounterSteps*resolution
 	return ok, n, span
+}
+
+// Inside returns the samples strictly inside (from, to).
+func Inside(s []trace.Sample, from, to time.Duration) []trace.Sample {
+	i := sort.Search(len(s), func(i int) bool { return s[i].T > from })
+	j := sort.Search(len(s), func(j int) bool { return s[j].T >= to })
+	if i >= j {
+		return nil
+	}
+	return s[i:j]
+}
+
+// InsideRate is a counter's rate (W) from its readings inside (from, to), how many, and
+// the rate's standard error (0 with fewer than 3): the least-squares slope of energy over
+// time, so that the timing error of each reading (up to half a poll interval) averages
+// out instead of weighing on two end points.
+func InsideRate(s []trace.Sample, from, to time.Duration) (rate float64, n int, se float64) {
+	in := Inside(s, from, to)
+	if len(in) < 2 || in[len(in)-1].Value < in[0].Value {
+		return 0, 0, 0
+	}
+	t0, e0 := in[0].T, in[0].Value
+	var mt, me float64
+	for _, x := range in {
+		mt += (x.T - t0).Seconds()
+		me += x.Value - e0
+	}
+	nf := float64(len(in))
+	mt, me = mt/nf, me/nf
+	var sxy, sxx float64
+	for _, x := range in {
+		dt, de := (x.T-t0).Seconds()-mt, x.Value-e0-me
+		sxy += dt * de
+		sxx += dt * dt
+	}
+	if sxx <= 0 {
+		return 0, 0, 0
+	}
+	rate = sxy / sxx
+	if len(in) > 2 {
+		var ss float64
+		for _, x := range in {
+			r := x.Value - e0 - me - rate*((x.T-t0).Seconds()-mt)
+			ss += r * r
+		}
+		se = math.Sqrt(ss / (nf - 2) / sxx)
+	}
+	return rate, len(in), se
+}
+
+// InsideMean is a power channel's time-weighted mean from its readings inside (from, to),
+// and how many there are.
+func InsideMean(s []trace.Sample, from, to time.Duration) (float64, int) {
+	in := Inside(s, from, to)
+	if len(in) < 2 {
+		return 0, len(in)
+	}
+	return float64(trace.Integrate(in, in[0].T, in[len(in)-1].T).Mean), len(in)
 }
 
 // SourceNote says where the energies of a session's regions come from, given its

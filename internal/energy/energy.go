@@ -1,0 +1,481 @@
+// Package energy is the one estimator of the energy of a region of a trace for one GPU.
+// Every verb that reports a region's energy (measure, energy, micro and archline through
+// the measurement loop, profile, loadlevel's GPU meter) asks Region; nothing else picks
+// between the counter, the ring and the sensor model.
+//
+// The order of preference (Region):
+//
+//  1. Counter: the driver's energy counter (energy.total), where it has at least
+//     MinCounterReadings readings inside the region, spanning MinCounterSpan of it and
+//     MinCounterSteps of its resolution in time. Its figure is the counter's increase
+//     (interpolated at the edges), or for a steady region the least-squares rate of the
+//     readings inside times the region's length.
+//  2. CalibratedRing: the best complete board channel (the driver's 20 ms sample ring,
+//     else power.instant) on the counter's scale: gain × its integral + offset × duration,
+//     gain and offset fitted against the counter over the whole recording
+//     (FitCalibration), where it has MinChannelReadings readings inside.
+//  3. Inversion: the sensor model of one power channel inverted (internal/correct): the
+//     model named by Options.Sensor (a spec or a sensor.json), else a guess from the
+//     channel's and board's names (correct.Auto).
+//
+// Where none of them can be had, a counter interpolated across readings outside the
+// region (CounterInterpolated) with a warning, else no figure.
+//
+// Every estimate carries a 95 % interval built from the components the code can compute
+// (reading noise, the calibration's or the model's parameters, the edges' resolution),
+// combined as independent (root sum of squares); the components it cannot compute (the
+// counter's own scale error, what a partly seeing sensor misses) are listed as absent, so
+// the interval is a floor where any is absent.
+package energy
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"gpuwatt/internal/correct"
+	"gpuwatt/internal/sensormodel"
+	"gpuwatt/internal/status"
+	"gpuwatt/internal/trace"
+)
+
+// Method is how a region's energy was found.
+type Method string
+
+// Methods, in the order of preference.
+const (
+	Counter             Method = "counter"
+	CalibratedRing      Method = "calibrated_ring"
+	Inversion           Method = "inversion"
+	CounterInterpolated Method = "counter_interpolated"
+	NoFigure            Method = "none"
+)
+
+// Warning codes of the estimator.
+const (
+	CodeNoFigure     status.Code = "no_energy_figure"
+	CodeInterpolated status.Code = "counter_interpolated"
+	CodeUncalibrated status.Code = "uncalibrated_channel"
+	CodeInversion    status.Code = "sensor_model"
+)
+
+// Options of Region. The zero value gives the defaults.
+type Options struct {
+	// What names the region in notes and warnings ("the command"; default "the region").
+	What string
+	// Steady says the power was constant over the region (a kernel launched back to back):
+	// the counter's figure is then its rate over the readings inside, the calibrated
+	// channel's its mean over the readings inside, times the region's length.
+	Steady bool
+	// Calibration maps the ring onto the counter's scale; nil: Region fits one over the
+	// whole trace (the measurement loop fits it once per GPU and passes it on).
+	Calibration *Calibration
+	// Channel is the power channel to invert (default: the best board channel present,
+	// correct.PickChannel).
+	Channel string
+	// Sensor names its model (nil: "auto", a guess from the names).
+	Sensor *correct.Spec
+	// Correct are the options of the inversion (idle level, dedupe); Period is taken from
+	// the channel's metadata where it is unset.
+	Correct correct.Options
+	// Invert computes the inversion of Channel even where a preferred method gives the
+	// figure, for comparison (Estimate.Inversion).
+	Invert bool
+}
+
+// Component is one part of an estimate's 95 % interval.
+type Component struct {
+	// Name: "readings" (noise of the readings), "calibration" (the gain and offset fitted
+	// against the counter), "model" (the sensor model's parameter intervals), "edges" (a
+	// power change near an edge placed within the readings' resolution), "scale" (the
+	// reference's own gain error), "coverage" (the time the sensor does not see).
+	Name string `json:"name"`
+	// HalfWidthJ is the component's 95 % half-width; meaningful only when Known.
+	HalfWidthJ float64 `json:"half_width_j"`
+	// Known is false for a component the code cannot compute: it is not in the interval.
+	Known bool   `json:"known"`
+	Note  string `json:"note"`
+}
+
+// Estimate is the energy of a region and how it was found.
+type Estimate struct {
+	From, To time.Duration `json:"-"`
+	EnergyJ  float64       `json:"energy_j"`
+	// LowJ and HighJ bound the 95 % interval from the known components (Partial: some
+	// component is absent, so the interval is a floor).
+	LowJ       float64     `json:"energy_low_j"`
+	HighJ      float64     `json:"energy_high_j"`
+	Partial    bool        `json:"interval_partial"`
+	Components []Component `json:"interval_components"`
+	Method     Method      `json:"method"`
+	// Channel is the channel whose readings give the figure; Source says it for people
+	// ("power.samples (calibrated to energy.total)"); Note says why this method.
+	Channel  string `json:"channel"`
+	Source   string `json:"source"`
+	Note     string `json:"note"`
+	Readings int    `json:"readings"` // readings of Channel inside the region
+
+	// The candidates: the counter's own figure and its readings strictly inside (with
+	// their span), the calibrated channel's figure and its readings inside (0: none).
+	CounterJ           float64       `json:"counter_energy_j"`
+	CounterReadings    int           `json:"counter_readings"`
+	CounterSpan        time.Duration `json:"-"`
+	CalibratedJ        float64       `json:"calibrated_energy_j"`
+	CalibratedReadings int           `json:"calibrated_readings"`
+	Calibration        *Calibration  `json:"calibration,omitempty"`
+	// Inversion is the inverted channel's result where it was computed (the figure under
+	// Inversion, or Options.Invert); its model in Choice.
+	Inversion *correct.Result `json:"-"`
+	Choice    *correct.Choice `json:"-"`
+
+	Warnings []status.Warning `json:"warnings"`
+}
+
+// Region estimates the energy of GPU gpu over [from, to] of tr: see the package comment.
+func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimate {
+	what := o.What
+	if what == "" {
+		what = "the region"
+	}
+	est := Estimate{From: from, To: to, Method: NoFigure, Components: []Component{}, Warnings: []status.Warning{}}
+	warn := func(code status.Code, key, f string, a ...any) {
+		est.Warnings = append(est.Warnings, status.Warning{Code: code, Key: key, Message: fmt.Sprintf(f, a...)})
+	}
+	dur := to - from
+	if dur <= 0 {
+		warn(CodeNoFigure, "", "%s is empty: no energy figure", what)
+		return est
+	}
+
+	// 1. The counter.
+	var ctrSeries []trace.Sample
+	if ch, ok := tr.Channel(gpu, counterChannel); ok && ch.Quantity == trace.QEnergy && ch.Cumulative {
+		ctrSeries = tr.Series(gpu, counterChannel)
+	}
+	ctrOK, ctrEnough := false, false
+	var ctrSE float64
+	res := time.Duration(0)
+	if len(ctrSeries) > 0 {
+		e, ok := trace.CounterDelta(ctrSeries, from, to)
+		est.CounterJ, ctrOK = e.Joules(), ok
+		if o.Steady {
+			if rate, n, se := InsideRate(ctrSeries, from, to); n >= 2 {
+				est.CounterJ, ctrOK, ctrSE = rate*dur.Seconds(), true, se
+			}
+		}
+		res = CounterResolution(tr, gpu)
+		ctrEnough, est.CounterReadings, est.CounterSpan = counterResolves(ctrSeries, from, to, res)
+		ctrEnough = ctrEnough && ctrOK
+	}
+	ctrWhy := func() string {
+		return fmt.Sprintf("%s has %d readings inside %s spanning %s of its %s (its own figure wants %d spanning %.0f %% of it and %d steps of %s)",
+			counterChannel, est.CounterReadings, what, fmtDur(est.CounterSpan), fmtDur(dur), MinCounterReadings, 100*MinCounterSpan, MinCounterSteps, fmtDur(res))
+	}
+
+	// 2. The calibrated channel.
+	cal := o.Calibration
+	var calErr error
+	if cal == nil && len(ctrSeries) > 0 {
+		if c, err := FitCalibration(tr, gpu, 0, 0); err == nil {
+			cal = &c
+		} else {
+			calErr = err
+		}
+	}
+	est.Calibration = cal
+	var calRaw float64 // the calibrated channel's own figure
+	calOK := false
+	if cal != nil {
+		s := tr.Series(gpu, cal.Channel)
+		e, n, cov := channelEnergy(s, from, to, o.Steady)
+		if n >= MinChannelReadings && cov >= 0.99 && e > 0 {
+			calOK, calRaw = true, e
+			est.CalibratedJ, est.CalibratedReadings = cal.Energy(e, dur), n
+		}
+	}
+
+	switch {
+	case ctrEnough:
+		est.Method, est.Channel, est.Source, est.EnergyJ, est.Readings = Counter, counterChannel, counterChannel, est.CounterJ, est.CounterReadings
+		est.Note = fmt.Sprintf("%s: %d readings inside, spanning %s of %s", counterChannel, est.CounterReadings, fmtDur(est.CounterSpan), fmtDur(dur))
+		mean := est.CounterJ / dur.Seconds()
+		if o.Steady && ctrSE > 0 {
+			est.add(Component{Name: "readings", HalfWidthJ: 1.96 * ctrSE * dur.Seconds(), Known: true,
+				Note: "the standard error of the counter's rate over its readings inside, × the duration"})
+		} else {
+			est.add(Component{Name: "readings", Note: "the counter's quantisation is not recorded in the trace"})
+		}
+		if !o.Steady {
+			est.add(Component{Name: "edges", HalfWidthJ: mean * res.Seconds(), Known: true,
+				Note: fmt.Sprintf("each end's reading may be late by up to the counter's resolution (%s) at the mean power", fmtDur(res))})
+		}
+		est.add(Component{Name: "scale", Note: "the counter's own gain error: not known without an external meter"})
+	case calOK:
+		est.Method, est.Channel, est.EnergyJ, est.Readings = CalibratedRing, cal.Channel, est.CalibratedJ, est.CalibratedReadings
+		est.Source = cal.Channel + " (calibrated to " + counterChannel + ")"
+		if o.Steady {
+			est.Note = fmt.Sprintf("%s: mean power × duration, × %.4f %+.2f W × duration", cal.Channel, cal.Gain, cal.OffsetW)
+		} else {
+			est.Note = fmt.Sprintf("%s: integral × %.4f %+.2f W × duration", cal.Channel, cal.Gain, cal.OffsetW)
+		}
+		if len(ctrSeries) > 0 {
+			est.Note += "; " + ctrWhy()
+		} else {
+			est.Note += "; " + counterChannel + " does not cover " + what
+		}
+		s := tr.Series(gpu, cal.Channel)
+		est.add(noiseComponent(s, from, to, cal.Gain))
+		est.add(Component{Name: "calibration", HalfWidthJ: cal.EnergyHalfWidth(calRaw, dur), Known: cal.GainSE > 0,
+			Note: "the standard errors of the gain and offset fitted against the counter"})
+		if p := updatePeriod(tr, gpu, cal.Channel); p > 0 && !o.Steady {
+			mean := func(a, b time.Duration) (float64, bool) {
+				in := trace.Integrate(s, a, b)
+				return float64(in.Mean), in.Coverage > 0.5
+			}
+			est.add(edgeComponent(mean, from, to, 2*p, p/2, cal.Gain, fmt.Sprintf("a power change at an edge is placed within half an update period (%s)", fmtDur(p/2))))
+		}
+		est.add(Component{Name: "scale", Note: "the counter's own gain error: not known without an external meter"})
+	default:
+		est.invert(tr, gpu, o, what, warn)
+		if est.Method == Inversion && len(ctrSeries) > 0 {
+			why := "no calibration"
+			if calErr != nil {
+				why = calErr.Error()
+			}
+			est.Note += "; " + ctrWhy()
+			warn(CodeUncalibrated, est.Channel, "%s could not be calibrated to %s (%s), and %s: the energy is %s's own, with its gain and offset errors",
+				est.Channel, counterChannel, why, ctrWhy(), est.Channel)
+		}
+		if est.Method == NoFigure && ctrOK {
+			est.Method, est.Channel, est.Source, est.EnergyJ, est.Readings = CounterInterpolated, counterChannel, counterChannel, est.CounterJ, est.CounterReadings
+			est.Note = counterChannel + ", interpolated across readings outside " + what
+			p := pollInterval(tr, gpu, counterChannel)
+			if p > 0 {
+				warn(CodeInterpolated, counterChannel, "%s: the energy is interpolated across readings up to %s outside it (the counter is read every %s), where the power may differ", ctrWhy(), fmtDur(p), fmtDur(p))
+			} else {
+				warn(CodeInterpolated, counterChannel, "%s: the energy is interpolated across readings outside it, where the power may differ", ctrWhy())
+			}
+			est.add(Component{Name: "edges", Note: "the power outside the region, across which the counter is interpolated, is not known"})
+		}
+	}
+	if o.Invert && est.Inversion == nil {
+		sub := Estimate{From: from, To: to}
+		sub.invert(tr, gpu, o, what, func(status.Code, string, string, ...any) {})
+		est.Inversion, est.Choice = sub.Inversion, sub.Choice
+	}
+	if est.Method == NoFigure {
+		warn(CodeNoFigure, "", "no power channel or energy counter could be read: no energy figure")
+		return est
+	}
+	est.interval()
+	return est
+}
+
+// invert sets est from the inversion of the channel's sensor model.
+func (est *Estimate) invert(tr *trace.Trace, gpu int, o Options, what string, warn func(status.Code, string, string, ...any)) {
+	name := o.Channel
+	if name == "" {
+		n, err := correct.PickChannel(tr, gpu)
+		if err != nil {
+			return
+		}
+		name = n
+	}
+	samples := correct.Channel(tr, gpu, name)
+	if len(samples) == 0 {
+		return
+	}
+	meta, ok := tr.Channel(gpu, name)
+	if !ok {
+		meta = trace.Channel{GPU: gpu, Name: name}
+	}
+	spec := o.Sensor
+	if spec == nil {
+		s, _ := correct.ParseSpec("auto")
+		spec = &s
+	}
+	choice, err := spec.Resolve(tr, meta)
+	if err != nil {
+		warn(CodeInversion, name, "%v", err)
+		return
+	}
+	copt := o.Correct
+	if copt.Period == 0 && meta.Stats != nil && meta.Stats.UpdatePeriod > 0 {
+		copt.Period = time.Duration(math.Round(meta.Stats.UpdatePeriod * 1e9))
+	}
+	ser := correct.Prepare(samples, choice.Model, copt)
+	r := ser.Energy(est.From, est.To)
+	est.Inversion, est.Choice = &r, &choice
+	if r.Covered == 0 {
+		return
+	}
+	est.Method, est.Channel, est.EnergyJ, est.Readings = Inversion, name, r.Energy.Joules(), r.Samples
+	est.Source = name + " (" + choice.Model.String() + " inverted)"
+	est.Note = fmt.Sprintf("%s with its sensor model %s (%s) inverted", name, choice.Model, choice.Source)
+	for _, w := range r.Warnings {
+		warn(CodeInversion, name, "%s: %s", name, w)
+	}
+	est.add(noiseComponent(samples, est.From, est.To, 1))
+	// The model's parameters: the energy again at each end of each known interval.
+	m := choice.Model
+	hw, known := 0.0, false
+	for _, v := range modelVariants(m) {
+		rv := correct.Prepare(samples, v, copt).Energy(est.From, est.To)
+		hw, known = max(hw, math.Abs(rv.Energy.Joules()-r.Energy.Joules())), true
+	}
+	note := "the energy again at each end of the model's parameter intervals"
+	if !known {
+		note = "the model's parameters carry no interval (pass a sensor.json from gpuwatt sensor)"
+	}
+	est.add(Component{Name: "model", HalfWidthJ: hw, Known: known, Note: note})
+	if r.Period > 0 {
+		u := correct.EdgeUncertainty(m, r.Period)
+		mean := func(a, b time.Duration) (float64, bool) {
+			x := ser.Energy(a, b)
+			return float64(x.MeanPower), x.DataCoverage > 0.5
+		}
+		w := max(2*r.Period, choice.Model.Window)
+		est.add(edgeComponent(mean, est.From, est.To, w, u, 1, fmt.Sprintf("a power change at an edge is placed within %s (the inverted power over %s on either side)", fmtDur(u), fmtDur(w))))
+	}
+	if r.SensorCoverage < 1 {
+		est.add(Component{Name: "coverage", Note: fmt.Sprintf("the sensor sees %.0f %% of the time: what it does not see is not bounded", 100*r.SensorCoverage)})
+	}
+	est.add(Component{Name: "scale", Note: fmt.Sprintf("%s's gain and offset errors: no counter to calibrate against", name)})
+}
+
+// modelVariants returns m with each parameter that has an interval set to either end.
+func modelVariants(m sensormodel.Model) []sensormodel.Model {
+	var out []sensormodel.Model
+	sec := func(x float64) time.Duration { return time.Duration(math.Round(x * 1e9)) }
+	for _, p := range []struct {
+		iv  [2]float64
+		ok  bool
+		set func(*sensormodel.Model, time.Duration)
+	}{
+		{[2]float64{m.CI.Tau.Low, m.CI.Tau.High}, m.CI.Tau.Known(), func(x *sensormodel.Model, d time.Duration) { x.Tau = d }},
+		{[2]float64{m.CI.Window.Low, m.CI.Window.High}, m.CI.Window.Known(), func(x *sensormodel.Model, d time.Duration) { x.Window = d }},
+		{[2]float64{m.CI.Delay.Low, m.CI.Delay.High}, m.CI.Delay.Known(), func(x *sensormodel.Model, d time.Duration) { x.Delay = d }},
+	} {
+		if !p.ok {
+			continue
+		}
+		for _, x := range p.iv {
+			v := m
+			p.set(&v, sec(max(x, 0)))
+			if v.Kind() == m.Kind() && v != m {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// channelEnergy is a power channel's energy over [from, to] (steady: its mean over the
+// readings inside × the duration), its readings inside and its coverage of the region.
+func channelEnergy(s []trace.Sample, from, to time.Duration, steady bool) (float64, int, float64) {
+	in := trace.Integrate(s, from, to)
+	e, cov := in.Energy.Joules(), in.Coverage
+	if steady {
+		if mean, n := InsideMean(s, from, to); n >= 2 {
+			e, cov = mean*(to-from).Seconds(), 1
+		}
+	}
+	return e, in.Samples, cov
+}
+
+// noiseComponent is the readings' noise in the energy: σ × duration / √n at 95 %, with n
+// the readings inside and σ from the second differences of all the channel's readings
+// (the sensor's noise, not the region's changes), × gain (a calibrated channel).
+func noiseComponent(s []trace.Sample, from, to time.Duration, gain float64) Component {
+	n := len(Inside(s, from, to))
+	c := Component{Name: "readings", Note: "the readings' noise (from the second differences of the channel's readings) averaged over the readings inside"}
+	if n < 1 || len(s) < 3 {
+		c.Note = "too few readings: their noise is not known"
+		return c
+	}
+	v := make([]float64, len(s))
+	for i, x := range s {
+		v[i] = x.Value
+	}
+	c.HalfWidthJ = 1.96 * math.Abs(gain) * correct.NoiseSigma(v) * (to - from).Seconds() / math.Sqrt(float64(n))
+	c.Known = true
+	return c
+}
+
+// edgeComponent bounds a power change at each edge placed within u: the difference of the
+// mean power (mean(a, b), W; ok false where nothing describes [a, b]) over w on either
+// side of each edge, × u, summed over both edges, × gain.
+func edgeComponent(mean func(a, b time.Duration) (float64, bool), from, to, w, u time.Duration, gain float64, note string) Component {
+	c := Component{Name: "edges", Note: note}
+	hw := 0.0
+	for _, t := range []time.Duration{from, to} {
+		in, okIn := mean(t, t+w)
+		out, okOut := mean(t-w, t)
+		if t == to {
+			in, okIn, out, okOut = out, okOut, in, okIn
+		}
+		if !okIn {
+			c.Note += "; no readings just inside an edge"
+			return c
+		}
+		if okOut {
+			hw += math.Abs(in-out) * u.Seconds()
+		} else {
+			// nothing describes the power outside: it may be anything from 0 to the inside's
+			hw += math.Abs(in) * u.Seconds()
+		}
+	}
+	c.HalfWidthJ = math.Abs(gain) * hw
+	c.Known = true
+	return c
+}
+
+func (est *Estimate) add(c Component) { est.Components = append(est.Components, c) }
+
+// interval sets LowJ, HighJ and Partial from the components.
+func (est *Estimate) interval() {
+	var ss float64
+	est.Partial = false
+	for _, c := range est.Components {
+		if !c.Known {
+			est.Partial = true
+			continue
+		}
+		ss += c.HalfWidthJ * c.HalfWidthJ
+	}
+	hw := math.Sqrt(ss)
+	est.LowJ, est.HighJ = est.EnergyJ-hw, est.EnergyJ+hw
+}
+
+// HalfWidthJ is the interval's half-width.
+func (est *Estimate) HalfWidthJ() float64 { return (est.HighJ - est.LowJ) / 2 }
+
+func pollInterval(tr *trace.Trace, gpu int, name string) time.Duration {
+	if ch, ok := tr.Channel(gpu, name); ok && ch.Stats != nil {
+		return time.Duration(ch.Stats.PollInterval * float64(time.Second))
+	}
+	return 0
+}
+
+func updatePeriod(tr *trace.Trace, gpu int, name string) time.Duration {
+	if ch, ok := tr.Channel(gpu, name); ok && ch.Stats != nil {
+		return time.Duration(ch.Stats.UpdatePeriod * float64(time.Second))
+	}
+	return 0
+}
+
+// FmtDur formats seconds with a unit: "1.23 s", "12.5 ms", "250 µs".
+func FmtDur(sec float64) string {
+	d := time.Duration(sec * float64(time.Second))
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.3g s", sec)
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.3g ms", sec*1e3)
+	case d > 0:
+		return fmt.Sprintf("%.3g µs", sec*1e6)
+	}
+	return "0"
+}
+
+func fmtDur(d time.Duration) string { return FmtDur(d.Seconds()) }
