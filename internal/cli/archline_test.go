@@ -17,6 +17,8 @@ func TestArchlineOnSim(t *testing.T) {
 	if code := a.Main(ctx, []string{"archline", "--device", "sim:h200", "--quick", "--out", out}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	goldenText(t, "archline_h200_quick.txt", stdout.Bytes(), out)
+	goldenJSON(t, "archline_h200_quick_results.json", filepath.Join(out, "results.json"), out)
 	for _, s := range []string{"Table 4", "R²*", "eta_flop", "B_tau", "fp32", "fp64"} {
 		if !strings.Contains(stdout.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, stdout)

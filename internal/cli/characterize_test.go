@@ -61,10 +61,18 @@ func htmlOutline(t *testing.T, path string) (titles []string, svgs int, text str
 
 func runCharacterize(t *testing.T, device, out string) *characterize.Results {
 	t.Helper()
-	a, _, stderr, ctx := testApp(t)
+	a, stdout, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"characterize", "--device", device, "--quick", "--out", out}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	name := "characterize_" + strings.ReplaceAll(device, ":", "_") + "_quick"
+	if stdout.Len() != 0 {
+		t.Errorf("stdout %q: want nothing (progress goes to stderr, results to files)", stdout)
+	}
+	goldenProgress(t, name+".txt", stderr.Bytes(), out)
+	// sensor_plots (the plotted readings) and the archline points are the data behind the
+	// figures the rest of the file holds.
+	goldenJSON(t, name+"_results.json", filepath.Join(out, "results.json"), out, "sensor_plots", "points")
 	for _, s := range characterize.Stages {
 		if !strings.Contains(stderr.String(), "] "+s+": ") {
 			t.Errorf("no progress line for stage %s in:\n%s", s, stderr)
@@ -164,6 +172,7 @@ func TestCharacterizeSim(t *testing.T) {
 	if !strings.Contains(stdout.String(), page) {
 		t.Errorf("report: stdout %q", stdout)
 	}
+	goldenText(t, "report.txt", stdout.Bytes(), out)
 	again, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ func TestLoadlevelJSON(t *testing.T) {
 	if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	goldenJSONBytes(t, "loadlevel.json", stdout.Bytes(), dir)
 	var got struct {
 		Levels []struct {
 			TargetLoad float64 `json:"target_load"`
@@ -66,6 +67,7 @@ func TestLoadlevelText(t *testing.T) {
 	if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	goldenText(t, "loadlevel.txt", stdout.Bytes(), "")
 	for _, want := range []string{"active idle", "overall score", "CV 50 %", "sim device"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)

@@ -19,6 +19,8 @@ func TestMicroOnSim(t *testing.T) {
 	if code := a.Main(ctx, []string{"micro", "--device", "sim:h200", "--only", "baseline,fp32.fma,dram.copy,coalesce.*", "--out", out}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	goldenText(t, "micro_h200.txt", stdout.Bytes(), out)
+	goldenJSON(t, "micro_h200_results.json", filepath.Join(out, "results.json"), out)
 	if !strings.Contains(stdout.String(), "fp32.fma") || !strings.Contains(stdout.String(), "baseline power pi0") {
 		t.Errorf("table:\n%s", stdout)
 	}

@@ -26,6 +26,9 @@ func TestProfileOnSim(t *testing.T) {
 			if code := a.Main(ctx, args); code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
+			goldenText(t, "profile_h100_"+tc.name+".txt", stdout.Bytes(), out)
+			// raw and points are the readings the profile is made of: summarised by it
+			goldenJSON(t, "profile_h100_"+tc.name+".json", filepath.Join(out, "profile.json"), out, "raw", "points")
 			if !strings.Contains(stdout.String(), "effective resolution") || !strings.Contains(stdout.String(), "long back-to-back runs") {
 				t.Errorf("summary:\n%s", stdout)
 			}

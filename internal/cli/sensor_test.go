@@ -16,6 +16,9 @@ func TestSensorWritesFiles(t *testing.T) {
 	if code := a.Main(ctx, []string{"sensor", "--device", "sim:h100", "--quick", "--out", dir}); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	goldenText(t, "sensor_h100_quick.txt", stdout.Bytes(), dir)
+	goldenJSON(t, "sensor_h100_quick_results.json", filepath.Join(dir, "results.json"), dir)
+	goldenJSON(t, "sensor_h100_quick_sensor.json", filepath.Join(dir, "sensor.json"), dir)
 	for _, f := range []string{"sensor.json", "results.json", "report.html", "trace.csv", "trace.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
