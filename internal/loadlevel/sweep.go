@@ -69,6 +69,8 @@ type ConfigResult struct {
 // Report is a whole `gpuwatt loadlevel` invocation. Levels and OverallScore repeat the
 // first run of the first configuration.
 type Report struct {
+	// Schema is ReportSchema (absent in files whose intervals are in nanoseconds).
+	Schema       int             `json:"schema"`
 	Workload     string          `json:"workload"`
 	Variant      string          `json:"variant"`
 	Device       string          `json:"device,omitempty"`
@@ -98,7 +100,7 @@ type Sweep struct {
 
 // RunSweep runs every size × contexts configuration Runs times.
 func RunSweep(ctx context.Context, s Sweep) (*Report, error) {
-	rep := &Report{Variant: s.Variant, Device: s.Device, Intervals: s.Base.Intervals, Valid: true}
+	rep := &Report{Schema: ReportSchema, Variant: s.Variant, Device: s.Device, Intervals: s.Base.Intervals, Valid: true}
 	if rep.Variant == "" {
 		rep.Variant = "cpu"
 	}
