@@ -9,7 +9,7 @@ import (
 
 	"gpuwatt/internal/archline"
 	"gpuwatt/internal/characterize"
-	"gpuwatt/internal/correct"
+	"gpuwatt/internal/energy"
 	"gpuwatt/internal/loadlevel"
 	"gpuwatt/internal/measure"
 	"gpuwatt/internal/micro"
@@ -27,7 +27,7 @@ var unitSuffixes = []string{"_s", "_w", "_j", "_pj"}
 func TestResultKeysHoldTheirUnit(t *testing.T) {
 	roots := []any{
 		characterize.Results{}, loadlevel.Report{}, micro.Report{}, archline.Report{},
-		profile.Result{}, sensorchar.Report{}, correct.Report{}, measure.Summary{},
+		profile.Result{}, sensorchar.Report{}, energy.Report{}, measure.Summary{},
 	}
 	marshaler := reflect.TypeFor[json.Marshaler]()
 	duration := reflect.TypeFor[time.Duration]()
