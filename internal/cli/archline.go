@@ -19,15 +19,10 @@ import (
 
 func (a *App) archline(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("archline", flag.ContinueOnError)
-	var df deviceFlags
-	fs.StringVar(&df.device, "device", "auto", "auto (NVIDIA driver, else sim), nvml, sim or sim:PRESET")
-	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device (pi0_w, eps_flop_fp32_pj, eps_flop_fp64_pj, eps_mem_pj_per_byte, ...)")
-	gpuIdx := fs.Int("gpu", 0, "the GPU to measure")
+	var sh shared
+	sh.register(fs, withAll, "")
 	precs := fs.String("precision", "fp32,fp64", "precisions to sweep: fp32, fp64 or both, comma-separated")
-	out := fs.String("out", "", "directory for results.json, report.html, trace.csv and trace.json")
-	asJSON := fs.Bool("json", false, "print one object per precision (fp32, fp64) to stdout instead of the tables")
 	quick := fs.Bool("quick", false, "a smaller sweep: 6 intensities x 2 occupancies")
-	quiet := fs.Bool("quiet", false, "no progress lines")
 	minUpdates := fs.Int("min-updates", archline.DefaultLoop.MinUpdates, "sensor updates each point must span")
 	minDur := fs.Duration("min-duration", archline.DefaultLoop.MinDuration, "shortest measurement of a point")
 	warmup := fs.Duration("warmup", archline.DefaultLoop.Warmup, "back-to-back launches before each point")
@@ -61,17 +56,17 @@ func (a *App) archline(ctx context.Context, args []string) int {
 	if *minUpdates < 1 || *minDur < 0 || *warmup < 0 {
 		return a.usageError("archline", fmt.Errorf("--min-updates, --min-duration and --warmup: want positive values"))
 	}
-	if *out != "" {
-		if err := checkWritable(*out); err != nil {
-			return a.usageError("archline", fmt.Errorf("--out %s: %v", *out, err))
+	if sh.out != "" {
+		if err := checkWritable(sh.out); err != nil {
+			return a.usageError("archline", fmt.Errorf("--out %s: %v", sh.out, err))
 		}
 	}
-	sys, dev, clk, code, ok := a.openGPU("archline", df, *gpuIdx)
+	sys, dev, clk, code, ok := a.openGPU("archline", sh.dev, sh.gpu)
 	if !ok {
 		return code
 	}
 	defer sys.Close()
-	if _, _, code, ok := a.kernelExecutor("archline", dev, *gpuIdx); !ok {
+	if _, _, code, ok := a.kernelExecutor("archline", dev, sh.gpu); !ok {
 		return code
 	}
 	opt := archline.Options{Precisions: ps, ClockTolerance: *tol,
@@ -87,7 +82,7 @@ func (a *App) archline(ctx context.Context, args []string) int {
 		return a.fail("archline", err)
 	}
 	t0 := time.Now()
-	if !*quiet {
+	if !sh.quiet {
 		opt.Progress = func(i, n int, name string) {
 			fmt.Fprintf(a.Stderr, "gpuwatt archline: [%3d/%d] %-28s (%s elapsed)\n", i, n, name, time.Since(t0).Round(time.Second))
 		}
@@ -97,13 +92,13 @@ func (a *App) archline(ctx context.Context, args []string) int {
 		return a.fail("archline", runErr)
 	}
 	rep.Device, rep.Simulated = sys.Name(), sys.Simulated()
-	if *out != "" {
-		if err := a.writeArchline(*out, rep, tr, sys, args); err != nil {
-			fmt.Fprintf(a.Stderr, "gpuwatt archline: --out %s: %v\n", *out, err)
+	if sh.out != "" {
+		if err := a.writeArchline(sh.out, rep, tr, sys, args); err != nil {
+			fmt.Fprintf(a.Stderr, "gpuwatt archline: --out %s: %v\n", sh.out, err)
 			return ExitFailure
 		}
 	}
-	if *asJSON {
+	if sh.json {
 		if err := report.WriteJSONTo(a.Stdout, rep.JSONResults()); err != nil {
 			return a.fail("archline", err)
 		}

@@ -21,14 +21,9 @@ const characterizeSynopsis = "[--device ...] [--gpu N] [--quick] [--stages senso
 // (internal/characterize runs the stages and renders the page).
 func (a *App) characterize(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("characterize", flag.ContinueOnError)
-	var df deviceFlags
-	fs.StringVar(&df.device, "device", "auto", "auto (NVIDIA driver, else sim), nvml, sim or sim:PRESET")
-	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device")
-	gpuIdx := fs.Int("gpu", 0, "the GPU to characterise")
+	var sh shared
+	sh.register(fs, withAll, "gpuwatt-characterize")
 	quick := fs.Bool("quick", false, "shorter stages: about 5 minutes of GPU time instead of about 20")
-	out := fs.String("out", "gpuwatt-characterize", "directory for report.html, results.json and sensor.json")
-	asJSON := fs.Bool("json", false, "also print results.json to stdout")
-	quiet := fs.Bool("quiet", false, "no progress lines")
 	stagesFlag := fs.String("stages", "", "run only these stages (comma-separated: "+strings.Join(characterize.Stages, ",")+"); default all")
 	resume := fs.Bool("resume", false, "keep the stages an earlier run into --out finished (its results.json) and run the rest")
 	contexts := fs.Int("contexts", 0, "users of the load-level stage (default 8 on a GPU, the host's cores on the CPU variant)")
@@ -38,10 +33,10 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	if fs.NArg() > 0 {
 		return a.usageError("characterize", fmt.Errorf("unexpected argument %q: gpuwatt characterize %s", fs.Arg(0), characterizeSynopsis))
 	}
-	if *gpuIdx < 0 {
-		return a.usageError("characterize", fmt.Errorf("--gpu %d: want a GPU index >= 0", *gpuIdx))
+	if sh.gpu < 0 {
+		return a.usageError("characterize", fmt.Errorf("--gpu %d: want a GPU index >= 0", sh.gpu))
 	}
-	if *out == "" {
+	if sh.out == "" {
 		return a.usageError("characterize", fmt.Errorf("--out: want a directory"))
 	}
 	var stages []string
@@ -62,17 +57,17 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	var prev *characterize.Results
 	if *resume {
 		var err error
-		if prev, err = loadResults(*out); err != nil {
+		if prev, err = loadResults(sh.out); err != nil {
 			return a.usageError("characterize", fmt.Errorf("--resume: %v", err))
 		}
 		if *quick != prev.Quick {
-			return a.usageError("characterize", fmt.Errorf("--resume: the run in %s was %s; resume it the same way (with%s --quick)", *out, map[bool]string{true: "--quick", false: "a full run"}[prev.Quick], map[bool]string{true: "", false: "out"}[prev.Quick]))
+			return a.usageError("characterize", fmt.Errorf("--resume: the run in %s was %s; resume it the same way (with%s --quick)", sh.out, map[bool]string{true: "--quick", false: "a full run"}[prev.Quick], map[bool]string{true: "", false: "out"}[prev.Quick]))
 		}
 	}
-	if err := checkWritable(*out); err != nil {
-		return a.usageError("characterize", fmt.Errorf("--out %s: %v", *out, err))
+	if err := checkWritable(sh.out); err != nil {
+		return a.usageError("characterize", fmt.Errorf("--out %s: %v", sh.out, err))
 	}
-	sys, dev, clk, code, ok := a.openGPU("characterize", df, *gpuIdx)
+	sys, dev, clk, code, ok := a.openGPU("characterize", sh.dev, sh.gpu)
 	if !ok {
 		return code
 	}
@@ -80,7 +75,7 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	opt := characterize.Options{Clock: clk, System: sys, Device: dev, Quick: *quick, Stages: stages, Resume: prev, LoadContexts: *contexts}
 	opt.OpenGPU = openGPUFFT
 	t0 := time.Now()
-	if !*quiet {
+	if !sh.quiet {
 		opt.Stage = func(i, n int, name, what string) {
 			fmt.Fprintf(a.Stderr, "gpuwatt characterize: [%d/%d] %s: %s (%s elapsed)\n", i, n, name, what, time.Since(t0).Round(time.Second))
 		}
@@ -96,10 +91,10 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	res.Command = append([]string{"gpuwatt", "characterize"}, args...)
 	res.Date = time.Now().UTC().Format(time.RFC3339)
 	res.Runs = append(res.Runs, characterize.Invocation{Command: res.Command, Date: res.Date, Version: res.Version})
-	if err := writeCharacterize(*out, res); err != nil {
-		return a.fail("characterize", fmt.Errorf("--out %s: %v", *out, err))
+	if err := writeCharacterize(sh.out, res); err != nil {
+		return a.fail("characterize", fmt.Errorf("--out %s: %v", sh.out, err))
 	}
-	if *asJSON {
+	if sh.json {
 		if err := report.WriteJSONTo(a.Stdout, res); err != nil {
 			return a.fail("characterize", err)
 		}
@@ -110,13 +105,13 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 			failed = append(failed, s.Name)
 		}
 	}
-	if !*quiet {
+	if !sh.quiet {
 		fmt.Fprintf(a.Stderr, "gpuwatt characterize: wrote %s and %s (%d warnings, %s)\n",
-			filepath.Join(*out, "report.html"), filepath.Join(*out, "results.json"), len(res.Warnings), time.Since(t0).Round(time.Millisecond))
+			filepath.Join(sh.out, "report.html"), filepath.Join(sh.out, "results.json"), len(res.Warnings), time.Since(t0).Round(time.Millisecond))
 	}
 	switch {
 	case ctx.Err() != nil:
-		fmt.Fprintf(a.Stderr, "gpuwatt characterize: interrupted: what was measured is in %s, marked incomplete\n", *out)
+		fmt.Fprintf(a.Stderr, "gpuwatt characterize: interrupted: what was measured is in %s, marked incomplete\n", sh.out)
 		return 130
 	case len(failed) > 0:
 		fmt.Fprintf(a.Stderr, "gpuwatt characterize: stage(s) failed: %s (see the report)\n", strings.Join(failed, ", "))

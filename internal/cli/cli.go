@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"gpuwatt/internal/clock"
+	"gpuwatt/internal/device"
 	"gpuwatt/internal/measure"
 )
 
@@ -152,7 +153,28 @@ func (a *App) parseFlags(fs *flag.FlagSet, args []string, synopsis string) (int,
 }
 
 func (a *App) version(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	var sh shared
+	sh.register(fs, 0, "")
+	dv := fs.Lookup("device")
+	dv.DefValue, dv.Usage = "", "also print the driver and NVML versions of this device: "+device.DeviceHelp+" (default: none, nothing is opened)"
+	_ = dv.Value.Set("")
+	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|sim[:PRESET]]"); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return a.usageError("version", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
 	fmt.Fprintf(a.Stdout, "gpuwatt %s\n", a.versionString())
+	if sh.dev.device == "" && sh.dev.simConfig == "" {
+		return ExitOK
+	}
+	op, err := device.Open(sh.dev.spec(), device.Options{NVMLPaths: a.NVMLPaths, Notice: a.Stderr, Verb: "version"})
+	if err != nil {
+		return a.exitFor("version", err)
+	}
+	defer op.System.Close()
+	fmt.Fprintf(a.Stdout, "device %s: driver %s, NVML %s, %d GPUs\n", op.System.Name(), op.System.DriverVersion(), op.System.NVMLVersion(), len(op.System.Devices()))
 	return ExitOK
 }
 

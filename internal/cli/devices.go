@@ -42,10 +42,8 @@ type channelReport struct {
 
 func (a *App) devices(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
-	var df deviceFlags
-	fs.StringVar(&df.device, "device", "auto", "auto (NVIDIA driver, else sim), nvml, sim or sim:PRESET")
-	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device")
-	asJSON := fs.Bool("json", false, "print JSON")
+	var sh shared
+	sh.register(fs, withJSON, "")
 	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|sim[:PRESET]] [--json]"); !ok {
 		return code
 	}
@@ -58,7 +56,7 @@ func (a *App) devices(ctx context.Context, args []string) int {
 	}
 	rep := deviceReport{}
 	// auto's fall-back is noted in the report (Note), not on stderr.
-	op, err := device.Open(df.spec(), device.Options{Clock: clk, NVMLPaths: a.NVMLPaths})
+	op, err := device.Open(sh.dev.spec(), device.Options{Clock: clk, NVMLPaths: a.NVMLPaths})
 	if err != nil {
 		return a.exitFor("devices", err)
 	}
@@ -75,7 +73,7 @@ func (a *App) devices(ctx context.Context, args []string) int {
 		}
 		rep.GPUs = append(rep.GPUs, gr)
 	}
-	if *asJSON {
+	if sh.json {
 		enc := json.NewEncoder(a.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {

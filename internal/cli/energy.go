@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"gpuwatt/internal/correct"
+	"gpuwatt/internal/device"
 	"gpuwatt/internal/energy"
+	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
@@ -24,6 +26,9 @@ const energySynopsis = "--trace FILE [--from T1] [--to T2] [--sensor SPEC] [--ch
 // estimator (internal/energy: counter, calibrated ring, or the sensor's model inverted).
 func (a *App) energy(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("energy", flag.ContinueOnError)
+	var sh shared
+	sh.register(fs, withJSON, "")
+	fs.Lookup("device").Usage = "where the trace was recorded: with sim, sim:PRESET or --sim-config, --sensor auto takes each channel's model as that sim configures it (not a guess from the board's name); auto and nvml leave the model to --sensor (" + device.DeviceHelp + ")"
 	path := fs.String("trace", "", "the trace: a gpuwatt trace directory or CSV, any CSV whose header names t_s and power_w, or an nvidia-smi log")
 	fromS := fs.String("from", "", "start of the region on the trace's t_s axis, with a unit (3.2s, 3200ms); default: the first reading")
 	toS := fs.String("to", "", "end of the region, with a unit; default: the last reading")
@@ -31,13 +36,15 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	channel := fs.String("channel", "", "the power channel (default: the best present of "+strings.Join(correct.BoardChannels, ", ")+")")
 	gpu := fs.Int("gpu", 0, "the GPU (default: the first in the trace)")
 	idleS := fs.String("idle", "", "the idle power to subtract for the energy above idle, in W (default: estimated from the trace)")
-	asJSON := fs.Bool("json", false, "print one JSON object instead of the text")
 	if code, ok := a.parseFlags(fs, args, energySynopsis); !ok {
 		return code
 	}
 	bad := func(f string, v ...any) int { return a.usageError("energy", fmt.Errorf(f, v...)) }
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q: gpuwatt energy %s", fs.Arg(0), energySynopsis)
+	}
+	if err := sh.dev.spec().Validate(); err != nil {
+		return a.exitFor("energy", err)
 	}
 	if *path == "" {
 		return bad("no trace: gpuwatt energy %s", energySynopsis)
@@ -56,6 +63,21 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	sp, err := correct.ParseSpec(*spec)
 	if err != nil {
 		return bad("--sensor: %v", err)
+	}
+	// --device names where the trace was recorded: on the sim (sim, sim:PRESET or
+	// --sim-config), --sensor auto takes the channel's model as that sim configures it
+	// instead of a guess from the board's name. auto and nvml open nothing here.
+	devKind, devPreset, err := sh.dev.spec().Parse()
+	if err != nil {
+		return a.exitFor("energy", err)
+	}
+	var simSensors map[string]sim.SensorConfig
+	if devKind == device.Sim && *spec == "auto" {
+		cfg, err := sh.dev.spec().SimConfigFor(devPreset)
+		if err != nil {
+			return a.exitFor("energy", err)
+		}
+		simSensors = cfg.Sensors
 	}
 	opt := correct.Options{}
 	if *idleS != "" {
@@ -104,6 +126,16 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	if err != nil {
 		return bad("--sensor: %v", err)
 	}
+	if simSensors != nil {
+		sc, ok := simSensors[name]
+		if !ok || sc.Unsupported {
+			return bad("--device %s: the sim has no channel %s (its model cannot stand for the sensor)", sh.dev.device, name)
+		}
+		sp = correct.ModelSpec(sc.Model, fmt.Sprintf("--device %s: the model the sim configures for %s", sh.dev.device, name))
+		if choice, err = sp.Resolve(tr, meta); err != nil {
+			return bad("--device %s: %v", sh.dev.device, err)
+		}
+	}
 	if meta.Stats != nil && meta.Stats.UpdatePeriod > 0 {
 		opt.Period = time.Duration(math.Round(meta.Stats.UpdatePeriod * 1e9))
 	}
@@ -124,7 +156,7 @@ func (a *App) energy(ctx context.Context, args []string) int {
 		return bad("the region %s to %s lies outside the readings of %s (%s to %s)", fmtT(from), fmtT(to), name, fmtT(lo), fmtT(hi))
 	}
 	rep := energy.NewReport(*path, tr, g, name, *est.Choice, *est.Inversion, est)
-	if *asJSON {
+	if sh.json {
 		err = report.WriteJSONTo(a.Stdout, rep)
 	} else {
 		err = energy.WriteText(a.Stdout, rep)

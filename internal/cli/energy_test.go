@@ -189,6 +189,30 @@ func TestEnergyJSON(t *testing.T) {
 	}
 }
 
+// --device sim:PRESET says the trace was recorded on that sim: --sensor auto takes the
+// channel's model as the preset configures it, not a guess from the board's name.
+func TestEnergyDevice(t *testing.T) {
+	cfg, err := sim.Preset("k20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cfg.Sensors["power.usage"].Model.String()
+	v := energyJSON(t, "--trace", k20Fixture, "--from", "1s", "--to", "2s", "--device", "sim:k20")
+	if v["model"] != want || v["model_guess"] == true || !strings.Contains(v["model_source"].(string), "--device sim:k20") {
+		t.Errorf("--device sim:k20: model %v from %v (guess %v), want %s from the preset", v["model"], v["model_source"], v["model_guess"], want)
+	}
+	if !near(v["energy_j"], k20LoadJ, 0.02) {
+		t.Errorf("--device sim:k20: energy %v, truth %.2f J", v["energy_j"], k20LoadJ)
+	}
+	// An explicit --sensor wins; auto and nvml leave the model to --sensor.
+	for _, args := range [][]string{{"--device", "sim:k20", "--sensor", "none"}, {"--device", "nvml"}} {
+		v = energyJSON(t, append([]string{"--trace", k20Fixture, "--from", "1s", "--to", "2s"}, args...)...)
+		if strings.Contains(v["model_source"].(string), "--device") {
+			t.Errorf("%v: model from %v", args, v["model_source"])
+		}
+	}
+}
+
 func TestEnergyPlainCSV(t *testing.T) {
 	// Only t_s and power_w: channel "power", no model known, the whole span by default.
 	v := energyJSON(t, "--trace", plainFixture)

@@ -22,17 +22,13 @@ const measureSynopsis = "[flags] -- CMD [ARGS...]"
 
 func (a *App) measure(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("measure", flag.ContinueOnError)
-	var df deviceFlags
-	fs.StringVar(&df.device, "device", "auto", "auto (NVIDIA driver, else sim), nvml, sim or sim:PRESET")
-	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device")
+	var sh shared
+	sh.register(fs, withOut|withJSON|withQuiet, "")
 	gpus := fs.String("gpu", "all", "GPUs to record: all, or indices such as 0,2")
 	chans := fs.String("channels", "all", "channels to record: all, or names and globs such as power.*,energy.total")
 	poll := fs.String("poll", "adaptive", "adaptive (learn each channel's update period, poll at a period/8), lock (adaptive, phase-locked where updates keep time), max (busy-poll), or an interval such as 5ms")
 	baseline := fs.Duration("baseline", time.Second, "idle recording before the command (gives the idle power)")
 	tail := fs.Duration("tail", time.Second, "recording after the command (shows the sensors settle)")
-	out := fs.String("out", "", "directory for trace.csv, trace.json, summary.json and report.html")
-	asJSON := fs.Bool("json", false, "print summary.json to stdout instead of the text summary on stderr")
-	quiet := fs.Bool("quiet", false, "no progress messages")
 	if code, ok := a.parseFlags(fs, args, measureSynopsis); !ok {
 		return code
 	}
@@ -55,9 +51,9 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	if *chans != "all" && *chans != "" {
 		patterns = strings.Split(*chans, ",")
 	}
-	if *out != "" {
-		if err := checkWritable(*out); err != nil {
-			return a.usageError("measure", fmt.Errorf("--out %s: %v", *out, err))
+	if sh.out != "" {
+		if err := checkWritable(sh.out); err != nil {
+			return a.usageError("measure", fmt.Errorf("--out %s: %v", sh.out, err))
 		}
 	}
 	runner := a.Runner
@@ -67,7 +63,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 			fmt.Fprintf(a.Stderr, "gpuwatt measure: %v\n", err)
 			return ExitNotFound
 		}
-		if *asJSON {
+		if sh.json {
 			// stdout carries the JSON summary: the command's output goes to stderr.
 			er.Stdout = a.Stderr
 		}
@@ -77,12 +73,12 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	if a.NewClock != nil {
 		clk = a.NewClock()
 	}
-	sys, err := a.openSystem("measure", df, clk)
+	sys, err := a.openSystem("measure", sh.dev, clk)
 	if err != nil {
 		return a.exitFor("measure", err)
 	}
 	defer sys.Close()
-	if !*quiet && a.interactive() {
+	if !sh.quiet && a.interactive() {
 		fmt.Fprintf(a.Stderr, "gpuwatt measure: recording %s (poll %s), %s baseline, then running %s\n", sys.Name(), popt, *baseline, strings.Join(cmd, " "))
 	}
 	res, runErr := measure.Run(ctx, measure.Config{
@@ -103,15 +99,15 @@ func (a *App) measure(ctx context.Context, args []string) int {
 			code = ExitFailure
 		}
 	}
-	if *out != "" {
-		if err := writeMeasureFiles(*out, res, sum); err != nil {
-			fmt.Fprintf(a.Stderr, "gpuwatt measure: --out %s: %v\n", *out, err)
+	if sh.out != "" {
+		if err := writeMeasureFiles(sh.out, res, sum); err != nil {
+			fmt.Fprintf(a.Stderr, "gpuwatt measure: --out %s: %v\n", sh.out, err)
 			if code == 0 {
 				code = ExitFailure
 			}
 		}
 	}
-	if *asJSON {
+	if sh.json {
 		if err := report.WriteJSONTo(a.Stdout, sum); err != nil {
 			return a.fail("measure", err)
 		}

@@ -22,15 +22,10 @@ import (
 
 func (a *App) micro(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("micro", flag.ContinueOnError)
-	var df deviceFlags
-	fs.StringVar(&df.device, "device", "auto", "auto (NVIDIA driver, else sim), nvml, sim or sim:PRESET")
-	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device")
-	gpuIdx := fs.Int("gpu", 0, "the GPU to characterise")
+	var sh shared
+	sh.register(fs, withAll, "")
 	list := fs.Bool("list", false, "list the suite's kernels and exit")
 	only := fs.String("only", "", "run only these kernels: names or globs, comma-separated (int32.*,dram.copy)")
-	out := fs.String("out", "", "directory for results.json, results.csv, report.html, trace.csv and trace.json")
-	asJSON := fs.Bool("json", false, "print results.json to stdout instead of the table")
-	quiet := fs.Bool("quiet", false, "no progress lines")
 	minUpdates := fs.Int("min-updates", 50, "sensor updates each measurement must span")
 	warmup := fs.Duration("warmup", time.Second, "back-to-back launches before each measurement")
 	poll := fs.String("poll", "adaptive", "Sampler poll mode (see gpuwatt measure --help)")
@@ -60,17 +55,17 @@ func (a *App) micro(ctx context.Context, args []string) int {
 		}
 		return ExitOK
 	}
-	if *out != "" {
-		if err := checkWritable(*out); err != nil {
-			return a.usageError("micro", fmt.Errorf("--out %s: %v", *out, err))
+	if sh.out != "" {
+		if err := checkWritable(sh.out); err != nil {
+			return a.usageError("micro", fmt.Errorf("--out %s: %v", sh.out, err))
 		}
 	}
-	sys, dev, clk, code, ok := a.openGPU("micro", df, *gpuIdx)
+	sys, dev, clk, code, ok := a.openGPU("micro", sh.dev, sh.gpu)
 	if !ok {
 		return code
 	}
 	defer sys.Close()
-	_, props, code, ok := a.kernelExecutor("micro", dev, *gpuIdx)
+	_, props, code, ok := a.kernelExecutor("micro", dev, sh.gpu)
 	if !ok {
 		return code
 	}
@@ -87,7 +82,7 @@ func (a *App) micro(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.fail("micro", err)
 	}
-	progress := !*quiet
+	progress := !sh.quiet
 	t0 := time.Now()
 	opt := micro.Options{Loop: loop.Options{Warmup: *warmup, MinUpdates: *minUpdates}}
 	opt.Progress = func(i, n int, name string, row *micro.Row) {
@@ -101,13 +96,13 @@ func (a *App) micro(ctx context.Context, args []string) int {
 		return a.fail("micro", runErr)
 	}
 	rep.Device, rep.Simulated = sys.Name(), sys.Simulated()
-	if *out != "" {
-		if err := a.writeMicro(*out, rep, tr, sys, args); err != nil {
-			fmt.Fprintf(a.Stderr, "gpuwatt micro: --out %s: %v\n", *out, err)
+	if sh.out != "" {
+		if err := a.writeMicro(sh.out, rep, tr, sys, args); err != nil {
+			fmt.Fprintf(a.Stderr, "gpuwatt micro: --out %s: %v\n", sh.out, err)
 			return ExitFailure
 		}
 	}
-	if *asJSON {
+	if sh.json {
 		if err := report.WriteJSONTo(a.Stdout, rep); err != nil {
 			return a.fail("micro", err)
 		}

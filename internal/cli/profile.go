@@ -28,17 +28,12 @@ type modeler interface {
 
 func (a *App) profile(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
-	var df deviceFlags
-	fs.StringVar(&df.device, "device", "auto", "auto (NVIDIA driver, else sim), nvml, sim or sim:PRESET")
-	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device")
-	gpuIdx := fs.Int("gpu", 0, "the GPU to profile")
+	var sh shared
+	sh.register(fs, withAll, "")
 	kname := fs.String("kernel", "5ms", "a kernel of the micro suite (gpuwatt micro --list), or a duration: an fp32.fma kernel that long")
 	runs := fs.Int("runs", 0, "kernel runs (default: 1000 on a buffered channel such as power.samples, else 400)")
 	channel := fs.String("channel", "", "power channel to read (default: the one with the finest resolution that works: power.samples, else power.instant, else power.usage)")
 	online := fs.Bool("online", false, "the online variant: sync to sensor updates, one reading per run")
-	out := fs.String("out", "", "directory for profile.json, profile.csv and report.html")
-	asJSON := fs.Bool("json", false, "print profile.json to stdout instead of the summary")
-	quiet := fs.Bool("quiet", false, "no progress lines")
 	period := fs.Duration("period", 0, "the channel's update period T (default: learned by the Sampler)")
 	window := fs.Duration("window", -1, "the channel's averaging window W (default: the sensor profile, else the sim's model, else the board's known model)")
 	delay := fs.Duration("delay", -1, "how long before an update its window ends (default: as --window)")
@@ -71,12 +66,12 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	if kernelErr != nil {
 		return a.usageError("profile", kernelErr)
 	}
-	if *out != "" {
-		if err := checkWritable(*out); err != nil {
-			return a.usageError("profile", fmt.Errorf("--out %s: %v", *out, err))
+	if sh.out != "" {
+		if err := checkWritable(sh.out); err != nil {
+			return a.usageError("profile", fmt.Errorf("--out %s: %v", sh.out, err))
 		}
 	}
-	sys, dev, clk, code, ok := a.openGPU("profile", df, *gpuIdx)
+	sys, dev, clk, code, ok := a.openGPU("profile", sh.dev, sh.gpu)
 	if !ok {
 		return code
 	}
@@ -99,7 +94,7 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	}
 	exec, ok := dev.(gpu.Executor)
 	if !ok {
-		return a.fail("profile", fmt.Errorf("GPU %d cannot run kernels", *gpuIdx))
+		return a.fail("profile", fmt.Errorf("GPU %d cannot run kernels", sh.gpu))
 	}
 	props := exec.Props()
 	if props.SMs == 0 {
@@ -135,7 +130,7 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.fail("profile", err)
 	}
-	progress := !*quiet && a.interactive()
+	progress := !sh.quiet && a.interactive()
 	if progress {
 		fmt.Fprintf(a.Stderr, "gpuwatt profile: long back-to-back runs of %s\n", desc.Name)
 	}
@@ -238,13 +233,13 @@ func (a *App) profile(ctx context.Context, args []string) int {
 		res.SetLongRun(profile.LongRun{Launches: me.Launches, SecondsPerLaunch: me.PerLaunch,
 			EnergyPerLaunchJ: me.Region.EnergyJ / float64(me.Launches), Source: me.Region.EnergySource})
 	}
-	if *out != "" {
-		if err := writeProfile(*out, res); err != nil {
-			fmt.Fprintf(a.Stderr, "gpuwatt profile: --out %s: %v\n", *out, err)
+	if sh.out != "" {
+		if err := writeProfile(sh.out, res); err != nil {
+			fmt.Fprintf(a.Stderr, "gpuwatt profile: --out %s: %v\n", sh.out, err)
 			return ExitFailure
 		}
 	}
-	if *asJSON {
+	if sh.json {
 		err = report.WriteJSONTo(a.Stdout, res)
 	} else {
 		err = profile.WriteText(a.Stdout, res)
@@ -256,6 +251,7 @@ func (a *App) profile(ctx context.Context, args []string) int {
 		return 130
 	}
 	if len(res.Profile) == 0 {
+		fmt.Fprintf(a.Stderr, "gpuwatt profile: no profile could be computed (the warnings say why)\n")
 		return ExitFailure
 	}
 	return ExitOK

@@ -18,9 +18,17 @@ const reportSynopsis = "[--out FILE] DIR [DIR2 ...]"
 // `gpuwatt characterize` runs; several are compared side by side.
 func (a *App) report(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	// --device is accepted as in every verb, and checked, but report opens no device: it
+	// re-renders what each results.json recorded (its device, simulated or not).
+	var sh shared
+	sh.register(fs, 0, "")
+	fs.Lookup("device").Usage = "accepted as in every verb and checked, but unused: report opens no device; it re-renders what each results.json recorded (" + fs.Lookup("device").Usage + ")"
 	out := fs.String("out", "", "the HTML file to write (default DIR/report.html for one DIR; required for several)")
 	if code, ok := a.parseFlags(fs, args, reportSynopsis); !ok {
 		return code
+	}
+	if err := sh.dev.spec().Validate(); err != nil {
+		return a.exitFor("report", err)
 	}
 	dirs := fs.Args()
 	if len(dirs) == 0 {

@@ -20,39 +20,34 @@ const sensorSynopsis = "[--device ...] [--gpu N] [--out DIR] [--json] [--quick]"
 // sensor.json (internal/sensorchar does the work).
 func (a *App) sensor(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("sensor", flag.ContinueOnError)
-	var df deviceFlags
-	fs.StringVar(&df.device, "device", "auto", "auto (NVIDIA driver, else sim), nvml, sim or sim:PRESET")
-	fs.StringVar(&df.simConfig, "sim-config", "", "JSON file configuring the sim device")
-	gpuIdx := fs.Int("gpu", 0, "the GPU to characterise")
-	out := fs.String("out", "", "directory for sensor.json, results.json, report.html, trace.csv and trace.json")
-	asJSON := fs.Bool("json", false, "print results.json to stdout instead of the table")
+	var sh shared
+	sh.register(fs, withAll, "")
 	quick := fs.Bool("quick", false, "shorter phases (about 25 s of GPU time)")
-	quiet := fs.Bool("quiet", false, "no progress lines")
 	if code, ok := a.parseFlags(fs, args, sensorSynopsis); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return a.usageError("sensor", fmt.Errorf("unexpected argument %q: gpuwatt sensor %s", fs.Arg(0), sensorSynopsis))
 	}
-	if *gpuIdx < 0 {
-		return a.usageError("sensor", fmt.Errorf("--gpu %d: want a GPU index >= 0", *gpuIdx))
+	if sh.gpu < 0 {
+		return a.usageError("sensor", fmt.Errorf("--gpu %d: want a GPU index >= 0", sh.gpu))
 	}
-	if *out != "" {
-		if err := checkWritable(*out); err != nil {
-			return a.usageError("sensor", fmt.Errorf("--out %s: %v", *out, err))
+	if sh.out != "" {
+		if err := checkWritable(sh.out); err != nil {
+			return a.usageError("sensor", fmt.Errorf("--out %s: %v", sh.out, err))
 		}
 	}
-	sys, dev, clk, code, ok := a.openGPU("sensor", df, *gpuIdx)
+	sys, dev, clk, code, ok := a.openGPU("sensor", sh.dev, sh.gpu)
 	if !ok {
 		return code
 	}
 	defer sys.Close()
 	exec, ok := dev.(gpu.Executor)
 	if !ok {
-		return a.fail("sensor", fmt.Errorf("GPU %d: %w", *gpuIdx, sensorchar.ErrNoExecutor))
+		return a.fail("sensor", fmt.Errorf("GPU %d: %w", sh.gpu, sensorchar.ErrNoExecutor))
 	}
 	opt := sensorchar.Options{Quick: *quick}
-	if !*quiet && a.interactive() {
+	if !sh.quiet && a.interactive() {
 		opt.Progress = func(phase string) { fmt.Fprintf(a.Stderr, "gpuwatt sensor: %s\n", phase) }
 	}
 	rep, err := sensorchar.Run(ctx, clk, dev, exec, opt)
@@ -60,12 +55,12 @@ func (a *App) sensor(ctx context.Context, args []string) int {
 		return a.fail("sensor", err)
 	}
 	rep.Device, rep.Simulated = sys.Name(), sys.Simulated()
-	if *out != "" {
-		if err := a.writeSensor(*out, rep, sys, args); err != nil {
-			return a.fail("sensor", fmt.Errorf("--out %s: %v", *out, err))
+	if sh.out != "" {
+		if err := a.writeSensor(sh.out, rep, sys, args); err != nil {
+			return a.fail("sensor", fmt.Errorf("--out %s: %v", sh.out, err))
 		}
 	}
-	if *asJSON {
+	if sh.json {
 		err = report.WriteJSONTo(a.Stdout, rep)
 	} else {
 		err = rep.WriteText(a.Stdout)

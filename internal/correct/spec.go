@@ -20,6 +20,7 @@ import (
 // sensor.json profile. Resolve turns it into the Model of one channel.
 type Spec struct {
 	text    string
+	source  string // where a model came from, when not from --sensor (ModelSpec)
 	auto    bool
 	model   sensormodel.Model
 	profile *Profile
@@ -55,6 +56,12 @@ func ParseSpec(s string) (Spec, error) {
 		return Spec{}, fmt.Errorf("sensor profile %s: %v", t, err)
 	}
 	return Spec{text: t, profile: p}, nil
+}
+
+// ModelSpec is a Spec holding model m, whose Choice says it came from source (such as
+// "--device sim:k20: the model the sim configures for power.usage").
+func ModelSpec(m sensormodel.Model, source string) Spec {
+	return Spec{text: m.String(), model: m, source: source}
 }
 
 func unwrapPath(err error) error {
@@ -117,6 +124,9 @@ func (s Spec) Resolve(tr *trace.Trace, ch trace.Channel) (Choice, error) {
 			src += " (" + s.profile.Device + ")"
 		}
 		return Choice{Model: m, Source: src}, nil
+	}
+	if s.source != "" {
+		return Choice{Model: s.model, Source: s.source}, nil
 	}
 	return Choice{Model: s.model, Source: "--sensor " + s.String()}, nil
 }

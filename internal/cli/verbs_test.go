@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every verb answers --help with exit 0 on stdout, and every verb takes --device.
+func TestEveryVerbHelp(t *testing.T) {
+	for _, v := range verbs {
+		t.Run(v.name, func(t *testing.T) {
+			a, stdout, stderr, ctx := testApp(t)
+			if code := a.Main(ctx, []string{v.name, "--help"}); code != ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			out := stdout.String()
+			if !strings.HasPrefix(out, "Usage: gpuwatt "+v.name) || !strings.Contains(out, "-device") || !strings.Contains(out, "-sim-config") {
+				t.Errorf("--help does not show --device and --sim-config:\n%s", out)
+			}
+			// A bad --device value is bad input, named, on one line.
+			a, _, stderr, ctx = testApp(t)
+			args := []string{v.name, "--device", "cuda"}
+			if v.name == "measure" {
+				args = append(args, "--", "fake", "1s")
+			}
+			if code := a.Main(ctx, args); code != ExitUsage || !strings.Contains(stderr.String(), `--device "cuda"`) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("--device cuda: exit %d, stderr %q: want 2 and one line naming the value", code, stderr)
+			}
+		})
+	}
+}
+
+// Every verb that opens a device runs on the sim with --device sim:h100 (its smallest run).
+func TestEveryVerbOnSim(t *testing.T) {
+	dir := t.TempDir()
+	runs := map[string][]string{
+		"devices":      {},
+		"measure":      {"--baseline", "100ms", "--tail", "100ms", "--json", "--", "fake", "1s"},
+		"micro":        {"--only", "int32.add", "--json"},
+		"archline":     {"--quick", "--precision", "fp32", "--json"},
+		"profile":      {"--kernel", "fp32.fma", "--runs", "200", "--json"},
+		"sensor":       {"--quick"},
+		"loadlevel":    append([]string{"--levels", "100", "--contexts", "1", "--json"}, loadlevelArgs...),
+		"characterize": {"--quick", "--stages", "loadlevel", "--out", filepath.Join(dir, "char")},
+		"version":      {},
+	}
+	for _, v := range verbs {
+		args, ok := runs[v.name]
+		if !ok {
+			continue // opens no device (energy, report): --device's meaning is tested with them
+		}
+		t.Run(v.name, func(t *testing.T) {
+			a, stdout, stderr, ctx := testApp(t)
+			if code := a.Main(ctx, append([]string{v.name, "--device", "sim:h100"}, append(quietIf(v.name), args...)...)); code != ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if v.name != "characterize" && stdout.Len() == 0 {
+				t.Error("nothing on stdout")
+			}
+			if (v.name == "devices" || v.name == "version") && !strings.Contains(stdout.String(), "sim:h100") {
+				t.Errorf("stdout does not name the sim:\n%s", stdout)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "char", "results.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+// quietIf is --quiet for the verbs that have it.
+func quietIf(verb string) []string {
+	switch verb {
+	case "devices", "version", "energy", "report":
+		return nil
+	}
+	return []string{"--quiet"}
+}
