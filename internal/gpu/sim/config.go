@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -156,13 +157,6 @@ func (c Config) clone() Config {
 	return c
 }
 
-// cfgField is one top-level key of the JSON config.
-type cfgField struct {
-	key string
-	get func(*Config) any
-	set func(*Config, json.RawMessage) error
-}
-
 func numberOf(key, what string, raw json.RawMessage) (float64, error) {
 	var v float64
 	if err := json.Unmarshal(raw, &v); err != nil {
@@ -188,195 +182,256 @@ func short(raw json.RawMessage) string {
 	return s
 }
 
-func powerKey(key string, f func(*Config) *units.Power) cfgField {
-	return cfgField{key,
-		func(c *Config) any { return float64(*f(c)) },
-		func(c *Config, raw json.RawMessage) error {
-			v, err := numberOf(key, "watts", raw)
-			*f(c) = units.Power(v)
-			return err
-		}}
-}
-
-func secondsKey(key string, f func(*Config) *time.Duration) cfgField {
-	return cfgField{key,
-		func(c *Config) any { return f(c).Seconds() },
-		func(c *Config, raw json.RawMessage) error {
-			v, err := seconds(key, raw)
-			*f(c) = sensormodel.Seconds(v)
-			return err
-		}}
-}
-
-func floatKey(key, what string, f func(*Config) *float64) cfgField {
-	return cfgField{key,
-		func(c *Config) any { return *f(c) },
-		func(c *Config, raw json.RawMessage) error {
-			v, err := numberOf(key, what, raw)
-			*f(c) = v
-			return err
-		}}
-}
-
-func picojouleKey(key string, f func(*Config) *units.Energy) cfgField {
-	return cfgField{key,
-		func(c *Config) any { return float64(*f(c) / units.Picojoule) },
-		func(c *Config, raw json.RawMessage) error {
-			v, err := numberOf(key, "picojoules", raw)
-			*f(c) = units.Energy(v) * units.Picojoule
-			return err
-		}}
-}
-
-func intKey(key string, f func(*Config) *int) cfgField {
-	return cfgField{key,
-		func(c *Config) any { return *f(c) },
-		func(c *Config, raw json.RawMessage) error {
-			var v int
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return fmt.Errorf("%s: want a whole number, got %s", key, short(raw))
-			}
-			*f(c) = v
-			return nil
-		}}
-}
-
-func int64Key(key string, f func(*Config) *int64) cfgField {
-	return cfgField{key,
-		func(c *Config) any { return *f(c) },
-		func(c *Config, raw json.RawMessage) error {
-			var v int64
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return fmt.Errorf("%s: want a whole number, got %s", key, short(raw))
-			}
-			*f(c) = v
-			return nil
-		}}
-}
-
-func hertzKey(key string, f func(*Config) *units.Frequency) cfgField {
-	return cfgField{key,
-		func(c *Config) any { return float64(*f(c)) },
-		func(c *Config, raw json.RawMessage) error {
-			v, err := numberOf(key, "hertz", raw)
-			*f(c) = units.Frequency(v)
-			return err
-		}}
-}
-
-// mapKey is a key whose value is an object from class or level names to numbers, each
-// scaled by scale (units.Picojoule for pJ): the names given override the config's entries,
-// the others keep theirs.
-func mapKey[K ~string, V ~float64](key, what string, known []K, scale V, f func(*Config) *map[K]V) cfgField {
-	names := make([]string, len(known))
-	for i, k := range known {
-		names[i] = string(k)
-	}
-	return cfgField{key,
-		func(c *Config) any {
-			out := map[string]float64{}
-			for k, v := range *f(c) {
-				out[string(k)] = float64(v / scale)
-			}
-			return out
-		},
-		func(c *Config, raw json.RawMessage) error {
-			ms, err := members(raw, key)
-			if err != nil {
-				return err
-			}
-			m := maps.Clone(*f(c))
-			if m == nil {
-				m = map[K]V{}
-			}
-			for _, mb := range ms {
-				if !slices.Contains(names, mb.key) {
-					return unknownKey(key+": ", mb.key, names)
-				}
-				v, err := numberOf(fmt.Sprintf("%s[%q]", key, mb.key), what, mb.val)
-				if err != nil {
-					return err
-				}
-				m[K(mb.key)] = V(v) * scale
-			}
-			*f(c) = m
-			return nil
-		}}
-}
-
-// cfgFields lists the top-level keys in their documented order.
-var cfgFields = []cfgField{
-	{"preset", func(c *Config) any { return c.Preset }, nil}, // applied first, by LoadConfig
-	{"seed", func(c *Config) any { return c.Seed }, func(c *Config, raw json.RawMessage) error {
-		if err := json.Unmarshal(raw, &c.Seed); err != nil {
-			return fmt.Errorf("seed: want a whole number >= 0, got %s", short(raw))
-		}
-		return nil
-	}},
-	intKey("gpus", func(c *Config) *int { return &c.GPUs }),
-	{"name", func(c *Config) any { return c.Name }, func(c *Config, raw json.RawMessage) error {
-		if err := json.Unmarshal(raw, &c.Name); err != nil {
-			return fmt.Errorf("name: want a string, got %s", short(raw))
-		}
-		return nil
-	}},
-	powerKey("idle_w", func(c *Config) *units.Power { return &c.Idle }),
-	powerKey("active_idle_w", func(c *Config) *units.Power { return &c.ActiveIdle }),
-	secondsKey("active_idle_hold_s", func(c *Config) *time.Duration { return &c.ActiveIdleHold }),
-	intKey("idle_steps", func(c *Config) *int { return &c.IdleSteps }),
-	secondsKey("idle_step_s", func(c *Config) *time.Duration { return &c.IdleStepInterval }),
-	powerKey("command_load_w", func(c *Config) *units.Power { return &c.CommandLoad }),
-	powerKey("power_limit_w", func(c *Config) *units.Power { return &c.PowerLimit }),
-	powerKey("default_power_limit_w", func(c *Config) *units.Power { return &c.DefaultPowerLimit }),
-	powerKey("memory_idle_w", func(c *Config) *units.Power { return &c.MemoryIdle }),
-	floatKey("memory_load_fraction", "a fraction", func(c *Config) *float64 { return &c.MemoryLoadFraction }),
-	floatKey("board_spread", "a fraction", func(c *Config) *float64 { return &c.BoardSpread }),
-	{"compute_capability", func(c *Config) any { return c.ComputeCapability }, func(c *Config, raw json.RawMessage) error {
-		if err := json.Unmarshal(raw, &c.ComputeCapability); err != nil {
-			return fmt.Errorf("compute_capability: want a string such as \"9.0\", got %s", short(raw))
-		}
-		return nil
-	}},
-	intKey("sms", func(c *Config) *int { return &c.SMs }),
-	hertzKey("max_sm_clock_hz", func(c *Config) *units.Frequency { return &c.MaxSMClock }),
-	hertzKey("min_sm_clock_hz", func(c *Config) *units.Frequency { return &c.MinSMClock }),
-	hertzKey("mem_clock_hz", func(c *Config) *units.Frequency { return &c.MemClock }),
-	intKey("mem_bus_width_bits", func(c *Config) *int { return &c.MemBusWidthBits }),
-	int64Key("l2_bytes", func(c *Config) *int64 { return &c.L2Bytes }),
-	int64Key("memory_bytes", func(c *Config) *int64 { return &c.MemoryBytes }),
-	intKey("max_threads_per_sm", func(c *Config) *int { return &c.MaxThreadsPerSM }),
-	intKey("shared_bytes_per_sm", func(c *Config) *int { return &c.SharedPerSM }),
-	intKey("saturating_threads_per_sm", func(c *Config) *int { return &c.SaturatingThreadsPerSM }),
-	secondsKey("launch_overhead_s", func(c *Config) *time.Duration { return &c.LaunchOverhead }),
-	mapKey("ops_per_cycle_sm", "instructions per SM per clock", opClasses, 1, func(c *Config) *map[kernels.OpClass]float64 { return &c.OpsPerCycleSM }),
-	mapKey("bandwidth_bytes_per_s", "bytes per second", memLevels, 1, func(c *Config) *map[kernels.MemLevel]float64 { return &c.Bandwidth }),
-	powerKey("pi0_w", func(c *Config) *units.Power { return &c.Pi0 }),
-	picojouleKey("eps_flop_fp32_pj", func(c *Config) *units.Energy { return &c.EpsFlopFP32 }),
-	picojouleKey("eps_flop_fp64_pj", func(c *Config) *units.Energy { return &c.EpsFlopFP64 }),
-	picojouleKey("eps_mem_pj_per_byte", func(c *Config) *units.Energy { return &c.EpsMemPerByte }),
-	mapKey("eps_op_pj", "picojoules per instruction", opClasses, units.Picojoule, func(c *Config) *map[kernels.OpClass]units.Energy { return &c.EpsOp }),
-	mapKey("eps_level_pj_per_byte", "picojoules per byte", onChipLevels, units.Picojoule, func(c *Config) *map[kernels.MemLevel]units.Energy { return &c.EpsLevel }),
-	picojouleKey("eps_mem_rail_pj_per_byte", func(c *Config) *units.Energy { return &c.EpsMemRail }),
-	{"load", func(c *Config) any { return loadJSON(c.Load) }, setLoad},
-	{"sensors", func(c *Config) any { return sensorsJSON(c.Sensors) }, setSensors},
+// configFile is the JSON form of a Config, its keys in their documented order (doc.go).
+// Read, a key the file leaves out is nil (the preset's value stays); written, every key
+// is set (the effective config).
+type configFile struct {
+	Preset                 *string         `json:"preset"`
+	Seed                   *uint64         `json:"seed"`
+	GPUs                   *int            `json:"gpus"`
+	Name                   *string         `json:"name"`
+	IdleW                  *float64        `json:"idle_w"`
+	ActiveIdleW            *float64        `json:"active_idle_w"`
+	ActiveIdleHoldS        *float64        `json:"active_idle_hold_s"`
+	IdleSteps              *int            `json:"idle_steps"`
+	IdleStepS              *float64        `json:"idle_step_s"`
+	CommandLoadW           *float64        `json:"command_load_w"`
+	PowerLimitW            *float64        `json:"power_limit_w"`
+	DefaultPowerLimitW     *float64        `json:"default_power_limit_w"`
+	MemoryIdleW            *float64        `json:"memory_idle_w"`
+	MemoryLoadFraction     *float64        `json:"memory_load_fraction"`
+	BoardSpread            *float64        `json:"board_spread"`
+	ComputeCapability      *string         `json:"compute_capability"`
+	SMs                    *int            `json:"sms"`
+	MaxSMClockHz           *float64        `json:"max_sm_clock_hz"`
+	MinSMClockHz           *float64        `json:"min_sm_clock_hz"`
+	MemClockHz             *float64        `json:"mem_clock_hz"`
+	MemBusWidthBits        *int            `json:"mem_bus_width_bits"`
+	L2Bytes                *int64          `json:"l2_bytes"`
+	MemoryBytes            *int64          `json:"memory_bytes"`
+	MaxThreadsPerSM        *int            `json:"max_threads_per_sm"`
+	SharedBytesPerSM       *int            `json:"shared_bytes_per_sm"`
+	SaturatingThreadsPerSM *int            `json:"saturating_threads_per_sm"`
+	LaunchOverheadS        *float64        `json:"launch_overhead_s"`
+	OpsPerCycleSM          json.RawMessage `json:"ops_per_cycle_sm"`
+	BandwidthBytesPerS     json.RawMessage `json:"bandwidth_bytes_per_s"`
+	Pi0W                   *float64        `json:"pi0_w"`
+	EpsFlopFP32PJ          *float64        `json:"eps_flop_fp32_pj"`
+	EpsFlopFP64PJ          *float64        `json:"eps_flop_fp64_pj"`
+	EpsMemPJPerByte        *float64        `json:"eps_mem_pj_per_byte"`
+	EpsOpPJ                json.RawMessage `json:"eps_op_pj"`
+	EpsLevelPJPerByte      json.RawMessage `json:"eps_level_pj_per_byte"`
+	EpsMemRailPJPerByte    *float64        `json:"eps_mem_rail_pj_per_byte"`
+	Load                   json.RawMessage `json:"load"`
+	Sensors                json.RawMessage `json:"sensors"`
 }
 
 // ConfigKeys returns the top-level keys of the JSON config in their documented order.
 func ConfigKeys() []string {
-	out := make([]string, len(cfgFields))
-	for i, f := range cfgFields {
-		out[i] = f.key
+	t := reflect.TypeFor[configFile]()
+	out := make([]string, t.NumField())
+	for i := range out {
+		out[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
 	}
 	return out
 }
 
-func fieldOf(key string) (cfgField, bool) {
-	for _, f := range cfgFields {
-		if f.key == key {
-			return f, true
+func ptr[T any](v T) *T { return &v }
+
+// file is c's JSON form, every key set.
+func (c Config) file() configFile {
+	rawMap := func(m map[string]float64) json.RawMessage {
+		b, _ := json.Marshal(m)
+		return b
+	}
+	pj := func(e units.Energy) *float64 { return ptr(float64(e / units.Picojoule)) }
+	ops, bw, epsOp, epsLevel := map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
+	for k, v := range c.OpsPerCycleSM {
+		ops[string(k)] = v
+	}
+	for k, v := range c.Bandwidth {
+		bw[string(k)] = v
+	}
+	for k, v := range c.EpsOp {
+		epsOp[string(k)] = float64(v / units.Picojoule)
+	}
+	for k, v := range c.EpsLevel {
+		epsLevel[string(k)] = float64(v / units.Picojoule)
+	}
+	load, _ := json.Marshal(loadJSON(c.Load))
+	sensors, _ := json.Marshal(sensorsJSON(c.Sensors))
+	return configFile{
+		Preset: ptr(c.Preset), Seed: ptr(c.Seed), GPUs: ptr(c.GPUs), Name: ptr(c.Name),
+		IdleW: ptr(float64(c.Idle)), ActiveIdleW: ptr(float64(c.ActiveIdle)), ActiveIdleHoldS: ptr(c.ActiveIdleHold.Seconds()),
+		IdleSteps: ptr(c.IdleSteps), IdleStepS: ptr(c.IdleStepInterval.Seconds()), CommandLoadW: ptr(float64(c.CommandLoad)),
+		PowerLimitW: ptr(float64(c.PowerLimit)), DefaultPowerLimitW: ptr(float64(c.DefaultPowerLimit)),
+		MemoryIdleW: ptr(float64(c.MemoryIdle)), MemoryLoadFraction: ptr(c.MemoryLoadFraction), BoardSpread: ptr(c.BoardSpread),
+		ComputeCapability: ptr(c.ComputeCapability), SMs: ptr(c.SMs),
+		MaxSMClockHz: ptr(float64(c.MaxSMClock)), MinSMClockHz: ptr(float64(c.MinSMClock)), MemClockHz: ptr(float64(c.MemClock)),
+		MemBusWidthBits: ptr(c.MemBusWidthBits), L2Bytes: ptr(c.L2Bytes), MemoryBytes: ptr(c.MemoryBytes),
+		MaxThreadsPerSM: ptr(c.MaxThreadsPerSM), SharedBytesPerSM: ptr(c.SharedPerSM), SaturatingThreadsPerSM: ptr(c.SaturatingThreadsPerSM),
+		LaunchOverheadS: ptr(c.LaunchOverhead.Seconds()),
+		OpsPerCycleSM:   rawMap(ops), BandwidthBytesPerS: rawMap(bw),
+		Pi0W: ptr(float64(c.Pi0)), EpsFlopFP32PJ: pj(c.EpsFlopFP32), EpsFlopFP64PJ: pj(c.EpsFlopFP64), EpsMemPJPerByte: pj(c.EpsMemPerByte),
+		EpsOpPJ: rawMap(epsOp), EpsLevelPJPerByte: rawMap(epsLevel), EpsMemRailPJPerByte: pj(c.EpsMemRail),
+		Load: load, Sensors: sensors,
+	}
+}
+
+// apply overrides c's settings with those f sets.
+func (f configFile) apply(c *Config) error {
+	setPtr(&c.Seed, f.Seed)
+	setPtr(&c.GPUs, f.GPUs)
+	setPtr(&c.Name, f.Name)
+	setPtr(&c.IdleSteps, f.IdleSteps)
+	setPtr(&c.ComputeCapability, f.ComputeCapability)
+	setPtr(&c.SMs, f.SMs)
+	setPtr(&c.MemBusWidthBits, f.MemBusWidthBits)
+	setPtr(&c.L2Bytes, f.L2Bytes)
+	setPtr(&c.MemoryBytes, f.MemoryBytes)
+	setPtr(&c.MaxThreadsPerSM, f.MaxThreadsPerSM)
+	setPtr(&c.SharedPerSM, f.SharedBytesPerSM)
+	setPtr(&c.SaturatingThreadsPerSM, f.SaturatingThreadsPerSM)
+	setPtr(&c.MemoryLoadFraction, f.MemoryLoadFraction)
+	setPtr(&c.BoardSpread, f.BoardSpread)
+	for _, p := range []struct {
+		dst *units.Power
+		v   *float64
+	}{{&c.Idle, f.IdleW}, {&c.ActiveIdle, f.ActiveIdleW}, {&c.CommandLoad, f.CommandLoadW}, {&c.PowerLimit, f.PowerLimitW},
+		{&c.DefaultPowerLimit, f.DefaultPowerLimitW}, {&c.MemoryIdle, f.MemoryIdleW}, {&c.Pi0, f.Pi0W}} {
+		if p.v != nil {
+			*p.dst = units.Power(*p.v)
 		}
 	}
-	return cfgField{}, false
+	for _, p := range []struct {
+		dst *units.Frequency
+		v   *float64
+	}{{&c.MaxSMClock, f.MaxSMClockHz}, {&c.MinSMClock, f.MinSMClockHz}, {&c.MemClock, f.MemClockHz}} {
+		if p.v != nil {
+			*p.dst = units.Frequency(*p.v)
+		}
+	}
+	for _, p := range []struct {
+		dst *units.Energy
+		v   *float64
+	}{{&c.EpsFlopFP32, f.EpsFlopFP32PJ}, {&c.EpsFlopFP64, f.EpsFlopFP64PJ}, {&c.EpsMemPerByte, f.EpsMemPJPerByte}, {&c.EpsMemRail, f.EpsMemRailPJPerByte}} {
+		if p.v != nil {
+			*p.dst = units.Energy(*p.v) * units.Picojoule
+		}
+	}
+	for _, p := range []struct {
+		key string
+		dst *time.Duration
+		v   *float64
+	}{{"active_idle_hold_s", &c.ActiveIdleHold, f.ActiveIdleHoldS}, {"idle_step_s", &c.IdleStepInterval, f.IdleStepS}, {"launch_overhead_s", &c.LaunchOverhead, f.LaunchOverheadS}} {
+		if p.v == nil {
+			continue
+		}
+		if math.Abs(*p.v) > sensormodel.MaxSeconds {
+			return fmt.Errorf("%s: want at most %g seconds, got %g", p.key, sensormodel.MaxSeconds, *p.v)
+		}
+		*p.dst = sensormodel.Seconds(*p.v)
+	}
+	if err := setMap("ops_per_cycle_sm", "instructions per SM per clock", opClasses, 1, f.OpsPerCycleSM, &c.OpsPerCycleSM); err != nil {
+		return err
+	}
+	if err := setMap("bandwidth_bytes_per_s", "bytes per second", memLevels, 1, f.BandwidthBytesPerS, &c.Bandwidth); err != nil {
+		return err
+	}
+	if err := setMap("eps_op_pj", "picojoules per instruction", opClasses, units.Picojoule, f.EpsOpPJ, &c.EpsOp); err != nil {
+		return err
+	}
+	if err := setMap("eps_level_pj_per_byte", "picojoules per byte", onChipLevels, units.Picojoule, f.EpsLevelPJPerByte, &c.EpsLevel); err != nil {
+		return err
+	}
+	if len(f.Load) > 0 {
+		if err := setLoad(c, f.Load); err != nil {
+			return err
+		}
+	}
+	if len(f.Sensors) > 0 {
+		if err := setSensors(c, f.Sensors); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func setPtr[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// setMap overrides the entries of *m named in raw (an object from class or level names to
+// numbers, each scaled by scale: units.Picojoule for pJ); the others keep theirs.
+func setMap[K ~string, V ~float64](key, what string, known []K, scale V, raw json.RawMessage, m *map[K]V) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	names := make([]string, len(known))
+	for i, k := range known {
+		names[i] = string(k)
+	}
+	ms, err := members(raw, key)
+	if err != nil {
+		return err
+	}
+	out := maps.Clone(*m)
+	if out == nil {
+		out = map[K]V{}
+	}
+	for _, mb := range ms {
+		if !slices.Contains(names, mb.key) {
+			return unknownKey(key+": ", mb.key, names)
+		}
+		v, err := numberOf(fmt.Sprintf("%s[%q]", key, mb.key), what, mb.val)
+		if err != nil {
+			return err
+		}
+		out[K(mb.key)] = V(v) * scale
+	}
+	*m = out
+	return nil
+}
+
+// jsonKind names what a Go type holds in JSON, for an error.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Float64:
+		return "a number"
+	case reflect.Int, reflect.Int64, reflect.Uint64:
+		return "a whole number"
+	case reflect.String:
+		return "a string"
+	}
+	return "a " + t.String()
+}
+
+// decodeError turns a decoding error of a configFile into one naming the key.
+func decodeError(err error, data []byte) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		got := te.Value
+		var top map[string]json.RawMessage
+		if json.Unmarshal(data, &top) == nil && top[te.Field] != nil {
+			got = short(top[te.Field])
+		}
+		if te.Field == "seed" {
+			return fmt.Errorf("seed: want a whole number >= 0, got %s", got)
+		}
+		if te.Field == "" {
+			return fmt.Errorf("want an object, got %s", short(data))
+		}
+		return fmt.Errorf("%s: want %s, got %s", te.Field, jsonKind(te.Type), got)
+	}
+	if k, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return unknownKey("", strings.Trim(k, `"`), ConfigKeys())
+	}
+	return err
 }
 
 // member is one key of a JSON object, in document order.
@@ -426,29 +481,28 @@ func LoadConfig(r io.Reader) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	preset := DefaultPreset
+	// encoding/json matches keys without regard to case: hold them to their exact spelling.
 	for _, m := range ms {
-		if m.key == "preset" {
-			if err := json.Unmarshal(m.val, &preset); err != nil {
-				return Config{}, fmt.Errorf("sim config: preset: want a string (one of %s), got %s", strings.Join(Presets(), ", "), short(m.val))
-			}
+		if !slices.Contains(ConfigKeys(), m.key) {
+			return Config{}, unknownKey("sim config: ", m.key, ConfigKeys())
 		}
+	}
+	var f configFile
+	fd := json.NewDecoder(bytes.NewReader(raw))
+	fd.DisallowUnknownFields()
+	if err := fd.Decode(&f); err != nil {
+		return Config{}, fmt.Errorf("sim config: %w", decodeError(err, raw))
+	}
+	preset := DefaultPreset
+	if f.Preset != nil {
+		preset = *f.Preset
 	}
 	cfg, err := Preset(preset)
 	if err != nil {
 		return Config{}, fmt.Errorf("sim config: preset: %w", err)
 	}
-	for _, m := range ms {
-		if m.key == "preset" {
-			continue
-		}
-		f, ok := fieldOf(m.key)
-		if !ok {
-			return Config{}, unknownKey("sim config: ", m.key, ConfigKeys())
-		}
-		if err := f.set(&cfg, m.val); err != nil {
-			return Config{}, fmt.Errorf("sim config: %w", err)
-		}
+	if err := f.apply(&cfg); err != nil {
+		return Config{}, fmt.Errorf("sim config: %w", err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, fmt.Errorf("sim config: %w", err)
@@ -643,20 +697,7 @@ func sensorsJSON(s map[string]SensorConfig) any {
 // MarshalJSON writes every key of c in the documented order: the effective config, which
 // LoadConfig reads back to the same Config.
 func (c Config) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, f := range cfgFields {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		v, err := json.Marshal(f.get(&c))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.key, err)
-		}
-		fmt.Fprintf(&b, "%q:%s", f.key, v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return json.Marshal(c.file())
 }
 
 // Validate reports the first setting of c that is out of range.
