@@ -31,6 +31,7 @@ package energy
 import (
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"gpuwatt/internal/correct"
@@ -184,13 +185,28 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 	}
 	est.Calibration = cal
 	var calRaw float64 // the calibrated channel's own figure
+	var calSer *correct.Series
+	var calChoice correct.Choice
+	var calRes correct.Result
 	calOK := false
 	if cal != nil {
-		s := tr.Series(gpu, cal.Channel)
-		e, n, cov := channelEnergy(s, from, to, o.Steady)
-		if n >= MinChannelReadings && cov >= 0.99 && e > 0 {
-			calOK, calRaw = true, e
-			est.CalibratedJ, est.CalibratedReadings = cal.Energy(e, dur), n
+		// The ring through its own sensor model (a boxcar's readings centred on their
+		// windows, a lag inverted), then onto the counter's scale: the calibration fixes
+		// the scale, the model the timing.
+		ser, choice, _, _, err := prepare(tr, gpu, cal.Channel, o, true)
+		if err == nil {
+			calSer, calChoice = ser, choice
+			calRes = ser.Energy(from, to)
+			e, n, cov := calRes.Energy.Joules(), calRes.Samples, calRes.DataCoverage
+			if o.Steady {
+				if mean, k := InsideMean(tr.Series(gpu, cal.Channel), from, to); k >= 2 {
+					e, cov = mean*dur.Seconds(), 1
+				}
+			}
+			if n >= MinChannelReadings && cov >= 0.99 && e > 0 {
+				calOK, calRaw = true, e
+				est.CalibratedJ, est.CalibratedReadings = cal.Energy(e, dur), n
+			}
 		}
 	}
 
@@ -198,7 +214,6 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 	case ctrEnough:
 		est.Method, est.Channel, est.Source, est.EnergyJ, est.Readings = Counter, counterChannel, counterChannel, est.CounterJ, est.CounterReadings
 		est.Note = fmt.Sprintf("%s: %d readings inside, spanning %s of %s", counterChannel, est.CounterReadings, fmtDur(est.CounterSpan), fmtDur(dur))
-		mean := est.CounterJ / dur.Seconds()
 		if o.Steady && ctrSE > 0 {
 			est.add(Component{Name: "readings", HalfWidthJ: 1.96 * ctrSE * dur.Seconds(), Known: true,
 				Note: "the standard error of the counter's rate over its readings inside, × the duration"})
@@ -206,8 +221,8 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 			est.add(Component{Name: "readings", Note: "the counter's quantisation is not recorded in the trace"})
 		}
 		if !o.Steady {
-			est.add(Component{Name: "edges", HalfWidthJ: mean * res.Seconds(), Known: true,
-				Note: fmt.Sprintf("each end's reading may be late by up to the counter's resolution (%s) at the mean power", fmtDur(res))})
+			est.add(Component{Name: "edges", HalfWidthJ: counterEdge(ctrSeries, from, res) + counterEdge(ctrSeries, to, res), Known: true,
+				Note: fmt.Sprintf("at each end, a power change between the readings around it (placed within a quarter of their gap) and the reading's lateness (up to %s)", fmtDur(res))})
 		}
 		est.add(Component{Name: "scale", Note: "the counter's own gain error: not known without an external meter"})
 	case calOK:
@@ -216,7 +231,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 		if o.Steady {
 			est.Note = fmt.Sprintf("%s: mean power × duration, × %.4f %+.2f W × duration", cal.Channel, cal.Gain, cal.OffsetW)
 		} else {
-			est.Note = fmt.Sprintf("%s: integral × %.4f %+.2f W × duration", cal.Channel, cal.Gain, cal.OffsetW)
+			est.Note = fmt.Sprintf("%s: integral (%s inverted) × %.4f %+.2f W × duration", cal.Channel, calChoice.Model, cal.Gain, cal.OffsetW)
 		}
 		if len(ctrSeries) > 0 {
 			est.Note += "; " + ctrWhy()
@@ -227,12 +242,8 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 		est.add(noiseComponent(s, from, to, cal.Gain))
 		est.add(Component{Name: "calibration", HalfWidthJ: cal.EnergyHalfWidth(calRaw, dur), Known: cal.GainSE > 0,
 			Note: "the standard errors of the gain and offset fitted against the counter"})
-		if p := updatePeriod(tr, gpu, cal.Channel); p > 0 && !o.Steady {
-			mean := func(a, b time.Duration) (float64, bool) {
-				in := trace.Integrate(s, a, b)
-				return float64(in.Mean), in.Coverage > 0.5
-			}
-			est.add(edgeComponent(mean, from, to, 2*p, p/2, cal.Gain, fmt.Sprintf("a power change at an edge is placed within half an update period (%s)", fmtDur(p/2))))
+		if !o.Steady {
+			est.add(seriesEdges(calSer, calChoice.Model, calRes.Period, from, to, cal.Gain))
 		}
 		est.add(Component{Name: "scale", Note: "the counter's own gain error: not known without an external meter"})
 	default:
@@ -281,29 +292,13 @@ func (est *Estimate) invert(tr *trace.Trace, gpu int, o Options, what string, wa
 		}
 		name = n
 	}
-	samples := correct.Channel(tr, gpu, name)
-	if len(samples) == 0 {
-		return
-	}
-	meta, ok := tr.Channel(gpu, name)
-	if !ok {
-		meta = trace.Channel{GPU: gpu, Name: name}
-	}
-	spec := o.Sensor
-	if spec == nil {
-		s, _ := correct.ParseSpec("auto")
-		spec = &s
-	}
-	choice, err := spec.Resolve(tr, meta)
+	ser, choice, samples, copt, err := prepare(tr, gpu, name, o, false)
 	if err != nil {
-		warn(CodeInversion, name, "%v", err)
+		if samples != nil {
+			warn(CodeInversion, name, "%v", err)
+		}
 		return
 	}
-	copt := o.Correct
-	if copt.Period == 0 && meta.Stats != nil && meta.Stats.UpdatePeriod > 0 {
-		copt.Period = time.Duration(math.Round(meta.Stats.UpdatePeriod * 1e9))
-	}
-	ser := correct.Prepare(samples, choice.Model, copt)
 	r := ser.Energy(est.From, est.To)
 	est.Inversion, est.Choice = &r, &choice
 	if r.Covered == 0 {
@@ -329,13 +324,7 @@ func (est *Estimate) invert(tr *trace.Trace, gpu int, o Options, what string, wa
 	}
 	est.add(Component{Name: "model", HalfWidthJ: hw, Known: known, Note: note})
 	if r.Period > 0 {
-		u := correct.EdgeUncertainty(m, r.Period)
-		mean := func(a, b time.Duration) (float64, bool) {
-			x := ser.Energy(a, b)
-			return float64(x.MeanPower), x.DataCoverage > 0.5
-		}
-		w := max(2*r.Period, choice.Model.Window)
-		est.add(edgeComponent(mean, est.From, est.To, w, u, 1, fmt.Sprintf("a power change at an edge is placed within %s (the inverted power over %s on either side)", fmtDur(u), fmtDur(w))))
+		est.add(seriesEdges(ser, m, r.Period, est.From, est.To, 1))
 	}
 	if r.SensorCoverage < 1 {
 		est.add(Component{Name: "coverage", Note: fmt.Sprintf("the sensor sees %.0f %% of the time: what it does not see is not bounded", 100*r.SensorCoverage)})
@@ -370,17 +359,73 @@ func modelVariants(m sensormodel.Model) []sensormodel.Model {
 	return out
 }
 
-// channelEnergy is a power channel's energy over [from, to] (steady: its mean over the
-// readings inside × the duration), its readings inside and its coverage of the region.
-func channelEnergy(s []trace.Sample, from, to time.Duration, steady bool) (float64, int, float64) {
-	in := trace.Integrate(s, from, to)
-	e, cov := in.Energy.Joules(), in.Coverage
-	if steady {
-		if mean, n := InsideMean(s, from, to); n >= 2 {
-			e, cov = mean*(to-from).Seconds(), 1
-		}
+// prepare sets up the inversion of channel name's sensor model: the model o.Sensor names,
+// else (or, for the ring, where it names none for the channel) the guess from the names.
+// samples is nil where the channel has no readings.
+func prepare(tr *trace.Trace, gpu int, name string, o Options, autoFallback bool) (*correct.Series, correct.Choice, []trace.Sample, correct.Options, error) {
+	samples := correct.Channel(tr, gpu, name)
+	if len(samples) == 0 {
+		return nil, correct.Choice{}, nil, o.Correct, fmt.Errorf("no readings of %s", name)
 	}
-	return e, in.Samples, cov
+	meta, ok := tr.Channel(gpu, name)
+	if !ok {
+		meta = trace.Channel{GPU: gpu, Name: name}
+	}
+	auto, _ := correct.ParseSpec("auto")
+	spec := &auto
+	if o.Sensor != nil {
+		spec = o.Sensor
+	}
+	choice, err := spec.Resolve(tr, meta)
+	if err != nil && autoFallback && spec != &auto {
+		choice, err = auto.Resolve(tr, meta)
+	}
+	if err != nil {
+		return nil, correct.Choice{}, samples, o.Correct, err
+	}
+	copt := o.Correct
+	if copt.Period == 0 && meta.Stats != nil && meta.Stats.UpdatePeriod > 0 {
+		copt.Period = time.Duration(math.Round(meta.Stats.UpdatePeriod * 1e9))
+	}
+	return correct.Prepare(samples, choice.Model, copt), choice, samples, copt, nil
+}
+
+// seriesEdges is the edges component of an inverted channel: a power change at an edge
+// is placed within correct.EdgeUncertainty of it; its size is the inverted power's change
+// across the edge.
+func seriesEdges(ser *correct.Series, m sensormodel.Model, period time.Duration, from, to time.Duration, gain float64) Component {
+	if period <= 0 {
+		return Component{Name: "edges", Note: "the update period is unknown"}
+	}
+	u := correct.EdgeUncertainty(m, period)
+	mean := func(a, b time.Duration) (float64, bool) {
+		x := ser.Energy(a, b)
+		return float64(x.MeanPower), x.DataCoverage > 0.5
+	}
+	w := max(2*period, m.Window)
+	return edgeComponent(mean, from, to, w, u, gain, fmt.Sprintf("a power change at an edge is placed within %s (its size: the inverted power over %s on either side)", fmtDur(u), fmtDur(w)))
+}
+
+// counterEdge bounds the error of the counter's figure at edge t: the readings a and b
+// around it are g apart and the counter is interpolated linearly between them; with the
+// power stepping once between them, from the rate before a to the rate after b, the
+// interpolation is off by at most |ΔP|·g/4; and each reading may be late by up to res at
+// the highest of those rates. A missing neighbour counts as a rate of 0 (not known).
+func counterEdge(s []trace.Sample, t, res time.Duration) float64 {
+	j := sort.Search(len(s), func(i int) bool { return s[i].T >= t })
+	if j == 0 || j >= len(s) {
+		return 0
+	}
+	i := j - 1
+	rate := func(a, b int) float64 {
+		if a < 0 || b >= len(s) || s[b].T <= s[a].T || s[b].Value < s[a].Value {
+			return 0
+		}
+		return (s[b].Value - s[a].Value) / (s[b].T - s[a].T).Seconds()
+	}
+	left, mid, right := rate(i-1, i), rate(i, j), rate(j, j+1)
+	g := (s[j].T - s[i].T).Seconds()
+	return math.Abs(left-right)*g/4 + max(left, mid, right)*res.Seconds()
 }
 
 // noiseComponent is the readings' noise in the energy: σ × duration / √n at 95 %, with n

@@ -1,0 +1,171 @@
+package energy_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/correct"
+	"gpuwatt/internal/energy"
+	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/sensorchar"
+	"gpuwatt/internal/trace"
+	"gpuwatt/internal/units"
+)
+
+const ms = time.Millisecond
+
+// record runs the sim device with preset cfg through loads for span and returns the trace
+// of the named channels (all supported ones when names is empty) and the device.
+func record(t *testing.T, cfg sim.Config, names []string, span time.Duration, load func(*sim.Device)) (*trace.Trace, *sim.Device) {
+	t.Helper()
+	clk := clock.NewVirtual(time.Time{})
+	sys, err := sim.Open(clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := sys.Device(0)
+	load(dev)
+	var sensors []sensor.Sensor
+	for _, n := range names {
+		s := dev.Sensor(n)
+		if s == nil {
+			t.Fatalf("no sensor %s", n)
+		}
+		sensors = append(sensors, s)
+	}
+	s := sensor.New(clk, sensors, sensor.Options{})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(span)
+	chans, samples := s.Stop()
+	return &trace.Trace{Samples: samples, Meta: trace.Meta{Device: sys.Name(), GPUs: []trace.GPU{dev.Info()}, Channels: chans, VirtualClock: true}}, dev
+}
+
+// inside checks the truth against the estimate's interval and the method.
+func check(t *testing.T, est energy.Estimate, want energy.Method, truth float64) {
+	t.Helper()
+	if est.Method != want {
+		t.Errorf("method %s (%s), want %s; note: %s", est.Method, est.Source, want, est.Note)
+	}
+	if !(est.LowJ <= truth && truth <= est.HighJ) {
+		t.Errorf("%s: truth %.3f J outside [%.3f, %.3f] J (estimate %.3f J, off %+.3f %%); components %+v",
+			est.Method, truth, est.LowJ, est.HighJ, est.EnergyJ, 100*(est.EnergyJ/truth-1), est.Components)
+	}
+	if est.HalfWidthJ() <= 0 || est.HalfWidthJ() > 0.1*truth {
+		t.Errorf("%s: half-width %.3f J of %.1f J: want a real, useful interval", est.Method, est.HalfWidthJ(), truth)
+	}
+}
+
+// TestPreferenceCounterThenRing: on one H100 trace, a long region where the counter has
+// enough readings inside takes the counter; a 1 s region, where it has too few, the ring
+// calibrated to it. The sim's counter is set exact (gain 1) and the ring keeps its board
+// error (gain 1.021, offset −1.2 W), so the ring's figure is right only if the calibration
+// fitted from the readings undoes that error. The truth is the twin's true energy.
+func TestPreferenceCounterThenRing(t *testing.T) {
+	cfg, err := sim.Preset("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr := cfg.Sensors[trace.ChEnergyTotal]
+	ctr.Model.Gain = 1
+	cfg.Sensors[trace.ChEnergyTotal] = ctr
+	tr, dev := record(t, cfg, []string{trace.ChEnergyTotal, trace.ChPowerSamples, trace.ChPowerInstant}, 40*time.Second, func(d *sim.Device) {
+		for i := range 6 {
+			at := time.Duration(2+6*i) * time.Second
+			d.AddLoad(at, at+time.Duration(1500+500*i)*ms, units.Power(300+60*i))
+		}
+	})
+	truth := func(a, b time.Duration) float64 { return dev.TrueEnergy(a, b).Joules() }
+
+	long := energy.Region(tr, 0, 1*time.Second, 36*time.Second, energy.Options{})
+	check(t, long, energy.Counter, truth(1*time.Second, 36*time.Second))
+	if long.CounterReadings < energy.MinCounterReadings || long.Calibration == nil {
+		t.Errorf("counter readings %d, calibration %v", long.CounterReadings, long.Calibration)
+	}
+
+	// A second of a load, its edges inside: the counter (read every ~0.7 s) has too few
+	// readings; the calibrated ring, with a power step at each edge.
+	for _, r := range [][2]time.Duration{{7800 * ms, 8800 * ms}, {13900 * ms, 14900 * ms}, {3 * time.Second, 4 * time.Second}} {
+		est := energy.Region(tr, 0, r[0], r[1], energy.Options{})
+		check(t, est, energy.CalibratedRing, truth(r[0], r[1]))
+		if est.Channel != trace.ChPowerSamples || est.CounterReadings >= energy.MinCounterReadings && est.CounterSpan >= energy.MinCounterSteps*energy.CounterResolution(tr, 0) {
+			t.Errorf("%v: channel %s, counter readings %d", r, est.Channel, est.CounterReadings)
+		}
+	}
+}
+
+// TestPreferenceInversion: a K20 has no counter and no ring, so the estimate is the
+// inversion of power.usage's RC lag, with the model FITTED from the readings by sensor
+// characterisation (sensorchar on the twin, as `gpuwatt sensor` does) and read back from
+// its sensor.json, not the twin's generating tau. The board's scale error is set to none
+// here (the "scale" component the estimate cannot know), so the truth is the true energy.
+func TestPreferenceInversion(t *testing.T) {
+	cfg, err := sim.Preset("k20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := cfg.Sensors[trace.ChPowerUsage]
+	u.Model.Gain, u.Model.Offset = 1, 0
+	cfg.Sensors[trace.ChPowerUsage] = u
+
+	// Characterise the sensor on its own device and write its sensor.json.
+	clk := clock.NewVirtual(time.Time{})
+	sys, err := sim.Open(clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := sys.Device(0)
+	rep, err := sensorchar.Run(context.Background(), clk, dev, dev, sensorchar.Options{Quick: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := correct.WriteProfile(&b, rep.Profile()); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "sensor.json")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := correct.ParseSpec(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tr, d := record(t, cfg, []string{trace.ChPowerUsage}, 12*time.Second, func(d *sim.Device) {
+		d.AddLoad(2*time.Second, 3*time.Second, 158)
+		d.AddLoad(6*time.Second, 6500*ms, 200)
+	})
+	for _, r := range [][2]time.Duration{{2 * time.Second, 3 * time.Second}, {6 * time.Second, 6500 * ms}, {1 * time.Second, 10 * time.Second}} {
+		est := energy.Region(tr, 0, r[0], r[1], energy.Options{Sensor: &spec})
+		check(t, est, energy.Inversion, d.TrueEnergy(r[0], r[1]).Joules())
+		if est.Choice == nil || est.Choice.Guess || est.Choice.Model.Tau == 0 {
+			t.Errorf("%v: model %+v, want the fitted RC lag", r, est.Choice)
+		}
+		// Without the fitted model the guess (auto) is used, and said to be one.
+		auto := energy.Region(tr, 0, r[0], r[1], energy.Options{})
+		if auto.Method != energy.Inversion || auto.Choice == nil || !auto.Choice.Guess {
+			t.Errorf("%v: auto: %s %+v", r, auto.Method, auto.Choice)
+		}
+	}
+}
+
+// TestNoFigure: a region with no readings at all has no figure, says so, and is not 0 J
+// by accident of a method.
+func TestNoFigure(t *testing.T) {
+	tr := &trace.Trace{Meta: trace.Meta{GPUs: []trace.GPU{{}}}}
+	est := energy.Region(tr, 0, 0, time.Second, energy.Options{})
+	if est.Method != energy.NoFigure || len(est.Warnings) == 0 || est.Warnings[0].Code != energy.CodeNoFigure {
+		t.Errorf("%+v", est)
+	}
+	if est := energy.Region(tr, 0, time.Second, time.Second, energy.Options{}); est.Method != energy.NoFigure || len(est.Warnings) == 0 {
+		t.Errorf("empty region: %+v", est)
+	}
+}
