@@ -87,8 +87,29 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Fatalf("%v (run go test ./internal/cli -update to create it)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test ./internal/cli -update to accept):\n--- got ---\n%s", name, got)
+		t.Errorf("%s differs from the golden file (go test ./internal/cli -update to accept, then read git diff):\n%s", name, firstDiff(want, got))
 	}
+}
+
+// firstDiff shows the first line where got departs from want, with two lines around it.
+func firstDiff(want, got []byte) string {
+	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	i := 0
+	for i < len(w) && i < len(g) && w[i] == g[i] {
+		i++
+	}
+	var b strings.Builder
+	for j := max(0, i-2); j < i; j++ {
+		fmt.Fprintf(&b, "  %d   %s\n", j+1, g[j])
+	}
+	for j := i; j < min(i+3, len(w)); j++ {
+		fmt.Fprintf(&b, "  %d - %s\n", j+1, w[j])
+	}
+	for j := i; j < min(i+3, len(g)); j++ {
+		fmt.Fprintf(&b, "  %d + %s\n", j+1, g[j])
+	}
+	fmt.Fprintf(&b, "  (%d lines, want %d)", len(g), len(w))
+	return b.String()
 }
 
 func TestMeasureGolden(t *testing.T) {
