@@ -7,6 +7,7 @@ import (
 
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -41,6 +42,8 @@ type Truth interface {
 	TruePower(t time.Duration) units.Power
 	// TrueEnergy is the true board energy over [t0, t1].
 	TrueEnergy(t0, t1 time.Duration) units.Energy
+	// Model is the sensor model the twin gives channel name (with this board's errors).
+	Model(name string) (sensormodel.Model, bool)
 }
 
 // CommandObserver is implemented by devices whose true power follows the command that

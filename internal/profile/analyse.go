@@ -11,7 +11,7 @@ import (
 )
 
 // analyse bins the cloud (raw profile) and deconvolves it (profile proper).
-func analyse(res *Result, pts []Point, tex time.Duration, opt Options) {
+func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	res.Points = pts
 	if res.Points == nil {
 		res.Points = []Point{}

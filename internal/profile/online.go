@@ -27,7 +27,7 @@ const MaxSyncAge = 200 * time.Millisecond
 // window's start falls within the kernel, so the update comes after the kernel has ended
 // and the kernel runs undisturbed; otherwise over the whole range as in Run, and updates
 // during the kernel are placed at their predicted time.
-func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt Options) (*Result, error) {
+func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt RunOptions) (*Result, error) {
 	buffered := s.Channel().Buffered
 	opt = opt.withDefaults(buffered)
 	opt.buffered = buffered
@@ -187,7 +187,7 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 // a chosen offset into the kernel, the ring is read once that sample can be there, and
 // that one sample is the run's reading. Every read brings fresh timestamps; the grid is
 // refitted from them when it is older than MaxSyncAge.
-func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt Options) (*Result, error) {
+func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt RunOptions) (*Result, error) {
 	T, W, D := opt.Sensor.Period, opt.Sensor.Window, opt.Sensor.Delay
 	s0, e0, err := k.Run(1)
 	if err != nil {

@@ -51,8 +51,8 @@ func ModelName(s sensormodel.Model) string {
 	return s.Shape().String()
 }
 
-// Options of a profile run. The zero value gives the defaults.
-type Options struct {
+// RunOptions are those of one profile measurement (Run, RunOnline). The zero value gives the defaults.
+type RunOptions struct {
 	Runs   int               // kernel runs (default 400)
 	Sensor sensormodel.Model // the channel's model (period, window, delay, lag); Period is required
 	Poll   time.Duration     // poll interval of the channel (default 100 µs; a buffered channel: 50 ms)
@@ -72,7 +72,7 @@ type Options struct {
 // timestamped samples holds 2.4 s; a read costs 0.3-3 ms of CPU on an H200).
 const BufferedPoll = 50 * time.Millisecond
 
-func (o Options) withDefaults(buffered bool) Options {
+func (o RunOptions) withDefaults(buffered bool) RunOptions {
 	if o.Runs <= 0 {
 		o.Runs = 400
 	}
@@ -194,7 +194,7 @@ func (r *Result) SetLongRun(l LongRun) {
 	}
 }
 
-func (o Options) check() error {
+func (o RunOptions) check() error {
 	s := o.Sensor
 	if s.Period <= 0 {
 		return fmt.Errorf("%w: the sensor's update period is unknown", ErrInput)
@@ -225,7 +225,7 @@ func horizon(s sensormodel.Model, tex time.Duration) time.Duration {
 // every Poll (50 ms) from the watcher; its samples carry the driver's timestamps, put back
 // on their regular grid (correct.Lattice) before the analysis, and the runs are placed
 // against that grid: no need to wait for each reading before the next run.
-func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt Options) (*Result, error) {
+func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt RunOptions) (*Result, error) {
 	buffered := s.Channel().Buffered
 	opt = opt.withDefaults(buffered)
 	opt.buffered = buffered
@@ -408,7 +408,7 @@ func waitUpdate(ctx context.Context, clk clock.Clock, w *watcher, limit time.Dur
 	return update{}, false
 }
 
-func newResult(name, channel, method string, opt Options, runs []run) *Result {
+func newResult(name, channel, method string, opt RunOptions, runs []run) *Result {
 	var tex time.Duration
 	for _, r := range runs {
 		tex += r.end - r.start

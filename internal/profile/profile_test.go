@@ -129,7 +129,7 @@ func TestOffline(t *testing.T) {
 	} {
 		t.Run(tc.preset+" "+tc.channel, func(t *testing.T) {
 			su := newSetup(t, tc.preset, tc.channel)
-			res, err := profile.Run(context.Background(), su.clk, su.dev.Sensor(tc.channel), su.k, "shaped", profile.Options{Sensor: su.sens})
+			res, err := profile.Run(context.Background(), su.clk, su.dev.Sensor(tc.channel), su.k, "shaped", profile.RunOptions{Sensor: su.sens})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestOnline(t *testing.T) {
 	} {
 		t.Run(tc.preset+" "+tc.channel, func(t *testing.T) {
 			su := newSetup(t, tc.preset, tc.channel)
-			res, err := profile.RunOnline(context.Background(), su.clk, su.dev.Sensor(tc.channel), su.k, "shaped", profile.Options{Sensor: su.sens})
+			res, err := profile.RunOnline(context.Background(), su.clk, su.dev.Sensor(tc.channel), su.k, "shaped", profile.RunOptions{Sensor: su.sens})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +178,7 @@ func TestOnline(t *testing.T) {
 // sensor, given enough runs (on the V100 preset several updates fall in each run).
 func TestOfflineRandom(t *testing.T) {
 	su := newSetup(t, "v100", "power.usage")
-	res, err := profile.Run(context.Background(), su.clk, su.dev.Sensor("power.usage"), su.k, "shaped", profile.Options{Sensor: su.sens, Random: true, Runs: 600})
+	res, err := profile.Run(context.Background(), su.clk, su.dev.Sensor("power.usage"), su.k, "shaped", profile.RunOptions{Sensor: su.sens, Random: true, Runs: 600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestOfflineRandom(t *testing.T) {
 
 func TestBadOptions(t *testing.T) {
 	su := newSetup(t, "h100", "power.instant")
-	for _, o := range []profile.Options{{}, {Sensor: sensormodel.Model{Period: su.sens.Period, Window: -1}}, {Sensor: su.sens, Poll: 50 * time.Millisecond}} {
+	for _, o := range []profile.RunOptions{{}, {Sensor: sensormodel.Model{Period: su.sens.Period, Window: -1}}, {Sensor: su.sens, Poll: 50 * time.Millisecond}} {
 		if _, err := profile.Run(context.Background(), su.clk, su.dev.Sensor("power.instant"), su.k, "x", o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
@@ -228,7 +228,7 @@ func TestOfflineLateStamps(t *testing.T) {
 		if online {
 			run = profile.RunOnline
 		}
-		res, err := run(context.Background(), su.clk, s, su.k, "shaped", profile.Options{Sensor: su.sens})
+		res, err := run(context.Background(), su.clk, s, su.k, "shaped", profile.RunOptions{Sensor: su.sens})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,72 @@
+package profile_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/device"
+	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/profile"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	ok := profile.DefaultOptions()
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, tc := range []struct {
+		edit func(*profile.Options)
+		flag string
+	}{
+		{func(o *profile.Options) { o.Runs = -1 }, "--runs"},
+		{func(o *profile.Options) { o.Period = -time.Millisecond }, "--period"},
+		{func(o *profile.Options) { o.Poll = -time.Millisecond }, "--poll"},
+		{func(o *profile.Options) { o.Kernel = "" }, "--kernel"},
+		{func(o *profile.Options) { o.Kernel = "20s" }, "--kernel"},
+	} {
+		o := profile.DefaultOptions()
+		tc.edit(&o)
+		if err := o.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.flag) {
+			t.Errorf("%+v: %v, want an error naming %s", o, err, tc.flag)
+		}
+	}
+}
+
+// On the sim, with no sensor profile given, the twin's own model of the channel wins over
+// a guess; a bad channel or GPU is bad input.
+func TestRunModelChoice(t *testing.T) {
+	clk := clock.NewVirtual(time.Time{})
+	cfg, err := sim.Preset("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := sim.Open(clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := device.Env{System: sys, Clock: clk}
+	o := profile.DefaultOptions()
+	o.Kernel, o.Runs = "fp32.fma", 200
+	res, err := o.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Simulated || !strings.Contains(res.ChannelWhy, "the sim's own model of power.samples") {
+		t.Errorf("simulated %v, channel %q: want the sim's own model", res.Simulated, res.ChannelWhy)
+	}
+	for _, bad := range []func(*profile.Options){
+		func(o *profile.Options) { o.Channel = "power.nope" },
+		func(o *profile.Options) { o.GPU = 3 },
+		func(o *profile.Options) { o.Kernel = "no.such.kernel" },
+	} {
+		o := profile.DefaultOptions()
+		bad(&o)
+		if _, err := o.Run(context.Background(), env); !errors.Is(err, profile.ErrInput) {
+			t.Errorf("%+v: %v, want ErrInput", o, err)
+		}
+	}
+}
