@@ -146,8 +146,13 @@ func TestPreferenceInversion(t *testing.T) {
 	for _, r := range [][2]time.Duration{{2 * time.Second, 3 * time.Second}, {6 * time.Second, 6500 * ms}, {1 * time.Second, 10 * time.Second}} {
 		est := energy.Region(tr, 0, r[0], r[1], energy.Options{Sensor: &spec})
 		check(t, est, energy.Inversion, d.TrueEnergy(r[0], r[1]).Joules())
-		if est.Choice == nil || est.Choice.Guess || est.Choice.Model.Tau == 0 {
-			t.Errorf("%v: model %+v, want the fitted RC lag", r, est.Choice)
+		if est.Choice == nil || est.Choice.Guess || est.Choice.Model.Tau == 0 || !est.Choice.Model.CI.Tau.Known() {
+			t.Errorf("%v: model %+v, want the fitted RC lag with its interval", r, est.Choice)
+		}
+		for _, c := range est.Components {
+			if c.Name == "model" && !c.Known {
+				t.Errorf("%v: the fitted model's intervals are not in the estimate's: %+v", r, c)
+			}
 		}
 		// Without the fitted model the guess (auto) is used, and said to be one.
 		auto := energy.Region(tr, 0, r[0], r[1], energy.Options{})

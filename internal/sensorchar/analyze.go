@@ -389,6 +389,19 @@ func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch 
 		c.Kind, c.WindowS, c.TauS = "boxcar", best.p, best.tau
 		c.model = sensormodel.Model{Window: max(secs(best.p), time.Microsecond), Tau: secs(best.tau), Period: secs(T), Delay: secs(best.delay), Noise: units.Power(c.NoiseW)}
 	}
+	// The 95 % intervals of the fitted shape's parameters travel with the model.
+	if pi, di, okP, okD := sch.intervals(best, c.ts, c.ys, T); okP || okD {
+		key := "window_s"
+		if best.rc {
+			key = "tau_s"
+		}
+		if okP {
+			_ = c.model.CI.Set(key, pi[0], pi[1])
+		}
+		if okD {
+			_ = c.model.CI.Set("delay_s", di[0], di[1])
+		}
+	}
 	c.Model = c.model.String()
 	c.Coverage = c.model.Coverage(secs(T))
 	if c.Coverage < PartialCoverage {

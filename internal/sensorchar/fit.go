@@ -329,3 +329,72 @@ func (s *schedule) fitBoxRC(ts, ys []float64, wLo, wHi, tLo, tHi, dMax float64) 
 	}
 	return best
 }
+
+// intervals returns the 95 % profile-likelihood intervals of a one-shape fit's p (window
+// or tau) and delay: the values where the least residual sum of squares over the other
+// parameter (and the levels) stays within rss·(1 + 3.84/(n − 5)), the F-test of one
+// parameter of five (three levels, p, delay) with independent noise. The other parameter
+// is re-fitted on a coarse grid around its best value, so the intervals are nearly the
+// conditional ones: a floor. ok is false for a bound not reached within p/4 to 4p (or 4
+// update periods of delay): the data do not pin the parameter down there.
+func (s *schedule) intervals(f fitResult, ts, ys []float64, period float64) (p, d [2]float64, okP, okD bool) {
+	if f.tau > 0 || f.n <= 5 || !(f.rss > 0) {
+		return p, d, false, false
+	}
+	limit := f.rss * (1 + 3.84/float64(f.n-5))
+	rss := func(p, d float64) float64 {
+		_, r := solveLevels(s.weights(f.rc, p, max(d, 0), ts), ys)
+		return r
+	}
+	dStep := max(f.delay/20, 1e-4)
+	minOverD := func(p float64) float64 {
+		best := math.Inf(1)
+		for j := -4; j <= 4; j++ {
+			best = min(best, rss(p, f.delay+float64(j)*dStep))
+		}
+		return best
+	}
+	minOverP := func(d float64) float64 {
+		best := math.Inf(1)
+		for j := -6; j <= 6; j++ {
+			best = min(best, rss(f.p*math.Pow(1.01, float64(j)), d))
+		}
+		return best
+	}
+	// edge finds, from x0 in direction dir, the last value whose profile stays within the
+	// limit: steps doubling from first until one leaves it (or reaches span: false), then
+	// bisection.
+	edge := func(x0, dir, first, span float64, prof func(float64) float64) (float64, bool) {
+		in, step := 0.0, first
+		for {
+			if step > span {
+				return x0 + dir*span, false
+			}
+			if prof(x0+dir*step) > limit {
+				break
+			}
+			in, step = step, 2*step
+		}
+		out := step
+		for range 30 {
+			mid := (in + out) / 2
+			if prof(x0+dir*mid) > limit {
+				out = mid
+			} else {
+				in = mid
+			}
+		}
+		return x0 + dir*in, true
+	}
+	lo, ok1 := edge(f.p, -1, f.p*1e-7, 0.75*f.p, minOverD)
+	hi, ok2 := edge(f.p, 1, f.p*1e-7, 3*f.p, minOverD)
+	p, okP = [2]float64{lo, hi}, ok1 && ok2
+	dlo, ok3 := edge(f.delay, -1, 1e-8, f.delay, minOverP)
+	dhi, ok4 := edge(f.delay, 1, 1e-8, 4*period, minOverP)
+	if !ok3 {
+		// the delay's lower bound is 0 itself
+		dlo, ok3 = 0, true
+	}
+	d, okD = [2]float64{dlo, dhi}, ok3 && ok4
+	return p, d, okP, okD
+}

@@ -12,6 +12,7 @@ import (
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/sensormodel"
 )
 
 func runPreset(t *testing.T, preset string, quick bool) (*Report, *sim.Device) {
@@ -71,6 +72,24 @@ func TestIdentifyPresets(t *testing.T) {
 					}
 				case c.Kind != "boxcar" || !near(c.WindowS, m.Window.Seconds(), 0.10, 1e-3):
 					t.Errorf("%s: %s, want boxcar window=%v", c.Name, c.Model, m.Window)
+				}
+				// The fitted shape's 95 % interval holds the twin's window or tau, and is
+				// narrower than 10 % of it (the sim's noise is small against the steps).
+				for _, iv := range []struct {
+					ci   sensormodel.Interval
+					true float64
+				}{{c.model.CI.Window, m.Window.Seconds()}, {c.model.CI.Tau, m.Tau.Seconds()}} {
+					if !iv.ci.Known() {
+						continue
+					}
+					if iv.ci.Low > iv.true || iv.ci.High < iv.true || iv.ci.High-iv.ci.Low > 0.1*iv.true {
+						t.Errorf("%s: 95 %% interval [%.6f, %.6f] s, true %.6f s", c.Name, iv.ci.Low, iv.ci.High, iv.true)
+					}
+				}
+				if m.Tau == 0 || m.Window == 0 {
+					if !c.model.CI.Window.Known() && !c.model.CI.Tau.Known() {
+						t.Errorf("%s: no interval for the fitted %s", c.Name, c.Model)
+					}
 				}
 				// Coverage against the true model's: W/T for a boxcar, 2 tau/T for a lag;
 				// a channel that sees less than PartialCoverage of the time is flagged.
