@@ -111,7 +111,9 @@ func TestRandomConfigsRecoverTruth(t *testing.T) {
 		js := fmt.Sprintf(`{"preset":%q,"seed":%d,"pi0_w":%.2f,"eps_flop_fp32_pj":%.3f,"eps_flop_fp64_pj":%.3f,"eps_mem_pj_per_byte":%.2f,"sensors":{"energy.total":{"gain":1}}}`,
 			preset, i+11, u(60, 220), fp32, fp32*u(1.5, 3), u(40, 160))
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			rep, cfg := runSim(t, js, Options{})
+			// Every intensity at the lowest and the highest occupancy (half the points)
+			// recovers the three parameters; all four occupancies are TestPresetsRecoverTruth's.
+			rep, cfg := runSim(t, js, Options{Occupancies: QuickOccupancies})
 			checkTruth(t, js, rep, cfg, 1)
 		})
 	}
