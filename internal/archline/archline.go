@@ -19,6 +19,7 @@ import (
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -126,14 +127,14 @@ type Point struct {
 	// launch, 0 where the channel is missing) are the energy counter's and the raw sample
 	// ring's own figures, with their readings inside; CounterDiffPct is the counter's
 	// figure against EnergyJ.
-	EnergySource    string   `json:"energy_source"`
-	EnergyReadings  int      `json:"energy_readings"`
-	CounterEnergyJ  float64  `json:"counter_energy_j"`
-	CounterReadings int      `json:"counter_readings"`
-	SamplesEnergyJ  float64  `json:"samples_energy_j"`
-	SamplesReadings int      `json:"samples_readings"`
-	CounterDiffPct  float64  `json:"counter_diff_pct"`
-	Warnings        []string `json:"warnings,omitempty"`
+	EnergySource    string           `json:"energy_source"`
+	EnergyReadings  int              `json:"energy_readings"`
+	CounterEnergyJ  float64          `json:"counter_energy_j"`
+	CounterReadings int              `json:"counter_readings"`
+	SamplesEnergyJ  float64          `json:"samples_energy_j"`
+	SamplesReadings int              `json:"samples_readings"`
+	CounterDiffPct  float64          `json:"counter_diff_pct"`
+	Warnings        []status.Warning `json:"warnings,omitempty"`
 }
 
 // Reference is the per-kernel cross-check of one parameter (Table 5): pi0 from the
@@ -173,9 +174,9 @@ type Result struct {
 	Fitted     int         `json:"points_fitted"`
 	OffClock   int         `json:"points_off_clock"`
 	// MaxResidualPct is the largest |residual| of the fitted set.
-	MaxResidualPct float64  `json:"max_residual_pct"`
-	Points         []Point  `json:"points"`
-	Warnings       []string `json:"warnings"`
+	MaxResidualPct float64          `json:"max_residual_pct"`
+	Points         []Point          `json:"points"`
+	Warnings       []status.Warning `json:"warnings"`
 }
 
 // Report is results.json.
@@ -201,10 +202,24 @@ type Report struct {
 	EnergyCalibration *energy.Calibration `json:"energy_calibration,omitempty"`
 	EnergyNote        string              `json:"energy_note"`
 	Failed            []string            `json:"failed,omitempty"`
-	Incomplete        bool                `json:"incomplete"`
-	IncompleteReason  string              `json:"incomplete_reason,omitempty"`
-	Warnings          []string            `json:"warnings"`
+	// Status: the run-wide warnings (a precision's are in its Result, a point's in the
+	// point), and whether the run was cut short.
+	status.Status
 }
+
+// The codes of archline's own warnings (a point also carries its measurement's: region's
+// codes).
+const (
+	CodeNotMeasured  status.Code = "not_measured"
+	CodeUncalibrated status.Code = "uncalibrated"
+	CodeLoweredClock status.Code = "lowered_clock"
+	CodeFitFailed    status.Code = "fit_failed"
+	CodeOffClock     status.Code = "points_off_clock"
+	CodeFewPoints    status.Code = "few_points"
+	CodeLowR2        status.Code = "low_r2"
+	CodeReference    status.Code = "reference_off_fit"
+	CodePowerlineCap status.Code = "powerline_over_limit"
+)
 
 // job is one kernel to measure.
 type job struct {
@@ -334,7 +349,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 	rep := &Report{Format: Format, GPU: info, Props: props, ClockTolerance: opt.ClockTolerance,
 		Intensities: opt.Intensities, Occupancies: opt.Occupancies,
 		Warmup: opt.Loop.Warmup.Seconds(), MinDuration: opt.Loop.MinDuration.Seconds(), MinUpdates: opt.Loop.MinUpdates,
-		Results: map[string]*Result{}, Warnings: []string{}}
+		Results: map[string]*Result{}, Status: status.Status{Warnings: []status.Warning{}}}
 	type done struct {
 		j  job
 		me *loop.Measurement
@@ -353,7 +368,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 		var failed []loop.Failure
 		ms, failed, runErr = m.MeasureAll(ctx, info.Index, exec, ds, opt.Loop, opt.Progress)
 		for _, f := range failed {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured: %v", f.Name, f.Err))
+			rep.Warn(status.Warning{Code: CodeNotMeasured, Subject: f.Name, Message: fmt.Sprintf("not measured: %v", f.Err)})
 			rep.Failed = append(rep.Failed, f.Name)
 		}
 		for i, me := range ms {
@@ -367,15 +382,16 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 		return nil, nil, err
 	}
 	if runErr != nil {
-		rep.Incomplete, rep.IncompleteReason = true, runErr.Error()
 		if ctx.Err() != nil {
-			rep.IncompleteReason = "interrupted"
+			rep.MarkIncomplete("interrupted")
+		} else {
+			rep.MarkIncomplete(runErr.Error())
 		}
 	}
 	rep.EnergyCalibration = m.Calibration(info.Index)
 	rep.EnergyNote = energy.SourceNote(rep.EnergyCalibration)
 	if rep.EnergyCalibration == nil && len(measured) > 0 {
-		rep.Warnings = append(rep.Warnings, "the sample ring could not be calibrated to the energy counter: see the points' warnings for where their energies come from")
+		rep.Warnf(CodeUncalibrated, "the sample ring could not be calibrated to the energy counter: see the points' warnings for where their energies come from")
 	}
 	var pts []Point
 	limit := 0.0
@@ -395,7 +411,7 @@ func makePoint(j job, me *loop.Measurement) Point {
 		Blocks: d.Blocks, Threads: d.Threads, Launches: me.Launches, TimeS: me.PerLaunch,
 		PowerW: r.MeanPowerW, StartS: me.StartS, EndS: me.EndS,
 		EnergySource: r.EnergySource, EnergyReadings: r.EnergyReadings, CounterReadings: r.CounterReadings,
-		Warnings: append(append([]string{}, me.Warnings...), r.Warnings...)}
+		Warnings: append(append([]status.Warning{}, me.Warnings...), r.Warnings...)}
 	var samplesJ float64
 	for _, c := range r.Channels {
 		if c.Channel == samplesChannel {
@@ -480,10 +496,10 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 		for _, p := range pts {
 			peakBytes = max(peakBytes, p.BytesPerS)
 		}
-		rep.Warnings = append(rep.Warnings, "no copy kernel ran at the top clock: the peak bandwidth is the best of all points, at a lowered clock")
+		rep.Warnf(CodeLoweredClock, "no copy kernel ran at the top clock: the peak bandwidth is the best of all points, at a lowered clock")
 	}
 	for _, prec := range opt.Precisions {
-		res := &Result{Precision: string(prec), TopClock: top, Warnings: []string{}}
+		res := &Result{Precision: string(prec), TopClock: top, Warnings: []status.Warning{}}
 		var flop, roof []Point
 		for _, p := range pts {
 			if p.Precision != string(prec) {
@@ -509,7 +525,7 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 		res.Eq6 = fitPoints(fitSet, 6)
 		res.Eq7 = fitPoints(fitSet, 7)
 		if res.Fit.Error != "" {
-			res.Warnings = append(res.Warnings, "the fit failed: "+res.Fit.Error)
+			res.Warnings = append(res.Warnings, status.Warnf(CodeFitFailed, "the fit failed: %s", res.Fit.Error))
 		}
 		res.EpsFlopPJ, res.EpsMemPJPerByte, res.Pi0W, res.R2 = res.Fit.EpsFlopPJ, res.Fit.EpsMemPJPerByte, res.Fit.Pi0W, res.Fit.R2
 		// R²*: the same parameters judged on every point.
@@ -526,13 +542,13 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 		}
 		res.R2All = r2(y, pr)
 		if res.OffClock > 0 {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d roofline points ran more than %.0f %% below the top clock %.0f MHz (power capping): shown, not fitted", res.OffClock, len(roof), 100*opt.ClockTolerance, top))
+			res.Warnings = append(res.Warnings, status.Warnf(CodeOffClock, "%d of %d roofline points ran more than %.0f %% below the top clock %.0f MHz (power capping): shown, not fitted", res.OffClock, len(roof), 100*opt.ClockTolerance, top))
 		}
 		if res.Fitted > 0 && res.Fitted < 6 {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("only %d points fitted", res.Fitted))
+			res.Warnings = append(res.Warnings, status.Warnf(CodeFewPoints, "only %d points fitted", res.Fitted))
 		}
 		if res.Fit.Error == "" && res.R2 < 0.99 {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("R² %.4f is below 0.99: the model does not explain the energy well", res.R2))
+			res.Warnings = append(res.Warnings, status.Warnf(CodeLowR2, "R² %.4f is below 0.99: the model does not explain the energy well", res.R2))
 		}
 		// Cross-checks (Table 5).
 		for i := range flop {
@@ -549,7 +565,7 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 		}
 		for _, ref := range res.References {
 			if ref.Fitted != 0 && math.Abs(ref.Value/ref.Fitted-1) > 0.10 {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("the %s kernel gives %s = %.3g %s, more than 10 %% from the fit's %.3g", ref.Kernel, ref.Param, ref.Value, ref.Unit, ref.Fitted))
+				res.Warnings = append(res.Warnings, status.Warnf(CodeReference, "the %s kernel gives %s = %.3g %s, more than 10 %% from the fit's %.3g", ref.Kernel, ref.Param, ref.Value, ref.Unit, ref.Fitted))
 			}
 		}
 		// Peaks: the best flop rate of the flop and roofline kernels at the top clock.
@@ -563,7 +579,7 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 			for _, p := range append(slices.Clone(flop), roof...) {
 				peakFlops = max(peakFlops, p.FlopsPerS)
 			}
-			res.Warnings = append(res.Warnings, "no flop or roofline point at the top clock: the peak flop rate is the best of all points, at a lowered clock")
+			res.Warnings = append(res.Warnings, status.Warnf(CodeLoweredClock, "no flop or roofline point at the top clock: the peak flop rate is the best of all points, at a lowered clock"))
 		}
 		spec := 0.0
 		if r, ok := kernels.SpecOpsPerCycleSM(prec.Class(), rep.Props.ComputeCapability); ok {
@@ -572,7 +588,7 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 		word := map[kernels.Precision]int{kernels.FP32: 4, kernels.FP64: 8}[prec]
 		res.Derived = derive(res.Fit, peakFlops, peakBytes, spec, word, limit)
 		if res.Derived.CappedFromFlop > 0 {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the powerline (%.0f W at B_tau) exceeds the power limit %.0f W from %.3g to %.3g flop/byte: there the GPU lowers its clock", res.Derived.PowerlineMaxW, limit, res.Derived.CappedFromFlop, res.Derived.CappedToFlop))
+			res.Warnings = append(res.Warnings, status.Warnf(CodePowerlineCap, "the powerline (%.0f W at B_tau) exceeds the power limit %.0f W from %.3g to %.3g flop/byte: there the GPU lowers its clock", res.Derived.PowerlineMaxW, limit, res.Derived.CappedFromFlop, res.Derived.CappedToFlop))
 		}
 		all := append(append(flop, roof...), []Point{}...)
 		sort.SliceStable(all, func(a, b int) bool { return all[a].Kernel < all[b].Kernel })
@@ -648,4 +664,27 @@ func reference(kernel, param, unit string, pts []Point, pi0 float64, work func(P
 	ref.Pi0W, ref.Method = pi0, "(E - pi0*T)/work with the baseline kernel's pi0"
 	ref.R2 = refR2(use, func(p Point) float64 { return work(p)*ref.Value*1e-12 + pi0*p.TimeS })
 	return ref, true
+}
+
+// PointWarnings are the measured points' warnings (baseline, copy, then each precision's
+// flop and roofline points), each about its point (Subject), once per point, for
+// status.Group to tell a warning many points share once; n is how many points there are.
+func (r *Report) PointWarnings() (ws []status.Warning, n int) {
+	seen := map[string]bool{}
+	add := func(pts []Point) {
+		for _, p := range pts {
+			if seen[p.Name] {
+				continue
+			}
+			seen[p.Name] = true
+			n++
+			ws = append(ws, status.WithSubject(p.Name, p.Warnings)...)
+		}
+	}
+	add(r.Baseline)
+	add(r.Copy)
+	for _, p := range r.precisions() {
+		add(r.Results[p].Points)
+	}
+	return ws, n
 }

@@ -4,14 +4,27 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/status"
 )
 
 // precisions returns the report's precisions in order: fp32 before fp64.
+// AllWarnings are the run's warnings, then each precision's (about that precision), then
+// the points' (about each point: PointWarnings).
+func (r *Report) AllWarnings() []status.Warning {
+	ws := slices.Clone(r.Warnings)
+	for _, p := range r.precisions() {
+		ws = append(ws, status.WithSubject(p, r.Results[p].Warnings)...)
+	}
+	pw, _ := r.PointWarnings()
+	return append(ws, pw...)
+}
+
 func (r *Report) precisions() []string {
 	var ps []string
 	for p := range r.Results {
@@ -158,7 +171,7 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, " energy per point: %s\n", r.EnergyNote)
 	}
 	if r.Incomplete {
-		fmt.Fprintf(&b, " INCOMPLETE: %s\n", r.IncompleteReason)
+		fmt.Fprintf(&b, " INCOMPLETE: %s\n", r.Reason)
 	}
 	for _, t := range r.Tables() {
 		fmt.Fprintf(&b, "\n %s\n", t.Caption)
@@ -169,13 +182,12 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 		tw.Flush()
 	}
-	var warns []string
-	warns = append(warns, r.Warnings...)
+	ws := slices.Clone(r.Warnings)
 	for _, p := range r.precisions() {
-		for _, wn := range r.Results[p].Warnings {
-			warns = append(warns, p+": "+wn)
-		}
+		ws = append(ws, status.WithSubject(p, r.Results[p].Warnings)...)
 	}
+	pw, n := r.PointWarnings()
+	warns := append(status.Group(ws, 0), status.Group(pw, n)...)
 	if len(warns) > 0 {
 		b.WriteString("\n warnings:\n")
 		for _, wn := range warns {
@@ -295,10 +307,10 @@ func Page(r *Report) report.Page {
 	if r.Simulated {
 		pg.Notice = "Measured on the sim device: the figures are simulated."
 	}
-	var warns []string
-	warns = append(warns, r.Warnings...)
+	pw, n := r.PointWarnings()
+	warns := append(status.Group(r.Warnings, 0), status.Group(pw, n)...)
 	if r.Incomplete {
-		warns = append(warns, "incomplete: "+r.IncompleteReason)
+		warns = append(warns, "incomplete: "+r.Reason)
 	}
 	tables := r.Tables()
 	pg.Sections = append(pg.Sections, report.Section{Title: "Method",
@@ -313,7 +325,7 @@ func Page(r *Report) report.Page {
 	for _, p := range r.precisions() {
 		res := r.Results[p]
 		pg.Sections = append(pg.Sections, report.Section{Title: strings.ToUpper(p) + ": roofline, archline, powerline",
-			Warnings: res.Warnings, Plots: r.Plots(p)})
+			Warnings: status.Group(res.Warnings, 0), Plots: r.Plots(p)})
 	}
 	return pg
 }

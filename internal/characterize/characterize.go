@@ -25,6 +25,7 @@ import (
 	"gpuwatt/internal/loadlevel"
 	"gpuwatt/internal/loop"
 	"gpuwatt/internal/micro"
+	"gpuwatt/internal/region"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/sensorchar"
@@ -92,11 +93,9 @@ type Results struct {
 	Quick         bool      `json:"quick"`
 
 	// Runs are the invocations behind these results: more than one where a run was resumed.
-	Runs             []Invocation `json:"runs,omitempty"`
-	Stages           []StageInfo  `json:"stages"`
-	Incomplete       bool         `json:"incomplete"`
-	IncompleteReason string       `json:"incomplete_reason,omitempty"`
-	NotRun           []string     `json:"stages_not_run,omitempty"`
+	Runs   []Invocation `json:"runs,omitempty"`
+	Stages []StageInfo  `json:"stages"`
+	NotRun []string     `json:"stages_not_run,omitempty"`
 
 	Sensor        *sensorchar.Report `json:"sensor,omitempty"`
 	SensorProfile *correct.Profile   `json:"sensor_profile,omitempty"`
@@ -107,9 +106,19 @@ type Results struct {
 	Archline    *archline.Report  `json:"archline,omitempty"`
 	Loadlevel   *loadlevel.Report `json:"loadlevel,omitempty"`
 
-	// Warnings is every warning raised on the way, each prefixed with its stage.
-	Warnings []string `json:"warnings"`
+	// Status: every warning raised on the way, each about its stage (Subject "micro",
+	// "micro: int32.add"), told grouped on output (status.Group); whether the run was cut
+	// short and why.
+	status.Status
 }
+
+// The codes of characterize's own warnings (the stages' keep theirs).
+const (
+	CodeStageFailed     status.Code = "stage_failed"
+	CodeStageError      status.Code = "stage_error"
+	CodeStageIncomplete status.Code = "stage_incomplete"
+	CodeInvalidRun      status.Code = "invalid_run"
+)
 
 // Stage returns the named stage's info, or nil.
 func (r *Results) Stage(name string) *StageInfo {
@@ -260,11 +269,11 @@ func Run(ctx context.Context, opt Options) (*Results, error) {
 		switch {
 		case err != nil && !partial:
 			info.Status, info.Error = StatusFailed, err.Error()
-			res.Warnings = append(res.Warnings, name+": stage failed: "+err.Error())
+			res.Warn(status.Warning{Code: CodeStageFailed, Subject: name, Message: "stage failed: " + err.Error()})
 		case err != nil:
 			info.Status, info.Error = StatusPartial, err.Error()
 			if ctx.Err() == nil {
-				res.Warnings = append(res.Warnings, name+": "+err.Error())
+				res.Warn(status.Warning{Code: CodeStageError, Subject: name, Message: err.Error()})
 			}
 		case partial:
 			info.Status = StatusPartial
@@ -272,10 +281,9 @@ func Run(ctx context.Context, opt Options) (*Results, error) {
 		res.Stages = append(res.Stages, info)
 	}
 	if ctx.Err() != nil {
-		res.Incomplete = true
-		res.IncompleteReason = "interrupted"
+		res.MarkIncomplete("interrupted")
 		if len(res.NotRun) > 0 {
-			res.IncompleteReason += "; stages not run: " + strings.Join(res.NotRun, ", ")
+			res.MarkIncomplete("stages not run: " + strings.Join(res.NotRun, ", "))
 		}
 	}
 	res.Warnings = append(res.Warnings, collectWarnings(res)...)
@@ -479,24 +487,20 @@ func runLoadlevel(ctx context.Context, opt Options, res *Results, progress func(
 	return err != nil || rep.Incomplete, err
 }
 
-// collectWarnings gathers the warnings of every stage's report, prefixed with the stage.
-func collectWarnings(r *Results) []string {
-	var out []string
-	seen := map[string]bool{}
-	add := func(prefix string, ws []string) {
-		stage, _, _ := strings.Cut(prefix, ":")
-		for _, w := range ws {
-			if key := stage + "\x00" + w; !seen[key] {
-				seen[key] = true
-				out = append(out, prefix+": "+w)
-			}
+// collectWarnings gathers the warnings of every stage's report, each about its stage
+// ("micro") or its stage's kernel, point or channel ("micro: int32.add").
+func collectWarnings(r *Results) []status.Warning {
+	var out []status.Warning
+	add := func(subject string, ws []status.Warning) {
+		out = append(out, status.WithSubject(subject, ws)...)
+	}
+	incomplete := func(stage string, s status.Status) {
+		if s.Incomplete {
+			out = append(out, status.Warning{Code: CodeStageIncomplete, Subject: stage, Message: "incomplete: " + s.Reason})
 		}
 	}
 	if s := r.Sensor; s != nil {
-		add("sensor", s.Warnings)
-		for _, c := range s.Channels {
-			add("sensor: "+c.Name, c.Warnings)
-		}
+		add("sensor", s.AllChannelWarnings())
 		if s.Anomalies != nil {
 			add("sensor: anomaly tests", s.Anomalies.Warnings)
 		}
@@ -504,30 +508,66 @@ func collectWarnings(r *Results) []string {
 	if m := r.Micro; m != nil {
 		add("micro", m.Warnings)
 		add("micro", m.RowWarnings())
-		if m.Incomplete {
-			add("micro", []string{"incomplete: " + m.IncompleteReason})
-		}
+		incomplete("micro", m.Status)
 	}
 	if a := r.Archline; a != nil {
-		add("archline", a.Warnings)
-		for _, p := range []string{"fp32", "fp64"} {
-			if res := a.Results[p]; res != nil {
-				add("archline: "+p, res.Warnings)
-			}
-		}
-		if a.Incomplete {
-			add("archline", []string{"incomplete: " + a.IncompleteReason})
-		}
+		add("archline", a.AllWarnings())
+		incomplete("archline", a.Status)
 	}
 	if l := r.Loadlevel; l != nil {
 		add("loadlevel", l.Warnings)
 		for _, cr := range l.Configs {
 			for _, run := range cr.Runs {
 				add("loadlevel", run.Warnings)
-				// Each reason the run is invalid, once (SPEC's word: INVALID).
-				add("loadlevel: INVALID run", run.Invalid)
+				// Each reason the run is invalid (SPEC's word: INVALID); status.Group tells a
+				// reason repeated by several runs once.
+				for _, why := range run.Invalid {
+					out = append(out, status.Warning{Code: CodeInvalidRun, Subject: "loadlevel", Message: "INVALID run: " + why})
+				}
 			}
 		}
 	}
 	return out
+}
+
+// Upgrade gives the per-kernel and per-point warnings of results read from an old
+// results.json (plain strings, no codes) their codes and keys (region.Legacy), so that a
+// page rendered again from it groups them as a new run's page does.
+func (r *Results) Upgrade() {
+	if m := r.Micro; m != nil {
+		for i := range m.Rows {
+			m.Rows[i].Warnings = region.Legacy(m.Rows[i].Warnings)
+		}
+	}
+	if a := r.Archline; a != nil {
+		pts := [][]archline.Point{a.Baseline, a.Copy}
+		for _, res := range a.Results {
+			if res != nil {
+				pts = append(pts, res.Points)
+			}
+		}
+		for _, ps := range pts {
+			for i := range ps {
+				ps[i].Warnings = region.Legacy(ps[i].Warnings)
+			}
+		}
+	}
+}
+
+// WarningLines are the run's warnings as told on the page and counted in the headline:
+// grouped (status.GroupEach), a warning many kernels or points of one stage share told
+// once with their count out of the stage's kernels or points.
+func (r *Results) WarningLines() []string {
+	return status.GroupEach(r.Warnings, func(stage string) int {
+		switch {
+		case stage == StageMicro && r.Micro != nil:
+			return len(r.Micro.Rows)
+		case stage == StageArchline && r.Archline != nil:
+			_, n := r.Archline.PointWarnings()
+			return n
+		case stage == StageSensor && r.Sensor != nil:
+			return len(r.Sensor.Channels)
+		}
+		return 0
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"gpuwatt/internal/loadlevel"
 	"gpuwatt/internal/micro"
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -82,12 +83,16 @@ func TestUnknownStage(t *testing.T) {
 }
 
 // TestInvalidLoadLevelWarnedOnce: each reason an invalid load-level run gives is one warning,
-// marked INVALID, and the run's own warnings stay.
+// marked INVALID, told once however many runs give it, and the runs' own warnings stay.
 func TestInvalidLoadLevelWarnedOnce(t *testing.T) {
 	why := "level 100 % (interval 003_lvl): actual load 105.36 % is not within ±2.0 points of the target"
-	r := &Results{Loadlevel: &loadlevel.Report{Warnings: []string{"stage note"}, Configs: []*loadlevel.ConfigResult{
-		{Runs: []*loadlevel.Result{{Invalid: []string{why}, Warnings: []string{"run note"}}}}}}}
-	ws := collectWarnings(r)
+	note := func(m string) status.Status {
+		return status.Status{Warnings: []status.Warning{status.Warnf("note", "%s", m)}}
+	}
+	run := func() *loadlevel.Result { return &loadlevel.Result{Invalid: []string{why}, Status: note("run note")} }
+	r := &Results{Loadlevel: &loadlevel.Report{Status: note("stage note"), Configs: []*loadlevel.ConfigResult{
+		{Runs: []*loadlevel.Result{run(), run()}}}}}
+	ws := status.Group(collectWarnings(r), 0)
 	n := 0
 	for _, w := range ws {
 		if strings.Contains(w, "105.36 %") {
@@ -97,7 +102,7 @@ func TestInvalidLoadLevelWarnedOnce(t *testing.T) {
 			}
 		}
 	}
-	if n != 1 || !slices.Contains(ws, "loadlevel: stage note") || !slices.Contains(ws, "loadlevel: run note") {
+	if n != 1 || !slices.Contains(ws, "loadlevel: stage note") || !slices.Contains(ws, "loadlevel: run note") || len(ws) != 3 {
 		t.Errorf("%d INVALID warnings in %q", n, ws)
 	}
 }

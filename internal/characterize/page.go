@@ -10,6 +10,7 @@ import (
 	"gpuwatt/internal/archline"
 	"gpuwatt/internal/micro"
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/status"
 )
 
 // Section titles of the page, in order (the tests look for them).
@@ -56,7 +57,7 @@ func (r *Results) Page() report.Page {
 		notes = append(notes, SimNotice)
 	}
 	if r.Incomplete {
-		notes = append(notes, "INCOMPLETE: "+r.IncompleteReason+". What was measured is shown.")
+		notes = append(notes, "INCOMPLETE: "+r.Reason+". What was measured is shown.")
 	}
 	p.Notice = strings.Join(notes, " ")
 	p.Sections = append(p.Sections, r.gpuSection(), report.Section{Title: TitleHeadline,
@@ -66,7 +67,7 @@ func (r *Results) Page() report.Page {
 	p.Sections = append(p.Sections, r.microSections()...)
 	p.Sections = append(p.Sections, r.archlineSections()...)
 	p.Sections = append(p.Sections, r.loadlevelSections()...)
-	ws := r.Warnings
+	ws := r.WarningLines()
 	text := fmt.Sprintf("%d warning(s).", len(ws))
 	if len(ws) == 0 {
 		text = "No warnings."
@@ -165,7 +166,7 @@ func (r *Results) sensorSections() []report.Section {
 		secs = append(secs, report.Section{Title: "Sensor responses with the fitted models", Plots: r.SensorPlots})
 	}
 	if a := s.Anomalies; a != nil {
-		secs = append(secs, report.Section{Title: "Anomaly tests on " + a.Channel + " (" + a.Model + ")", Text: a.Intro(), Table: a.Table(), Warnings: a.Warnings})
+		secs = append(secs, report.Section{Title: "Anomaly tests on " + a.Channel + " (" + a.Model + ")", Text: a.Intro(), Table: a.Table(), Warnings: status.Group(a.Warnings, 0)})
 	}
 	return secs
 }
@@ -324,7 +325,7 @@ func (r *Results) Headline() [][2]string {
 			add(name, g4(lv.TxPerJ))
 		}
 	}
-	add("warnings", fmt.Sprint(len(r.Warnings)))
+	add("warnings", fmt.Sprint(len(r.WarningLines())))
 	return h
 }
 
@@ -382,7 +383,7 @@ func Compare(rs []*Results, names []string) report.Page {
 			notes = append(notes, fmt.Sprintf("%s was measured on the sim device: its figures are simulated.", names[i]))
 		}
 		if r.Incomplete {
-			notes = append(notes, fmt.Sprintf("%s is INCOMPLETE: %s.", names[i], r.IncompleteReason))
+			notes = append(notes, fmt.Sprintf("%s is INCOMPLETE: %s.", names[i], r.Reason))
 		}
 	}
 	p.Notice = strings.Join(notes, " ")

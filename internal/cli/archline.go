@@ -123,7 +123,7 @@ func (a *App) writeArchline(dir string, rep *archline.Report, tr *trace.Trace, s
 	tr.Meta.Simulated = sys.Simulated()
 	tr.Meta.DriverVersion, tr.Meta.NVMLVersion = sys.DriverVersion(), sys.NVMLVersion()
 	tr.Meta.Command = append([]string{"gpuwatt", "archline"}, args...)
-	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.IncompleteReason
+	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.Reason
 	if err := trace.Save(dir, tr); err != nil {
 		return err
 	}

@@ -107,7 +107,7 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	}
 	if !sh.quiet {
 		fmt.Fprintf(a.Stderr, "gpuwatt characterize: wrote %s and %s (%d warnings, %s)\n",
-			filepath.Join(sh.out, "report.html"), filepath.Join(sh.out, "results.json"), len(res.Warnings), time.Since(t0).Round(time.Millisecond))
+			filepath.Join(sh.out, "report.html"), filepath.Join(sh.out, "results.json"), len(res.WarningLines()), time.Since(t0).Round(time.Millisecond))
 	}
 	switch {
 	case ctx.Err() != nil:

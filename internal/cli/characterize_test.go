@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"gpuwatt/internal/characterize"
+	"gpuwatt/internal/status"
 )
 
 // htmlOutline parses a report strictly (every tag closed, HTML entities) and returns its
@@ -120,8 +121,8 @@ func TestCharacterizeSim(t *testing.T) {
 	if r.GPU.Name == "" || r.DriverVersion == "" {
 		t.Errorf("GPU %+v driver %q", r.GPU, r.DriverVersion)
 	}
-	if len(r.Warnings) == 0 || !strings.Contains(strings.Join(r.Warnings, "\n"), "the cpu variant runs") {
-		t.Errorf("warnings %q: want the load-level stage's CPU variant among them", r.Warnings)
+	if len(r.Warnings) == 0 || !strings.Contains(strings.Join(status.Strings(r.Warnings), "\n"), "the cpu variant runs") {
+		t.Errorf("warnings %v: want the load-level stage's CPU variant among them", r.Warnings)
 	}
 	// On the sim the load-level stage's power comes from the sim device: above its idle at
 	// every level, and more at 100 % than at 50 %.
@@ -153,11 +154,14 @@ func TestCharacterizeSim(t *testing.T) {
 	if want := len(r.SensorPlots) + 1 + 8 + 1; svgs < want {
 		t.Errorf("report.html has %d plots, want at least %d", svgs, want)
 	}
-	for _, w := range r.Warnings {
+	for _, w := range r.WarningLines() {
 		if !strings.Contains(text, w) {
 			t.Errorf("warning %q is not in the report", w)
 			break
 		}
+	}
+	if noLinePerKernel(t, r.Warnings, text) == 0 {
+		t.Error("no warning shared by several kernels or points on the sim: the grouping is not exercised")
 	}
 
 	// gpuwatt report re-renders the same page from results.json.
@@ -292,4 +296,48 @@ func TestCharacterizeBadStagesAndResume(t *testing.T) {
 	if code := a.Main(ctx, []string{"characterize", "--device", "sim", "--resume", "--out", out}); code != ExitUsage || !strings.Contains(stderr.String(), "--quick") {
 		t.Errorf("full resume of a quick run: exit %d, %s", code, stderr)
 	}
+}
+
+// noLinePerKernel fails if a warning that several kernels or points of one stage share
+// (one Code and Key on GroupMin or more subjects) is told more than once in the warnings,
+// or not on the page; it returns how many such warnings there are.
+func noLinePerKernel(t *testing.T, ws []status.Warning, text string) int {
+	t.Helper()
+	lines := status.GroupEach(ws, func(string) int { return 0 })
+	type group struct{ stage, key string }
+	subjects := map[group]map[string]bool{}
+	for _, w := range ws {
+		if w.Key == "" {
+			continue
+		}
+		stage, _, ok := strings.Cut(w.Subject, ": ")
+		if !ok {
+			stage = ""
+		}
+		g := group{stage, w.Key}
+		if subjects[g] == nil {
+			subjects[g] = map[string]bool{}
+		}
+		subjects[g][w.Subject] = true
+	}
+	shared := 0
+	for g, subj := range subjects {
+		if len(subj) < status.GroupMin {
+			continue
+		}
+		shared++
+		told := g.key
+		if g.stage != "" {
+			told = g.stage + ": " + g.key
+		}
+		n := 0
+		for _, l := range lines {
+			n += strings.Count(l, told)
+		}
+		if n != 1 || !strings.Contains(text, told) {
+			t.Errorf("%q (on %d subjects) is told %d times in the warnings, want once (and on the page)", told, len(subj), n)
+		}
+	}
+	t.Logf("%d warnings, %d shared by %d or more subjects of a stage", len(ws), shared, status.GroupMin)
+	return shared
 }

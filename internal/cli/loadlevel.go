@@ -228,7 +228,7 @@ func writeLoadlevelText(a *App, rep *loadlevel.Report) {
 			fmt.Fprintf(a.Stdout, "CV %s: tx/s %.2f %%, power %.2f %%\n", name, 100*c.TxCV, 100*c.PowerCV)
 		}
 	}
-	for _, s := range rep.Warnings {
+	for _, s := range status.Group(rep.Warnings, 0) {
 		fmt.Fprintf(a.Stdout, "warning: %s\n", s)
 	}
 }

@@ -127,7 +127,7 @@ func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu
 	tr.Meta.Simulated = sys.Simulated()
 	tr.Meta.DriverVersion, tr.Meta.NVMLVersion = sys.DriverVersion(), sys.NVMLVersion()
 	tr.Meta.Command = append([]string{"gpuwatt", "micro"}, args...)
-	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.IncompleteReason
+	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.Reason
 	if err := trace.Save(dir, tr); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -100,5 +101,24 @@ func checkPlots(t *testing.T, path string, n int) {
 	}
 	if svgs < n {
 		t.Errorf("%s has %d plots, want at least %d", path, svgs, n)
+	}
+}
+
+// TestMicroWarningsToldOnceOnSim: with characterize --quick's short runs the 1 s moving-average
+// channels disagree on several kernels; the table's warnings tell each such disagreement
+// once, with the count of kernels and the range.
+func TestMicroWarningsToldOnceOnSim(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	out := filepath.Join(t.TempDir(), "micro")
+	if code := a.Main(ctx, []string{"micro", "--device", "sim:h200", "--quiet", "--min-updates", "20", "--warmup", "250ms", "--out", out}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep micro.Report
+	readJSON(t, filepath.Join(out, "results.json"), &rep)
+	if noLinePerKernel(t, rep.RowWarnings(), stdout.String()) == 0 {
+		t.Fatalf("no warning shared by several kernels: the grouping is not exercised\n%s", stdout)
+	}
+	if !strings.Contains(stdout.String(), fmt.Sprintf(" of %d, ", len(rep.Rows))) {
+		t.Errorf("no group line counts the kernels out of %d:\n%s", len(rep.Rows), stdout)
 	}
 }

@@ -82,5 +82,6 @@ func loadResults(dir string) (*characterize.Results, error) {
 	if r.Format != characterize.Format {
 		return nil, fmt.Errorf("%s: format %q, want %q (the results.json of gpuwatt characterize)", path, r.Format, characterize.Format)
 	}
+	r.Upgrade()
 	return &r, nil
 }

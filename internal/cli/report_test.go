@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gpuwatt/internal/region"
 )
 
 // The end-to-end test of gpuwatt report (one DIR re-rendered, two side by side) is in
@@ -58,5 +60,44 @@ func TestReportBadInput(t *testing.T) {
 				t.Errorf("stderr %q: want one line containing %q", msg, tc.want)
 			}
 		})
+	}
+}
+
+// TestReportOldResults: a results.json written before warnings had codes (the H200 quick
+// datasheet, its warnings plain strings) still loads; its kernels' repeated channel
+// disagreements get their codes (region.Legacy) and the page tells each once per section.
+func TestReportOldResults(t *testing.T) {
+	dir := filepath.Join("..", "..", "results", "nvidia-h200", "2026-11-21-characterize-quick", "quick")
+	r, err := loadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Warnings) != 12 || r.Warnings[0].Code != "" || !strings.HasPrefix(r.Warnings[0].Message, "sensor: power.instant: sees about 33 %") {
+		t.Fatalf("%d warnings, first %+v", len(r.Warnings), r.Warnings[0])
+	}
+	coded := 0
+	for _, x := range r.Micro.Rows {
+		for _, w := range x.Warnings {
+			if w.Code == region.CodeChannelDisagreement {
+				coded++
+			}
+		}
+	}
+	if coded != 18 {
+		t.Errorf("%d of the micro rows' 18 disagreements have their code", coded)
+	}
+	a, stdout, stderr, ctx := testApp(t)
+	out := filepath.Join(t.TempDir(), "q.html")
+	if code := a.Main(ctx, []string{"report", "--out", out, dir}); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	_, _, text := htmlOutline(t, out)
+	// 9 of 39 kernels disagree (8 of them in the instruction section): one line per section
+	// and channel, none per kernel.
+	if n := strings.Count(text, "power.usage and power.samples (calibrated to energy.total) disagree by more than 5 %: "); n != 1 {
+		t.Errorf("the power.usage disagreement is told %d times in the micro sections, want 1", n)
+	}
+	if strings.Contains(text, "int32.popc: power.usage") {
+		t.Error("a kernel's own disagreement line is on the page")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/sensormodel"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -65,8 +66,20 @@ type Result struct {
 	DataCoverage   float64
 	SensorCoverage float64
 	Coverage       float64
-	Warnings       []string
+	Warnings       []status.Warning
 }
+
+// The codes of Energy's warnings.
+const (
+	CodeEmpty         status.Code = "region_empty"
+	CodeNoReadings    status.Code = "no_readings"
+	CodeLowCoverage   status.Code = "low_coverage"
+	CodeSensorSees    status.Code = "sensor_coverage"
+	CodeFewReadings   status.Code = "few_readings"
+	CodeShortRegion   status.Code = "short_region"
+	CodeUnknownPeriod status.Code = "unknown_period"
+	CodeModelNote     status.Code = "model_note"
+)
 
 // Energy returns the energy of the region [from, to] of one power channel's samples
 // (sorted by time, in W), with the sensor model m inverted:
@@ -159,10 +172,12 @@ func (s *Series) Idle() units.Power {
 // Energy returns the energy of the region [from, to]: see the function Energy.
 func (s *Series) Energy(from, to time.Duration) Result {
 	m, opt := s.m, s.opt
-	r := Result{From: from, To: to, Model: m, Period: s.period, PeriodSource: s.periodSrc, Warnings: []string{}}
-	warn := func(f string, a ...any) { r.Warnings = append(r.Warnings, fmt.Sprintf(f, a...)) }
+	r := Result{From: from, To: to, Model: m, Period: s.period, PeriodSource: s.periodSrc, Warnings: []status.Warning{}}
+	warn := func(code status.Code, f string, a ...any) {
+		r.Warnings = append(r.Warnings, status.Warnf(code, f, a...))
+	}
 	if to <= from {
-		warn("the region is empty (from %s to %s)", fmtT(from), fmtT(to))
+		warn(CodeEmpty, "the region is empty (from %s to %s)", fmtT(from), fmtT(to))
 		return r
 	}
 	r.EnergyRaw = trace.Integrate(s.raw, from, to).Energy
@@ -170,14 +185,14 @@ func (s *Series) Energy(from, to time.Duration) Result {
 	r.Dropped = countIn(s.raw, from, to) - r.Samples
 	r.SensorCoverage = m.Coverage(s.period)
 	if s.inv == nil {
-		warn("no readings: nothing to integrate")
+		warn(CodeNoReadings, "no readings: nothing to integrate")
 		return r
 	}
 	lo, hi := s.inv.span()
 	a, b := max(from.Seconds(), lo), min(to.Seconds(), hi)
 	region := (to - from).Seconds()
 	if b <= a {
-		warn("no reading describes the region %s to %s (the readings describe %s to %s)", fmtT(from), fmtT(to), fmtS(lo), fmtS(hi))
+		warn(CodeNoReadings, "no reading describes the region %s to %s (the readings describe %s to %s)", fmtT(from), fmtT(to), fmtS(lo), fmtS(hi))
 		return r
 	}
 	e := s.inv.energy(a, b)
@@ -194,25 +209,25 @@ func (s *Series) Energy(from, to time.Duration) Result {
 	r.EnergyActive = units.Energy(e - float64(r.Idle)*(b-a))
 
 	if r.DataCoverage < 0.99 {
-		warn("the readings describe only %.0f %% of the region (%s to %s of %s to %s): the energy is that of the covered part",
+		warn(CodeLowCoverage, "the readings describe only %.0f %% of the region (%s to %s of %s to %s): the energy is that of the covered part",
 			100*r.DataCoverage, fmtS(a), fmtS(b), fmtT(from), fmtT(to))
 	}
 	if r.SensorCoverage < 1 {
-		warn("the sensor sees %.0f %% of the time (%s): a load that varies faster than %s is sampled, not integrated (Yang et al.); a steady load is measured right",
+		warn(CodeSensorSees, "the sensor sees %.0f %% of the time (%s): a load that varies faster than %s is sampled, not integrated (Yang et al.); a steady load is measured right",
 			100*r.SensorCoverage, seenAs(m, s.period), FmtDur(s.period))
 	}
 	if r.Samples < opt.MinSamples {
-		warn("only %d readings in the region: want at least %d for an energy within a few per cent", r.Samples, opt.MinSamples)
+		warn(CodeFewReadings, "only %d readings in the region: want at least %d for an energy within a few per cent", r.Samples, opt.MinSamples)
 	}
 	if s.period > 0 && to-from < 50*s.period {
-		warn("the region (%s) is shorter than 50 update periods (T = %s): a power change near its edges is resolved to about a period, which makes the energy uncertain by up to ΔP × %s",
+		warn(CodeShortRegion, "the region (%s) is shorter than 50 update periods (T = %s): a power change near its edges is resolved to about a period, which makes the energy uncertain by up to ΔP × %s",
 			FmtDur(to-from), FmtDur(s.period), FmtDur(EdgeUncertainty(m, s.period)))
 	}
 	if s.period == 0 {
-		warn("the update period is unknown (too few readings to learn it)")
+		warn(CodeUnknownPeriod, "the update period is unknown (too few readings to learn it)")
 	}
 	for _, w := range notes {
-		warn("%s", w)
+		warn(CodeModelNote, "%s", w)
 	}
 	return r
 }

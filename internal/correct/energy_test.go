@@ -124,7 +124,7 @@ func TestEnergyBoxcarDeconvolved(t *testing.T) {
 		want := denseLoad.energy(rg[0], rg[1])
 		r := ser.Energy(sec(rg[0]), sec(rg[1]))
 		if e := relErr(r.Energy, want); math.Abs(e) > 0.01 {
-			t.Errorf("[%g, %g]: corrected %v, want %.3f J (%+.3f %%); warnings %q", rg[0], rg[1], r.Energy, want, 100*e, r.Warnings)
+			t.Errorf("[%g, %g]: corrected %v, want %.3f J (%+.3f %%); warnings %v", rg[0], rg[1], r.Energy, want, 100*e, r.Warnings)
 		}
 	}
 }
@@ -160,7 +160,7 @@ func TestEnergyBoxcarPartial(t *testing.T) {
 		t.Errorf("steady region: %+.6f %%", 100*e)
 	}
 	if steady.Coverage != 0.25 || steady.SensorCoverage != 0.25 || !hasWarning(steady, "sees 25 % of the time") {
-		t.Errorf("coverage %v / %v, warnings %q", steady.Coverage, steady.SensorCoverage, steady.Warnings)
+		t.Errorf("coverage %v / %v, warnings %v", steady.Coverage, steady.SensorCoverage, steady.Warnings)
 	}
 	for _, rg := range testRegions {
 		want := testLoad.energy(rg[0], rg[1])
@@ -245,7 +245,7 @@ func TestEnergyIdle(t *testing.T) {
 
 func hasWarning(r correct.Result, sub string) bool {
 	for _, w := range r.Warnings {
-		if strings.Contains(w, sub) {
+		if strings.Contains(w.Message, sub) {
 			return true
 		}
 	}
@@ -272,7 +272,7 @@ func TestEnergyWarnings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := correct.Energy(tc.s, sec(tc.from), sec(tc.to), none, correct.Options{})
 			if !hasWarning(r, tc.want) {
-				t.Errorf("warnings %q: want one containing %q", r.Warnings, tc.want)
+				t.Errorf("warnings %v: want one containing %q", r.Warnings, tc.want)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/sensormodel"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -54,12 +55,12 @@ type Report struct {
 	DataCoverage   float64 `json:"data_coverage"`
 	SensorCoverage float64 `json:"sensor_coverage"`
 
-	Model       string   `json:"model"`
-	ModelSource string   `json:"model_source"`
-	ModelGuess  bool     `json:"model_guess"`
-	Method      string   `json:"method"`
-	Assumptions []string `json:"assumptions"`
-	Warnings    []string `json:"warnings"`
+	Model       string           `json:"model"`
+	ModelSource string           `json:"model_source"`
+	ModelGuess  bool             `json:"model_guess"`
+	Method      string           `json:"method"`
+	Assumptions []string         `json:"assumptions"`
+	Warnings    []status.Warning `json:"warnings"`
 }
 
 // NewReport describes est, with the inversion r of channel ch (model c) of GPU g of the
@@ -82,15 +83,13 @@ func NewReport(path string, tr *trace.Trace, g int, ch string, c correct.Choice,
 	}
 	if est.Method != Inversion {
 		// The estimator's own warnings (the inversion's are r's, above).
-		for _, w := range est.Warnings {
-			rep.Warnings = append(rep.Warnings, w.Message)
-		}
+		rep.Warnings = append(rep.Warnings, est.Warnings...)
 	}
 	if rep.Assumptions == nil {
 		rep.Assumptions = []string{}
 	}
 	if rep.Warnings == nil {
-		rep.Warnings = []string{}
+		rep.Warnings = []status.Warning{}
 	}
 	if tr != nil {
 		rep.Device = tr.Meta.Device
@@ -162,7 +161,7 @@ func WriteText(w io.Writer, rep Report) error {
 	}
 	if len(rep.Warnings) > 0 {
 		fmt.Fprintf(&b, "\n warnings:\n")
-		for _, x := range rep.Warnings {
+		for _, x := range status.Group(rep.Warnings, 0) {
 			fmt.Fprintf(&b, "   ! %s\n", x)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/clock"
+	"gpuwatt/internal/status"
 )
 
 // User is a Chauffeur User: a passive resource holding an execution context (buffers; on a
@@ -164,9 +165,22 @@ type Result struct {
 	// invalidates the run); TransactionErrors holds the first few.
 	FailedTransactions int64    `json:"failed_transactions,omitempty"`
 	TransactionErrors  []string `json:"transaction_errors,omitempty"`
-	Warnings           []string `json:"warnings,omitempty"`
-	Incomplete         bool     `json:"incomplete,omitempty"`
+	// Status: warnings (a meter that failed in an interval), and whether the run was cut
+	// short and why.
+	status.Status
 }
+
+// The codes of the load-level engine's warnings.
+const (
+	CodeNoPowerSource status.Code = "no_power_source"
+	CodeMeterFailed   status.Code = "meter_failed"
+	// CodeModelledLoad: on a virtual clock the transactions' times and power are modelled.
+	CodeModelledLoad status.Code = "modelled_load"
+	// CodePTD names the power analyzer PTDaemon reported (a note, not a fault).
+	CodePTD status.Code = "ptd_identity"
+	// CodeCPUVariant: the cpu variant runs, so the figures describe the host's cores.
+	CodeCPUVariant status.Code = "cpu_variant"
+)
 
 // ErrConfig is wrapped by errors in a Config.
 var ErrConfig = errors.New("loadlevel: bad configuration")
@@ -185,7 +199,7 @@ type intervalStats struct {
 	powers    map[string]float64
 	details   map[string]string
 	power     float64
-	warn      []string
+	warn      []status.Warning
 }
 
 type check struct {
@@ -249,7 +263,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		e.wg.Add(1)
 		go e.verifier()
 	}
-	res := &Result{Workload: cfg.Tx.Name(), Users: cfg.Users, Clock: "real"}
+	res := &Result{Workload: cfg.Tx.Name(), Users: cfg.Users, Clock: "real", Status: status.Status{Warnings: []status.Warning{}}}
 	if e.virtual {
 		res.Clock = "virtual"
 	}
@@ -259,7 +273,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.PowerSources = append(res.PowerSources, m.Name())
 		}
 	} else {
-		res.Warnings = append(res.Warnings, "no power source: power_w and tx_per_j are 0")
+		res.Warnf(CodeNoPowerSource, "no power source: power_w and tx_per_j are 0")
 	}
 	err := e.run(ctx, res)
 	if e.checks != nil {
@@ -271,7 +285,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.FailedTransactions, res.TransactionErrors = e.txFailed.Load(), e.txErrors
 	e.finish(res)
 	if err != nil {
-		res.Incomplete = true
+		res.MarkIncomplete(err.Error())
 		res.Valid = false
 		res.Invalid = append(res.Invalid, "incomplete: "+err.Error())
 	}
@@ -455,9 +469,14 @@ func (e *engine) progress(label string) {
 func (e *engine) beginMeters(label string, st *intervalStats) {
 	for _, m := range e.cfg.Meters {
 		if err := m.Begin(label + "rc_"); err != nil {
-			st.warn = append(st.warn, fmt.Sprintf("%s: %s: %v", label, m.Name(), err))
+			st.warn = append(st.warn, meterFailed(label, m.Name(), err))
 		}
 	}
+}
+
+// meterFailed is the warning that meter name failed in the interval label.
+func meterFailed(label, name string, err error) status.Warning {
+	return status.Warning{Code: CodeMeterFailed, Subject: label, Key: name + " failed", Message: fmt.Sprintf("%s: %v", name, err)}
 }
 
 func (e *engine) endMeters(label string, w Window, st *intervalStats) {
@@ -465,7 +484,7 @@ func (e *engine) endMeters(label string, w Window, st *intervalStats) {
 	for i, m := range e.cfg.Meters {
 		p, err := m.End(w)
 		if err != nil {
-			st.warn = append(st.warn, fmt.Sprintf("%s: %s: %v", label, m.Name(), err))
+			st.warn = append(st.warn, meterFailed(label, m.Name(), err))
 			continue
 		}
 		st.powers[m.Name()] = p

@@ -10,6 +10,7 @@ import (
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/region"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -84,7 +85,7 @@ func (m *GPUMeter) End(Window) (float64, error) {
 	s := region.Summarize(tr, info, m.t0, t1, 0, 0, region.Options{What: "the recording period " + m.label, Steady: true})
 	m.Summary = s
 	if s.EnergySource == "" || s.MeanPowerW <= 0 {
-		return 0, fmt.Errorf("no GPU power figure for %s: %s", m.label, strings.Join(s.Warnings, "; "))
+		return 0, fmt.Errorf("no GPU power figure for %s: %s", m.label, strings.Join(status.Strings(s.Warnings), "; "))
 	}
 	var others []string
 	for _, c := range s.Channels {

@@ -163,7 +163,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 	case variant == VariantAuto:
 		variant = VariantCPU
 	}
-	var warnings []string
+	var warnings []status.Warning
 	users := o.Contexts
 	if users == nil {
 		users = []int{runtime.GOMAXPROCS(0)}
@@ -195,7 +195,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 		}
 		defer pc.Close()
 		if id, err := pc.Identify(); err == nil {
-			warnings = append(warnings, "PTDaemon: "+id)
+			warnings = append(warnings, status.Warnf(CodePTD, "PTDaemon: %s", id))
 		}
 		meters = append(meters, &PTDMeter{C: pc})
 	}
@@ -209,9 +209,9 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 		busy = &SimLoad{Dev: bd} // Run sets its users per configuration
 		meters = append(meters, &GPUMeter{Dev: dev, Clock: env.Clock, Simulated: true})
 		deviceName = env.System.Name()
-		warnings = append(warnings, "sim device: it runs no FFT kernels, so the cpu variant runs (Go FFT, transaction times modelled at --ns-per-op) and its transactions drive the sim device's power (active idle plus the busy share of each millisecond of the way to its command load), read through the device's sensors")
+		warnings = append(warnings, status.Warnf(CodeModelledLoad, "sim device: it runs no FFT kernels, so the cpu variant runs (Go FFT, transaction times modelled at --ns-per-op) and its transactions drive the sim device's power (active idle plus the busy share of each millisecond of the way to its command load), read through the device's sensors"))
 	case simulated:
-		warnings = append(warnings, "sim device on a real clock: the cpu variant runs on the host's cores; the sim's power is not driven by them (it needs the virtual clock), so power comes from RAPL or PTD only")
+		warnings = append(warnings, status.Warnf(CodeCPUVariant, "sim device on a real clock: the cpu variant runs on the host's cores; the sim's power is not driven by them (it needs the virtual clock), so power comes from RAPL or PTD only"))
 		fallthrough
 	default:
 		// After PTD (the wall), the device the variant runs on, then the other.
@@ -233,10 +233,10 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 			}
 		}
 		if len(meters) == 0 {
-			warnings = append(warnings, "no power source: "+rerr.Error()+"; no NVIDIA GPU")
+			warnings = append(warnings, status.Warnf(CodeNoPowerSource, "no power source: %v; no NVIDIA GPU", rerr))
 		}
 		if variant == VariantCPU && !simulated {
-			warnings = append(warnings, "the cpu variant runs Go FFT transactions on the host's cores: these figures describe the host, not the GPU")
+			warnings = append(warnings, status.Warnf(CodeCPUVariant, "the cpu variant runs Go FFT transactions on the host's cores: these figures describe the host, not the GPU"))
 		}
 	}
 	sw := Sweep{Sizes: o.Sizes, Contexts: users, Runs: o.Runs, Variant: variant, Device: deviceName,

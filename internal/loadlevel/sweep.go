@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/status"
 )
 
 // DefaultLevels are the SERT CPU levels: 100, 75, 50 and 25 % (active idle follows).
@@ -80,8 +81,8 @@ type Report struct {
 	OverallScore float64         `json:"overall_score"`
 	Valid        bool            `json:"valid"`
 	Configs      []*ConfigResult `json:"configs"`
-	Warnings     []string        `json:"warnings,omitempty"`
-	Incomplete   bool            `json:"incomplete,omitempty"`
+	// Status: the sweep's warnings (each run's are in the run), and whether it was cut short.
+	status.Status
 }
 
 // Sweep describes the configurations to run.
@@ -100,7 +101,7 @@ type Sweep struct {
 
 // RunSweep runs every size × contexts configuration Runs times.
 func RunSweep(ctx context.Context, s Sweep) (*Report, error) {
-	rep := &Report{Schema: ReportSchema, Variant: s.Variant, Device: s.Device, Intervals: s.Base.Intervals, Valid: true}
+	rep := &Report{Schema: ReportSchema, Variant: s.Variant, Device: s.Device, Intervals: s.Base.Intervals, Valid: true, Status: status.Status{Warnings: []status.Warning{}}}
 	if rep.Variant == "" {
 		rep.Variant = "cpu"
 	}
@@ -126,7 +127,8 @@ func RunSweep(ctx context.Context, s Sweep) (*Report, error) {
 					}
 				}
 				if err != nil {
-					rep.Incomplete, rep.Valid = true, false
+					rep.MarkIncomplete(err.Error())
+					rep.Valid = false
 					cr.CV = cvs(cr.Runs)
 					return rep, err
 				}
@@ -229,7 +231,7 @@ func (rep *Report) Page(subtitle string) report.Page {
 				}
 			}
 			sec.Table = t
-			sec.Warnings = append(append([]string(nil), r.Invalid...), r.Warnings...)
+			sec.Warnings = append(append([]string(nil), r.Invalid...), status.Group(r.Warnings, 0)...)
 			p.Sections = append(p.Sections, sec)
 			if ri == 0 {
 				loadPlot.Series = append(loadPlot.Series, report.Series{Name: fmt.Sprintf("%d pts, %d ctx", cr.Size, cr.Contexts), X: xs, Y: ys, Style: report.Line})

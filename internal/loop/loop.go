@@ -20,6 +20,7 @@ import (
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/region"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -67,11 +68,15 @@ type Measurement struct {
 	Updates        float64 `json:"updates_spanned"`
 	// Region holds energy, power, clocks and clock events over [Start, End], filled by
 	// Meter.Stop; its idle baseline is the Idle pause before the warm-up, if any.
-	Region   region.Summary `json:"region"`
-	Warnings []string       `json:"warnings"`
+	Region   region.Summary   `json:"region"`
+	Warnings []status.Warning `json:"warnings"`
 
 	idle [2]time.Duration // the GPU's idle window when the measurement was taken
 }
+
+// CodeCapped is the warning that a measurement was cut at Options.MaxDuration before it
+// spanned the sensor updates it wanted.
+const CodeCapped status.Code = "duration_capped"
 
 // Meter records GPUs while kernels are measured.
 type Meter struct {
@@ -124,7 +129,7 @@ func (m *Meter) Sampler() *sensor.Sampler { return m.smp }
 // indices). The returned Measurement has its timing now; its Region is filled by Stop.
 func (m *Meter) Measure(ctx context.Context, gpuIndex int, k gpu.Kernel, name string, opt Options) (*Measurement, error) {
 	opt = opt.withDefaults()
-	me := &Measurement{Name: name, GPU: gpuIndex, Warnings: []string{}}
+	me := &Measurement{Name: name, GPU: gpuIndex, Warnings: []status.Warning{}}
 	m.mu.Lock()
 	me.idle = m.idle[gpuIndex]
 	m.mu.Unlock()
@@ -175,7 +180,8 @@ func (m *Meter) Measure(ctx context.Context, gpuIndex int, k gpu.Kernel, name st
 	if T > 0 {
 		me.Updates = float64(end-start) / float64(T)
 		if me.Updates < float64(opt.MinUpdates)*0.95 && opt.Launches == 0 {
-			me.Warnings = append(me.Warnings, fmt.Sprintf("spans only %.0f sensor updates (capped at %s)", me.Updates, opt.MaxDuration))
+			me.Warnings = append(me.Warnings, status.Warning{Code: CodeCapped, Key: fmt.Sprintf("spans few sensor updates (capped at %s)", opt.MaxDuration),
+				Value: math.Round(me.Updates), Unit: "updates", Message: fmt.Sprintf("spans only %.0f sensor updates (capped at %s)", me.Updates, opt.MaxDuration)})
 		}
 	}
 	m.mu.Lock()

@@ -273,7 +273,7 @@ func TestShortMeasurementsRareCounter(t *testing.T) {
 		for _, w := range r.Warnings {
 			// (power.usage and power.average lag a 0.25 s warm-up by their 1 s window: those
 			// warnings are right.)
-			if strings.Contains(w, "interpolated") || strings.HasPrefix(w, "power.samples") || strings.HasPrefix(w, "power.instant") || strings.Contains(w, "updates of") {
+			if m := w.Message; strings.Contains(m, "interpolated") || strings.HasPrefix(m, "power.samples") || strings.HasPrefix(m, "power.instant") || strings.Contains(m, "updates of") {
 				t.Errorf("%s: warning %q", me.Name, w)
 			}
 		}

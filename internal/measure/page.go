@@ -2,9 +2,11 @@ package measure
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -22,13 +24,13 @@ func Page(tr *trace.Trace, s *Summary) report.Page {
 		notes = append(notes, "Measured on the sim device: every figure here is simulated, not read from a GPU.")
 	}
 	if s.Incomplete {
-		notes = append(notes, "INCOMPLETE: "+s.IncompleteReason+". What was recorded is shown.")
+		notes = append(notes, "INCOMPLETE: "+s.Reason+". What was recorded is shown.")
 	}
 	p.Notice = strings.Join(notes, " ")
 	marks := []report.VLine{{X: s.StartS, Label: "cmd start"}, {X: s.EndS, Label: "cmd end"}}
 	band := []report.Band{{X0: s.StartS, X1: s.EndS, Label: "command"}}
 	for _, g := range s.GPUs {
-		sec := report.Section{Title: fmt.Sprintf("GPU %d: %s", g.Index, g.Name), Warnings: g.Warnings}
+		sec := report.Section{Title: fmt.Sprintf("GPU %d: %s", g.Index, g.Name), Warnings: status.Group(append(slices.Clone(s.Warnings), g.Warnings...), 0)}
 		sec.Text = fmt.Sprintf("UUID %s. The command ran %.3f s and exited with %d. Energy %s from %s; %s above the idle power of %s; mean power %s.",
 			g.UUID, s.DurationS, s.ExitCode, units.Energy(g.EnergyJ), g.EnergySource, units.Energy(g.EnergyAboveIdleJ), units.Power(g.IdlePowerW), units.Power(g.MeanPowerW))
 		tab := &report.Table{

@@ -5,6 +5,7 @@ import (
 
 	"gpuwatt/internal/energy"
 	"gpuwatt/internal/region"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -13,21 +14,22 @@ const SummaryFormat = "gpuwatt-measure-summary/1"
 
 // Summary is what `gpuwatt measure` prints and writes to summary.json.
 type Summary struct {
-	Format           string          `json:"format"`
-	Command          []string        `json:"command"`
-	ExitCode         int             `json:"exit_code"`
-	Device           string          `json:"device"`
-	Incomplete       bool            `json:"incomplete"`
-	IncompleteReason string          `json:"incomplete_reason,omitempty"`
-	StartS           float64         `json:"start_s"` // the command's run on the trace's t_s axis
-	EndS             float64         `json:"end_s"`
-	DurationS        float64         `json:"duration_s"`
-	BaselineS        float64         `json:"baseline_s"` // idle recording used for the idle power
-	RecordingS       float64         `json:"recording_s"`
-	SamplerCPUShare  float64         `json:"sampler_cpu_share"` // CPU seconds per second of recording
-	Poll             trace.Poll      `json:"poll"`
-	GPUs             []GPUSummary    `json:"gpus"`
-	Unavailable      []trace.Missing `json:"unavailable_channels,omitempty"`
+	Format   string   `json:"format"`
+	Command  []string `json:"command"`
+	ExitCode int      `json:"exit_code"`
+	Device   string   `json:"device"`
+	// Status: whether the recording was cut short, and why; run-wide warnings (each GPU's
+	// are in its summary).
+	status.Status
+	StartS          float64         `json:"start_s"` // the command's run on the trace's t_s axis
+	EndS            float64         `json:"end_s"`
+	DurationS       float64         `json:"duration_s"`
+	BaselineS       float64         `json:"baseline_s"` // idle recording used for the idle power
+	RecordingS      float64         `json:"recording_s"`
+	SamplerCPUShare float64         `json:"sampler_cpu_share"` // CPU seconds per second of recording
+	Poll            trace.Poll      `json:"poll"`
+	GPUs            []GPUSummary    `json:"gpus"`
+	Unavailable     []trace.Missing `json:"unavailable_channels,omitempty"`
 }
 
 // GPUSummary is the summary of one GPU during the command (see region.Summary).
@@ -48,18 +50,17 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 	m := tr.Meta
 	dur := r.End - r.Start
 	s := &Summary{
-		Format:           SummaryFormat,
-		Command:          command,
-		ExitCode:         r.ExitCode,
-		Device:           m.Device,
-		Incomplete:       m.Incomplete,
-		IncompleteReason: m.IncompleteWhy,
-		StartS:           r.Start.Seconds(),
-		EndS:             r.End.Seconds(),
-		DurationS:        dur.Seconds(),
-		RecordingS:       m.Duration,
-		Poll:             m.Poll,
-		Unavailable:      m.Unavailable,
+		Format:      SummaryFormat,
+		Command:     command,
+		ExitCode:    r.ExitCode,
+		Device:      m.Device,
+		Status:      status.Status{Warnings: []status.Warning{}, Incomplete: m.Incomplete, Reason: m.IncompleteWhy},
+		StartS:      r.Start.Seconds(),
+		EndS:        r.End.Seconds(),
+		DurationS:   dur.Seconds(),
+		RecordingS:  m.Duration,
+		Poll:        m.Poll,
+		Unavailable: m.Unavailable,
 	}
 	if m.Duration > 0 && !m.VirtualClock {
 		s.SamplerCPUShare = m.SamplerCPUSecs / m.Duration

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/region"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -108,7 +109,7 @@ func TestSummarizeKnownTruth(t *testing.T) {
 	if len(g.Throttle) != 1 || g.Throttle[0].Reason != "sw_power_cap" || !near(g.Throttle[0].Share, 0.5, 1e-9) {
 		t.Errorf("throttle = %+v, want sw_power_cap 50 %%", g.Throttle)
 	}
-	if !strings.Contains(strings.Join(g.Warnings, "\n"), "power limit") {
+	if !strings.Contains(strings.Join(status.Strings(g.Warnings), "\n"), "power limit") {
 		t.Errorf("no power-cap warning in %q", g.Warnings)
 	}
 }
@@ -122,7 +123,7 @@ func TestSummarizeDisagreementWarns(t *testing.T) {
 		}
 	}
 	g := Summarize(r, []string{"load"}, time.Second).GPUs[0]
-	w := strings.Join(g.Warnings, "\n")
+	w := strings.Join(status.Strings(g.Warnings), "\n")
 	if !strings.Contains(w, "power.samples and energy.total disagree by -25.") {
 		t.Errorf("warnings = %q", g.Warnings)
 	}
@@ -132,7 +133,7 @@ func TestSummarizeNoBaseline(t *testing.T) {
 	r := synthetic()
 	r.Start = 0
 	g := Summarize(r, []string{"load"}, 0).GPUs[0]
-	if !strings.Contains(strings.Join(g.Warnings, "\n"), "no idle baseline") {
+	if !strings.Contains(strings.Join(status.Strings(g.Warnings), "\n"), "no idle baseline") {
 		t.Errorf("warnings = %q", g.Warnings)
 	}
 }

@@ -3,9 +3,11 @@ package measure
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/units"
 )
 
@@ -15,7 +17,7 @@ func WriteText(w io.Writer, s *Summary) error {
 	cmd := strings.Join(s.Command, " ")
 	state := fmt.Sprintf("exit %d", s.ExitCode)
 	if s.Incomplete {
-		state = "INCOMPLETE: " + s.IncompleteReason
+		state = "INCOMPLETE: " + s.Reason
 	}
 	fmt.Fprintf(&b, "\n Power and energy for '%s' (%s)\n", cmd, state)
 	fmt.Fprintf(&b, " device %s, poll %s, baseline %s before, recording %s in all\n", s.Device, pollText(s), fmtDur(s.BaselineS), fmtDur(s.RecordingS))
@@ -71,9 +73,9 @@ func WriteText(w io.Writer, s *Summary) error {
 			}
 			tw.Flush()
 		}
-		if len(g.Warnings) > 0 {
+		if ws := status.Group(append(slices.Clone(s.Warnings), g.Warnings...), 0); len(ws) > 0 {
 			fmt.Fprintf(&b, "\n   warnings:\n")
-			for _, w := range g.Warnings {
+			for _, w := range ws {
 				fmt.Fprintf(&b, "   ! %s\n", w)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
 	"gpuwatt/internal/region"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -50,10 +51,17 @@ type Report struct {
 	EnergyNote        string              `json:"energy_note"`
 	Rows              []Row               `json:"rows"`
 	Failed            []string            `json:"failed,omitempty"` // kernels that could not be measured
-	Incomplete        bool                `json:"incomplete"`
-	IncompleteReason  string              `json:"incomplete_reason,omitempty"`
-	Warnings          []string            `json:"warnings"`
+	// Status: the run-wide warnings (a kernel's own are in its row), and whether the run
+	// was cut short.
+	status.Status
 }
+
+// The codes of micro's own warnings (a row also carries its measurement's: region's codes).
+const (
+	CodeNotMeasured status.Code = "not_measured"
+	CodeNoBaseline  status.Code = "no_baseline_kernel"
+	CodeBelowSpec   status.Code = "below_spec_throughput"
+)
 
 // Row is one kernel's figures.
 type Row struct {
@@ -109,7 +117,7 @@ type Row struct {
 	StartS             float64              `json:"start_s"`
 	EndS               float64              `json:"end_s"`
 	Throttle           []region.ReasonShare `json:"throttle"`
-	Warnings           []string             `json:"warnings"`
+	Warnings           []status.Warning     `json:"warnings"`
 }
 
 // Run measures every descriptor of suite on dev (which must be a gpu.Executor) with the
@@ -126,7 +134,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 		opt.Idle = 3 * time.Second
 	}
 	info := dev.Info()
-	rep := &Report{Format: Format, GPU: info, Props: exec.Props(), Warnings: []string{}}
+	rep := &Report{Format: Format, GPU: info, Props: exec.Props(), Status: status.Status{Warnings: []status.Warning{}}}
 	var runErr error
 	type done struct {
 		d  kernels.Descriptor
@@ -146,7 +154,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 		var failed []loop.Failure
 		ms, failed, runErr = m.MeasureAll(ctx, info.Index, exec, suite, opt.Loop, progress)
 		for _, f := range failed {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured: %v", f.Name, f.Err))
+			rep.Warn(status.Warning{Code: CodeNotMeasured, Subject: f.Name, Message: fmt.Sprintf("not measured: %v", f.Err)})
 			rep.Failed = append(rep.Failed, f.Name)
 		}
 		for i, me := range ms {
@@ -160,10 +168,10 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 		return nil, nil, err
 	}
 	if runErr != nil {
-		rep.Incomplete = true
-		rep.IncompleteReason = runErr.Error()
 		if ctx.Err() != nil {
-			rep.IncompleteReason = "interrupted"
+			rep.MarkIncomplete("interrupted")
+		} else {
+			rep.MarkIncomplete(runErr.Error())
 		}
 	}
 	rep.EnergyCalibration = m.Calibration(info.Index)
@@ -180,7 +188,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 		}
 	}
 	if rep.Pi0Source[0] == 'i' {
-		rep.Warnings = append(rep.Warnings, "no baseline kernel: pi0 is taken as the idle power, so the energy above pi0 includes the cost of holding the top clock")
+		rep.Warnf(CodeNoBaseline, "no baseline kernel: pi0 is taken as the idle power, so the energy above pi0 includes the cost of holding the top clock")
 	}
 	for i, x := range measured {
 		row := makeRow(x.d, x.me, rep.Props, rep.Pi0W)
@@ -202,7 +210,7 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0 float6
 		EnergyJ: r.EnergyJ, EnergyReadings: r.EnergyReadings, CounterEnergyJ: r.CounterEnergyJ, CounterReadings: r.CounterReadings,
 		CalibratedEnergyJ: r.CalibratedEnergyJ, CalibratedReadings: r.CalibratedReadings, CounterDiffPct: r.CounterDiffPct,
 		StartS: me.StartS, EndS: me.EndS,
-		Throttle: r.Throttle, Warnings: append(append([]string{}, me.Warnings...), r.Warnings...),
+		Throttle: r.Throttle, Warnings: append(append([]status.Warning{}, me.Warnings...), r.Warnings...),
 	}
 	if me.Launches > 0 {
 		row.EnergyPerLaunchJ = r.EnergyJ / float64(me.Launches)
@@ -252,7 +260,9 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0 float6
 		}
 	}
 	if row.SpecPerCycleSM > 0 && row.PerCycleSM > 0 && row.PerCycleSM < 0.9*row.SpecPerCycleSM {
-		row.Warnings = append(row.Warnings, fmt.Sprintf("reached %.0f %% of the spec throughput", 100*row.PerCycleSM/row.SpecPerCycleSM))
+		pct := 100 * row.PerCycleSM / row.SpecPerCycleSM
+		row.Warnings = append(row.Warnings, status.Warning{Code: CodeBelowSpec, Key: "reached less than 90 % of the spec throughput",
+			Value: math.Round(pct), Unit: "% of the spec", Message: fmt.Sprintf("reached %.0f %% of the spec throughput", pct)})
 	}
 	if math.IsNaN(row.PJPerUnit) || math.IsInf(row.PJPerUnit, 0) {
 		row.PJPerUnit, row.PJPerUnitPi0, row.PJPerUnitAbovePi0 = 0, 0, 0

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gpuwatt/internal/region"
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/units"
 )
 
@@ -20,7 +20,7 @@ func WriteText(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "\n MIPP suite on GPU %d, %s (%s, %d SMs, cc %s)\n", r.GPU.Index, r.GPU.Name, r.Device, r.Props.SMs, r.Props.ComputeCapability)
 	fmt.Fprintf(&b, " idle %s, baseline power pi0 %s (%s)\n", units.Power(r.IdlePowerW), units.Power(r.Pi0W), r.Pi0Source)
 	if r.Incomplete {
-		fmt.Fprintf(&b, " INCOMPLETE: %s\n", r.IncompleteReason)
+		fmt.Fprintf(&b, " INCOMPLETE: %s\n", r.Reason)
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -41,7 +41,7 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	tw.Flush()
 	b.WriteString("\n pJ/unit: energy per instruction (op) or byte (B) in all; pi0 share: the baseline power's part; above pi0: what the work adds.\n")
-	warns := append(r.RowWarnings(), r.Warnings...)
+	warns := status.Group(append(r.RowWarnings(), r.Warnings...), len(r.Rows))
 	if len(warns) > 0 {
 		b.WriteString("\n warnings:\n")
 		for _, wn := range warns {
@@ -119,7 +119,7 @@ func Page(r *Report) report.Page {
 		notes = append(notes, "Measured on the sim device: every figure here is simulated, not read from a GPU.")
 	}
 	if r.Incomplete {
-		notes = append(notes, "INCOMPLETE: "+r.IncompleteReason+". What was measured is shown.")
+		notes = append(notes, "INCOMPLETE: "+r.Reason+". What was measured is shown.")
 	}
 	p.Notice = strings.Join(notes, " ")
 	intro := fmt.Sprintf("Idle power %s. Baseline power pi0 %s, from the %s: every energy per instruction or byte is shown in all, as pi0's share (pi0 times the time one unit takes), and as what the work adds above pi0.",
@@ -134,7 +134,8 @@ func Page(r *Report) report.Page {
 		if i == 0 {
 			sec.Text = intro
 		}
-		var named []region.Named
+		var named []status.Warning
+		kernels := 0
 		tab := &report.Table{Header: []string{"kernel", "unit", "time/launch", "throughput", "per clk/SM", "spec", "clock (MHz)", "mean power", "max power", "energy/launch", "pJ/unit", "pi0 share", "above pi0", "units/J"}}
 		for _, x := range r.Rows {
 			if x.Group != gr.match {
@@ -147,9 +148,10 @@ func Page(r *Report) report.Page {
 			tab.Rows = append(tab.Rows, []string{x.Name, x.Unit, fmtSec(x.TimePerLaunchS), throughput(x), fmt.Sprintf("%.1f", x.PerCycleSM), spec,
 				fmt.Sprintf("%.0f", x.ClockMHz), units.Power(x.MeanPowerW).String(), units.Power(x.MaxPowerW).String(), units.Energy(x.EnergyPerLaunchJ).String(),
 				fmt.Sprintf("%.4g", x.PJPerUnit), fmt.Sprintf("%.4g", x.PJPerUnitPi0), fmt.Sprintf("%.4g", x.PJPerUnitAbovePi0), fmt.Sprintf("%.4g", x.PerJoule)})
-			named = append(named, region.Named{Name: x.Name, Warnings: x.Warnings})
+			named = append(named, status.WithSubject(x.Name, x.Warnings)...)
+			kernels++
 		}
-		sec.Warnings = region.GroupDisagreements(named)
+		sec.Warnings = status.Group(named, kernels)
 		if len(tab.Rows) > 0 {
 			sec.Table = tab
 			p.Sections = append(p.Sections, sec)
@@ -165,7 +167,7 @@ func Page(r *Report) report.Page {
 		}
 	}
 	if len(r.Warnings) > 0 {
-		p.Sections = append(p.Sections, report.Section{Title: "Warnings", Warnings: r.Warnings})
+		p.Sections = append(p.Sections, report.Section{Title: "Warnings", Warnings: status.Group(r.Warnings, 0)})
 	}
 	return p
 }
@@ -232,12 +234,12 @@ func variantSection(r *Report, title, group, key, xlabel string) (report.Section
 	}}, true
 }
 
-// RowWarnings are the kernels' warnings, each prefixed with its kernel; a channel
-// disagreement that many kernels share is one warning (region.GroupDisagreements).
-func (r *Report) RowWarnings() []string {
-	named := make([]region.Named, len(r.Rows))
-	for i, x := range r.Rows {
-		named[i] = region.Named{Name: x.Name, Warnings: x.Warnings}
+// RowWarnings are the kernels' warnings, each about its kernel (Subject), for
+// status.Group to tell a warning many kernels share once.
+func (r *Report) RowWarnings() []status.Warning {
+	var ws []status.Warning
+	for _, x := range r.Rows {
+		ws = append(ws, status.WithSubject(x.Name, x.Warnings)...)
 	}
-	return region.GroupDisagreements(named)
+	return ws
 }

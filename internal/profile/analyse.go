@@ -25,7 +25,7 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	}
 	ts := tex.Seconds()
 	if len(pts) < opt.MinEdges {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("only %d readings tied to the runs: no profile", len(pts)))
+		res.Warnf(CodeNoProfile, "only %d readings tied to the runs: no profile", len(pts))
 		res.Profile = []Bin{}
 		return
 	}
@@ -75,7 +75,7 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 		}
 	}
 	if m == 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the kernel (%s) is not seen by %d readings anywhere, or the deconvolution is singular: too few runs", tex, opt.MinEdges))
+		res.Warnf(CodeNoProfile, "the kernel (%s) is not seen by %d readings anywhere, or the deconvolution is singular: too few runs", tex, opt.MinEdges)
 		res.Profile = []Bin{}
 		return
 	}
@@ -114,14 +114,14 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	res.EnergyJ, res.EnergyAboveBaselineJ = e, ea
 	res.EnergyLowJ, res.EnergyHighJ = e-1.96*math.Sqrt(max(ev, 0)), e+1.96*math.Sqrt(max(ev, 0))
 	if h > ts/4 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("coarse profile: %d bins over the kernel; run more (--runs)", m))
+		res.Warnf(CodeCoarse, "coarse profile: %d bins over the kernel; run more (--runs)", m)
 	}
 	lowP, highP := math.Inf(1), math.Inf(-1)
 	for _, b := range res.Profile {
 		lowP, highP = min(lowP, b.PowerW), max(highP, b.PowerW)
 	}
 	if lowP < 0.5*x[0] || highP > 3*x[0]+1000 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("implausible powers in the profile (%.0f .. %.0f W against a baseline of %.0f W): the sensor model (%s) is likely wrong for this channel", lowP, highP, x[0], res.Model))
+		res.Warnf(CodeImplausible, "implausible powers in the profile (%.0f .. %.0f W against a baseline of %.0f W): the sensor model (%s) is likely wrong for this channel", lowP, highP, x[0], res.Model)
 	}
 }
 

@@ -168,14 +168,14 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 	res := newResult(name, s.Channel().Name, "online", opt, runs)
 	res.Syncs = syncs
 	if predicted > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d readings are placed at their predicted update time (±%.2g ms of jitter)", predicted, len(pts), float64(win)/1e6))
+		res.Warnf(CodePredicted, "%d of %d readings are placed at their predicted update time (±%.2g ms of jitter)", predicted, len(pts), float64(win)/1e6)
 	}
 	if miss := len(runs) - len(pts); miss > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d runs saw no update near the predicted time", miss))
+		res.Warnf(CodeMissedRuns, "%d runs saw no update near the predicted time", miss)
 	}
 	analyse(res, pts, tex, opt)
 	if ctx.Err() != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
+		res.MarkIncomplete(fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
 	}
 	return res, nil
 }
@@ -311,11 +311,11 @@ func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.
 	res.PeriodS = grid.Period.Seconds()
 	res.Grid = &Grid{PeriodS: grid.Period.Seconds(), R: grid.R, OnGrid: grid.OnGrid, EarlyS: grid.Early.Seconds()}
 	if missed > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d runs: their sample was not in the ring %s after its instant", missed, 3*T))
+		res.Warnf(CodeMissedRuns, "%d runs: their sample was not in the ring %s after its instant", missed, 3*T)
 	}
 	analyse(res, pts, tex, opt)
 	if ctx.Err() != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
+		res.MarkIncomplete(fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
 	}
 	return res, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/status"
 )
 
 // CSVHeader is the header of profile.csv: one row per bin of the deconvolved profile
@@ -63,7 +64,10 @@ func WriteText(w io.Writer, r *Result) error {
 			fmt.Fprintf(&b, "%10.3f %10.3f %10.1f %10.1f .. %7.1f\n", bin.StartS*1e3, bin.EndS*1e3, bin.PowerW, bin.LowW, bin.HighW)
 		}
 	}
-	for _, wn := range r.Warnings {
+	if r.Incomplete {
+		fmt.Fprintf(&b, "INCOMPLETE: %s\n", r.Reason)
+	}
+	for _, wn := range status.Group(r.Warnings, 0) {
 		fmt.Fprintf(&b, "warning: %s\n", wn)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -107,7 +111,7 @@ func Page(r *Result) report.Page {
 	if r.ResolutionWhy != "" {
 		text += "\n\nResolution: " + r.ResolutionWhy + "."
 	}
-	p.Sections = append(p.Sections, report.Section{Title: "Summary", Text: text, Table: tab, Warnings: r.Warnings})
+	p.Sections = append(p.Sections, report.Section{Title: "Summary", Text: text, Table: tab, Warnings: warnLines(r)})
 
 	var px, py []float64
 	for _, pt := range r.Points {
@@ -148,4 +152,13 @@ func Page(r *Result) report.Page {
 	}
 	p.Sections = append(p.Sections, report.Section{Title: "Profile", Plots: []report.Plot{cloud, prof}})
 	return p
+}
+
+// warnLines are the page's warnings: incomplete first, then the warnings grouped.
+func warnLines(r *Result) []string {
+	var out []string
+	if r.Incomplete {
+		out = append(out, "incomplete: "+r.Reason)
+	}
+	return append(out, status.Group(r.Warnings, 0)...)
 }

@@ -37,6 +37,7 @@ import (
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/sensormodel"
+	"gpuwatt/internal/status"
 )
 
 // Format is the version of profile.json.
@@ -166,8 +167,24 @@ type Result struct {
 	Raw        []Bin    `json:"raw"`     // readings binned at their window's middle
 	Points     []Point  `json:"points"`
 	Dropped    int      `json:"dropped"` // updates not tied to any run
-	Warnings   []string `json:"warnings"`
+	// Status: the warnings, and whether the runs were cut short (interrupted).
+	status.Status
 }
+
+// The codes of profile's warnings.
+const (
+	CodeNoProfile    status.Code = "no_profile"
+	CodeCoarse       status.Code = "coarse_profile"
+	CodeImplausible  status.Code = "implausible_profile"
+	CodePredicted    status.Code = "predicted_update_time"
+	CodeMissedRuns   status.Code = "runs_missed"
+	CodeLongRun      status.Code = "long_run_disagreement"
+	CodeNoGrid       status.Code = "no_grid"
+	CodeOffGrid      status.Code = "off_grid"
+	CodePointSampler status.Code = "point_sampler"
+	CodeGuessedModel status.Code = "guessed_model"
+	CodeLongLag      status.Code = "long_lag"
+)
 
 // Grid is the regular grid of a buffered channel's sample instants (correct.Lattice).
 type Grid struct {
@@ -189,7 +206,7 @@ func (r *Result) SetLongRun(l LongRun) {
 		d := (r.EnergyJ - l.EnergyPerLaunchJ) / l.EnergyPerLaunchJ
 		r.EnergyDiff = &d
 		if math.Abs(d) > 0.05 {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("the profile's energy per run differs from the long-run energy per launch by %+.1f %%", 100*d))
+			r.Warnf(CodeLongRun, "the profile's energy per run differs from the long-run energy per launch by %+.1f %%", 100*d)
 		}
 	}
 }
@@ -322,7 +339,7 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 	res.Dropped = dropped
 	analyse(res, pts, tex, opt)
 	if ctx.Err() != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
+		res.MarkIncomplete(fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
 	}
 	return res, nil
 }
@@ -335,7 +352,7 @@ func (r *Result) snap(ups []update, T time.Duration) []update {
 	}
 	g, ok := correct.FitLattice(ts, T)
 	if !ok {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("the samples' timestamps lie on no regular grid near %s (coherence %.2f): used as stamped", T, g.R))
+		r.Warnf(CodeNoGrid, "the samples' timestamps lie on no regular grid near %s (coherence %.2f): used as stamped", T, g.R)
 		return ups
 	}
 	out := make([]update, len(ups))
@@ -352,7 +369,7 @@ func (r *Result) snap(ups []update, T time.Duration) []update {
 	r.Grid = &Grid{PeriodS: g.Period.Seconds(), R: g.R, OnGrid: g.OnGrid, Snapped: moved, EarlyS: g.Early.Seconds()}
 	r.PeriodS = g.Period.Seconds()
 	if g.OnGrid < 0.5 {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("only %.0f %% of the samples' timestamps lie on their %s grid: the rest are moved onto it", 100*g.OnGrid, g.Period))
+		r.Warnf(CodeOffGrid, "only %.0f %% of the samples' timestamps lie on their %s grid: the rest are moved onto it", 100*g.OnGrid, g.Period)
 	}
 	return out
 }
@@ -417,7 +434,7 @@ func newResult(name, channel, method string, opt RunOptions, runs []run) *Result
 	res := &Result{
 		Format: Format, Kernel: name, Channel: channel, Method: method, Runs: len(runs),
 		KernelS: tex.Seconds(), PeriodS: opt.Sensor.Period.Seconds(), WindowS: opt.Sensor.Window.Seconds(),
-		DelayS: opt.Sensor.Delay.Seconds(), TauS: opt.Sensor.Tau.Seconds(), PollS: opt.Poll.Seconds(), Warnings: []string{},
+		DelayS: opt.Sensor.Delay.Seconds(), TauS: opt.Sensor.Tau.Seconds(), PollS: opt.Poll.Seconds(), Status: status.Status{Warnings: []status.Warning{}},
 		Model: ModelName(opt.Sensor),
 	}
 	// W/T, or 2 tau/T for a lag read every T (sensormodel.Model.Coverage); a point sampler
@@ -425,7 +442,7 @@ func newResult(name, channel, method string, opt RunOptions, runs []run) *Result
 	res.Coverage = opt.Sensor.Coverage(opt.Sensor.Period)
 	if opt.Sensor.Kind() == sensormodel.None {
 		res.Coverage = 0
-		res.Warnings = append(res.Warnings, "the sensor is taken as a point sampler (window 0)")
+		res.Warnf(CodePointSampler, "the sensor is taken as a point sampler (window 0)")
 	}
 	return res
 }

@@ -191,7 +191,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		return nil, err
 	}
 	var sens sensormodel.Model
-	var warn []string
+	var warn []status.Warning
 	sens.Period = o.Period
 	if sens.Period == 0 && given != nil {
 		sens.Period = given.Period
@@ -222,7 +222,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 			why = fmt.Sprintf("no model is known for %s: its window is taken as the update period (pass --sensor-profile from gpuwatt sensor, or --window)", name)
 		}
 		base, modelFrom = m, "a guess, not measured on this board: "+why
-		warn = append(warn, fmt.Sprintf("the model of %s is %s; run gpuwatt sensor and pass --sensor-profile sensor.json to use this board's own", name, modelFrom))
+		warn = append(warn, status.Warnf(CodeGuessedModel, "the model of %s is %s; run gpuwatt sensor and pass --sensor-profile sensor.json to use this board's own", name, modelFrom))
 	}
 	if sens.Period == 0 && base.Period > 0 {
 		sens.Period = base.Period
@@ -238,7 +238,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		sens.Delay = o.Delay
 	}
 	if me.PerLaunch > 0 && sens.Tau.Seconds() > 20*me.PerLaunch {
-		warn = append(warn, fmt.Sprintf("the lag of %s (tau %s) is far longer than the kernel: the profile will be coarse or noisy", name, sens.Tau))
+		warn = append(warn, status.Warnf(CodeLongLag, "the lag of %s (tau %s) is far longer than the kernel: the profile will be coarse or noisy", name, sens.Tau))
 	}
 	nRuns := o.Runs
 	if nRuns == 0 {
@@ -267,7 +267,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	}
 	res.Device, res.Simulated = env.System.Name(), env.System.Simulated()
 	res.ChannelWhy = fmt.Sprintf("%s: %s; model from %s", name, why, modelFrom)
-	res.Warnings = append(warn, res.Warnings...)
+	res.Warnings = append(append([]status.Warning{}, warn...), res.Warnings...)
 	if me.Launches > 0 {
 		res.SetLongRun(LongRun{Launches: me.Launches, SecondsPerLaunch: me.PerLaunch,
 			EnergyPerLaunchJ: me.Region.EnergyJ / float64(me.Launches), Source: me.Region.EnergySource})

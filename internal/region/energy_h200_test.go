@@ -110,7 +110,7 @@ func TestH200Energy(t *testing.T) {
 			t.Errorf("%s: counter %.1f J, calibrated ring %.1f J (%+.2f %%)", m.name, full.CounterEnergyJ, full.CalibratedEnergyJ, full.CounterDiffPct)
 		}
 		for _, w := range full.Warnings {
-			if strings.Contains(w, "disagree") || strings.Contains(w, "interpolated") {
+			if w.Code == CodeChannelDisagreement || w.Code == CodeCounterDisagreement || w.Code == energy.CodeInterpolated {
 				t.Errorf("%s: warning %q", m.name, w)
 			}
 		}
@@ -132,7 +132,7 @@ func TestH200Energy(t *testing.T) {
 				t.Errorf("%s window [%.2f, %.2f] s: %.1f W against %.1f W over 5 s (%+.2f %%)", m.name, w[0].Seconds(), w[1].Seconds(), s.MeanPowerW, p5, 100*relNew)
 			}
 			for _, w := range s.Warnings {
-				if strings.Contains(w, "disagree") || strings.Contains(w, "interpolated") {
+				if w.Code == CodeChannelDisagreement || w.Code == CodeCounterDisagreement || w.Code == energy.CodeInterpolated {
 					t.Errorf("%s window: warning %q", m.name, w)
 				}
 			}

@@ -1,52 +1,70 @@
 package region
 
 import (
-	"fmt"
 	"strings"
 	"testing"
-	"time"
+
+	"gpuwatt/internal/energy"
+	"gpuwatt/internal/status"
 )
 
-// lagWarning is the warning region writes when a 1 s channel misses over a run.
-func lagWarning(ch string, pct, got, want float64, dur time.Duration) string {
-	return fmt.Sprintf(disagreeFormat, ch, "power.samples (calibrated to energy.total)", pct, got, want, lagReason(ch, dur))
+// TestSharedWarningsToldOnce: a run of many kernels where every kernel missed updates of
+// the energy counter and several disagree with the 1 s moving average gives one line for
+// each (with the count out of the kernels and the range of the figures), not one per kernel;
+// a warning only one kernel has keeps its own full line.
+func TestSharedWarningsToldOnce(t *testing.T) {
+	const src = "power.samples (calibrated to energy.total)"
+	var ws []status.Warning
+	kernels := []string{"int32.add", "int32.mad", "fp32.fma", "fp64.fma", "dram.copy", "l2.read"}
+	for i, k := range kernels {
+		own := []status.Warning{missedUpdates("energy.total", 12+i, 95, 0.73, 0.1)}
+		if i%2 == 0 { // three of six kernels
+			dur := energy.FmtDur(2 + float64(i)/100)
+			own = append(own, disagreement("power.usage", src, 1000+30*float64(i), 1000, lagReason("power.usage", dur), lagReason("power.usage", "short")))
+		}
+		if k == "l2.read" {
+			own = append(own, status.Warning{Code: CodeThrottling, Key: "throttling: x", Message: "throttling: the board hit its power limit during 4 % of the run (sw_power_cap)"})
+		}
+		ws = append(ws, status.WithSubject(k, own)...)
+	}
+	got := status.Group(ws, len(kernels))
+	want := []string{
+		"energy.total: updates were missed (poll interval 730 ms, update period 100 ms) (on 6 of 6, 12 … 17 missed updates: int32.add, int32.mad, fp32.fma, fp64.fma, dram.copy, l2.read)",
+		"power.usage and " + src + " disagree by more than 5 %: power.usage is a moving average over about 1 s: it lags the load, so over a short run energy drawn at the start is seen late and energy drawn at the end falls after the run (on 3 of 6, 0 … 12 %: int32.add, fp32.fma, dram.copy)",
+		"l2.read: throttling: the board hit its power limit during 4 % of the run (sw_power_cap)",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d\n got %s\nwant %s", i, got[i], want[i])
+		}
+	}
 }
 
-// TestGroupDisagreements: three or more kernels sharing one channel disagreement become one
-// warning with the count, the range and every kernel's figure; a pair stays as it was; other
-// warnings keep their kernel and their place.
-func TestGroupDisagreements(t *testing.T) {
-	rows := []Named{
-		{"int32.add", []string{lagWarning("power.usage", -9.6, 969.3, 1072.6, 2010*time.Millisecond), lagWarning("power.average", -9.7, 968.6, 1072.6, 2010*time.Millisecond)}},
-		{"int32.mad", []string{lagWarning("power.usage", 6.2, 748.1, 704.3, 2010*time.Millisecond), "throttling: clocks were lowered during 3 % of the run (hw_slowdown)"}},
-		{"fp32.add", nil},
-		{"fp64.fma", []string{lagWarning("power.usage", -8.4, 916.1, 999.7, 2*time.Second), lagWarning("power.average", -8.4, 916.1, 999.7, 2*time.Second)}},
+// TestLegacy: the two warnings of an old results.json that runs repeat per kernel get the
+// code, key and figure a new run gives them (so they group alike); others stay as they are.
+func TestLegacy(t *testing.T) {
+	old := []status.Warning{
+		{Message: "power.usage and power.samples (calibrated to energy.total) disagree by -9.1 % (988.1 J vs 1086.9 J): power.usage is a moving average over about 1 s: it lags the load, so over a 2.01 s run energy drawn at the start is seen late and energy drawn at the end falls after the run"},
+		{Message: "energy.total: about 12 of 107 updates were missed (poll interval 730 ms, update period 100 ms)"},
+		{Message: "throttling: clocks were lowered during 3 % of the run (hw_slowdown)"},
+		{Code: CodeMissedUpdates, Key: "kept", Message: "energy.total: about 1 of 2 updates were missed (poll interval 1 s, update period 100 ms)"},
 	}
-	got := GroupDisagreements(rows)
-	if len(got) != 4 {
-		t.Fatalf("%d warnings, want 4:\n%s", len(got), strings.Join(got, "\n"))
+	got := Legacy(old)
+	newDis := disagreement("power.usage", "power.samples (calibrated to energy.total)", 988.1, 1086.9, lagReason("power.usage", "2.01 s"), lagReason("power.usage", "short"))
+	newMiss := missedUpdates("energy.total", 12, 95, 0.73, 0.1)
+	if got[0] != newDis {
+		t.Errorf("disagreement\n got %+v\nwant %+v", got[0], newDis)
 	}
-	want0 := "power.usage and power.samples (calibrated to energy.total) disagree by more than 5 % on 3 of 4 kernels, -9.6 … +6.2 % (int32.add -9.6 %, int32.mad +6.2 %, fp64.fma -8.4 %): power.usage is a moving average over about 1 s: it lags the load, so over a 2 s … 2.01 s run"
-	if !strings.HasPrefix(got[0], want0) {
-		t.Errorf("merged warning\n got %s\nwant %s…", got[0], want0)
+	if got[1] != newMiss {
+		t.Errorf("missed updates\n got %+v\nwant %+v", got[1], newMiss)
 	}
-	// power.average: only 2 kernels, kept as region wrote them, together where the first was met.
-	if got[1] != "int32.add: "+rows[0].Warnings[1] || got[2] != "fp64.fma: "+rows[3].Warnings[1] {
-		t.Errorf("pair not kept as it was:\n%s\n%s", got[1], got[2])
+	if got[2] != old[2] || got[3] != old[3] {
+		t.Errorf("changed: %+v %+v", got[2], got[3])
 	}
-	if got[3] != "int32.mad: "+rows[1].Warnings[1] {
-		t.Errorf("other warning: %s", got[3])
-	}
-}
-
-// TestGroupDisagreementsOneRunLength: with one run length the reason names it once.
-func TestGroupDisagreementsOneRunLength(t *testing.T) {
-	var rows []Named
-	for i := range 5 {
-		rows = append(rows, Named{fmt.Sprintf("k%d", i), []string{lagWarning("power.usage", float64(6+i), 106+float64(i), 100, 2*time.Second)}})
-	}
-	got := GroupDisagreements(rows)
-	if len(got) != 1 || !strings.Contains(got[0], "on 5 of 5 kernels, +6.0 … +10.0 %") || !strings.Contains(got[0], "so over a 2 s run energy") {
-		t.Fatalf("got %q", got)
+	if old[0].Code != "" {
+		t.Error("Legacy changed its input")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/energy"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -66,7 +67,7 @@ type Summary struct {
 	MemClockMHz       *Range              `json:"mem_clock_mhz,omitempty"`
 	TemperatureC      *Range              `json:"temperature_c,omitempty"`
 	Throttle          []ReasonShare       `json:"throttle"`
-	Warnings          []string            `json:"warnings"`
+	Warnings          []status.Warning    `json:"warnings"`
 }
 
 // Channel is the energy seen by one power channel (or the counter) during the region.
@@ -122,11 +123,12 @@ type Options struct {
 // baseline [b0, b1] (b1 <= start; b0 == b1 means none).
 func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o Options) Summary {
 	what := o.What
-	gs := Summary{Index: g.Index, Name: g.Name, UUID: g.UUID, PowerLimitW: g.PowerLimitW, Throttle: []ReasonShare{}, Warnings: []string{}}
+	gs := Summary{Index: g.Index, Name: g.Name, UUID: g.UUID, PowerLimitW: g.PowerLimitW, Throttle: []ReasonShare{}, Warnings: []status.Warning{}}
 	dur := end - start
-	warn := func(f string, a ...any) { gs.Warnings = append(gs.Warnings, fmt.Sprintf(f, a...)) }
+	add := func(w status.Warning) { gs.Warnings = append(gs.Warnings, w) }
+	warn := func(code status.Code, f string, a ...any) { add(status.Warnf(code, f, a...)) }
 	if dur <= 0 {
-		warn("%s did not run: nothing to summarise", what)
+		warn(CodeNotRun, "%s did not run: nothing to summarise", what)
 		return gs
 	}
 	byName := map[string]Channel{}
@@ -146,7 +148,7 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 				}
 			}
 			if !ok {
-				warn("%s: the counter does not cover the run (or was reset during it); left out", ch.Name)
+				warn(CodeCounterUncovered, "%s: the counter does not cover the run (or was reset during it); left out", ch.Name)
 				continue
 			}
 			cs = Channel{Channel: ch.Name, EnergyJ: e.Joules(), MeanPowerW: e.Joules() / dur.Seconds(), Coverage: 1}
@@ -162,7 +164,8 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 			cs = Channel{Channel: ch.Name, EnergyJ: in.Energy.Joules(), MeanPowerW: float64(in.Mean), MaxPowerW: float64(in.Max), Samples: in.Samples, Coverage: in.Coverage}
 			cs.IdlePowerW = baselinePower(series, b0, b1, false)
 			if in.Coverage < 0.99 {
-				warn("%s: readings cover only %.0f %% of the run", ch.Name, 100*in.Coverage)
+				add(keyed(CodeLowCoverage, ch.Name+": readings cover only part of the run", math.Round(100*in.Coverage), "% covered",
+					"%s: readings cover only %.0f %% of the run", ch.Name, 100*in.Coverage))
 			}
 		default:
 			continue
@@ -173,10 +176,11 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 			// A long interval is either a missed update or an update that repeated the
 			// value (common at idle); only a slow poll makes the first plausible.
 			if st.Missed > 2 && st.Missed > st.Samples/100 && !st.PhaseLocked && st.PollInterval > st.UpdatePeriod/4 {
-				warn("%s: about %d of %d updates were missed (poll interval %s, update period %s)", ch.Name, st.Missed, st.Samples+st.Missed, energy.FmtDur(st.PollInterval), energy.FmtDur(st.UpdatePeriod))
+				add(missedUpdates(ch.Name, st.Missed, st.Samples, st.PollInterval, st.UpdatePeriod))
 			}
 			if st.Errors > 0 {
-				warn("%s: %d failed reads (last: %s)", ch.Name, st.Errors, st.LastError)
+				add(keyed(CodeReadErrors, ch.Name+": reads failed", float64(st.Errors), "failed reads",
+					"%s: %d failed reads (last: %s)", ch.Name, st.Errors, st.LastError))
 			}
 		}
 		byName[ch.Name] = cs
@@ -197,9 +201,7 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 	if _, ok := byName[energy.CounterChannel]; ok && est.CalibratedJ > 0 {
 		gs.CounterDiffPct = 100 * (est.CounterJ/est.CalibratedJ - 1)
 	}
-	for _, w := range est.Warnings {
-		warn("%s", w.Message)
-	}
+	gs.Warnings = append(gs.Warnings, est.Warnings...)
 	found := est.Method != energy.NoFigure
 	var head Channel
 	var calibrated *Channel
@@ -226,7 +228,7 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 		gs.IdlePowerW, gs.EnergyAboveIdleJ = head.IdlePowerW, head.EnergyAboveIdleJ
 		gs.MeanPowerW = head.EnergyJ / dur.Seconds()
 		if head.IdlePowerW == 0 && b0 >= b1 {
-			warn("no idle baseline was recorded (a baseline of 0 s): energy above idle is not known")
+			warn(CodeNoBaseline, "no idle baseline was recorded (a baseline of 0 s): energy above idle is not known")
 		}
 	}
 	for _, n := range boardChannels {
@@ -236,10 +238,12 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 		}
 	}
 	if found {
-		agreement(&gs, byName, head, calibrated, dur, warn)
+		agreement(&gs, byName, head, calibrated, dur, add)
 		if p := updatePeriod(tr, g.Index, head.Channel); p > 0 && dur < 20*p {
-			warn("%s ran for %s, only %.0f updates of %s: the energy is uncertain by about one update period's worth (±%s)",
-				what, energy.FmtDur(dur.Seconds()), dur.Seconds()/p.Seconds(), head.Channel, units.Energy(gs.MeanPowerW*p.Seconds()))
+			add(keyed(CodeFewUpdates, fmt.Sprintf("%s ran for fewer than 20 updates of %s: the energy is uncertain by about one update period's worth", what, head.Channel),
+				math.Round(dur.Seconds()/p.Seconds()), "updates",
+				"%s ran for %s, only %.0f updates of %s: the energy is uncertain by about one update period's worth (±%s)",
+				what, energy.FmtDur(dur.Seconds()), dur.Seconds()/p.Seconds(), head.Channel, units.Energy(gs.MeanPowerW*p.Seconds())))
 		}
 	}
 	gs.SMClockMHz = rangeOf(tr.Series(g.Index, trace.ChClockSM), start, end, 1e-6)
@@ -252,7 +256,8 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 			if r.Reason == "sw_power_cap" {
 				what = "the board hit its power limit and lowered its clocks"
 			}
-			warn("throttling: %s during %.0f %% of the run (%s)", what, 100*r.Share, r.Reason)
+			add(keyed(CodeThrottling, fmt.Sprintf("throttling: %s (%s)", what, r.Reason), math.Round(100*r.Share), "% of the run",
+				"throttling: %s during %.0f %% of the run (%s)", what, 100*r.Share, r.Reason))
 		}
 	}
 	return gs
@@ -270,15 +275,20 @@ const CalibratedDisagreement = 0.03
 // differ. Where the headline is the counter and a calibrated channel exists, that channel
 // is compared on the counter's scale instead of raw; the calibrated channel is not
 // compared with itself.
-func agreement(gs *Summary, byName map[string]Channel, head Channel, calibrated *Channel, dur time.Duration, warn func(string, ...any)) {
+func agreement(gs *Summary, byName map[string]Channel, head Channel, calibrated *Channel, dur time.Duration, add func(status.Warning)) {
 	if head.EnergyJ <= 0 {
 		return
 	}
 	if calibrated != nil && head.Channel == energy.CounterChannel {
 		diff := (calibrated.EnergyJ - head.EnergyJ) / head.EnergyJ
 		if math.Abs(diff) > CalibratedDisagreement {
-			warn("%s on %s's scale and %s (%d readings inside) disagree by %+.1f %% (%.1f J vs %.1f J): both should hold here; the power varied between the counter's readings, or the calibration over the whole recording does not hold for this load",
-				calibrated.Channel, energy.CounterChannel, energy.CounterChannel, gs.CounterReadings, 100*diff, calibrated.EnergyJ, head.EnergyJ)
+			const why = "both should hold here; the power varied between the counter's readings, or the calibration over the whole recording does not hold for this load"
+			cc := energy.CounterChannel
+			add(keyed(CodeCounterDisagreement,
+				fmt.Sprintf("%s on %s's scale and %s disagree by more than %g %%: %s", calibrated.Channel, cc, cc, 100*CalibratedDisagreement, why),
+				round1(100*diff), "%",
+				"%s on %s's scale and %s (%d readings inside) disagree by %+.1f %% (%.1f J vs %.1f J): %s",
+				calibrated.Channel, cc, cc, gs.CounterReadings, 100*diff, calibrated.EnergyJ, head.EnergyJ, why))
 		}
 	}
 	for _, n := range boardChannels {
@@ -290,28 +300,70 @@ func agreement(gs *Summary, byName map[string]Channel, head Channel, calibrated 
 		if math.Abs(diff) <= ChannelDisagreement {
 			continue
 		}
-		var why string
+		var why, whyKey string
 		switch n {
 		case trace.ChPowerUsage, trace.ChPowerAverage:
-			why = lagReason(n, dur)
+			why, whyKey = lagReason(n, energy.FmtDur(dur.Seconds())), lagReason(n, "short")
 		case trace.ChPowerInstant:
 			why = "power.instant averages only part of each update period (about 25 ms of every 100 ms on A100/H100, Yang et al. SC'24): a load that varies faster than the update period is sampled, not integrated"
 		case trace.ChPowerSamples:
 			why = "the driver's 20 ms sample buffer and the energy counter should agree; a lasting difference points at a gain or offset error of one of them"
 		}
-		warn(disagreeFormat, n, gs.EnergySource, 100*diff, c.EnergyJ, head.EnergyJ, why)
+		add(disagreement(n, gs.EnergySource, c.EnergyJ, head.EnergyJ, why, whyKey))
 	}
 }
 
-// disagreeFormat is the warning that two channels' energies over a region disagree: the
-// channel, the headline's source, the difference in %, both energies in J and why.
-// GroupDisagreements parses it to merge the kernels that share one.
-const disagreeFormat = "%s and %s disagree by %+.1f %% (%.1f J vs %.1f J): %s"
-
-// lagReason is why a 1 s moving-average channel misses over a run of length dur.
-func lagReason(channel string, dur time.Duration) string {
-	return fmt.Sprintf("%s is a moving average over about 1 s: it lags the load, so over a %s run energy drawn at the start is seen late and energy drawn at the end falls after the run", channel, energy.FmtDur(dur.Seconds()))
+// disagreement is the warning that channel's energy e differs from the headline's (from
+// source) by more than ChannelDisagreement, and why. Its key leaves out what differs from
+// kernel to kernel (the figures, the run's length: whyKey is why without it), so that a
+// disagreement many kernels share is told once (status.Group).
+func disagreement(channel, source string, e, head float64, why, whyKey string) status.Warning {
+	if whyKey == "" {
+		whyKey = why
+	}
+	diff := (e - head) / head
+	return keyed(CodeChannelDisagreement,
+		fmt.Sprintf("%s and %s disagree by more than %g %%: %s", channel, source, 100*ChannelDisagreement, whyKey),
+		round1(100*diff), "%",
+		"%s and %s disagree by %+.1f %% (%.1f J vs %.1f J): %s", channel, source, 100*diff, e, head, why)
 }
+
+// missedUpdates is the warning that a channel missed updates between its readings; its
+// key is the channel with its poll interval and update period, its figure the count.
+func missedUpdates(channel string, missed, samples int, poll, period float64) status.Warning {
+	return keyed(CodeMissedUpdates, fmt.Sprintf("%s: updates were missed (poll interval %s, update period %s)", channel, energy.FmtDur(poll), energy.FmtDur(period)),
+		float64(missed), "missed updates",
+		"%s: about %d of %d updates were missed (poll interval %s, update period %s)", channel, missed, samples+missed, energy.FmtDur(poll), energy.FmtDur(period))
+}
+
+// lagReason is why a 1 s moving-average channel misses over a run of length dur ("2 s").
+func lagReason(channel, dur string) string {
+	return fmt.Sprintf("%s is a moving average over about 1 s: it lags the load, so over a %s run energy drawn at the start is seen late and energy drawn at the end falls after the run", channel, dur)
+}
+
+// The codes of Summarize's own warnings (the headline's come from the energy estimator,
+// with its codes).
+const (
+	CodeNotRun              status.Code = "region_not_run"
+	CodeCounterUncovered    status.Code = "counter_uncovered"
+	CodeLowCoverage         status.Code = "low_coverage"
+	CodeMissedUpdates       status.Code = "missed_updates"
+	CodeReadErrors          status.Code = "read_errors"
+	CodeNoBaseline          status.Code = "no_baseline"
+	CodeFewUpdates          status.Code = "few_updates"
+	CodeThrottling          status.Code = "throttling"
+	CodeCounterDisagreement status.Code = "counter_disagreement"
+	CodeChannelDisagreement status.Code = "channel_disagreement"
+)
+
+// keyed is a warning that says the same thing (key) for every kernel or point it is raised
+// on, with a figure of its own (value in unit) and its full sentence.
+func keyed(code status.Code, key string, value float64, unit, format string, args ...any) status.Warning {
+	return status.Warning{Code: code, Key: key, Value: value, Unit: unit, Message: fmt.Sprintf(format, args...)}
+}
+
+// round1 rounds x to one decimal, the precision a warning's figure is told with.
+func round1(x float64) float64 { return math.Round(10*x) / 10 }
 
 // baselinePower is a channel's mean power over the baseline [b0, start], from the samples
 // taken inside it only: interpolating across start would blend the first readings of the

@@ -13,6 +13,7 @@ import (
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/sensormodel"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -54,8 +55,8 @@ type Channel struct {
 	RatioToRef     float64 `json:"ratio_to_reference,omitempty"`
 	// Waves: the spread of the readings under each square wave (5th to 95th percentile,
 	// as a share of the step) beside the fitted model's.
-	Waves    []Wave   `json:"square_waves"`
-	Warnings []string `json:"warnings"`
+	Waves    []Wave           `json:"square_waves"`
+	Warnings []status.Warning `json:"warnings"`
 
 	fit   fitResult
 	ts    []float64 // readings used by the fit, s
@@ -100,43 +101,56 @@ type Anomalies struct {
 	Channel string `json:"channel"`
 	Model   string `json:"model"`
 	// Doubling: run B is twice as long as run A: B/A should be 2.00 ± 0.04.
-	SingleE               Energies `json:"single"`
-	DoubleE               Energies `json:"double"`
-	DoublingCorrected     float64  `json:"doubling_corrected"`
-	DoublingNaive         float64  `json:"doubling_naive"`
-	DoublingPass          bool     `json:"doubling_pass"`
-	First                 Energies `json:"back_to_back_first"`
-	Second                Energies `json:"back_to_back_second"`
-	BackToBackCorrected   float64  `json:"back_to_back_corrected"` // second/first − 1
-	BackToBackNaive       float64  `json:"back_to_back_naive"`
-	BackToBackPass        bool     `json:"back_to_back_pass"`
-	IdleW                 float64  `json:"idle_w"`
-	TailCorrectedJ        float64  `json:"tail_corrected_j"`
-	TailCorrectedS        float64  `json:"tail_corrected_s"`
-	TailNaiveJ            float64  `json:"tail_naive_j"`
-	TailNaiveS            float64  `json:"tail_naive_s"`
-	TailTrueJ             *float64 `json:"tail_true_j,omitempty"`
-	KernelCorrectedJ      float64  `json:"kernel_corrected_j"`
-	TailShareOfKernel     float64  `json:"tail_share_of_kernel"`
-	Warnings              []string `json:"warnings"`
+	SingleE               Energies         `json:"single"`
+	DoubleE               Energies         `json:"double"`
+	DoublingCorrected     float64          `json:"doubling_corrected"`
+	DoublingNaive         float64          `json:"doubling_naive"`
+	DoublingPass          bool             `json:"doubling_pass"`
+	First                 Energies         `json:"back_to_back_first"`
+	Second                Energies         `json:"back_to_back_second"`
+	BackToBackCorrected   float64          `json:"back_to_back_corrected"` // second/first − 1
+	BackToBackNaive       float64          `json:"back_to_back_naive"`
+	BackToBackPass        bool             `json:"back_to_back_pass"`
+	IdleW                 float64          `json:"idle_w"`
+	TailCorrectedJ        float64          `json:"tail_corrected_j"`
+	TailCorrectedS        float64          `json:"tail_corrected_s"`
+	TailNaiveJ            float64          `json:"tail_naive_j"`
+	TailNaiveS            float64          `json:"tail_naive_s"`
+	TailTrueJ             *float64         `json:"tail_true_j,omitempty"`
+	KernelCorrectedJ      float64          `json:"kernel_corrected_j"`
+	TailShareOfKernel     float64          `json:"tail_share_of_kernel"`
+	Warnings              []status.Warning `json:"warnings"`
 	tailFrom, tailCorrEnd float64
 }
 
+// The codes of the sensor characterisation's warnings.
+const (
+	CodeNoChannel       status.Code = "no_channel"
+	CodeFewReadings     status.Code = "few_readings"
+	CodeSmallStep       status.Code = "small_step"
+	CodePartialCoverage status.Code = "sensor_coverage"
+	CodeNoFit           status.Code = "no_model_fit"
+	CodeNoResponse      status.Code = "no_response"
+	CodeTailCut         status.Code = "tail_cut"
+	CodeDoubling        status.Code = "doubling"
+	CodeBackToBack      status.Code = "back_to_back"
+)
+
 // Report is the result of a characterisation.
 type Report struct {
-	Device    string     `json:"device"`
-	Simulated bool       `json:"simulated"` // measured on the sim device
-	GPU       int        `json:"gpu"`
-	GPUName   string     `json:"gpu_name"`
-	Quick     bool       `json:"quick"`
-	Poll      string     `json:"poll"`
-	DurationS float64    `json:"duration_s"`
-	Periods   []float64  `json:"wave_periods_s"`
-	Channels  []*Channel `json:"channels"`
-	Counter   *Counter   `json:"energy_counter,omitempty"`
-	Reference string     `json:"reference_channel"`
-	Anomalies *Anomalies `json:"anomalies,omitempty"`
-	Warnings  []string   `json:"warnings"`
+	Device    string           `json:"device"`
+	Simulated bool             `json:"simulated"` // measured on the sim device
+	GPU       int              `json:"gpu"`
+	GPUName   string           `json:"gpu_name"`
+	Quick     bool             `json:"quick"`
+	Poll      string           `json:"poll"`
+	DurationS float64          `json:"duration_s"`
+	Periods   []float64        `json:"wave_periods_s"`
+	Channels  []*Channel       `json:"channels"`
+	Counter   *Counter         `json:"energy_counter,omitempty"`
+	Reference string           `json:"reference_channel"`
+	Anomalies *Anomalies       `json:"anomalies,omitempty"`
+	Warnings  []status.Warning `json:"warnings"`
 
 	rec *recording
 }
@@ -164,7 +178,7 @@ func Run(ctx context.Context, clk clock.Clock, dev gpu.Device, exec gpu.Executor
 		return nil, err
 	}
 	info := dev.Info()
-	rep := &Report{GPU: info.Index, GPUName: info.Name, Quick: opt.Quick, Poll: "max", rec: rec, Warnings: []string{}}
+	rep := &Report{GPU: info.Index, GPUName: info.Name, Quick: opt.Quick, Poll: "max", rec: rec, Warnings: []status.Warning{}}
 	if opt.Poll != nil {
 		rep.Poll = opt.Poll.String()
 	}
@@ -208,7 +222,7 @@ func analyze(rep *Report, g int, truth gpu.Truth) {
 		rep.Channels = append(rep.Channels, c)
 	}
 	if len(rep.Channels) == 0 {
-		rep.Warnings = append(rep.Warnings, "no power channel could be read")
+		rep.Warnings = append(rep.Warnings, status.Warnf(CodeNoChannel, "no power channel could be read"))
 		return
 	}
 	// The reference: the best board channel present.
@@ -326,7 +340,7 @@ func counterAt(s []trace.Sample, t time.Duration) (float64, bool) {
 // characterise fits the boxcar and the RC model to one channel's readings from half a
 // second before the step to the end of the square waves, and picks the better.
 func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch *schedule) *Channel {
-	c := &Channel{Name: ch.Name, Readings: len(samples), Warnings: []string{}}
+	c := &Channel{Name: ch.Name, Readings: len(samples), Warnings: []status.Warning{}}
 	if ch.Stats != nil {
 		c.CallLatencyUS = ch.Stats.CallLatency * 1e6
 	}
@@ -347,7 +361,7 @@ func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch 
 	c.IdleW = meanIn(samples, rec.idle.start+rec.idle.Dur()/4, rec.idle.end)
 	if len(c.ts) < 8 || c.PeriodS <= 0 {
 		c.Kind, c.Model = "none", "none"
-		c.Warnings = append(c.Warnings, fmt.Sprintf("only %d readings: not characterised", len(c.ts)))
+		c.Warnings = append(c.Warnings, status.Warnf(CodeFewReadings, "only %d readings: not characterised", len(c.ts)))
 		return c
 	}
 	T := c.PeriodS
@@ -362,7 +376,7 @@ func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch 
 	}
 	weak := step < MinStepSNR*c.NoiseW || step < 0.5
 	if weak {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("the load moves it by only %.2f W (noise %.2f W at idle): too little to tell its model; the fit is shown, not to be trusted", c.StepW, c.NoiseW))
+		c.Warnings = append(c.Warnings, status.Warnf(CodeSmallStep, "the load moves it by only %.2f W (noise %.2f W at idle): too little to tell its model; the fit is shown, not to be trusted", c.StepW, c.NoiseW))
 	}
 	c.ResidualBoxcar, c.ResidualRC = box.rms()/step, rc.rms()/step
 	best := box
@@ -405,11 +419,11 @@ func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch 
 	c.Model = c.model.String()
 	c.Coverage = c.model.Coverage(secs(T))
 	if c.Coverage < PartialCoverage {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("sees about %.0f %% of the time (%s): a load that varies faster than its %.0f ms update period is sampled, not integrated; its energy over short or varying regions is uncertain",
+		c.Warnings = append(c.Warnings, status.Warnf(CodePartialCoverage, "sees about %.0f %% of the time (%s): a load that varies faster than its %.0f ms update period is sampled, not integrated; its energy over short or varying regions is uncertain",
 			100*c.Coverage, seenAs(c), 1e3*T))
 	}
 	if resid > 0.05 && !weak {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("no model fits well: RMS residual %.1f %% of the step", 100*resid))
+		c.Warnings = append(c.Warnings, status.Warnf(CodeNoFit, "no model fits well: RMS residual %.1f %% of the step", 100*resid))
 	}
 	// First reading that moved after the load started.
 	pre := []float64{}
@@ -430,7 +444,7 @@ func characterise(ch trace.Channel, samples []trace.Sample, rec *recording, sch 
 	}
 	if math.IsNaN(c.FirstMoveS) {
 		c.FirstMoveS = 0
-		c.Warnings = append(c.Warnings, "no reading moved after the load started")
+		c.Warnings = append(c.Warnings, status.Warnf(CodeNoResponse, "no reading moved after the load started"))
 	}
 	// The square waves' spread.
 	pred := sch.predict(best, c.ts)
@@ -509,10 +523,10 @@ func (s segment) Dur() time.Duration { return s.end - s.start }
 
 // anomalies runs seed 003's tests on the reference channel with its identified model.
 func anomalies(tr *trace.Trace, g int, ref *Channel, rec *recording, truth gpu.Truth) *Anomalies {
-	a := &Anomalies{Channel: ref.Name, Model: ref.Model, Warnings: []string{}}
+	a := &Anomalies{Channel: ref.Name, Model: ref.Model, Warnings: []status.Warning{}}
 	samples := correct.Channel(tr, g, ref.Name)
 	if len(samples) == 0 {
-		a.Warnings = append(a.Warnings, "no readings")
+		a.Warnings = append(a.Warnings, status.Warnf(CodeFewReadings, "no readings"))
 		return a
 	}
 	idle := correct.Prepare(samples, ref.model, correct.Options{}).Energy(rec.idle.start+rec.idle.Dur()/4, rec.idle.end).MeanPower
@@ -556,7 +570,7 @@ func anomalies(tr *trace.Trace, g int, ref *Channel, rec *recording, truth gpu.T
 	ce := back(corrMean)
 	ne := back(naiveMean)
 	if ce+bin > rec.tailEnd || ne+bin > rec.tailEnd {
-		a.Warnings = append(a.Warnings, fmt.Sprintf("the power was not back at idle (± %.1f W) %s after the kernel: the tail is cut there", tol, (rec.tailEnd-D.end).Round(time.Millisecond)))
+		a.Warnings = append(a.Warnings, status.Warnf(CodeTailCut, "the power was not back at idle (± %.1f W) %s after the kernel: the tail is cut there", tol, (rec.tailEnd-D.end).Round(time.Millisecond)))
 	}
 	if ce > D.end {
 		a.TailCorrectedJ = ser.Energy(D.end, ce).Energy.Joules() - float64(idle)*(ce-D.end).Seconds()
@@ -574,10 +588,10 @@ func anomalies(tr *trace.Trace, g int, ref *Channel, rec *recording, truth gpu.T
 	}
 	a.tailFrom, a.tailCorrEnd = D.end.Seconds(), ce.Seconds()
 	if !a.DoublingPass {
-		a.Warnings = append(a.Warnings, fmt.Sprintf("doubling: %.3f× the energy for twice the run (want 2.00 ± 0.04)", a.DoublingCorrected))
+		a.Warnings = append(a.Warnings, status.Warnf(CodeDoubling, "doubling: %.3f× the energy for twice the run (want 2.00 ± 0.04)", a.DoublingCorrected))
 	}
 	if !a.BackToBackPass {
-		a.Warnings = append(a.Warnings, fmt.Sprintf("back-to-back: the second run took %+.1f %% (want ± 2 %%)", 100*a.BackToBackCorrected))
+		a.Warnings = append(a.Warnings, status.Warnf(CodeBackToBack, "back-to-back: the second run took %+.1f %% (want ± 2 %%)", 100*a.BackToBackCorrected))
 	}
 	return a
 }

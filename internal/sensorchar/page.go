@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/status"
 )
 
 // Page is report.html: the channels' table, each channel's step response and square-wave
@@ -22,14 +24,7 @@ func (r *Report) Page() report.Page {
 		t.Rows = append(t.Rows, []string{c.Name, c.Kind, f3(c.PeriodS * 1e3), f3(c.PeriodJitterS * 1e3), f3(c.DelayS * 1e3), f3(c.FirstMoveS * 1e3),
 			f3(c.WindowS * 1e3), f3(c.TauS * 1e3), fmt.Sprintf("%.0f %%", 100*c.Coverage), f3(c.CallLatencyUS), f3(c.RatioToCounter)})
 	}
-	var warns []string
-	warns = append(warns, r.Warnings...)
-	for _, c := range r.Channels {
-		for _, w := range c.Warnings {
-			warns = append(warns, c.Name+": "+w)
-		}
-	}
-	p.Sections = append(p.Sections, report.Section{Title: "Channels", Table: t, Warnings: warns,
+	p.Sections = append(p.Sections, report.Section{Title: "Channels", Table: t, Warnings: status.Group(r.AllChannelWarnings(), len(r.Channels)),
 		Text: "Each channel's model is the best least-squares fit, boxcar (window W, delay) or first-order lag (tau, delay), to its readings under the known schedule of the load: a step and square waves of periods T/2 and T/4 at several phases."})
 	rec := r.rec
 	s0 := rec.step.start.Seconds()
@@ -69,7 +64,7 @@ func (r *Report) Page() report.Page {
 		p.Sections = append(p.Sections, report.Section{Title: c.Name, Plots: plots})
 	}
 	if a := r.Anomalies; a != nil {
-		p.Sections = append(p.Sections, report.Section{Title: "Anomaly tests (seed 003) on " + a.Channel, Text: a.Intro(), Table: a.Table(), Warnings: a.Warnings})
+		p.Sections = append(p.Sections, report.Section{Title: "Anomaly tests (seed 003) on " + a.Channel, Text: a.Intro(), Table: a.Table(), Warnings: status.Group(a.Warnings, 0)})
 	}
 	return p
 }
@@ -138,7 +133,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		a.WriteText(&x)
 		b.WriteString(strings.ReplaceAll(strings.TrimSpace(x.String()), "\n", "\n   "))
 		b.WriteString("\n")
-		for _, w := range a.Warnings {
+		for _, w := range status.Group(a.Warnings, 0) {
 			fmt.Fprintf(&b, "   ! %s\n", w)
 		}
 	}
@@ -156,11 +151,18 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
-	for _, c := range r.Channels {
-		for _, w := range c.Warnings {
-			fmt.Fprintf(&b, " ! %s: %s\n", c.Name, w)
-		}
+	for _, w := range status.Group(r.AllChannelWarnings(), len(r.Channels)) {
+		fmt.Fprintf(&b, " ! %s\n", w)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// AllChannelWarnings are the run's warnings, then each channel's (about that channel).
+func (r *Report) AllChannelWarnings() []status.Warning {
+	ws := slices.Clone(r.Warnings)
+	for _, c := range r.Channels {
+		ws = append(ws, status.WithSubject(c.Name, c.Warnings)...)
+	}
+	return ws
 }

@@ -13,6 +13,7 @@ import (
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/sensormodel"
+	"gpuwatt/internal/status"
 )
 
 func runPreset(t *testing.T, preset string, quick bool) (*Report, *sim.Device) {
@@ -102,9 +103,9 @@ func TestIdentifyPresets(t *testing.T) {
 				if !near(c.Coverage, trueCov, 0.12, 0.01) {
 					t.Errorf("%s: coverage %.3f, true %.3f", c.Name, c.Coverage, trueCov)
 				}
-				flagged := slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, "of the time") })
+				flagged := slices.ContainsFunc(c.Warnings, func(w status.Warning) bool { return strings.Contains(w.Message, "of the time") })
 				if flagged != (c.Coverage < PartialCoverage) {
-					t.Errorf("%s: coverage %.2f, flagged %v: %q", c.Name, c.Coverage, flagged, c.Warnings)
+					t.Errorf("%s: coverage %.2f, flagged %v: %v", c.Name, c.Coverage, flagged, c.Warnings)
 				}
 				t.Logf("%-22s %s (true T=%v W=%v tau=%v delay=%v)", c.Name, c.Model, m.Period, m.Window, m.Tau, m.Delay)
 			}
@@ -179,7 +180,7 @@ func TestScheduleWeights(t *testing.T) {
 func TestWeakStep(t *testing.T) {
 	rep, _ := runPreset(t, "h100", true)
 	has := func(c *Channel, s string) bool {
-		return slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, s) })
+		return slices.ContainsFunc(c.Warnings, func(w status.Warning) bool { return strings.Contains(w.Message, s) })
 	}
 	seen := 0
 	for i := range rep.Channels {
@@ -188,12 +189,12 @@ func TestWeakStep(t *testing.T) {
 		case "power.memory.average":
 			seen++
 			if c.StepW >= 0.5 || !has(c, "too little to tell its model") || has(c, "no model fits well") {
-				t.Errorf("%s: step %.3f W, noise %.3f W, warnings %q", c.Name, c.StepW, c.NoiseW, c.Warnings)
+				t.Errorf("%s: step %.3f W, noise %.3f W, warnings %v", c.Name, c.StepW, c.NoiseW, c.Warnings)
 			}
 		case "power.usage":
 			seen++
 			if c.StepW < 100 || c.NoiseW <= 0 || c.NoiseW > 1 || has(c, "too little") {
-				t.Errorf("%s: step %.3f W, noise %.3f W, warnings %q", c.Name, c.StepW, c.NoiseW, c.Warnings)
+				t.Errorf("%s: step %.3f W, noise %.3f W, warnings %v", c.Name, c.StepW, c.NoiseW, c.Warnings)
 			}
 		}
 	}

@@ -4,6 +4,8 @@
 package status
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -41,6 +43,26 @@ func (w Warning) String() string {
 	return w.Subject + ": " + w.Message
 }
 
+// UnmarshalJSON reads a warning object, or a plain string as results.json files written
+// before warnings had codes hold them (the string becomes the Message, with no Code).
+func (w *Warning) UnmarshalJSON(b []byte) error {
+	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*w = Warning{Message: s}
+		return nil
+	}
+	type plain Warning // without this method
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*w = Warning(p)
+	return nil
+}
+
 // Warnf builds a warning without subject, key or value.
 func Warnf(code Code, format string, args ...any) Warning {
 	return Warning{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -51,7 +73,8 @@ type Status struct {
 	Warnings   []Warning `json:"warnings"`
 	Incomplete bool      `json:"incomplete"`
 	// Reason says why the run is incomplete (interrupted, a stage failed, the GPU was lost).
-	Reason string `json:"reason,omitempty"`
+	// Its key is the one results.json files have always used.
+	Reason string `json:"incomplete_reason,omitempty"`
 }
 
 // Warn appends a warning.
@@ -75,14 +98,14 @@ func (s *Status) MarkIncomplete(reason string) {
 	}
 }
 
-// Merge adds another result's status: its warnings (with subject set where they have none)
-// and its incompleteness.
+// Merge adds another result's status: its warnings (with subject set where they have none,
+// or put before theirs as "subject: theirs") and its incompleteness.
 func (s *Status) Merge(subject string, o Status) {
 	for _, w := range o.Warnings {
 		if w.Subject == "" {
 			w.Subject = subject
 		} else if subject != "" {
-			w.Subject = subject + " " + w.Subject
+			w.Subject = subject + ": " + w.Subject
 		}
 		s.Warn(w)
 	}
@@ -101,8 +124,15 @@ const GroupMin = 3
 // Group returns the warnings as lines for a reader: exact duplicates are dropped, and a
 // warning of one Code and Key shared by GroupMin or more subjects becomes one line that
 // counts them, gives the range of their figures and names them; the rest keep their order.
-// total is the number of subjects in the run (kernels, points), 0 if unknown.
+// total is the number of subjects in the run (kernels, points), 0 if unknown. Subjects
+// with a stage before them ("micro: int32.add") group within their stage only.
 func Group(ws []Warning, total int) []string {
+	return GroupEach(ws, func(string) int { return total })
+}
+
+// GroupEach is Group where each stage has its own number of subjects: total("micro") is
+// how many kernels micro measured; total("") is for subjects without a stage.
+func GroupEach(ws []Warning, total func(stage string) int) []string {
 	type group struct {
 		first   Warning
 		members []Warning
@@ -116,7 +146,7 @@ func Group(ws []Warning, total int) []string {
 			continue
 		}
 		seen[line] = true
-		k := string(w.Code) + "\x00" + w.Key
+		k := string(w.Code) + "\x00" + w.Key + "\x00" + stageOf(w.Subject)
 		if w.Key == "" {
 			k += "\x00" + w.Message // no key: only identical messages group
 		}
@@ -142,7 +172,7 @@ func Group(ws []Warning, total int) []string {
 			}
 			continue
 		}
-		out = append(out, groupLine(g.first, g.members, total))
+		out = append(out, groupLine(g.first, g.members, total(stageOf(g.first.Subject))))
 	}
 	return out
 }
@@ -151,13 +181,14 @@ func groupLine(first Warning, ms []Warning, total int) string {
 	lo, hi := ms[0].Value, ms[0].Value
 	var names []string
 	hasValue := false
+	prefix := commonPrefix(ms)
 	for _, m := range ms {
 		lo, hi = min(lo, m.Value), max(hi, m.Value)
 		if m.Value != 0 {
 			hasValue = true
 		}
-		if m.Subject != "" && !slices.Contains(names, m.Subject) {
-			names = append(names, m.Subject)
+		if n := strings.TrimPrefix(m.Subject, prefix); m.Subject != "" && !slices.Contains(names, n) {
+			names = append(names, n)
 		}
 	}
 	of := ""
@@ -166,17 +197,54 @@ func groupLine(first Warning, ms []Warning, total int) string {
 	}
 	head := fmt.Sprintf("on %d%s", len(names), of)
 	if hasValue {
+		f := "%g"
+		if lo < 0 {
+			f = "%+g" // a signed figure (a disagreement): both signs shown
+		}
 		if lo == hi {
-			head += fmt.Sprintf(", %g %s", lo, first.Unit)
+			head += fmt.Sprintf(", "+f+" %s", lo, first.Unit)
 		} else {
-			head += fmt.Sprintf(", %g … %g %s", lo, hi, first.Unit)
+			head += fmt.Sprintf(", "+f+" … "+f+" %s", lo, hi, first.Unit)
 		}
 	}
 	msg := first.Message
 	if first.Key != "" {
 		msg = first.Key
 	}
-	return fmt.Sprintf("%s (%s: %s)", msg, head, strings.Join(names, ", "))
+	return fmt.Sprintf("%s%s (%s: %s)", prefix, msg, head, strings.Join(names, ", "))
+}
+
+// stageOf is the stage a subject names before ": " ("micro" of "micro: int32.add"), or "".
+func stageOf(subject string) string {
+	st, _, ok := strings.Cut(subject, ": ")
+	if !ok {
+		return ""
+	}
+	return st
+}
+
+// commonPrefix is the "stage: " part that every member's subject starts with ("micro: "
+// of "micro: int32.add"), told once before the group's line instead of before each name.
+func commonPrefix(ms []Warning) string {
+	p, _, ok := strings.Cut(ms[0].Subject, ": ")
+	if !ok {
+		return ""
+	}
+	p += ": "
+	for _, m := range ms {
+		if !strings.HasPrefix(m.Subject, p) || len(m.Subject) == len(p) {
+			return ""
+		}
+	}
+	return p
+}
+
+// WithSubject returns copies of ws about subject (put before a subject they have, as
+// "subject: theirs"); ws is not changed.
+func WithSubject(subject string, ws []Warning) []Warning {
+	var s Status
+	s.Merge(subject, Status{Warnings: ws})
+	return s.Warnings
 }
 
 // Strings returns the warnings one per line, ungrouped (for JSON consumers of old fields).

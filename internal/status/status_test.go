@@ -1,6 +1,8 @@
 package status
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -42,5 +44,58 @@ func TestMarkIncompleteKeepsReasons(t *testing.T) {
 	s.Merge("micro", Status{Incomplete: true, Reason: "GPU lost"})
 	if !s.Incomplete || s.Reason != "interrupted; micro: GPU lost" {
 		t.Errorf("status %+v", s)
+	}
+}
+
+// TestWarningDecodesOldStrings: results.json files written before warnings had codes hold
+// plain strings; they load as messages without a code, beside new objects.
+func TestWarningDecodesOldStrings(t *testing.T) {
+	var ws []Warning
+	in := `["micro: int32.add: power.usage and power.samples disagree", {"code":"missed_updates","subject":"fp32.fma","key":"k","message":"m","value":12,"unit":"updates"}]`
+	if err := json.Unmarshal([]byte(in), &ws); err != nil {
+		t.Fatal(err)
+	}
+	want := []Warning{{Message: "micro: int32.add: power.usage and power.samples disagree"},
+		{Code: "missed_updates", Subject: "fp32.fma", Key: "k", Message: "m", Value: 12, Unit: "updates"}}
+	if !reflect.DeepEqual(ws, want) {
+		t.Errorf("got %+v\nwant %+v", ws, want)
+	}
+	// A new warning survives a round trip.
+	b, err := json.Marshal(want[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Warning
+	if err := json.Unmarshal(b, &back); err != nil || back != want[1] {
+		t.Errorf("round trip %s: %+v, %v", b, back, err)
+	}
+	for _, bad := range []string{`3`, `"unterminated`, `{"value":"x"}`} {
+		if err := json.Unmarshal([]byte(bad), &back); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+// TestGroupByStage: a warning shared within a stage is told once with the stage before it
+// and its count out of that stage's total; another stage's members form their own group;
+// signed figures keep their signs.
+func TestGroupByStage(t *testing.T) {
+	var ws []Warning
+	for i, k := range []string{"int32.add", "fp32.sin", "l2.read"} {
+		ws = append(ws, Warning{Code: "channel_disagreement", Subject: "micro: " + k, Key: "A and B disagree", Message: "m", Value: float64(i*8 - 5), Unit: "%"})
+	}
+	ws = append(ws, Warning{Code: "channel_disagreement", Subject: "archline: baseline", Key: "A and B disagree", Message: "A and B disagree by 7 %", Value: 7, Unit: "%"})
+	got := GroupEach(ws, func(stage string) int { return map[string]int{"micro": 39}[stage] })
+	want := []string{"micro: A and B disagree (on 3 of 39, -5 … +11 %: int32.add, fp32.sin, l2.read)", "archline: baseline: A and B disagree by 7 %"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestWithSubject(t *testing.T) {
+	ws := []Warning{{Message: "a"}, {Subject: "fp32", Message: "b"}}
+	got := WithSubject("archline", ws)
+	if got[0].Subject != "archline" || got[1].Subject != "archline: fp32" || ws[1].Subject != "fp32" {
+		t.Errorf("got %+v (from %+v)", got, ws)
 	}
 }
