@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"gpuwatt/internal/lsq"
 	"gpuwatt/internal/trace"
 )
 
@@ -179,45 +180,27 @@ func fitCalibration(p, ctr []trace.Sample, from, to time.Duration) (Calibration,
 		return Calibration{}, errors.New("integrates to nothing")
 	}
 	c.RatioCounterToSamples = y[n-1] / xe[n-1]
-	// Least squares y = g xe + o xt + k: centre, then the 2 × 2 normal equations.
-	mean := func(v []float64) float64 {
-		s := 0.0
-		for _, x := range v {
-			s += x
+	// Least squares y = g xe + o xt + k (internal/lsq). A well-posed fit needs the power to
+	// vary: xe must not be (nearly) a line in xt, 1 − r² of the two regressors > 1e-6.
+	A := make([][]float64, n)
+	for i := range A {
+		A[i] = []float64{xt[i], 1}
+	}
+	if col, err := lsq.Solve(A, xe); err == nil && 1-col.R2 > 1e-6 {
+		for i := range A {
+			A[i] = []float64{xe[i], xt[i], 1}
 		}
-		return s / float64(len(v))
-	}
-	me, mt, my := mean(xe), mean(xt), mean(y)
-	var see, stt, set, sey, sty float64
-	for i := range y {
-		de, dt, dy := xe[i]-me, xt[i]-mt, y[i]-my
-		see += de * de
-		stt += dt * dt
-		set += de * dt
-		sey += de * dy
-		sty += dt * dy
-	}
-	det := see*stt - set*set
-	// A well-posed fit needs the power to vary: det relative to see × stt is 1 - r² of
-	// the two regressors.
-	if see > 0 && stt > 0 && det > 1e-6*see*stt {
-		g := (sey*stt - sty*set) / det
-		o := (see*sty - set*sey) / det
-		if g > 0.8 && g < 1.25 && math.Abs(o) < 50 {
-			c.Gain, c.OffsetW = g, o
-			c.Method = "least squares: counter = gain × integral + offset × time (+ constant)"
-			var ss float64
-			for i := range y {
-				r := y[i] - my - (g*(xe[i]-me) + o*(xt[i]-mt))
-				ss += r * r
+		if f, err := lsq.Solve(A, y); err == nil {
+			g, o := f.Coef[0], f.Coef[1]
+			if g > 0.8 && g < 1.25 && math.Abs(o) < 50 {
+				c.Gain, c.OffsetW = g, o
+				c.Method = "least squares: counter = gain × integral + offset × time (+ constant)"
+				c.RMSJ = math.Sqrt(f.RSS / float64(n))
+				if f.Cov != nil {
+					c.GainSE, c.OffsetSEW, c.CovGainOffset = f.SE[0], f.SE[1], f.Cov[0][1]
+				}
+				return c, nil
 			}
-			c.RMSJ = math.Sqrt(ss / float64(n))
-			if n > 3 {
-				s2 := ss / float64(n-3)
-				c.GainSE, c.OffsetSEW = math.Sqrt(s2*stt/det), math.Sqrt(s2*see/det)
-				c.CovGainOffset = -s2 * set / det
-			}
-			return c, nil
 		}
 	}
 	// A fit that makes no sense (too little variation of power): the plain ratio.
