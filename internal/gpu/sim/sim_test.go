@@ -501,15 +501,26 @@ func TestConcurrentCommandsAndReads(t *testing.T) {
 	d := sys.Device(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
+	// Under -race this finds data races; without it, the channels must still read without
+	// error (but for the preset's unsupported ones; a channel that updates slowly may have
+	// nothing new) while commands start and end.
 	var wg sync.WaitGroup
-	for _, s := range d.Sensors() {
+	sensors := d.Sensors()
+	readings := make([]int, len(sensors))
+	errs := make([]error, len(sensors))
+	for i, s := range sensors {
 		wg.Go(func() {
 			var buf []sensor.Reading
 			for ctx.Err() == nil {
-				buf, _ = s.Read(buf[:0])
+				var err error
+				if buf, err = s.Read(buf[:0]); err != nil && !errors.Is(err, simsensor.ErrNotSupported) && errs[i] == nil {
+					errs[i] = err
+				}
+				readings[i] += len(buf)
 			}
 		})
 	}
+	commands := 0
 	wg.Go(func() {
 		var o gpu.CommandObserver = d
 		for ctx.Err() == nil {
@@ -517,9 +528,23 @@ func TestConcurrentCommandsAndReads(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 			o.CommandEnded(clk.Now())
 			time.Sleep(time.Millisecond)
+			commands++
 		}
 	})
 	wg.Wait()
+	total := 0
+	for i, s := range sensors {
+		total += readings[i]
+		if errs[i] != nil {
+			t.Errorf("%s: %v", s.Channel().Name, errs[i])
+		}
+	}
+	if total == 0 {
+		t.Errorf("no readings from %d channels", len(sensors))
+	}
+	if commands == 0 {
+		t.Error("no command started and ended")
+	}
 }
 
 // AddBusy: a span's power is active idle plus its share of the way to command_load_w; a
