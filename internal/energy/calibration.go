@@ -30,8 +30,8 @@ import (
 //   - any other region takes the calibrated channel's figure: gain × its energy + offset ×
 //     the duration, where that channel has at least MinChannelReadings readings inside;
 //   - without a calibration (no counter, or too few readings in the whole recording), the
-//     ring's own figure; only where nothing better exists the interpolated counter, with
-//     a warning.
+//     inversion of a channel's sensor model (Region, the package comment); only where
+//     nothing better exists the interpolated counter, with a warning.
 
 // Thresholds of the choice of a region's energy source.
 const (
