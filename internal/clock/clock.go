@@ -110,6 +110,19 @@ func (v *Virtual) Remove(p Participant) {
 	}
 }
 
+// NextEvent is the earliest Next of the participants (Never when there are none): until
+// the clock reaches it, advancing fires nothing.
+func (v *Virtual) NextEvent() time.Duration {
+	v.mu.Lock()
+	ps := append([]Participant(nil), v.participants...)
+	v.mu.Unlock()
+	next := Never
+	for _, p := range ps {
+		next = min(next, p.Next())
+	}
+	return next
+}
+
 // Sleep advances the clock by d, firing participants on the way. It never blocks.
 func (v *Virtual) Sleep(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {

@@ -82,3 +82,25 @@ func TestRealSleep(t *testing.T) {
 		t.Fatal("Sleep ignored a cancelled context")
 	}
 }
+
+type due struct{ at time.Duration }
+
+func (d *due) Next() time.Duration    { return d.at }
+func (d *due) Fire(now time.Duration) { d.at = Never }
+
+func TestNextEvent(t *testing.T) {
+	v := NewVirtual(time.Time{})
+	if v.NextEvent() != Never {
+		t.Errorf("no participants: %v, want Never", v.NextEvent())
+	}
+	a, b := &due{at: 5 * time.Second}, &due{at: 2 * time.Second}
+	v.Add(a)
+	v.Add(b)
+	if got := v.NextEvent(); got != 2*time.Second {
+		t.Errorf("NextEvent %v, want 2s", got)
+	}
+	v.AdvanceTo(3 * time.Second)
+	if got := v.NextEvent(); got != 5*time.Second {
+		t.Errorf("after b fired: %v, want 5s", got)
+	}
+}

@@ -466,7 +466,15 @@ func (e *engine) progress(label string) {
 }
 
 // beginMeters and endMeters bracket the recording period.
+// flushBusy gives cfg.Busy everything up to now (virtual clock).
+func (e *engine) flushBusy() {
+	if e.virtual && e.cfg.Busy != nil {
+		e.cfg.Busy.Flush(e.vclk.Now())
+	}
+}
+
 func (e *engine) beginMeters(label string, st *intervalStats) {
+	e.flushBusy() // a meter starting reads the device at once
 	for _, m := range e.cfg.Meters {
 		if err := m.Begin(label + "rc_"); err != nil {
 			st.warn = append(st.warn, meterFailed(label, m.Name(), err))
@@ -480,6 +488,7 @@ func meterFailed(label, name string, err error) status.Warning {
 }
 
 func (e *engine) endMeters(label string, w Window, st *intervalStats) {
+	e.flushBusy()
 	st.powers = map[string]float64{}
 	for i, m := range e.cfg.Meters {
 		p, err := m.End(w)

@@ -36,16 +36,15 @@ func (e *engine) interval(ctx context.Context, it interval) (intervalStats, erro
 // idle is active idle: ready, no transactions.
 func (e *engine) idle(ctx context.Context, it interval) (intervalStats, error) {
 	var st intervalStats
-	clk := e.cfg.Clock
-	if err := clk.Sleep(ctx, it.pre); err != nil {
+	if err := e.sleep(ctx, it.pre); err != nil {
 		return st, err
 	}
 	e.beginMeters(it.label, &st)
-	if err := clk.Sleep(ctx, it.rec); err != nil {
+	if err := e.sleep(ctx, it.rec); err != nil {
 		return st, err
 	}
 	e.endMeters(it.label, Window{Length: it.rec, Users: len(e.users)}, &st)
-	return st, clk.Sleep(ctx, it.post)
+	return st, e.sleep(ctx, it.post)
 }
 
 // userSched is one user's schedule within an interval.
@@ -82,10 +81,22 @@ func (e *engine) meanDelay(rate float64) float64 {
 	return float64(len(e.users)) / rate
 }
 
+// sleep waits d on the run's clock; on a virtual clock through advance.
+func (e *engine) sleep(ctx context.Context, d time.Duration) error {
+	if !e.virtual {
+		return e.cfg.Clock.Sleep(ctx, d)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e.advance(e.vclk.Now() + max(d, 0))
+	return ctx.Err()
+}
+
 // advance moves the virtual clock to t, after telling cfg.Busy that everything before t
-// is known.
+// is known when anything (a Sampler reading the device) is due on the way.
 func (e *engine) advance(t time.Duration) {
-	if e.cfg.Busy != nil {
+	if e.cfg.Busy != nil && e.vclk.NextEvent() <= t {
 		e.cfg.Busy.Flush(t)
 	}
 	e.vclk.AdvanceTo(t)
