@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"gpuwatt/internal/micro"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -55,47 +57,37 @@ func (a *App) micro(ctx context.Context, args []string) int {
 		}
 		return ExitOK
 	}
+	opt := micro.Options{Loop: loop.Options{Warmup: *warmup, MinUpdates: *minUpdates}, GPU: sh.gpu, Poll: popt}
+	if *only != "" {
+		opt.Only = strings.Split(*only, ",")
+	}
+	if err := opt.Validate(); err != nil {
+		return a.usageError("micro", err)
+	}
 	if sh.out != "" {
 		if err := checkWritable(sh.out); err != nil {
 			return a.usageError("micro", fmt.Errorf("--out %s: %v", sh.out, err))
 		}
 	}
-	sys, dev, clk, code, ok := a.openGPU("micro", sh.dev, sh.gpu)
-	if !ok {
-		return code
+	sys, clk, err := a.openForKernels("micro", sh.dev)
+	if err != nil {
+		return a.exitFor("micro", err)
 	}
 	defer sys.Close()
-	_, props, code, ok := a.kernelExecutor("micro", dev, sh.gpu)
-	if !ok {
-		return code
-	}
-	suite, err := kernels.Default(kernels.SuiteOpts{Device: kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}})
-	if err != nil {
-		return a.fail("micro", err)
-	}
-	if *only != "" {
-		if suite, err = kernels.ByName(suite, strings.Split(*only, ",")...); err != nil {
-			return a.usageError("micro", fmt.Errorf("--only: %v", err))
+	env := device.Env{System: sys, Clock: clk}
+	if !sh.quiet {
+		t0 := time.Now()
+		env.Progress = func(e status.Event) {
+			fmt.Fprintf(a.Stderr, "gpuwatt micro: [%2d/%d] %-16s (%s elapsed)\n", e.I, e.N, e.Step, time.Since(t0).Round(time.Second))
 		}
 	}
-	m, err := loop.Start(ctx, clk, []gpu.Device{dev}, popt)
-	if err != nil {
-		return a.fail("micro", err)
+	rep, tr, runErr := opt.Run(ctx, env)
+	if errors.Is(runErr, micro.ErrInput) {
+		return a.usageError("micro", errors.New(strings.TrimPrefix(runErr.Error(), micro.ErrInput.Error()+": ")))
 	}
-	progress := !sh.quiet
-	t0 := time.Now()
-	opt := micro.Options{Loop: loop.Options{Warmup: *warmup, MinUpdates: *minUpdates}}
-	opt.Progress = func(i, n int, name string, row *micro.Row) {
-		if !progress || row != nil {
-			return
-		}
-		fmt.Fprintf(a.Stderr, "gpuwatt micro: [%2d/%d] %-16s (%s elapsed)\n", i, n, name, time.Since(t0).Round(time.Second))
-	}
-	rep, tr, runErr := micro.Run(ctx, m, dev, suite, opt)
 	if rep == nil {
 		return a.fail("micro", runErr)
 	}
-	rep.Device, rep.Simulated = sys.Name(), sys.Simulated()
 	if sh.out != "" {
 		if err := a.writeMicro(sh.out, rep, tr, sys, args); err != nil {
 			fmt.Fprintf(a.Stderr, "gpuwatt micro: --out %s: %v\n", sh.out, err)

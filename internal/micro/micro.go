@@ -17,6 +17,7 @@ import (
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
 	"gpuwatt/internal/region"
+	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
@@ -32,6 +33,12 @@ type Options struct {
 	// Progress, if set, is called before each kernel (i counts from 1) and after it with
 	// its row.
 	Progress func(i, n int, name string, row *Row)
+
+	// The verb's choices (Options.Run): the kernels (names or globs; nil: the whole
+	// suite), the GPU (index in the opened system) and the Sampler's poll mode.
+	Only []string
+	GPU  int
+	Poll sensor.Options
 }
 
 // Report is results.json.
