@@ -19,6 +19,7 @@ import (
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
+	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
@@ -66,6 +67,11 @@ type Options struct {
 	BufferBytes int64
 	// Progress, if set, is called before each point (i counts from 1).
 	Progress func(i, n int, name string)
+
+	// The verb's choices (Options.Run): the GPU (index in the opened system) and the
+	// Sampler's poll mode.
+	GPU  int
+	Poll sensor.Options
 }
 
 func (o Options) withDefaults() Options {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -9,11 +10,13 @@ import (
 	"time"
 
 	"gpuwatt/internal/archline"
+	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -50,26 +53,13 @@ func (a *App) archline(ctx context.Context, args []string) int {
 			seen[p] = true
 		}
 	}
-	if !(*tol > 0 && *tol < 1) {
+	if !(*tol > 0) {
 		return a.usageError("archline", fmt.Errorf("--clock-tolerance %g: want a share between 0 and 1", *tol))
 	}
 	if *minUpdates < 1 || *minDur < 0 || *warmup < 0 {
 		return a.usageError("archline", fmt.Errorf("--min-updates, --min-duration and --warmup: want positive values"))
 	}
-	if sh.out != "" {
-		if err := checkWritable(sh.out); err != nil {
-			return a.usageError("archline", fmt.Errorf("--out %s: %v", sh.out, err))
-		}
-	}
-	sys, dev, clk, code, ok := a.openGPU("archline", sh.dev, sh.gpu)
-	if !ok {
-		return code
-	}
-	defer sys.Close()
-	if _, _, code, ok := a.kernelExecutor("archline", dev, sh.gpu); !ok {
-		return code
-	}
-	opt := archline.Options{Precisions: ps, ClockTolerance: *tol,
+	opt := archline.Options{Precisions: ps, ClockTolerance: *tol, GPU: sh.gpu, Poll: popt,
 		Loop: loop.Options{Warmup: *warmup, MinUpdates: *minUpdates, MinDuration: *minDur, MaxDuration: archline.DefaultLoop.MaxDuration}}
 	if *warmup == 0 {
 		opt.Loop.Warmup = -1
@@ -77,21 +67,33 @@ func (a *App) archline(ctx context.Context, args []string) int {
 	if *quick {
 		opt.Intensities, opt.Occupancies = archline.QuickIntensities, archline.QuickOccupancies
 	}
-	m, err := loop.Start(ctx, clk, []gpu.Device{dev}, popt)
-	if err != nil {
-		return a.fail("archline", err)
+	if err := opt.Validate(); err != nil {
+		return a.usageError("archline", err)
 	}
-	t0 := time.Now()
-	if !sh.quiet {
-		opt.Progress = func(i, n int, name string) {
-			fmt.Fprintf(a.Stderr, "gpuwatt archline: [%3d/%d] %-28s (%s elapsed)\n", i, n, name, time.Since(t0).Round(time.Second))
+	if sh.out != "" {
+		if err := checkWritable(sh.out); err != nil {
+			return a.usageError("archline", fmt.Errorf("--out %s: %v", sh.out, err))
 		}
 	}
-	rep, tr, runErr := archline.Run(ctx, m, dev, opt)
+	sys, clk, err := a.openForKernels("archline", sh.dev)
+	if err != nil {
+		return a.exitFor("archline", err)
+	}
+	defer sys.Close()
+	env := device.Env{System: sys, Clock: clk}
+	if !sh.quiet {
+		t0 := time.Now()
+		env.Progress = func(e status.Event) {
+			fmt.Fprintf(a.Stderr, "gpuwatt archline: [%3d/%d] %-28s (%s elapsed)\n", e.I, e.N, e.Step, time.Since(t0).Round(time.Second))
+		}
+	}
+	rep, tr, runErr := opt.Run(ctx, env)
+	if errors.Is(runErr, archline.ErrInput) {
+		return a.usageError("archline", errors.New(strings.TrimPrefix(runErr.Error(), archline.ErrInput.Error()+": ")))
+	}
 	if rep == nil {
 		return a.fail("archline", runErr)
 	}
-	rep.Device, rep.Simulated = sys.Name(), sys.Simulated()
 	if sh.out != "" {
 		if err := a.writeArchline(sh.out, rep, tr, sys, args); err != nil {
 			fmt.Fprintf(a.Stderr, "gpuwatt archline: --out %s: %v\n", sh.out, err)

@@ -1,0 +1,81 @@
+package archline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gpuwatt/internal/device"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/loop"
+	"gpuwatt/internal/status"
+	"gpuwatt/internal/trace"
+)
+
+// ErrInput marks bad input: an option out of range, or a GPU the system lacks (exit 2).
+var ErrInput = errors.New("bad input")
+
+// Validate checks the options without running anything; its errors name the flag. Zero
+// values mean the defaults.
+func (o Options) Validate() error {
+	for _, p := range o.Precisions {
+		if p != kernels.FP32 && p != kernels.FP64 {
+			return fmt.Errorf("--precision %q: want fp32, fp64 or fp32,fp64", p)
+		}
+	}
+	switch {
+	case o.GPU < 0:
+		return fmt.Errorf("--gpu %d: want a GPU index >= 0", o.GPU)
+	case !(o.ClockTolerance >= 0 && o.ClockTolerance < 1):
+		return fmt.Errorf("--clock-tolerance %g: want a share between 0 and 1", o.ClockTolerance)
+	case o.Loop.MinUpdates < 0 || o.Loop.MinDuration < 0:
+		return fmt.Errorf("--min-updates, --min-duration and --warmup: want positive values")
+	}
+	for _, x := range o.Occupancies {
+		if !(x > 0 && x <= 1) {
+			return fmt.Errorf("occupancy %g: want a share in (0, 1]", x)
+		}
+	}
+	return nil
+}
+
+// Run sweeps GPU o.GPU of env.System on env.Clock and fits the archline. Errors wrapping
+// ErrInput are bad input.
+func (o Options) Run(ctx context.Context, env device.Env) (*Report, *trace.Trace, error) {
+	if err := o.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	if env.System == nil || env.Clock == nil {
+		return nil, nil, errors.New("archline: no device")
+	}
+	devs := env.System.Devices()
+	if o.GPU >= len(devs) {
+		return nil, nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", ErrInput, o.GPU, len(devs))
+	}
+	dev := devs[o.GPU]
+	exec, ok := dev.(gpu.Executor)
+	if !ok {
+		return nil, nil, fmt.Errorf("GPU %d cannot run kernels", o.GPU)
+	}
+	if exec.Props().SMs == 0 {
+		// The CUDA side could not be opened: Prepare says why.
+		if _, err := exec.Prepare(kernels.Descriptor{}); err != nil {
+			return nil, nil, err
+		}
+	}
+	m, err := loop.Start(ctx, env.Clock, []gpu.Device{dev}, o.Poll)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.Progress == nil && env.Progress != nil {
+		o.Progress = func(i, n int, name string) {
+			env.Progress.Emit(status.Event{Stage: "archline", Step: name, I: i, N: n})
+		}
+	}
+	rep, tr, err := Run(ctx, m, dev, o)
+	if rep != nil {
+		rep.Device, rep.Simulated = env.System.Name(), env.System.Simulated()
+	}
+	return rep, tr, err
+}

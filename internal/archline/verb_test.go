@@ -1,0 +1,47 @@
+package archline_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"gpuwatt/internal/archline"
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/device"
+	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/kernels"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	if err := (archline.Options{}).Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, tc := range []struct {
+		o    archline.Options
+		flag string
+	}{
+		{archline.Options{GPU: -1}, "--gpu"},
+		{archline.Options{ClockTolerance: 1}, "--clock-tolerance"},
+		{archline.Options{Precisions: []kernels.Precision{"fp16"}}, "--precision"},
+		{archline.Options{Occupancies: []float64{1.5}}, "occupancy"},
+	} {
+		if err := tc.o.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.flag) {
+			t.Errorf("%+v: %v, want an error naming %s", tc.o, err, tc.flag)
+		}
+	}
+	// Run refuses a GPU the system lacks as bad input, before measuring anything.
+	clk := clock.NewVirtual(time.Time{})
+	cfg, err := sim.Preset("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := sim.Open(clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := (archline.Options{GPU: 2}).Run(context.Background(), device.Env{System: sys, Clock: clk}); !errors.Is(err, archline.ErrInput) {
+		t.Errorf("--gpu 2: %v, want ErrInput", err)
+	}
+}
