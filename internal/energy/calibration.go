@@ -276,32 +276,18 @@ func InsideRate(s []trace.Sample, from, to time.Duration) (rate float64, n int, 
 		return 0, 0, 0
 	}
 	t0, e0 := in[0].T, in[0].Value
-	var mt, me float64
-	for _, x := range in {
-		mt += (x.T - t0).Seconds()
-		me += x.Value - e0
+	A, b := make([][]float64, len(in)), make([]float64, len(in))
+	for i, x := range in {
+		A[i], b[i] = []float64{(x.T - t0).Seconds(), 1}, x.Value-e0
 	}
-	nf := float64(len(in))
-	mt, me = mt/nf, me/nf
-	var sxy, sxx float64
-	for _, x := range in {
-		dt, de := (x.T-t0).Seconds()-mt, x.Value-e0-me
-		sxy += dt * de
-		sxx += dt * dt
-	}
-	if sxx <= 0 {
+	fit, err := lsq.Solve(A, b)
+	if err != nil {
 		return 0, 0, 0
 	}
-	rate = sxy / sxx
-	if len(in) > 2 {
-		var ss float64
-		for _, x := range in {
-			r := x.Value - e0 - me - rate*((x.T-t0).Seconds()-mt)
-			ss += r * r
-		}
-		se = math.Sqrt(ss / (nf - 2) / sxx)
+	if fit.SE != nil {
+		se = fit.SE[0]
 	}
-	return rate, len(in), se
+	return fit.Coef[0], len(in), se
 }
 
 // InsideMean is a power channel's time-weighted mean from its readings inside (from, to),
