@@ -65,8 +65,8 @@ type Options struct {
 	// BufferBytes is each buffer of the roofline and copy kernels (default 512 MiB:
 	// far larger than any L2).
 	BufferBytes int64
-	// Progress, if set, is called before each point (i counts from 1).
-	Progress func(i, n int, name string)
+	// Progress is told each point before it runs (stage "archline").
+	Progress status.Progress
 
 	// The verb's choices (Options.Run): the GPU (index in the opened system) and the
 	// Sampler's poll mode.
@@ -372,7 +372,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 		}
 		var ms []*loop.Measurement
 		var failed []loop.Failure
-		ms, failed, runErr = m.MeasureAll(ctx, info.Index, exec, ds, opt.Loop, opt.Progress)
+		ms, failed, runErr = m.MeasureAll(ctx, info.Index, exec, ds, opt.Loop, opt.Progress.Stage("archline"))
 		for _, f := range failed {
 			rep.Warn(status.Warning{Code: CodeNotMeasured, Subject: f.Name, Message: fmt.Sprintf("not measured: %v", f.Err)})
 			rep.Failed = append(rep.Failed, f.Name)

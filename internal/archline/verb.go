@@ -9,7 +9,6 @@ import (
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
-	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -68,10 +67,8 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, *trace.Trace
 	if err != nil {
 		return nil, nil, err
 	}
-	if o.Progress == nil && env.Progress != nil {
-		o.Progress = func(i, n int, name string) {
-			env.Progress.Emit(status.Event{Stage: "archline", Step: name, I: i, N: n})
-		}
+	if o.Progress == nil {
+		o.Progress = env.Progress
 	}
 	rep, tr, err := Run(ctx, m, dev, o)
 	if rep != nil {

@@ -141,10 +141,9 @@ type Options struct {
 	Quick  bool
 	// Stages to run (nil: all, in order).
 	Stages []string
-	// Stage, if set, is called as each stage starts (i counts from 1).
-	Stage func(i, n int, name, what string)
-	// Progress, if set, is told the finer steps within a stage.
-	Progress func(stage, step string)
+	// Progress is told each stage as it starts ("[2/4] micro: ..."), and the finer steps
+	// within it (with the stage's name as their Stage).
+	Progress status.Progress
 	// RAPLRoot is the powercap tree for the load-level stage on a real clock
 	// (default /sys/class/powercap).
 	RAPLRoot string
@@ -204,12 +203,6 @@ func Run(ctx context.Context, opt Options) (*Results, error) {
 	if res.GPU.Name == "" {
 		res.GPU.Name = props.Name
 	}
-	progress := func(stage string) func(string) {
-		if opt.Progress == nil {
-			return nil
-		}
-		return func(s string) { opt.Progress(stage, s) }
-	}
 	run := 1
 	if r := opt.Resume; r != nil {
 		if err := sameGPU(r, res); err != nil {
@@ -230,9 +223,7 @@ func Run(ctx context.Context, opt Options) (*Results, error) {
 			}
 			res.Stages = append(res.Stages, info)
 			res.copyStage(opt.Resume, name)
-			if opt.Stage != nil {
-				opt.Stage(i+1, len(stages), name, "kept from run "+fmt.Sprint(info.Run))
-			}
+			opt.Progress.Emit(status.Event{Step: name + ": kept from run " + fmt.Sprint(info.Run), I: i + 1, N: len(stages)})
 			continue
 		}
 		if ctx.Err() != nil {
@@ -247,22 +238,20 @@ func Run(ctx context.Context, opt Options) (*Results, error) {
 			}
 			break
 		}
-		if opt.Stage != nil {
-			opt.Stage(i+1, len(stages), name, stageWhat[name])
-		}
+		opt.Progress.Emit(status.Event{Step: name + ": " + stageWhat[name], I: i + 1, N: len(stages)})
 		info := StageInfo{Name: name, Status: StatusDone, Run: run}
 		c0, w0 := opt.Clock.Now(), time.Now()
 		var err error
 		var partial bool
 		switch name {
 		case StageSensor:
-			partial, err = runSensor(ctx, opt, exec, res, progress(name))
+			partial, err = runSensor(ctx, opt, exec, res)
 		case StageMicro:
-			partial, err = runMicro(ctx, opt, props, res, progress(name))
+			partial, err = runMicro(ctx, opt, props, res)
 		case StageArchline:
-			partial, err = runArchline(ctx, opt, res, progress(name))
+			partial, err = runArchline(ctx, opt, res)
 		case StageLoadlevel:
-			partial, err = runLoadlevel(ctx, opt, res, progress(name))
+			partial, err = runLoadlevel(ctx, opt, res)
 		}
 		info.ClockS = (opt.Clock.Now() - c0).Seconds()
 		info.WallS = time.Since(w0).Seconds()
@@ -327,8 +316,8 @@ func sameGPU(prev, now *Results) error {
 	return nil
 }
 
-func runSensor(ctx context.Context, opt Options, exec gpu.Executor, res *Results, progress func(string)) (bool, error) {
-	rep, err := sensorchar.Run(ctx, opt.Clock, opt.Device, exec, sensorchar.Options{Quick: opt.Quick, Progress: progress})
+func runSensor(ctx context.Context, opt Options, exec gpu.Executor, res *Results) (bool, error) {
+	rep, err := sensorchar.Run(ctx, opt.Clock, opt.Device, exec, sensorchar.Options{Quick: opt.Quick, Progress: opt.Progress})
 	if rep == nil {
 		if err == nil {
 			err = errors.New("no result")
@@ -393,7 +382,7 @@ func poll() sensor.Options {
 	return p
 }
 
-func runMicro(ctx context.Context, opt Options, props gpu.Props, res *Results, progress func(string)) (bool, error) {
+func runMicro(ctx context.Context, opt Options, props gpu.Props, res *Results) (bool, error) {
 	suite, err := kernels.Default(kernels.SuiteOpts{Device: kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}})
 	if err != nil {
 		return false, err
@@ -407,11 +396,7 @@ func runMicro(ctx context.Context, opt Options, props gpu.Props, res *Results, p
 		mo.Loop = loop.Options{Warmup: 250 * time.Millisecond, MinUpdates: 20}
 		mo.Idle = time.Second
 	}
-	mo.Progress = func(i, n int, name string, row *micro.Row) {
-		if progress != nil && row == nil {
-			progress(fmt.Sprintf("[%2d/%d] %s", i, n, name))
-		}
-	}
+	mo.Progress = opt.Progress
 	rep, _, runErr := micro.Run(ctx, m, opt.Device, suite, mo)
 	if rep == nil {
 		return false, runErr
@@ -424,7 +409,7 @@ func runMicro(ctx context.Context, opt Options, props gpu.Props, res *Results, p
 	return runErr != nil || rep.Incomplete, runErr
 }
 
-func runArchline(ctx context.Context, opt Options, res *Results, progress func(string)) (bool, error) {
+func runArchline(ctx context.Context, opt Options, res *Results) (bool, error) {
 	m, err := loop.Start(ctx, opt.Clock, []gpu.Device{opt.Device}, poll())
 	if err != nil {
 		return false, err
@@ -433,9 +418,7 @@ func runArchline(ctx context.Context, opt Options, res *Results, progress func(s
 	if opt.Quick {
 		ao.Intensities, ao.Occupancies = archline.QuickIntensities, archline.QuickOccupancies
 	}
-	if progress != nil {
-		ao.Progress = func(i, n int, name string) { progress(fmt.Sprintf("[%3d/%d] %s", i, n, name)) }
-	}
+	ao.Progress = opt.Progress
 	rep, _, runErr := archline.Run(ctx, m, opt.Device, ao)
 	if rep == nil {
 		return false, runErr
@@ -462,7 +445,7 @@ func LoadIntervals(quick bool) (loadlevel.Intervals, []float64) {
 
 // runLoadlevel runs the load-level stage through loadlevel's own policy (the variant, the
 // users, the power sources) on the stage's device and clock.
-func runLoadlevel(ctx context.Context, opt Options, res *Results, progress func(string)) (bool, error) {
+func runLoadlevel(ctx context.Context, opt Options, res *Results) (bool, error) {
 	lo := loadlevel.DefaultOptions()
 	lo.Intervals, lo.Levels = LoadIntervals(opt.Quick)
 	lo.GPU, lo.OpenGPU = opt.Device.Info().Index, opt.OpenGPU
@@ -475,10 +458,7 @@ func runLoadlevel(ctx context.Context, opt Options, res *Results, progress func(
 	case opt.Quick && (opt.System.Simulated() || opt.OpenGPU == nil):
 		lo.Contexts = []int{min(runtime.GOMAXPROCS(0), 4)} // the cpu variant, kept short
 	}
-	env := device.Env{System: opt.System, Clock: opt.Clock}
-	if progress != nil {
-		env.Progress = func(e status.Event) { progress(e.Step) }
-	}
+	env := device.Env{System: opt.System, Clock: opt.Clock, Progress: opt.Progress}
 	rep, err := lo.Run(ctx, env)
 	if rep == nil {
 		return false, err

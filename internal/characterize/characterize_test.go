@@ -39,8 +39,8 @@ func TestInterrupted(t *testing.T) {
 	opt := openSim(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opt.Progress = func(stage, step string) {
-		if stage == StageMicro && strings.Contains(step, "[ 3/") {
+	opt.Progress = func(e status.Event) {
+		if e.Stage == StageMicro && e.I == 3 {
 			cancel()
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"gpuwatt/internal/archline"
 	"gpuwatt/internal/device"
@@ -16,7 +15,6 @@ import (
 	"gpuwatt/internal/loop"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -81,13 +79,10 @@ func (a *App) archline(ctx context.Context, args []string) int {
 	}
 	defer sys.Close()
 	env := device.Env{System: sys, Clock: clk}
-	if !sh.quiet {
-		t0 := time.Now()
-		env.Progress = func(e status.Event) {
-			fmt.Fprintf(a.Stderr, "gpuwatt archline: [%3d/%d] %-28s (%s elapsed)\n", e.I, e.N, e.Step, time.Since(t0).Round(time.Second))
-		}
-	}
+	var done func()
+	env.Progress, done = a.newProgress("archline", sh.quiet)
 	rep, tr, runErr := opt.Run(ctx, env)
+	done()
 	if errors.Is(runErr, archline.ErrInput) {
 		return a.usageError("archline", errors.New(strings.TrimPrefix(runErr.Error(), archline.ErrInput.Error()+": ")))
 	}

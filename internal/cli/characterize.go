@@ -75,15 +75,10 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	opt := characterize.Options{Clock: clk, System: sys, Device: dev, Quick: *quick, Stages: stages, Resume: prev, LoadContexts: *contexts}
 	opt.OpenGPU = openGPUFFT
 	t0 := time.Now()
-	if !sh.quiet {
-		opt.Stage = func(i, n int, name, what string) {
-			fmt.Fprintf(a.Stderr, "gpuwatt characterize: [%d/%d] %s: %s (%s elapsed)\n", i, n, name, what, time.Since(t0).Round(time.Second))
-		}
-		opt.Progress = func(stage, step string) {
-			fmt.Fprintf(a.Stderr, "gpuwatt characterize:   %s: %s\n", stage, step)
-		}
-	}
+	var done func()
+	opt.Progress, done = a.newProgress("characterize", sh.quiet)
 	res, err := characterize.Run(ctx, opt)
+	done()
 	if err != nil {
 		return a.fail("characterize", err)
 	}

@@ -114,10 +114,10 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	defer op.System.Close()
 	d.OpenGPU = openGPUFFT
 	env := device.Env{System: op.System, Clock: op.Clock}
-	if !sh.quiet && a.interactive() {
-		env.Progress = func(e status.Event) { fmt.Fprintf(a.Stderr, "gpuwatt loadlevel: %s\n", e.Step) }
-	}
+	var done func()
+	env.Progress, done = a.newProgress("loadlevel", sh.quiet)
 	rep, runErr := d.Run(ctx, env)
+	done()
 	if errors.Is(runErr, loadlevel.ErrUsage) {
 		return bad(errors.New(strings.TrimPrefix(runErr.Error(), loadlevel.ErrUsage.Error()+": ")))
 	}

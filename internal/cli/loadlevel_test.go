@@ -22,6 +22,8 @@ func TestLoadlevelJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	goldenJSONBytes(t, "loadlevel.json", stdout.Bytes(), dir)
+	wantProgress(t, stderr.String(), "gpuwatt loadlevel: [1/9] warm-up (000_warmup)",
+		"gpuwatt loadlevel: [5/9] level 100 % (004_lvl)", "gpuwatt loadlevel: [9/9] active idle (008_idle)")
 	var got struct {
 		Levels []struct {
 			TargetLoad float64 `json:"target_load"`

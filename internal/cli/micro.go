@@ -18,7 +18,6 @@ import (
 	"gpuwatt/internal/micro"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -75,13 +74,10 @@ func (a *App) micro(ctx context.Context, args []string) int {
 	}
 	defer sys.Close()
 	env := device.Env{System: sys, Clock: clk}
-	if !sh.quiet {
-		t0 := time.Now()
-		env.Progress = func(e status.Event) {
-			fmt.Fprintf(a.Stderr, "gpuwatt micro: [%2d/%d] %-16s (%s elapsed)\n", e.I, e.N, e.Step, time.Since(t0).Round(time.Second))
-		}
-	}
+	var done func()
+	env.Progress, done = a.newProgress("micro", sh.quiet)
 	rep, tr, runErr := opt.Run(ctx, env)
+	done()
 	if errors.Is(runErr, micro.ErrInput) {
 		return a.usageError("micro", errors.New(strings.TrimPrefix(runErr.Error(), micro.ErrInput.Error()+": ")))
 	}

@@ -25,9 +25,7 @@ func TestMicroOnSim(t *testing.T) {
 	if !strings.Contains(stdout.String(), "fp32.fma") || !strings.Contains(stdout.String(), "baseline power pi0") {
 		t.Errorf("table:\n%s", stdout)
 	}
-	if !strings.Contains(stderr.String(), "[ 1/9] baseline") {
-		t.Errorf("no progress lines in stderr:\n%s", stderr)
-	}
+	wantProgress(t, stderr.String(), "gpuwatt micro: [1/9] baseline", "gpuwatt micro: [9/9] coalesce.1/1")
 	var rep micro.Report
 	readJSON(t, filepath.Join(out, "results.json"), &rep)
 	if rep.Format != micro.Format || len(rep.Rows) != 9 || rep.Device != "sim:h200" || rep.Pi0W <= rep.IdlePowerW {

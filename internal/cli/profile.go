@@ -8,13 +8,11 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/profile"
 	"gpuwatt/internal/report"
-	"gpuwatt/internal/status"
 )
 
 // modeler is implemented by the sim device: the true model of each channel.
@@ -63,17 +61,10 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	}
 	defer sys.Close()
 	env := device.Env{System: sys, Clock: clk}
-	if !sh.quiet && a.interactive() {
-		t0 := time.Now()
-		env.Progress = func(e status.Event) {
-			if e.N > 0 {
-				fmt.Fprintf(a.Stderr, "gpuwatt profile: %s %d/%d (%s elapsed)\n", e.Step, e.I, e.N, time.Since(t0).Round(time.Second))
-				return
-			}
-			fmt.Fprintf(a.Stderr, "gpuwatt profile: %s\n", e.Step)
-		}
-	}
+	var done func()
+	env.Progress, done = a.newProgress("profile", sh.quiet)
 	res, perr := o.Run(ctx, env)
+	done()
 	if res == nil {
 		if ctx.Err() != nil {
 			return 130

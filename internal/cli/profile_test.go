@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -97,6 +98,7 @@ func TestProfileSensorProfile(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.WindowS != 0.025 || res.PeriodS != 0.1 || len(res.Profile) == 0 {
 		t.Fatalf("--json: %v, %+v", err, res)
 	}
+	wantProgress(t, stderr.String(), fmt.Sprintf("gpuwatt profile: [%d/%d] run", res.Runs, res.Runs))
 }
 
 func TestProfileBadInput(t *testing.T) {
@@ -116,7 +118,8 @@ func TestProfileBadInput(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			a, _, stderr, ctx := testApp(t)
-			code := a.Main(ctx, append([]string{"profile", "--device", "sim:h100", "--runs", "20"}, args...))
+			// --quiet: the progress lines before a late error are not what is tested here
+			code := a.Main(ctx, append([]string{"profile", "--device", "sim:h100", "--runs", "20", "--quiet"}, args...))
 			if code != ExitUsage {
 				t.Fatalf("exit %d, want %d: %s", code, ExitUsage, stderr)
 			}

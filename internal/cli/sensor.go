@@ -47,10 +47,10 @@ func (a *App) sensor(ctx context.Context, args []string) int {
 		return a.fail("sensor", fmt.Errorf("GPU %d: %w", sh.gpu, sensorchar.ErrNoExecutor))
 	}
 	opt := sensorchar.Options{Quick: *quick}
-	if !sh.quiet && a.interactive() {
-		opt.Progress = func(phase string) { fmt.Fprintf(a.Stderr, "gpuwatt sensor: %s\n", phase) }
-	}
+	var done func()
+	opt.Progress, done = a.newProgress("sensor", sh.quiet)
 	rep, err := sensorchar.Run(ctx, clk, dev, exec, opt)
+	done()
 	if err != nil {
 		return a.fail("sensor", err)
 	}

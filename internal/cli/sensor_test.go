@@ -17,6 +17,7 @@ func TestSensorWritesFiles(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	goldenText(t, "sensor_h100_quick.txt", stdout.Bytes(), dir)
+	wantProgress(t, stderr.String(), "gpuwatt sensor: idle")
 	goldenJSON(t, "sensor_h100_quick_results.json", filepath.Join(dir, "results.json"), dir)
 	goldenJSON(t, "sensor_h100_quick_sensor.json", filepath.Join(dir, "sensor.json"), dir)
 	for _, f := range []string{"sensor.json", "results.json", "report.html", "trace.csv", "trace.json"} {

@@ -110,7 +110,9 @@ type Config struct {
 	// ServiceTime is the modelled time of a transaction on a virtual clock when the
 	// transaction is not a Modeller.
 	ServiceTime time.Duration
-	Progress    func(label string)
+	// Progress is told each interval as it starts: its SPEC label (Detail) and what it
+	// is ("calibration 2 of 3", "level 75 %", "active idle"), with its place among all.
+	Progress status.Progress
 	// Busy, on a virtual clock, is told every transaction's span and when the clock moves
 	// (SimLoad: the sim device draws power from them). Nil on a real clock.
 	Busy BusyObserver
@@ -188,6 +190,7 @@ var ErrConfig = errors.New("loadlevel: bad configuration")
 // interval describes one interval to run.
 type interval struct {
 	label          string
+	what           string  // for a reader: "calibration 2 of 3", "level 75 %"
 	rate           float64 // total target tx/s; 0: back-to-back; <0: active idle
 	pre, rec, post time.Duration
 }
@@ -295,16 +298,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func (e *engine) run(ctx context.Context, res *Result) error {
 	iv := e.cfg.Intervals
 	if iv.Warmup > 0 {
-		if _, err := e.interval(ctx, interval{label: "_000_warmup_", pre: iv.Warmup}); err != nil {
+		if _, err := e.interval(ctx, interval{label: "_000_warmup_", what: "warm-up", pre: iv.Warmup}); err != nil {
 			return err
 		}
 	}
 	for i := range iv.Calibrations {
-		st, err := e.interval(ctx, e.next("cal", 0))
+		it := e.next("cal", 0)
+		it.what = fmt.Sprintf("calibration %d of %d", i+1, iv.Calibrations)
+		st, err := e.interval(ctx, it)
 		if err != nil {
 			return err
 		}
-		_ = i
 		res.CalibrationRates = append(res.CalibrationRates, float64(st.completed)/iv.Record.Seconds())
 	}
 	var sum float64
@@ -321,6 +325,7 @@ func (e *engine) run(ctx context.Context, res *Result) error {
 			rate = 0 // the 100 % level runs back-to-back, as calibration
 		}
 		it := e.next("lvl", rate)
+		it.what = fmt.Sprintf("level %.0f %%", 100*target)
 		st, err := e.interval(ctx, it)
 		lv := Level{Label: it.label, TargetLoad: target, Transactions: st.completed, PowerW: st.power, Power: st.powers, PowerDetail: st.details, Delays: st.delays}
 		lv.TxPerS = float64(st.completed) / iv.Record.Seconds()
@@ -332,6 +337,7 @@ func (e *engine) run(ctx context.Context, res *Result) error {
 		}
 	}
 	it := e.next("idle", -1)
+	it.what = "active idle"
 	it.rec = iv.Idle
 	st, err := e.interval(ctx, it)
 	res.Warnings = append(res.Warnings, st.warn...)
@@ -459,10 +465,14 @@ func exp(r *rand.Rand, mean float64) time.Duration {
 	return time.Duration(r.ExpFloat64() * mean * 1e9)
 }
 
-func (e *engine) progress(label string) {
-	if e.cfg.Progress != nil {
-		e.cfg.Progress(label)
+func (e *engine) progress(it interval) {
+	iv := e.cfg.Intervals
+	n := iv.Calibrations + len(e.cfg.Levels) + 1
+	i := e.seq
+	if iv.Warmup > 0 {
+		n, i = n+1, i+1
 	}
+	e.cfg.Progress.Emit(status.Event{Stage: "loadlevel", Step: it.what, Detail: strings.Trim(it.label, "_"), I: i, N: n})
 }
 
 // beginMeters and endMeters bracket the recording period.

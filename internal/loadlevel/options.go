@@ -255,9 +255,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 	if o.VerifyFraction == 0 {
 		sw.Base.VerifyFraction = -1
 	}
-	if env.Progress != nil {
-		sw.Base.Progress = func(label string) { env.Progress.Emit(status.Event{Stage: "loadlevel", Step: label}) }
-	}
+	sw.Base.Progress = env.Progress
 	rep, err := RunSweep(ctx, sw)
 	if rep != nil {
 		rep.Simulated = simulated

@@ -23,7 +23,7 @@ func overlap(a, b, c, d time.Duration) float64 {
 // interval runs one interval: users start transactions from its start to its end
 // (pre + rec + post); transactions that complete inside the recording window count.
 func (e *engine) interval(ctx context.Context, it interval) (intervalStats, error) {
-	e.progress(it.label)
+	e.progress(it)
 	if it.rate < 0 {
 		return e.idle(ctx, it)
 	}

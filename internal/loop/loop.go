@@ -269,17 +269,16 @@ type Failure struct {
 // MeasureAll prepares and measures each descriptor in turn on GPU gpuIndex. The result has
 // one entry per descriptor, nil for a kernel that could not be prepared or measured (it is
 // listed among the failures and the rest go on) or was not reached. An interruption (ctx)
-// ends the run and returns ctx's error. progress, if set, is called before each kernel.
-func (m *Meter) MeasureAll(ctx context.Context, gpuIndex int, exec gpu.Executor, ds []kernels.Descriptor, opt Options, progress func(i, n int, name string)) ([]*Measurement, []Failure, error) {
+// ends the run and returns ctx's error. progress is told each kernel before it runs (its
+// name as the Step, I of N).
+func (m *Meter) MeasureAll(ctx context.Context, gpuIndex int, exec gpu.Executor, ds []kernels.Descriptor, opt Options, progress status.Progress) ([]*Measurement, []Failure, error) {
 	out := make([]*Measurement, len(ds))
 	var failed []Failure
 	for i, d := range ds {
 		if err := ctx.Err(); err != nil {
 			return out, failed, err
 		}
-		if progress != nil {
-			progress(i+1, len(ds), d.Name)
-		}
+		progress.Emit(status.Event{Step: d.Name, I: i + 1, N: len(ds)})
 		k, err := exec.Prepare(d)
 		if err != nil {
 			failed = append(failed, Failure{d.Name, err})

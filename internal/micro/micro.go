@@ -30,9 +30,8 @@ type Options struct {
 	Loop loop.Options
 	// Idle is the idle recording before the suite (default 3 s).
 	Idle time.Duration
-	// Progress, if set, is called before each kernel (i counts from 1) and after it with
-	// its row.
-	Progress func(i, n int, name string, row *Row)
+	// Progress is told each kernel before it runs (stage "micro").
+	Progress status.Progress
 
 	// The verb's choices (Options.Run): the kernels (names or globs; nil: the whole
 	// suite), the GPU (index in the opened system) and the Sampler's poll mode.
@@ -152,10 +151,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 		runErr = err
 	}
 	if runErr == nil {
-		var progress func(i, n int, name string)
-		if opt.Progress != nil {
-			progress = func(i, n int, name string) { opt.Progress(i, n, name, nil) }
-		}
+		progress := opt.Progress.Stage("micro")
 		// A kernel that fails is reported and the suite goes on; an interruption ends it.
 		var ms []*loop.Measurement
 		var failed []loop.Failure
@@ -197,12 +193,9 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 	if rep.Pi0Source[0] == 'i' {
 		rep.Warnf(CodeNoBaseline, "no baseline kernel: pi0 is taken as the idle power, so the energy above pi0 includes the cost of holding the top clock")
 	}
-	for i, x := range measured {
+	for _, x := range measured {
 		row := makeRow(x.d, x.me, rep.Props, rep.Pi0W)
 		rep.Rows = append(rep.Rows, row)
-		if opt.Progress != nil {
-			opt.Progress(i+1, len(suite), x.d.Name, &rep.Rows[len(rep.Rows)-1])
-		}
 	}
 	return rep, tr, runErr
 }

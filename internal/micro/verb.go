@@ -9,7 +9,6 @@ import (
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
-	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -78,12 +77,8 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, *trace.Trace
 	if err != nil {
 		return nil, nil, err
 	}
-	if o.Progress == nil && env.Progress != nil {
-		o.Progress = func(i, n int, name string, row *Row) {
-			if row == nil {
-				env.Progress.Emit(status.Event{Stage: "micro", Step: name, I: i, N: n})
-			}
-		}
+	if o.Progress == nil {
+		o.Progress = env.Progress
 	}
 	rep, tr, err := Run(ctx, m, dev, suite, o)
 	if rep != nil {

@@ -158,9 +158,7 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 			predicted++ // the update came during the kernel (or before the window)
 		}
 		pts = append(pts, newPoint(runs, len(runs)-1, u-D, v, opt.Sensor, horizon(opt.Sensor, tex)))
-		if opt.Progress != nil {
-			opt.Progress(i+1, opt.Runs)
-		}
+		runDone(opt.Progress, i+1, opt.Runs)
 	}
 	if len(runs) == 0 {
 		return nil, ctx.Err()
@@ -299,9 +297,7 @@ func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.
 			continue
 		}
 		pts = append(pts, newPoint(runs, len(runs)-1, u-D, got.v, opt.Sensor, horizon(opt.Sensor, tex)))
-		if opt.Progress != nil {
-			opt.Progress(i+1, opt.Runs)
-		}
+		runDone(opt.Progress, i+1, opt.Runs)
 	}
 	if len(runs) == 0 {
 		return nil, ctx.Err()

@@ -63,8 +63,8 @@ type RunOptions struct {
 	Seed     uint64 // of the phase plan (default 1)
 	// Random forces the paper's uniform random waits even for a partial-coverage sensor.
 	Random bool
-	// Progress, if set, is called after each run.
-	Progress func(done, total int)
+	// Progress is told every 50th run and the last (stage "profile").
+	Progress status.Progress
 
 	buffered bool // the channel is a buffered one (set by Run and RunOnline)
 }
@@ -313,9 +313,7 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 				break
 			}
 		}
-		if opt.Progress != nil {
-			opt.Progress(i+1, opt.Runs)
-		}
+		runDone(opt.Progress, i+1, opt.Runs)
 	}
 	if len(runs) == 0 {
 		return nil, ctx.Err()
@@ -486,4 +484,11 @@ func newPoint(runs []run, i int, we time.Duration, v float64, s sensormodel.Mode
 		p.others = append(p.others, (we - runs[r].start).Seconds())
 	}
 	return p
+}
+
+// runDone tells p that run i of n is done, every 50th run and the last.
+func runDone(p status.Progress, i, n int) {
+	if i%50 == 0 || i == n {
+		p.Emit(status.Event{Stage: "profile", Step: "run", I: i, N: n})
+	}
 }

@@ -249,11 +249,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	}
 	ro := RunOptions{Runs: nRuns, Sensor: sens, Poll: o.Poll}
 	emit(fmt.Sprintf("channel %s (%s); model %s (%s); %d runs", name, why, ModelName(sens), modelFrom, nRuns), 0, 0)
-	ro.Progress = func(i, n int) {
-		if i%50 == 0 || i == n {
-			emit("run", i, n)
-		}
-	}
+	ro.Progress = env.Progress
 	run := Run
 	if o.Online {
 		run = RunOnline

@@ -19,6 +19,7 @@ import (
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -29,8 +30,8 @@ type Options struct {
 	// Poll overrides the Sampler's options (default: Max, busy polling; on a virtual
 	// clock every 100 µs).
 	Poll *sensor.Options
-	// Progress, if set, is told what runs now.
-	Progress func(phase string)
+	// Progress is told each phase as it starts (stage "sensor").
+	Progress status.Progress
 }
 
 // plan is the length of each phase.
@@ -103,11 +104,7 @@ func record(ctx context.Context, clk clock.Clock, dev gpu.Device, exec gpu.Execu
 		return nil, fmt.Errorf("fp32 FMA kernel: %w", err)
 	}
 	defer k.Close()
-	progress := func(x string) {
-		if opt.Progress != nil {
-			opt.Progress(x)
-		}
-	}
+	progress := func(x string) { opt.Progress.Emit(status.Event{Stage: "sensor", Step: x}) }
 	var per time.Duration // one launch, timed at the start of the step
 
 	popt := sensor.Options{Mode: sensor.Max}

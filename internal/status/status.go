@@ -269,6 +269,20 @@ type Event struct {
 // Progress receives events; nil discards them.
 type Progress func(Event)
 
+// Stage returns p telling events that name no stage of their own as stage's (a package
+// emitting under its name, a verb passing its steps through); nil stays nil.
+func (p Progress) Stage(stage string) Progress {
+	if p == nil {
+		return nil
+	}
+	return func(e Event) {
+		if e.Stage == "" {
+			e.Stage = stage
+		}
+		p(e)
+	}
+}
+
 // Emit calls p if it is not nil.
 func (p Progress) Emit(e Event) {
 	if p != nil {
