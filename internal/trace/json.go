@@ -30,6 +30,7 @@ func WriteMeta(w io.Writer, m Meta) error {
 func ReadMeta(r io.Reader) (Meta, error) {
 	var m Meta
 	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		if err == io.EOF {
 			return Meta{}, &ParseError{Msg: fmt.Sprintf("empty file: expected a gpuwatt trace sidecar (JSON with \"format\": %q)", Format)}
