@@ -2,12 +2,15 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"gpuwatt/internal/correct"
+	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensorchar"
@@ -37,24 +40,23 @@ func (a *App) sensor(ctx context.Context, args []string) int {
 			return a.usageError("sensor", fmt.Errorf("--out %s: %v", sh.out, err))
 		}
 	}
-	sys, dev, clk, code, ok := a.openGPU("sensor", sh.dev, sh.gpu)
-	if !ok {
-		return code
+	sys, clk, err := a.openForKernels("sensor", sh.dev)
+	if err != nil {
+		return a.exitFor("sensor", err)
 	}
 	defer sys.Close()
-	exec, ok := dev.(gpu.Executor)
-	if !ok {
-		return a.fail("sensor", fmt.Errorf("GPU %d: %w", sh.gpu, sensorchar.ErrNoExecutor))
-	}
-	opt := sensorchar.Options{Quick: *quick}
+	opt := sensorchar.Options{Quick: *quick, GPU: sh.gpu}
+	env := device.Env{System: sys, Clock: clk}
 	var done func()
-	opt.Progress, done = a.newProgress("sensor", sh.quiet)
-	rep, err := sensorchar.Run(ctx, clk, dev, exec, opt)
+	env.Progress, done = a.newProgress("sensor", sh.quiet)
+	rep, err := opt.Run(ctx, env)
 	done()
+	if errors.Is(err, sensorchar.ErrInput) {
+		return a.usageError("sensor", errors.New(strings.TrimPrefix(err.Error(), sensorchar.ErrInput.Error()+": ")))
+	}
 	if err != nil {
 		return a.fail("sensor", err)
 	}
-	rep.Device, rep.Simulated = sys.Name(), sys.Simulated()
 	if sh.out != "" {
 		if err := a.writeSensor(sh.out, rep, sys, args); err != nil {
 			return a.fail("sensor", fmt.Errorf("--out %s: %v", sh.out, err))

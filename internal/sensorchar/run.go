@@ -32,6 +32,8 @@ type Options struct {
 	Poll *sensor.Options
 	// Progress is told each phase as it starts (stage "sensor").
 	Progress status.Progress
+	// GPU is the GPU to characterise (index in the opened system; Options.Run).
+	GPU int
 }
 
 // plan is the length of each phase.

@@ -1,0 +1,49 @@
+package sensorchar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gpuwatt/internal/device"
+	"gpuwatt/internal/gpu"
+)
+
+// ErrInput marks bad input: a GPU the system lacks (exit 2).
+var ErrInput = errors.New("bad input")
+
+// Validate checks the options without running anything; its errors name the flag.
+func (o Options) Validate() error {
+	if o.GPU < 0 {
+		return fmt.Errorf("--gpu %d: want a GPU index >= 0", o.GPU)
+	}
+	return nil
+}
+
+// Run characterises every power channel of GPU o.GPU of env.System on env.Clock. Errors
+// wrapping ErrInput are bad input.
+func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	if env.System == nil || env.Clock == nil {
+		return nil, errors.New("sensor: no device")
+	}
+	devs := env.System.Devices()
+	if o.GPU >= len(devs) {
+		return nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", ErrInput, o.GPU, len(devs))
+	}
+	dev := devs[o.GPU]
+	exec, ok := dev.(gpu.Executor)
+	if !ok {
+		return nil, fmt.Errorf("GPU %d: %w", o.GPU, ErrNoExecutor)
+	}
+	if o.Progress == nil {
+		o.Progress = env.Progress
+	}
+	rep, err := Run(ctx, env.Clock, dev, exec, o)
+	if rep != nil {
+		rep.Device, rep.Simulated = env.System.Name(), env.System.Simulated()
+	}
+	return rep, err
+}
