@@ -138,7 +138,9 @@ type Options struct {
 	// kernels (gpu.Executor).
 	System gpu.System
 	Device gpu.Device
-	Quick  bool
+	// GPU is the index of Device in System (Options.Run picks it from the env).
+	GPU   int
+	Quick bool
 	// Stages to run (nil: all, in order).
 	Stages []string
 	// Progress is told each stage as it starts ("[2/4] micro: ..."), and the finer steps

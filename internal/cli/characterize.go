@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"gpuwatt/internal/characterize"
 	"gpuwatt/internal/correct"
+	"gpuwatt/internal/device"
 	"gpuwatt/internal/report"
 )
 
@@ -33,26 +35,20 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	if fs.NArg() > 0 {
 		return a.usageError("characterize", fmt.Errorf("unexpected argument %q: gpuwatt characterize %s", fs.Arg(0), characterizeSynopsis))
 	}
-	if sh.gpu < 0 {
-		return a.usageError("characterize", fmt.Errorf("--gpu %d: want a GPU index >= 0", sh.gpu))
-	}
 	if sh.out == "" {
 		return a.usageError("characterize", fmt.Errorf("--out: want a directory"))
 	}
 	var stages []string
 	if *stagesFlag != "" {
 		for _, st := range strings.Split(*stagesFlag, ",") {
-			st = strings.TrimSpace(st)
-			if !slices.Contains(characterize.Stages, st) {
-				return a.usageError("characterize", fmt.Errorf("--stages: unknown stage %q: want some of %s", st, strings.Join(characterize.Stages, ",")))
-			}
-			if !slices.Contains(stages, st) {
+			if st = strings.TrimSpace(st); !slices.Contains(stages, st) {
 				stages = append(stages, st)
 			}
 		}
 	}
-	if *contexts < 0 {
-		return a.usageError("characterize", fmt.Errorf("--contexts %d: want a number of users >= 1", *contexts))
+	opt := characterize.Options{GPU: sh.gpu, Quick: *quick, Stages: stages, LoadContexts: *contexts, OpenGPU: openGPUFFT}
+	if err := opt.Validate(); err != nil {
+		return a.usageError("characterize", err)
 	}
 	var prev *characterize.Results
 	if *resume {
@@ -67,17 +63,21 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	if err := checkWritable(sh.out); err != nil {
 		return a.usageError("characterize", fmt.Errorf("--out %s: %v", sh.out, err))
 	}
-	sys, dev, clk, code, ok := a.openGPU("characterize", sh.dev, sh.gpu)
-	if !ok {
-		return code
+	sys, clk, err := a.openForKernels("characterize", sh.dev)
+	if err != nil {
+		return a.exitFor("characterize", err)
 	}
 	defer sys.Close()
-	opt := characterize.Options{Clock: clk, System: sys, Device: dev, Quick: *quick, Stages: stages, Resume: prev, LoadContexts: *contexts}
-	opt.OpenGPU = openGPUFFT
+	opt.Resume = prev
 	t0 := time.Now()
+	env := device.Env{System: sys, Clock: clk}
 	var done func()
-	opt.Progress, done = a.newProgress("characterize", sh.quiet)
-	res, err := characterize.Run(ctx, opt)
+	env.Progress, done = a.newProgress("characterize", sh.quiet)
+	res, err := opt.Run(ctx, env)
+	if errors.Is(err, characterize.ErrInput) {
+		done()
+		return a.usageError("characterize", errors.New(strings.TrimPrefix(err.Error(), characterize.ErrInput.Error()+": ")))
+	}
 	done()
 	if err != nil {
 		return a.fail("characterize", err)

@@ -1,0 +1,50 @@
+package characterize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"gpuwatt/internal/device"
+)
+
+// ErrInput marks bad input: an unknown stage, or a GPU the system lacks (exit 2).
+var ErrInput = errors.New("bad input")
+
+// Validate checks the options without running anything; its errors name the flag.
+func (o Options) Validate() error {
+	if o.GPU < 0 {
+		return fmt.Errorf("--gpu %d: want a GPU index >= 0", o.GPU)
+	}
+	for _, st := range o.Stages {
+		if !slices.Contains(Stages, st) {
+			return fmt.Errorf("--stages: unknown stage %q: want some of %s", st, strings.Join(Stages, ","))
+		}
+	}
+	if o.LoadContexts < 0 {
+		return fmt.Errorf("--contexts %d: want a number of users >= 1", o.LoadContexts)
+	}
+	return nil
+}
+
+// Run characterises GPU o.GPU of env.System on env.Clock (Run with the system, device,
+// clock and progress taken from env). Errors wrapping ErrInput are bad input.
+func (o Options) Run(ctx context.Context, env device.Env) (*Results, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	if env.System == nil || env.Clock == nil {
+		return nil, errors.New("characterize: no device")
+	}
+	devs := env.System.Devices()
+	if o.GPU >= len(devs) {
+		return nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", ErrInput, o.GPU, len(devs))
+	}
+	o.System, o.Device, o.Clock = env.System, devs[o.GPU], env.Clock
+	if o.Progress == nil {
+		o.Progress = env.Progress
+	}
+	return Run(ctx, o)
+}
