@@ -128,38 +128,6 @@ func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu
 	return micro.Page(rep).WriteFile(filepath.Join(dir, "report.html"))
 }
 
-// openGPU opens the GPUs for gpuwatt's own workloads (openForKernels) and picks GPU idx.
-// When it fails it has printed the one-line error, and code is the exit code to return
-// (ok false); the caller closes sys when ok.
-func (a *App) openGPU(verb string, df deviceFlags, idx int) (sys gpu.System, dev gpu.Device, clk clock.Clock, code int, ok bool) {
-	sys, clk, err := a.openForKernels(verb, df)
-	if err != nil {
-		return nil, nil, nil, a.exitFor(verb, err), false
-	}
-	devs := sys.Devices()
-	if idx < 0 || idx >= len(devs) {
-		sys.Close()
-		return nil, nil, nil, a.usageError(verb, fmt.Errorf("--gpu %d: no such GPU (found %d)", idx, len(devs))), false
-	}
-	return sys, devs[idx], clk, 0, true
-}
-
-// kernelExecutor is dev as a gpu.Executor whose CUDA side opens, with its properties.
-func (a *App) kernelExecutor(verb string, dev gpu.Device, idx int) (gpu.Executor, gpu.Props, int, bool) {
-	exec, ok := dev.(gpu.Executor)
-	if !ok {
-		return nil, gpu.Props{}, a.fail(verb, fmt.Errorf("GPU %d cannot run kernels", idx)), false
-	}
-	props := exec.Props()
-	if props.SMs == 0 {
-		// The CUDA side could not be opened: Prepare says why.
-		if _, err := exec.Prepare(kernels.Descriptor{}); err != nil {
-			return nil, gpu.Props{}, a.fail(verb, err), false
-		}
-	}
-	return exec, props, 0, true
-}
-
 // openForKernels opens the GPUs for gpuwatt's own workloads: a real clock for a real GPU,
 // a virtual one (instant, deterministic) for the sim device.
 func (a *App) openForKernels(verb string, df deviceFlags) (gpu.System, clock.Clock, error) {
