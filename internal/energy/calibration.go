@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"gpuwatt/internal/lsq"
@@ -121,7 +122,7 @@ func FitCalibration(tr *trace.Trace, gpu int, from, to time.Duration) (Calibrati
 	if len(ctr) == 0 {
 		return Calibration{}, fmt.Errorf("no %s channel", counterChannel)
 	}
-	var errs []error
+	var names, whys []string
 	for _, name := range calibratable {
 		ch, ok := tr.Channel(gpu, name)
 		if !ok || ch.Quantity != trace.QPower {
@@ -132,12 +133,29 @@ func FitCalibration(tr *trace.Trace, gpu int, from, to time.Duration) (Calibrati
 			c.Channel = name
 			return c, nil
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		names, whys = append(names, name), append(whys, err.Error())
 	}
-	if len(errs) == 0 {
+	if len(names) == 0 {
 		return Calibration{}, fmt.Errorf("no %s or %s channel to calibrate", calibratable[0], calibratable[1])
 	}
-	return Calibration{}, errors.Join(errs...)
+	return Calibration{}, errors.New(joinWhys(names, whys))
+}
+
+// joinWhys is one line for the channels' reasons: a reason they share said once (the
+// counter's readings are the same for every channel), else each channel's after its name.
+func joinWhys(names, whys []string) string {
+	same := true
+	for _, w := range whys[1:] {
+		same = same && w == whys[0]
+	}
+	if same {
+		return whys[0]
+	}
+	parts := make([]string, len(names))
+	for i := range names {
+		parts[i] = names[i] + ": " + whys[i]
+	}
+	return strings.Join(parts, "; ")
 }
 
 // fitCalibration relates the counter's readings ctr to the integral of power series p.
@@ -164,7 +182,11 @@ func fitCalibration(p, ctr []trace.Sample, from, to time.Duration) (Calibration,
 		}
 	}
 	if len(in) < MinCalibrationReadings {
-		return Calibration{}, fmt.Errorf("only %d readings of %s (want %d)", len(in), counterChannel, MinCalibrationReadings)
+		where := "in the recording"
+		if to > from {
+			where = "in the window"
+		}
+		return Calibration{}, fmt.Errorf("only %d readings of %s %s (want %d)", len(in), counterChannel, where, MinCalibrationReadings)
 	}
 	// The channel's integral from the first reading to each, one segment at a time.
 	n := len(in)

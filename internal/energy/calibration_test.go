@@ -72,3 +72,52 @@ func TestFitCalibration(t *testing.T) {
 		})
 	}
 }
+
+// withInstant adds a power.instant channel (the ring's readings every 100 ms) to calTrace's.
+func withInstant(tr *trace.Trace) *trace.Trace {
+	for _, s := range tr.Samples {
+		if s.Channel == "power.samples" && s.T%(100*time.Millisecond) == 0 {
+			tr.Samples = append(tr.Samples, trace.Sample{T: s.T, Channel: "power.instant", Value: s.Value})
+		}
+	}
+	tr.Meta.Channels = append(tr.Meta.Channels, trace.Channel{Name: "power.instant", Quantity: trace.QPower})
+	return tr
+}
+
+// TestWarningsOneLine: no warning of the estimator spans lines, and a reason the channels
+// share (too few counter readings for either) is said once, as on an H200 that printed
+// "(power.samples: only 9 readings ...\npower.instant: only 9 readings ...)".
+func TestWarningsOneLine(t *testing.T) {
+	few := withInstant(calTrace(1, 0, 7*time.Second, 0))
+	_, err := FitCalibration(few, 0, 0, 0)
+	if want := "only 9 readings of energy.total in the recording (want 10)"; err == nil || err.Error() != want {
+		t.Errorf("calibration: %v, want %q", err, want)
+	}
+	traces := map[string]*trace.Trace{
+		"few counter readings, two channels": few,
+		"few counter readings, one channel":  calTrace(1, 0, 7*time.Second, 0),
+		"a factor off, two channels":         withInstant(calTrace(1.5, 0, 700*time.Millisecond, 0)),
+		"calibrated":                         calTrace(1.03, -4, 700*time.Millisecond, 0),
+		"no readings":                        {Meta: trace.Meta{GPUs: []trace.GPU{{}}}},
+	}
+	uncal := 0
+	for name, tr := range traces {
+		for _, r := range [][2]time.Duration{{3 * time.Second, 4 * time.Second}, {10 * time.Second, 50 * time.Second}, {5 * time.Second, 5 * time.Second}} {
+			est := Region(tr, 0, r[0], r[1], Options{})
+			for _, w := range est.Warnings {
+				if strings.ContainsAny(w.Message, "\n\r") {
+					t.Errorf("%s %v: a warning over several lines: %q", name, r, w.Message)
+				}
+				if w.Code == CodeUncalibrated {
+					uncal++
+					if strings.Count(w.Message, "only 9 readings") > 1 {
+						t.Errorf("%s %v: the reason twice: %q", name, r, w.Message)
+					}
+				}
+			}
+		}
+	}
+	if uncal == 0 {
+		t.Error("no case gave the uncalibrated warning: the test does not test it")
+	}
+}
