@@ -9,12 +9,9 @@ package cudatest
 
 import (
 	_ "embed"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"github.com/ebitengine/purego"
+	"gpuwatt/internal/testkit/fakelib"
 )
 
 //go:embed testdata/fakecuda.c
@@ -69,32 +66,10 @@ const (
 // (and fails it when GPUWATT_REQUIRE_CC is set, as .ci/run does).
 func Build(t testing.TB, defines ...string) string {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		why := "no C compiler: gcc is not on PATH, so the fake libcuda these tests load cannot be built (apt-get install gcc; .ci/run does)"
-		if os.Getenv("GPUWATT_REQUIRE_CC") != "" {
-			t.Fatal(why + "; GPUWATT_REQUIRE_CC is set, so this is a failure")
-		}
-		t.Skip(why)
-	}
-	dir := t.TempDir()
-	src := filepath.Join(dir, "fakecuda.c")
-	if err := os.WriteFile(src, source, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	lib := filepath.Join(dir, "libcuda.so.1")
-	args := []string{"-shared", "-fPIC", "-pthread", "-O1", "-Wall", "-o", lib}
-	for _, d := range defines {
-		args = append(args, "-D"+d)
-	}
-	args = append(args, src)
-	cmd := exec.Command(gcc, args...)
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the fake libcuda: %v\n%s", err, out)
-	}
-	return lib
+	return lib.Build(t, defines...)
 }
+
+var lib = fakelib.Lib{What: "libcuda", File: "libcuda.so.1", Source: source, CFlags: []string{"-pthread", "-O1"}}
 
 // Launch is the fake's record of a kernel launch.
 type Launch struct {
@@ -131,24 +106,14 @@ type Fake struct {
 // controls.
 func Control(t testing.TB, path string) *Fake {
 	t.Helper()
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		t.Fatalf("opening the fake libcuda: %v", err)
-	}
 	f := &Fake{}
-	for name, fp := range map[string]any{
+	lib.Bind(t, path, map[string]any{
 		"fakeCount":        &f.count,
 		"fakeSetElapsedMS": &f.setElapsed,
 		"fakeLastLaunch":   &f.lastLaunch,
 		"fakeLastJIT":      &f.lastJIT,
 		"fakeLastFlags":    &f.lastFlags,
-	} {
-		p, err := purego.Dlsym(h, name)
-		if err != nil {
-			t.Fatalf("fake libcuda: %v", err)
-		}
-		purego.RegisterFunc(fp, p)
-	}
+	})
 	return f
 }
 

@@ -7,12 +7,9 @@ package nvmltest
 
 import (
 	_ "embed"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"github.com/ebitengine/purego"
+	"gpuwatt/internal/testkit/fakelib"
 )
 
 //go:embed testdata/fakenvml.c
@@ -71,32 +68,10 @@ const OldDriver = "FAKE_OLD_DRIVER"
 // (and fails it when GPUWATT_REQUIRE_CC is set, as .ci/run does).
 func Build(t testing.TB, defines ...string) string {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		why := "no C compiler: gcc is not on PATH, so the fake libnvidia-ml these tests load cannot be built (apt-get install gcc; .ci/run does)"
-		if os.Getenv("GPUWATT_REQUIRE_CC") != "" {
-			t.Fatal(why + "; GPUWATT_REQUIRE_CC is set, so this is a failure")
-		}
-		t.Skip(why)
-	}
-	dir := t.TempDir()
-	src := filepath.Join(dir, "fakenvml.c")
-	if err := os.WriteFile(src, source, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	lib := filepath.Join(dir, "libnvidia-ml.so.1")
-	args := []string{"-shared", "-fPIC", "-O1", "-Wall", "-o", lib}
-	for _, d := range defines {
-		args = append(args, "-D"+d)
-	}
-	args = append(args, src)
-	cmd := exec.Command(gcc, args...)
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the fake libnvidia-ml: %v\n%s", err, out)
-	}
-	return lib
+	return lib.Build(t, defines...)
 }
+
+var lib = fakelib.Lib{What: "libnvidia-ml", File: "libnvidia-ml.so.1", Source: source, CFlags: []string{"-O1"}}
 
 // Fake drives a fake library built by Build.
 type Fake struct {
@@ -110,23 +85,13 @@ type Fake struct {
 // controls.
 func Control(t testing.TB, path string) *Fake {
 	t.Helper()
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		t.Fatalf("opening the fake libnvidia-ml: %v", err)
-	}
 	f := &Fake{}
-	for name, fp := range map[string]any{
+	lib.Bind(t, path, map[string]any{
 		"fakeSetTimeUS":    &f.setTimeUS,
 		"fakeAddSample":    &f.addSample,
 		"fakeClearSamples": &f.clearSamples,
 		"fakeInitCount":    &f.initCount,
-	} {
-		p, err := purego.Dlsym(h, name)
-		if err != nil {
-			t.Fatalf("fake libnvidia-ml: %v", err)
-		}
-		purego.RegisterFunc(fp, p)
-	}
+	})
 	return f
 }
 

@@ -6,12 +6,9 @@ package cuffttest
 
 import (
 	_ "embed"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"github.com/ebitengine/purego"
+	"gpuwatt/internal/testkit/fakelib"
 )
 
 //go:embed testdata/fakecufft.c
@@ -25,40 +22,15 @@ const Version = 11203
 // (and fails it when GPUWATT_REQUIRE_CC is set, as .ci/run does).
 func Build(t testing.TB) string {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		why := "no C compiler: gcc is not on PATH, so the fake libcufft these tests load cannot be built (apt-get install gcc; .ci/run does)"
-		if os.Getenv("GPUWATT_REQUIRE_CC") != "" {
-			t.Fatal(why + "; GPUWATT_REQUIRE_CC is set, so this is a failure")
-		}
-		t.Skip(why)
-	}
-	dir := t.TempDir()
-	src := filepath.Join(dir, "fakecufft.c")
-	if err := os.WriteFile(src, source, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	lib := filepath.Join(dir, "libcufft.so.12")
-	cmd := exec.Command(gcc, "-shared", "-fPIC", "-pthread", "-O2", "-Wall", "-o", lib, src, "-lm")
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the fake libcufft: %v\n%s", err, out)
-	}
-	return lib
+	return lib.Build(t)
 }
+
+var lib = fakelib.Lib{What: "libcufft", File: "libcufft.so.12", Source: source, CFlags: []string{"-pthread", "-O2"}, LDLibs: []string{"-lm"}}
 
 // Live returns the plans the fake at path holds (the library cufft.Open(path) loaded).
 func Live(t testing.TB, path string) int {
 	t.Helper()
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		t.Fatalf("opening the fake libcufft: %v", err)
-	}
 	var live func() int32
-	p, err := purego.Dlsym(h, "fakeCufftLive")
-	if err != nil {
-		t.Fatal(err)
-	}
-	purego.RegisterFunc(&live, p)
+	lib.Bind(t, path, map[string]any{"fakeCufftLive": &live})
 	return int(live())
 }
