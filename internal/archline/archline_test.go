@@ -16,6 +16,7 @@ import (
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/testkit/simtest"
 )
 
 // runSim runs the sweep on a sim config given as JSON, on a virtual clock.
@@ -25,11 +26,8 @@ func runSim(t *testing.T, js string, opt Options) (*Report, sim.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := clock.NewVirtual(time.Time{})
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sm := simtest.OpenConfig(t, cfg)
+	clk, sys := sm.Clock, sm.Sys
 	m, err := loop.Start(context.Background(), clk, sys.Devices(), sensor.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"gpuwatt/internal/archline"
-	"gpuwatt/internal/clock"
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/testkit/simtest"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -32,15 +31,12 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 	// Run refuses a GPU the system lacks as bad input, before measuring anything.
-	clk := clock.NewVirtual(time.Time{})
 	cfg, err := sim.Preset("h100")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sm := simtest.OpenConfig(t, cfg)
+	clk, sys := sm.Clock, sm.Sys
 	if _, _, err := (archline.Options{GPU: 2}).Run(context.Background(), device.Env{System: sys, Clock: clk}); !errors.Is(err, archline.ErrInput) {
 		t.Errorf("--gpu 2: %v, want ErrInput", err)
 	}

@@ -7,28 +7,24 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"gpuwatt/internal/clock"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/loadlevel"
 	"gpuwatt/internal/micro"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/status"
+	"gpuwatt/internal/testkit/simtest"
 	"gpuwatt/internal/trace"
 )
 
 func openSim(t *testing.T) Options {
 	t.Helper()
-	clk := clock.NewVirtual(time.Time{})
 	cfg, err := sim.Preset("h100")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sm := simtest.OpenConfig(t, cfg)
+	clk, sys := sm.Clock, sm.Sys
 	t.Cleanup(func() { sys.Close() })
 	return Options{Clock: clk, System: sys, Device: sys.Devices()[0], Quick: true}
 }

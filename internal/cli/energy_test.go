@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/measure"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/sensormodel"
+	"gpuwatt/internal/testkit/simtest"
 	"gpuwatt/internal/trace"
 )
 
@@ -46,32 +45,10 @@ const (
 func writeEnergyFixtures(t *testing.T) {
 	t.Helper()
 	simTrace := func(dir, preset string, channels []string, span time.Duration, load func(*sim.Device)) {
-		clk := clock.NewVirtual(time.Time{})
-		cfg, err := sim.Preset(preset)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sys, err := sim.Open(clk, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dev := sys.Device(0)
-		load(dev)
-		var sensors []sensor.Sensor
-		for _, n := range channels {
-			sensors = append(sensors, dev.Sensor(n))
-		}
-		s := sensor.New(clk, sensors, sensor.Options{})
-		if err := s.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		clk.Advance(span)
-		chans, samples := s.Stop()
-		tr := &trace.Trace{Samples: samples, Meta: trace.Meta{
-			Version: "test", Host: "testhost", Device: sys.Name(), Duration: span.Seconds(),
-			Poll: trace.Poll{Mode: "adaptive"}, GPUs: []trace.GPU{dev.Info()}, Channels: chans,
-			Unavailable: s.Unavailable(), VirtualClock: true,
-		}}
+		sm := simtest.Open(t, preset)
+		load(sm.Dev)
+		tr := sm.Record(t, channels, sensor.Options{}, span)
+		tr.Meta.Version, tr.Meta.Host, tr.Meta.Poll = "test", "testhost", trace.Poll{Mode: "adaptive"}
 		if err := os.RemoveAll(dir); err != nil {
 			t.Fatal(err)
 		}

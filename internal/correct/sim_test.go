@@ -1,18 +1,17 @@
 package correct_test
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/sensormodel"
+	"gpuwatt/internal/testkit/simtest"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -88,36 +87,19 @@ type recording struct {
 
 func record(t testing.TB, preset string, opt sensor.Options, phase time.Duration) *recording {
 	t.Helper()
-	clk := clock.NewVirtual(time.Time{})
-	cfg, err := sim.Preset(preset)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := sys.Device(0)
+	sm := simtest.Open(t, preset)
+	cfg, dev := sm.Cfg, sm.Dev
 	lo, hi := float64(cfg.ActiveIdle), float64(cfg.PowerLimit)
 	for _, l := range script {
 		dev.AddLoad(l.start+phase, l.end+phase, units.Power(lo+l.frac*(hi-lo)))
 	}
-	var sensors []sensor.Sensor
+	var names []string
 	for _, n := range boardChannels {
-		if s := dev.Sensor(n); s != nil {
-			sensors = append(sensors, s)
+		if dev.Sensor(n) != nil {
+			names = append(names, n)
 		}
 	}
-	s := sensor.New(clk, sensors, opt)
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(18 * time.Second)
-	_, samples := s.Stop()
-	r := &recording{dev: dev, series: map[string][]trace.Sample{}}
-	for _, x := range samples {
-		r.series[x.Channel] = append(r.series[x.Channel], x)
-	}
+	r := &recording{dev: dev, series: simtest.Series(sm.Record(t, names, opt, 18*time.Second))}
 	return r
 }
 

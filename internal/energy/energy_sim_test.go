@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/energy"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/sensorchar"
+	"gpuwatt/internal/testkit/simtest"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -24,28 +24,9 @@ const ms = time.Millisecond
 // of the named channels (all supported ones when names is empty) and the device.
 func record(t *testing.T, cfg sim.Config, names []string, span time.Duration, load func(*sim.Device)) (*trace.Trace, *sim.Device) {
 	t.Helper()
-	clk := clock.NewVirtual(time.Time{})
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := sys.Device(0)
-	load(dev)
-	var sensors []sensor.Sensor
-	for _, n := range names {
-		s := dev.Sensor(n)
-		if s == nil {
-			t.Fatalf("no sensor %s", n)
-		}
-		sensors = append(sensors, s)
-	}
-	s := sensor.New(clk, sensors, sensor.Options{})
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(span)
-	chans, samples := s.Stop()
-	return &trace.Trace{Samples: samples, Meta: trace.Meta{Device: sys.Name(), GPUs: []trace.GPU{dev.Info()}, Channels: chans, VirtualClock: true}}, dev
+	sm := simtest.OpenConfig(t, cfg)
+	load(sm.Dev)
+	return sm.Record(t, names, sensor.Options{}, span), sm.Dev
 }
 
 // inside checks the truth against the estimate's interval and the method.
@@ -116,12 +97,8 @@ func TestPreferenceInversion(t *testing.T) {
 	cfg.Sensors[trace.ChPowerUsage] = u
 
 	// Characterise the sensor on its own device and write its sensor.json.
-	clk := clock.NewVirtual(time.Time{})
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := sys.Device(0)
+	sm := simtest.OpenConfig(t, cfg)
+	clk, dev := sm.Clock, sm.Dev
 	rep, err := sensorchar.Run(context.Background(), clk, dev, dev, sensorchar.Options{Quick: true})
 	if err != nil {
 		t.Fatal(err)

@@ -6,24 +6,20 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
 	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/testkit/simtest"
 	"gpuwatt/internal/units"
 )
 
 // The GPU meter on the sim device (virtual clock): each recording period's corrected mean
 // power against the sim's true energy over the period, under load and at idle.
 func TestGPUMeterOnSim(t *testing.T) {
-	clk := clock.NewVirtual(time.Time{})
 	cfg, err := sim.Preset("h100")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := sys.Device(0)
+	sm := simtest.OpenConfig(t, cfg)
+	clk, dev := sm.Clock, sm.Dev
 	dev.AddLoad(time.Second, 12*time.Second, units.Power(300))
 	m := &GPUMeter{Dev: dev, Clock: clk}
 	for _, p := range []struct{ from, to time.Duration }{{4 * time.Second, 10 * time.Second}, {20 * time.Second, 26 * time.Second}} {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/testkit/simtest"
 )
 
 type busySpan struct {
@@ -62,15 +62,12 @@ func TestSimLoadShares(t *testing.T) {
 // busy and its sensors read about its command load; at active idle, between its idle and
 // its active idle.
 func TestRunOnSim(t *testing.T) {
-	clk := clock.NewVirtual(time.Time{})
 	cfg, err := sim.Preset("h100")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sm := simtest.OpenConfig(t, cfg)
+	clk, sys := sm.Clock, sm.Sys
 	o := DefaultOptions()
 	o.Levels, o.Contexts, o.NsPerOp = []float64{1, 0.5}, []int{2}, 2000
 	o.Intervals = Intervals{Warmup: time.Second, Calibrations: 2, Pre: time.Second, Record: 5 * time.Second, Post: time.Second, Idle: 3 * time.Second}

@@ -14,6 +14,7 @@ import (
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/testkit/simtest"
 	"gpuwatt/internal/units"
 )
 
@@ -40,16 +41,12 @@ func (k *stepKernel) Close() error { return nil }
 var _ gpu.Kernel = (*stepKernel)(nil)
 
 func TestMeasureAgainstSimTruth(t *testing.T) {
-	clk := clock.NewVirtual(time.Time{})
 	cfg, err := sim.Preset("h200")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := sys.Device(0)
+	sm := simtest.OpenConfig(t, cfg)
+	clk, sys, dev := sm.Clock, sm.Sys, sm.Dev
 	m, err := Start(context.Background(), clk, sys.Devices(), sensor.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -92,15 +89,12 @@ func TestMeasureAgainstSimTruth(t *testing.T) {
 // the measurement's length; the 100 ms power channels do (50 updates: 5 s). On an H200 the
 // sparsely read counter made every measurement run into the 30 s cap.
 func TestLaunchesFromPowerChannels(t *testing.T) {
-	clk := clock.NewVirtual(time.Time{})
 	cfg, err := sim.LoadConfig(strings.NewReader(`{"preset":"h200","sensors":{"energy.total":{"period_s":2}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sm := simtest.OpenConfig(t, cfg)
+	clk, sys := sm.Clock, sm.Sys
 	m, err := Start(context.Background(), clk, sys.Devices(), sensor.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -175,12 +169,9 @@ func TestTwoGPUsAtOnce(t *testing.T) {
 // TestMeasureAll: a kernel the device refuses is listed as a failure and the others are
 // measured; a cancelled context ends the run with its error.
 func TestMeasureAll(t *testing.T) {
-	clk := clock.NewVirtual(time.Time{})
 	cfg, _ := sim.Preset("h100")
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sm := simtest.OpenConfig(t, cfg)
+	clk, sys := sm.Clock, sm.Sys
 	m, err := Start(context.Background(), clk, sys.Devices(), sensor.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -208,18 +199,14 @@ func TestMeasureAll(t *testing.T) {
 // several percent; the headline, from the ring on the counter's scale (calibrated over
 // the session), is within 1 % of the truth.
 func TestShortMeasurementsRareCounter(t *testing.T) {
-	clk := clock.NewVirtual(time.Time{})
 	cfg, err := sim.LoadConfig(strings.NewReader(`{"preset":"h200","seed":3,"sensors":{
 		"energy.total":{"gain":1,"period_s":1.5,"jitter":0.2},
 		"power.samples":{"gain":1.03,"offset_w":-4}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := sys.Device(0)
+	sm := simtest.OpenConfig(t, cfg)
+	clk, sys, dev := sm.Clock, sm.Sys, sm.Dev
 	m, err := Start(context.Background(), clk, sys.Devices(), sensor.Options{})
 	if err != nil {
 		t.Fatal(err)

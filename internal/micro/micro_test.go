@@ -5,13 +5,12 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 
-	"gpuwatt/internal/clock"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/testkit/simtest"
 )
 
 // runSim runs the suite (or the named kernels) on a sim preset on a virtual clock.
@@ -26,12 +25,8 @@ func runSim(t *testing.T, preset string, ideal bool, only ...string) (*Report, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := clock.NewVirtual(time.Time{})
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := sys.Device(0)
+	sm := simtest.OpenConfig(t, cfg)
+	clk, sys, dev := sm.Clock, sm.Sys, sm.Dev
 	p := dev.Props()
 	suite, err := kernels.Default(kernels.SuiteOpts{Device: kernels.Device{CC: p.ComputeCapability, SMs: p.SMs, ClockHz: p.MaxSMClockHz}})
 	if err != nil {

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/loop"
 	"gpuwatt/internal/micro"
+	"gpuwatt/internal/testkit/simtest"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -34,15 +34,12 @@ func TestOptionsValidate(t *testing.T) {
 
 // Run on the sim: the report says it is simulated; a GPU the system lacks is bad input.
 func TestOptionsRun(t *testing.T) {
-	clk := clock.NewVirtual(time.Time{})
 	cfg, err := sim.Preset("h100")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sm := simtest.OpenConfig(t, cfg)
+	clk, sys := sm.Clock, sm.Sys
 	env := device.Env{System: sys, Clock: clk}
 	rep, _, err := micro.Options{Only: []string{"int32.add"}}.Run(context.Background(), env)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"gpuwatt/internal/profile"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/sensormodel"
+	"gpuwatt/internal/testkit/simtest"
 	"gpuwatt/internal/units"
 )
 
@@ -54,12 +55,8 @@ func newSetup(t *testing.T, preset, channel string) setup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := clock.NewVirtual(time.Time{})
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := sys.Device(0)
+	sm := simtest.OpenConfig(t, cfg)
+	clk, dev := sm.Clock, sm.Dev
 	p := dev.Props()
 	d, err := kernels.Arith(kernels.FP32FMA, kernels.Opts{Device: kernels.Device{CC: p.ComputeCapability, SMs: p.SMs, ThreadsPerSM: p.MaxThreadsPerSM, ClockHz: p.MaxSMClockHz}, LaunchTime: 5 * time.Millisecond})
 	if err != nil {

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/profile"
+	"gpuwatt/internal/testkit/simtest"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -39,15 +39,12 @@ func TestOptionsValidate(t *testing.T) {
 // On the sim, with no sensor profile given, the twin's own model of the channel wins over
 // a guess; a bad channel or GPU is bad input.
 func TestRunModelChoice(t *testing.T) {
-	clk := clock.NewVirtual(time.Time{})
 	cfg, err := sim.Preset("h100")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sm := simtest.OpenConfig(t, cfg)
+	clk, sys := sm.Clock, sm.Sys
 	env := device.Env{System: sys, Clock: clk}
 	o := profile.DefaultOptions()
 	o.Kernel, o.Runs = "fp32.fma", 200

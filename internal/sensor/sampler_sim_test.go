@@ -8,6 +8,7 @@ import (
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/testkit/simtest"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
@@ -19,16 +20,12 @@ func TestSamplerOnSimPresets(t *testing.T) {
 	for _, preset := range sim.Presets() {
 		for _, opt := range []sensor.Options{{Mode: sensor.Adaptive}, {Mode: sensor.Adaptive, PhaseLock: true}, {Mode: sensor.Max}} {
 			t.Run(preset+"/"+opt.String(), func(t *testing.T) {
-				clk := clock.NewVirtual(time.Time{})
 				cfg, err := sim.Preset(preset)
 				if err != nil {
 					t.Fatal(err)
 				}
-				sys, err := sim.Open(clk, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				dev := sys.Device(0)
+				sm := simtest.OpenConfig(t, cfg)
+				clk, dev := sm.Clock, sm.Dev
 				// Bursts of load of several lengths, some shorter than an update period.
 				at := 2 * time.Second
 				for i, d := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second, 7 * time.Second} {

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/status"
+	"gpuwatt/internal/testkit/simtest"
 )
 
 func runPreset(t *testing.T, preset string, quick bool) (*Report, *sim.Device) {
@@ -22,12 +22,8 @@ func runPreset(t *testing.T, preset string, quick bool) (*Report, *sim.Device) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := clock.NewVirtual(time.Time{})
-	sys, err := sim.Open(clk, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := sys.Device(0)
+	sm := simtest.OpenConfig(t, cfg)
+	clk, dev := sm.Clock, sm.Dev
 	rep, err := Run(context.Background(), clk, dev, dev, Options{Quick: quick})
 	if err != nil {
 		t.Fatal(err)
