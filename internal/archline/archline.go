@@ -361,40 +361,22 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 		me *loop.Measurement
 	}
 	var measured []done
-	var runErr error
-	if err := m.Idle(ctx, info.Index, opt.Idle); err != nil {
-		runErr = err
+	ds := make([]kernels.Descriptor, len(jobs))
+	for i, j := range jobs {
+		ds[i] = j.d
 	}
-	if runErr == nil {
-		ds := make([]kernels.Descriptor, len(jobs))
-		for i, j := range jobs {
-			ds[i] = j.d
-		}
-		var ms []*loop.Measurement
-		var failed []loop.Failure
-		ms, failed, runErr = m.MeasureAll(ctx, info.Index, exec, ds, opt.Loop, opt.Progress.Stage("archline"))
-		for _, f := range failed {
-			rep.Warn(status.Warning{Code: CodeNotMeasured, Subject: f.Name, Message: fmt.Sprintf("not measured: %v", f.Err)})
-			rep.Failed = append(rep.Failed, f.Name)
-		}
-		for i, me := range ms {
-			if me != nil {
-				measured = append(measured, done{jobs[i], me})
-			}
-		}
-	}
-	tr, err := m.Stop()
+	run, err := m.RunSuite(ctx, info.Index, exec, ds, opt.Idle, opt.Loop, opt.Progress.Stage("archline"))
 	if err != nil {
 		return nil, nil, err
 	}
-	if runErr != nil {
-		if ctx.Err() != nil {
-			rep.MarkIncomplete("interrupted")
-		} else {
-			rep.MarkIncomplete(runErr.Error())
+	rep.Failed = append(rep.Failed, run.Tell(ctx, &rep.Status, CodeNotMeasured)...)
+	for i, me := range run.Measured {
+		if me != nil {
+			measured = append(measured, done{jobs[i], me})
 		}
 	}
-	rep.EnergyCalibration = m.Calibration(info.Index)
+	tr, runErr := run.Trace, run.Err
+	rep.EnergyCalibration = run.Calibration
 	rep.EnergyNote = energy.SourceNote(rep.EnergyCalibration)
 	if rep.EnergyCalibration == nil && len(measured) > 0 {
 		rep.Warnf(CodeUncalibrated, "the sample ring could not be calibrated to the energy counter: see the points' warnings for where their energies come from")

@@ -297,3 +297,51 @@ func (m *Meter) MeasureAll(ctx context.Context, gpuIndex int, exec gpu.Executor,
 	}
 	return out, failed, nil
 }
+
+// Suite is a run of RunSuite.
+type Suite struct {
+	// Measured has one entry per descriptor, nil where the kernel was not measured.
+	Measured []*Measurement
+	Failed   []Failure
+	Trace    *trace.Trace
+	// Calibration is the sample ring's calibration to the energy counter (nil: none).
+	Calibration *energy.Calibration
+	// Err is what ended the run early (ctx's error for an interruption); nil: it ran through.
+	Err error
+}
+
+// RunSuite idles GPU gpuIndex for idle, measures ds in turn (MeasureAll) and stops the
+// Meter. The error is the Meter's failure to stop, after which there is no trace; an
+// early end of the run is Suite.Err, with what was measured before it kept.
+func (m *Meter) RunSuite(ctx context.Context, gpuIndex int, exec gpu.Executor, ds []kernels.Descriptor, idle time.Duration, opt Options, progress status.Progress) (Suite, error) {
+	var s Suite
+	s.Err = m.Idle(ctx, gpuIndex, idle)
+	if s.Err == nil {
+		s.Measured, s.Failed, s.Err = m.MeasureAll(ctx, gpuIndex, exec, ds, opt, progress)
+	}
+	tr, err := m.Stop()
+	if err != nil {
+		return Suite{}, err
+	}
+	s.Trace, s.Calibration = tr, m.Calibration(gpuIndex)
+	return s, nil
+}
+
+// Tell puts the run's failures on st as warnings with code (subject: the kernel) and marks
+// st incomplete where the run ended early ("interrupted" where ctx ended it); it returns
+// the names of the kernels that failed.
+func (s Suite) Tell(ctx context.Context, st *status.Status, code status.Code) []string {
+	var names []string
+	for _, f := range s.Failed {
+		st.Warn(status.Warning{Code: code, Subject: f.Name, Message: fmt.Sprintf("not measured: %v", f.Err)})
+		names = append(names, f.Name)
+	}
+	if s.Err != nil {
+		if ctx.Err() != nil {
+			st.MarkIncomplete("interrupted")
+		} else {
+			st.MarkIncomplete(s.Err.Error())
+		}
+	}
+	return names
+}

@@ -14,6 +14,7 @@ import (
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/testkit/simtest"
 	"gpuwatt/internal/units"
 )
@@ -189,6 +190,43 @@ func TestMeasureAll(t *testing.T) {
 		t.Fatal("a cancelled context did not end MeasureAll")
 	}
 	m.Stop()
+}
+
+// TestRunSuite: the suite's failures become warnings with the caller's code and the names
+// it returns, a run that goes through is not incomplete, an interrupted one is, and the
+// Meter is stopped with its trace either way.
+func TestRunSuite(t *testing.T) {
+	good := kernels.Descriptor{Name: "fma", Blocks: 1056, Threads: 256, Ops: map[kernels.OpClass]int64{kernels.FP32FMA: 1e10}}
+	bad := kernels.Descriptor{Name: "empty"} // no work: the sim refuses it
+	opt := Options{Warmup: 100 * time.Millisecond, MinUpdates: 5}
+	for _, interrupt := range []bool{false, true} {
+		sm := simtest.Open(t, "h100")
+		m, err := Start(context.Background(), sm.Clock, sm.Sys.Devices(), sensor.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		if interrupt {
+			cancel()
+		}
+		run, err := m.RunSuite(ctx, 0, sm.Dev, []kernels.Descriptor{bad, good}, time.Second, opt, nil)
+		cancel()
+		if err != nil || run.Trace == nil || len(run.Trace.Samples) == 0 {
+			t.Fatalf("interrupt %v: err %v, trace %v", interrupt, err, run.Trace)
+		}
+		var st status.Status
+		failed := run.Tell(ctx, &st, "not_measured")
+		if interrupt {
+			if run.Err == nil || !st.Incomplete || st.Reason != "interrupted" || len(failed) != 0 {
+				t.Errorf("interrupted: err %v, status %+v, failed %v", run.Err, st, failed)
+			}
+			continue
+		}
+		if run.Err != nil || st.Incomplete || len(run.Measured) != 2 || run.Measured[0] != nil || run.Measured[1] == nil ||
+			len(failed) != 1 || failed[0] != "empty" || len(st.Warnings) != 1 || st.Warnings[0].Code != "not_measured" || st.Warnings[0].Subject != "empty" {
+			t.Errorf("err %v, status %+v, measured %v, failed %v", run.Err, st, run.Measured, failed)
+		}
+	}
 }
 
 // TestShortMeasurementsRareCounter is the H200's case on the sim: the energy counter is

@@ -141,43 +141,24 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 	}
 	info := dev.Info()
 	rep := &Report{Format: Format, GPU: info, Props: exec.Props(), Status: status.Status{Warnings: []status.Warning{}}}
-	var runErr error
 	type done struct {
 		d  kernels.Descriptor
 		me *loop.Measurement
 	}
 	var measured []done
-	if err := m.Idle(ctx, info.Index, opt.Idle); err != nil {
-		runErr = err
-	}
-	if runErr == nil {
-		progress := opt.Progress.Stage("micro")
-		// A kernel that fails is reported and the suite goes on; an interruption ends it.
-		var ms []*loop.Measurement
-		var failed []loop.Failure
-		ms, failed, runErr = m.MeasureAll(ctx, info.Index, exec, suite, opt.Loop, progress)
-		for _, f := range failed {
-			rep.Warn(status.Warning{Code: CodeNotMeasured, Subject: f.Name, Message: fmt.Sprintf("not measured: %v", f.Err)})
-			rep.Failed = append(rep.Failed, f.Name)
-		}
-		for i, me := range ms {
-			if me != nil {
-				measured = append(measured, done{suite[i], me})
-			}
-		}
-	}
-	tr, err := m.Stop()
+	// A kernel that fails is reported and the suite goes on; an interruption ends it.
+	run, err := m.RunSuite(ctx, info.Index, exec, suite, opt.Idle, opt.Loop, opt.Progress.Stage("micro"))
 	if err != nil {
 		return nil, nil, err
 	}
-	if runErr != nil {
-		if ctx.Err() != nil {
-			rep.MarkIncomplete("interrupted")
-		} else {
-			rep.MarkIncomplete(runErr.Error())
+	rep.Failed = append(rep.Failed, run.Tell(ctx, &rep.Status, CodeNotMeasured)...)
+	for i, me := range run.Measured {
+		if me != nil {
+			measured = append(measured, done{suite[i], me})
 		}
 	}
-	rep.EnergyCalibration = m.Calibration(info.Index)
+	tr, runErr := run.Trace, run.Err
+	rep.EnergyCalibration = run.Calibration
 	rep.EnergyNote = energy.SourceNote(rep.EnergyCalibration)
 	// The idle power, and pi0 from the baseline kernel (else the idle power, said so).
 	for _, x := range measured {

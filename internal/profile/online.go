@@ -38,13 +38,11 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 		return runOnlineGrid(ctx, clk, s, k, name, opt)
 	}
 	T, W, D := opt.Sensor.Period, opt.Sensor.Window, opt.Sensor.Delay
-	s0, e0, err := k.Run(1)
+	pr, err := probe(k, name, opt)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
-	tex := e0 - s0
-	rng := rand.New(rand.NewPCG(opt.Seed, 0x7f4a7c159e3779b9))
-	lo, hi := phaseRange(tex, W, T)
+	tex, rng, lo, hi := pr.tex, pr.rng, pr.lo, pr.hi
 	trailing := W+lo >= tex+opt.Poll // lo = -m
 	var plan []time.Duration
 	if trailing {
@@ -97,7 +95,7 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 	}
 	var runs []run
 	var pts []Point
-	prevEnd := e0
+	prevEnd := pr.end
 	for i := 0; i < opt.Runs && ctx.Err() == nil; i++ {
 		earliest := max(clk.Now(), prevEnd+gap)
 		place := func() (time.Duration, time.Duration) {
@@ -187,13 +185,11 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 // refitted from them when it is older than MaxSyncAge.
 func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt RunOptions) (*Result, error) {
 	T, W, D := opt.Sensor.Period, opt.Sensor.Window, opt.Sensor.Delay
-	s0, e0, err := k.Run(1)
+	pr, err := probe(k, name, opt)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
-	tex := e0 - s0
-	rng := rand.New(rand.NewPCG(opt.Seed, 0x7f4a7c159e3779b9))
-	lo, hi := phaseRange(tex, W, T)
+	tex, rng, lo, hi := pr.tex, pr.rng, pr.lo, pr.hi
 	plan := stratify(rng, opt.Runs, lo, hi, tex, W)
 	gap := max(T, D+W+time.Millisecond)
 	var rbuf []sensor.Reading
@@ -256,7 +252,7 @@ func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.
 	var runs []run
 	var pts []Point
 	missed := 0
-	prevEnd := e0
+	prevEnd := pr.end
 	for i := 0; i < opt.Runs && ctx.Err() == nil; i++ {
 		if clk.Now()-synced > MaxSyncAge {
 			if err := sync(); err != nil {
@@ -314,4 +310,22 @@ func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.
 		res.MarkIncomplete(fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
 	}
 	return res, nil
+}
+
+// probed is a first run of a kernel: its length tex and end, the range [lo, hi] of the
+// phases of a run against the sensor's windows, and the runs' random source (opt.Seed).
+type probed struct {
+	tex, end, lo, hi time.Duration
+	rng              *rand.Rand
+}
+
+// probe times one run of k (Alg. 1, lines 1-5) for the online variants.
+func probe(k gpu.Kernel, name string, opt RunOptions) (probed, error) {
+	s0, e0, err := k.Run(1)
+	if err != nil {
+		return probed{}, fmt.Errorf("%s: %w", name, err)
+	}
+	p := probed{tex: e0 - s0, end: e0, rng: rand.New(rand.NewPCG(opt.Seed, 0x7f4a7c159e3779b9))}
+	p.lo, p.hi = phaseRange(p.tex, opt.Sensor.Window, opt.Sensor.Period)
+	return p, nil
 }
