@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 	"time"
 
 	"gpuwatt/internal/correct"
@@ -82,6 +83,34 @@ type Options struct {
 	// Invert computes the inversion of Channel even where a preferred method gives the
 	// figure, for comparison (Estimate.Inversion).
 	Invert bool
+	// Cache, where given, keeps the channels prepared for tr (see Cache).
+	Cache *Cache
+}
+
+// Cache keeps the channels Region prepares (their readings through the sensor model, over
+// the whole trace) so that the regions of one trace prepare each channel once: give one
+// Cache to every Region on one trace (a Cache first used on one trace is bypassed for any
+// other). Safe for concurrent use.
+type Cache struct {
+	mu sync.Mutex
+	tr *trace.Trace
+	m  map[prepKey]prepared
+}
+
+type prepKey struct {
+	gpu      int
+	name     string
+	sensor   *correct.Spec
+	copt     correct.Options
+	fallback bool
+}
+
+type prepared struct {
+	ser     *correct.Series
+	choice  correct.Choice
+	samples []trace.Sample
+	copt    correct.Options
+	err     error
 }
 
 // Component is one part of an estimate's 95 % interval.
@@ -363,6 +392,29 @@ func modelVariants(m sensormodel.Model) []sensormodel.Model {
 // else (or, for the ring, where it names none for the channel) the guess from the names.
 // samples is nil where the channel has no readings.
 func prepare(tr *trace.Trace, gpu int, name string, o Options, autoFallback bool) (*correct.Series, correct.Choice, []trace.Sample, correct.Options, error) {
+	c := o.Cache
+	if c == nil {
+		return prepareChannel(tr, gpu, name, o, autoFallback)
+	}
+	key := prepKey{gpu, name, o.Sensor, o.Correct, autoFallback}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tr == nil {
+		c.tr, c.m = tr, map[prepKey]prepared{}
+	}
+	if c.tr != tr {
+		return prepareChannel(tr, gpu, name, o, autoFallback)
+	}
+	p, ok := c.m[key]
+	if !ok {
+		p.ser, p.choice, p.samples, p.copt, p.err = prepareChannel(tr, gpu, name, o, autoFallback)
+		c.m[key] = p
+	}
+	return p.ser, p.choice, p.samples, p.copt, p.err
+}
+
+// prepareChannel is prepare without the cache.
+func prepareChannel(tr *trace.Trace, gpu int, name string, o Options, autoFallback bool) (*correct.Series, correct.Choice, []trace.Sample, correct.Options, error) {
 	samples := correct.Channel(tr, gpu, name)
 	if len(samples) == 0 {
 		return nil, correct.Choice{}, nil, o.Correct, fmt.Errorf("no readings of %s", name)

@@ -22,7 +22,7 @@ const ms = time.Millisecond
 
 // record runs the sim device with preset cfg through loads for span and returns the trace
 // of the named channels (all supported ones when names is empty) and the device.
-func record(t *testing.T, cfg sim.Config, names []string, span time.Duration, load func(*sim.Device)) (*trace.Trace, *sim.Device) {
+func record(t testing.TB, cfg sim.Config, names []string, span time.Duration, load func(*sim.Device)) (*trace.Trace, *sim.Device) {
 	t.Helper()
 	sm := simtest.OpenConfig(t, cfg)
 	load(sm.Dev)
@@ -150,4 +150,81 @@ func TestNoFigure(t *testing.T) {
 	if est := energy.Region(tr, 0, time.Second, time.Second, energy.Options{}); est.Method != energy.NoFigure || len(est.Warnings) == 0 {
 		t.Errorf("empty region: %+v", est)
 	}
+}
+
+// cacheTrace is an H100 session of 40 s with the counter, the ring and power.instant, and
+// 30 regions of 1 s in it (as a micro suite measures kernels on one trace).
+func cacheTrace(t testing.TB) (*trace.Trace, [][2]time.Duration) {
+	cfg, err := sim.Preset("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := record(t, cfg, []string{trace.ChEnergyTotal, trace.ChPowerSamples, trace.ChPowerInstant}, 40*time.Second, func(d *sim.Device) {
+		for i := range 6 {
+			at := time.Duration(2+6*i) * time.Second
+			d.AddLoad(at, at+time.Duration(1500+500*i)*ms, units.Power(300+60*i))
+		}
+	})
+	var rs [][2]time.Duration
+	for i := range 30 {
+		a := time.Second + time.Duration(i)*1200*ms
+		rs = append(rs, [2]time.Duration{a, a + time.Second})
+	}
+	return tr, rs
+}
+
+// TestCacheSameEstimate: with a Cache the estimates of the regions of one trace are the
+// uncached ones, and a Cache given a second trace does not answer with the first's.
+func TestCacheSameEstimate(t *testing.T) {
+	tr, rs := cacheTrace(t)
+	cache := &energy.Cache{}
+	for _, r := range rs {
+		for _, steady := range []bool{false, true} {
+			want := energy.Region(tr, 0, r[0], r[1], energy.Options{Steady: steady})
+			got := energy.Region(tr, 0, r[0], r[1], energy.Options{Steady: steady, Cache: cache})
+			if got.EnergyJ != want.EnergyJ || got.Method != want.Method || got.HalfWidthJ() != want.HalfWidthJ() {
+				t.Fatalf("%v steady %v: cached %s %.6f ± %.6f J, uncached %s %.6f ± %.6f J", r, steady,
+					got.Method, got.EnergyJ, got.HalfWidthJ(), want.Method, want.EnergyJ, want.HalfWidthJ())
+			}
+		}
+	}
+	other, _ := cacheTrace(t)
+	for i := range other.Samples {
+		if other.Samples[i].Channel == trace.ChPowerSamples {
+			other.Samples[i].Value *= 2
+		}
+	}
+	r := rs[3]
+	want := energy.Region(other, 0, r[0], r[1], energy.Options{Invert: true})
+	got := energy.Region(other, 0, r[0], r[1], energy.Options{Invert: true, Cache: cache})
+	if got.CalibratedJ != want.CalibratedJ || got.EnergyJ != want.EnergyJ {
+		t.Errorf("another trace through the cache: %.3f J (calibrated %.3f), want %.3f J (%.3f)", got.EnergyJ, got.CalibratedJ, want.EnergyJ, want.CalibratedJ)
+	}
+}
+
+// BenchmarkRegionCache estimates the 30 regions of one trace without and with a Cache in
+// each iteration and reports the ratio of the times (uncached / cached). As the
+// measurement loop does, the calibration is fitted once over the trace and given.
+func BenchmarkRegionCache(b *testing.B) {
+	tr, rs := cacheTrace(b)
+	cal, err := energy.FitCalibration(tr, 0, 0, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var plain, cached time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		for _, r := range rs {
+			energy.Region(tr, 0, r[0], r[1], energy.Options{Steady: true, Calibration: &cal})
+		}
+		t1 := time.Now()
+		cache := &energy.Cache{}
+		for _, r := range rs {
+			energy.Region(tr, 0, r[0], r[1], energy.Options{Steady: true, Calibration: &cal, Cache: cache})
+		}
+		plain, cached = plain+t1.Sub(t0), cached+time.Since(t1)
+	}
+	b.ReportMetric(float64(plain)/float64(cached), "uncached/cached")
+	b.ReportMetric(float64(plain.Microseconds())/float64(b.N), "uncached-µs/op")
+	b.ReportMetric(float64(cached.Microseconds())/float64(b.N), "cached-µs/op")
 }

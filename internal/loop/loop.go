@@ -245,8 +245,10 @@ func (m *Meter) Stop() (*trace.Trace, error) {
 		}
 	}
 	m.cals = cals
+	// Every measurement's region is estimated on the one trace: each channel prepared once.
+	cache := &energy.Cache{}
 	for _, me := range m.ms {
-		me.Region = region.Summarize(tr, info[me.GPU], me.Start, me.End, me.idle[0], me.idle[1], region.Options{What: "the measurement", Steady: true, Calibration: cals[me.GPU]})
+		me.Region = region.Summarize(tr, info[me.GPU], me.Start, me.End, me.idle[0], me.idle[1], region.Options{What: "the measurement", Steady: true, Calibration: cals[me.GPU], EnergyCache: cache})
 	}
 	return tr, nil
 }

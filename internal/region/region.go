@@ -117,6 +117,8 @@ type Options struct {
 	// nil: Summarize fits one over the whole trace (FitCalibration). The measurement loop
 	// fits it once per GPU over the whole session and passes it to every measurement.
 	Calibration *energy.Calibration
+	// EnergyCache, where given, is shared by the regions of one trace (energy.Cache).
+	EnergyCache *energy.Cache
 }
 
 // Summarize describes GPU g over the region [start, end] of a trace, with the idle
@@ -194,7 +196,7 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 	}
 
 	// The headline: internal/energy's one estimator.
-	est := energy.Region(tr, g.Index, start, end, energy.Options{What: what, Steady: o.Steady, Calibration: o.Calibration})
+	est := energy.Region(tr, g.Index, start, end, energy.Options{What: what, Steady: o.Steady, Calibration: o.Calibration, Cache: o.EnergyCache})
 	gs.EnergyCalibration = est.Calibration
 	gs.CounterEnergyJ, gs.CounterReadings = est.CounterJ, est.CounterReadings
 	gs.CalibratedEnergyJ, gs.CalibratedReadings = est.CalibratedJ, est.CalibratedReadings
