@@ -41,17 +41,24 @@ func (k *stepKernel) Close() error { return nil }
 
 var _ gpu.Kernel = (*stepKernel)(nil)
 
+// startOn opens cfg on the sim and starts a Meter on all its GPUs.
+func startOn(t *testing.T, cfg sim.Config) (simtest.Sim, *Meter) {
+	t.Helper()
+	sm := simtest.OpenConfig(t, cfg)
+	m, err := Start(context.Background(), sm.Clock, sm.Sys.Devices(), sensor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sm, m
+}
+
 func TestMeasureAgainstSimTruth(t *testing.T) {
 	cfg, err := sim.Preset("h200")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm := simtest.OpenConfig(t, cfg)
-	clk, sys, dev := sm.Clock, sm.Sys, sm.Dev
-	m, err := Start(context.Background(), clk, sys.Devices(), sensor.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sm, m := startOn(t, cfg)
+	clk, dev := sm.Clock, sm.Dev
 	ctx := context.Background()
 	if err := m.Idle(ctx, 0, 2*time.Second); err != nil {
 		t.Fatal(err)
@@ -94,12 +101,8 @@ func TestLaunchesFromPowerChannels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm := simtest.OpenConfig(t, cfg)
+	sm, m := startOn(t, cfg)
 	clk, sys := sm.Clock, sm.Sys
-	m, err := Start(context.Background(), clk, sys.Devices(), sensor.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	k := &stepKernel{dev: sys.Device(0), clk: clk, per: 2 * time.Millisecond, power: 400}
 	me, err := m.Measure(context.Background(), 0, k, "step", Options{})
 	if err != nil {
@@ -171,12 +174,8 @@ func TestTwoGPUsAtOnce(t *testing.T) {
 // measured; a cancelled context ends the run with its error.
 func TestMeasureAll(t *testing.T) {
 	cfg, _ := sim.Preset("h100")
-	sm := simtest.OpenConfig(t, cfg)
-	clk, sys := sm.Clock, sm.Sys
-	m, err := Start(context.Background(), clk, sys.Devices(), sensor.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sm, m := startOn(t, cfg)
+	sys := sm.Sys
 	good := kernels.Descriptor{Name: "fma", Blocks: 1056, Threads: 256, Ops: map[kernels.OpClass]int64{kernels.FP32FMA: 1e10}}
 	bad := kernels.Descriptor{Name: "empty"} // no work: the sim refuses it
 	opt := Options{Warmup: 100 * time.Millisecond, MinUpdates: 5}
@@ -200,11 +199,7 @@ func TestRunSuite(t *testing.T) {
 	bad := kernels.Descriptor{Name: "empty"} // no work: the sim refuses it
 	opt := Options{Warmup: 100 * time.Millisecond, MinUpdates: 5}
 	for _, interrupt := range []bool{false, true} {
-		sm := simtest.Open(t, "h100")
-		m, err := Start(context.Background(), sm.Clock, sm.Sys.Devices(), sensor.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		sm, m := startOn(t, simtest.Preset(t, "h100"))
 		ctx, cancel := context.WithCancel(context.Background())
 		if interrupt {
 			cancel()
@@ -243,12 +238,8 @@ func TestShortMeasurementsRareCounter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm := simtest.OpenConfig(t, cfg)
-	clk, sys, dev := sm.Clock, sm.Sys, sm.Dev
-	m, err := Start(context.Background(), clk, sys.Devices(), sensor.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sm, m := startOn(t, cfg)
+	clk, dev := sm.Clock, sm.Dev
 	ctx := context.Background()
 	if err := m.Idle(ctx, 0, 3*time.Second); err != nil {
 		t.Fatal(err)
