@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/clock"
+	"gpuwatt/internal/device"
 	"gpuwatt/internal/measure"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensor"
@@ -32,16 +33,9 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	if code, ok := a.parseFlags(fs, args, measureSynopsis); !ok {
 		return code
 	}
-	cmd := fs.Args()
-	if len(cmd) == 0 {
-		return a.usageError("measure", errors.New("no command to measure: gpuwatt measure [flags] -- CMD [ARGS...]"))
-	}
 	popt, err := sensor.ParsePoll(*poll)
 	if err != nil {
 		return a.usageError("measure", err)
-	}
-	if *baseline < 0 || *tail < 0 {
-		return a.usageError("measure", errors.New("--baseline and --tail must not be negative"))
 	}
 	gpuIdx, err := parseIndices(*gpus)
 	if err != nil {
@@ -51,13 +45,24 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	if *chans != "all" && *chans != "" {
 		patterns = strings.Split(*chans, ",")
 	}
+	cmd := fs.Args()
+	opt := measure.Options{
+		GPUs: gpuIdx, Channels: patterns, Poll: popt, Baseline: *baseline, Tail: *tail,
+		Runner: a.Runner, Command: cmd,
+		Version: a.versionString(), Host: a.host(), CommandLine: append([]string{"gpuwatt", "measure"}, args...),
+	}
+	if opt.Runner == nil {
+		opt.Runner = measure.ExecRunner{} // checked by Validate; replaced below
+	}
+	if err := opt.Validate(); err != nil {
+		return a.usageError("measure", err)
+	}
 	if sh.out != "" {
 		if err := checkWritable(sh.out); err != nil {
 			return a.usageError("measure", fmt.Errorf("--out %s: %v", sh.out, err))
 		}
 	}
-	runner := a.Runner
-	if runner == nil {
+	if a.Runner == nil {
 		er := measure.ExecRunner{Stdin: a.Stdin, Stdout: a.Stdout, Stderr: a.Stderr}
 		if err := er.Check(cmd); err != nil {
 			fmt.Fprintf(a.Stderr, "gpuwatt measure: %v\n", err)
@@ -67,7 +72,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 			// stdout carries the JSON summary: the command's output goes to stderr.
 			er.Stdout = a.Stderr
 		}
-		runner = er
+		opt.Runner = er
 	}
 	clk := clock.Clock(clock.NewReal())
 	if a.NewClock != nil {
@@ -81,11 +86,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	if !sh.quiet && a.interactive() {
 		fmt.Fprintf(a.Stderr, "gpuwatt measure: recording %s (poll %s), %s baseline, then running %s\n", sys.Name(), popt, *baseline, strings.Join(cmd, " "))
 	}
-	res, runErr := measure.Run(ctx, measure.Config{
-		System: sys, GPUs: gpuIdx, Channels: patterns, Poll: popt,
-		Baseline: *baseline, Tail: *tail, Clock: clk, Runner: runner, Command: cmd,
-		Version: a.versionString(), Host: a.host(), CommandLine: append([]string{"gpuwatt", "measure"}, args...),
-	})
+	res, runErr := opt.Run(ctx, device.Env{System: sys, Clock: clk})
 	if res == nil {
 		return a.exitFor("measure", runErr)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/clock"
+	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/trace"
@@ -73,15 +74,14 @@ func (r ExecRunner) Run(ctx context.Context, argv []string) (int, error) {
 	return cmd.ProcessState.ExitCode(), nil
 }
 
-// Config is one measurement.
-type Config struct {
-	System   gpu.System
-	GPUs     []int    // indices into System.Devices(); empty means all
+// Options are one measurement: what to record and the command to run. The system and the
+// clock come from the device.Env that Run is given.
+type Options struct {
+	GPUs     []int    // indices into the system's devices; empty means all
 	Channels []string // glob patterns on channel names ("power.*"); empty means all
 	Poll     sensor.Options
 	Baseline time.Duration // idle recording before the command
 	Tail     time.Duration // recording after it
-	Clock    clock.Clock
 	Runner   Runner
 	Command  []string
 	// Meta fields the caller knows: version, host, gpuwatt's own command line.
@@ -131,27 +131,64 @@ func MatchChannel(name string, patterns []string) bool {
 	return false
 }
 
-// Run records a baseline, runs the command, records the tail, and returns the trace. When
-// ctx is cancelled (Ctrl-C) the command is stopped and whatever was recorded is returned,
-// marked incomplete, together with ctx's error.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
-	devs, err := SelectDevices(cfg.System, cfg.GPUs)
+// Validate checks the options without measuring anything; its errors name the flag.
+func (o Options) Validate() error {
+	bad := fmt.Errorf
+	switch {
+	case len(o.Command) == 0 || o.Command[0] == "":
+		return bad("no command to measure: gpuwatt measure [flags] -- CMD [ARGS...]")
+	case o.Baseline < 0:
+		return bad("--baseline %s: must not be negative", o.Baseline)
+	case o.Tail < 0:
+		return bad("--tail %s: must not be negative", o.Tail)
+	case o.Runner == nil:
+		return errors.New("measure: no runner for the command")
+	}
+	seen := map[int]bool{}
+	for _, i := range o.GPUs {
+		if i < 0 {
+			return bad("--gpu %d: want a GPU index >= 0", i)
+		}
+		if seen[i] {
+			return bad("--gpu: GPU %d is named twice", i)
+		}
+		seen[i] = true
+	}
+	for _, p := range o.Channels {
+		if _, err := path.Match(p, ""); err != nil {
+			return bad("--channels %q: not a valid pattern: %v", p, err)
+		}
+	}
+	return nil
+}
+
+// Run records a baseline, runs the command, records the tail, and returns the trace, on
+// env.System and env.Clock. When ctx is cancelled (Ctrl-C) the command is stopped and
+// whatever was recorded is returned, marked incomplete, together with ctx's error.
+func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	if env.System == nil || env.Clock == nil {
+		return nil, errors.New("measure: no device")
+	}
+	devs, err := SelectDevices(env.System, o.GPUs)
 	if err != nil {
 		return nil, err
 	}
 	var sensors []sensor.Sensor
 	for _, d := range devs {
 		for _, s := range d.Sensors() {
-			if MatchChannel(s.Channel().Name, cfg.Channels) {
+			if MatchChannel(s.Channel().Name, o.Channels) {
 				sensors = append(sensors, s)
 			}
 		}
 	}
 	if len(sensors) == 0 {
-		return nil, fmt.Errorf("%w: --channels %s: matches no channel", ErrInput, strings.Join(cfg.Channels, ","))
+		return nil, fmt.Errorf("%w: --channels %s: matches no channel", ErrInput, strings.Join(o.Channels, ","))
 	}
-	clk := cfg.Clock
-	smp := sensor.New(clk, sensors, cfg.Poll)
+	clk := env.Clock
+	smp := sensor.New(clk, sensors, o.Poll)
 	if err := smp.Start(ctx); err != nil {
 		return nil, fmt.Errorf("sampler: %w", err)
 	}
@@ -161,7 +198,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	marks := []trace.Mark{}
 	mark := func(name string, t time.Duration) { marks = append(marks, trace.Mark{T: t.Seconds(), Name: name}) }
 
-	if err := clk.Sleep(ctx, cfg.Baseline); err != nil {
+	if err := clk.Sleep(ctx, o.Baseline); err != nil {
 		incomplete = "interrupted during the baseline"
 		runErr = err
 	} else {
@@ -169,7 +206,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Start = clk.Now()
 		mark("cmd.start", res.Start)
 		notify(devs, func(o gpu.CommandObserver) { o.CommandStarted(res.Start) })
-		res.ExitCode, runErr = cfg.Runner.Run(ctx, cfg.Command)
+		res.ExitCode, runErr = o.Runner.Run(ctx, o.Command)
 		res.End = clk.Now()
 		notify(devs, func(o gpu.CommandObserver) { o.CommandEnded(res.End) })
 		mark("cmd.end", res.End)
@@ -181,7 +218,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		case runErr != nil:
 			incomplete = "the command could not be run"
 		default:
-			if err := clk.Sleep(ctx, max(cfg.Tail, counterGuard(smp, devs))); err != nil {
+			if err := clk.Sleep(ctx, max(o.Tail, counterGuard(smp, devs))); err != nil {
 				incomplete = "interrupted during the tail"
 				runErr = err
 			}
@@ -191,16 +228,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	_, end := smp.Span()
 	meta := trace.Meta{
 		Format:        trace.Format,
-		Version:       cfg.Version,
-		Host:          cfg.Host,
-		Device:        cfg.System.Name(),
-		Simulated:     cfg.System.Simulated(),
-		DriverVersion: cfg.System.DriverVersion(),
-		NVMLVersion:   cfg.System.NVMLVersion(),
-		Command:       cfg.CommandLine,
+		Version:       o.Version,
+		Host:          o.Host,
+		Device:        env.System.Name(),
+		Simulated:     env.System.Simulated(),
+		DriverVersion: env.System.DriverVersion(),
+		NVMLVersion:   env.System.NVMLVersion(),
+		Command:       o.CommandLine,
 		Start:         clk.Epoch(),
 		Duration:      end.Seconds(),
-		Poll:          trace.Poll{Mode: cfg.Poll.String()},
+		Poll:          trace.Poll{Mode: o.Poll.String()},
 		Channels:      chans,
 		Unavailable:   smp.Unavailable(),
 		Marks:         marks,
@@ -212,8 +249,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// On a virtual clock the CPU time measures the simulation, not the polling.
 		meta.SamplerCPUSecs = smp.CPUTime().Seconds()
 	}
-	if cfg.Poll.Mode == sensor.Fixed {
-		meta.Poll = trace.Poll{Mode: "fixed", Interval: cfg.Poll.Interval.Seconds()}
+	if o.Poll.Mode == sensor.Fixed {
+		meta.Poll = trace.Poll{Mode: "fixed", Interval: o.Poll.Interval.Seconds()}
 	}
 	for _, d := range devs {
 		meta.GPUs = append(meta.GPUs, d.Info())
