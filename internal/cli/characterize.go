@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"gpuwatt/internal/atomicfile"
 	"gpuwatt/internal/characterize"
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/device"
@@ -120,7 +121,7 @@ func writeCharacterize(dir string, res *characterize.Results) error {
 		return err
 	}
 	if res.SensorProfile != nil {
-		if err := report.WriteFile(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, *res.SensorProfile) }); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, *res.SensorProfile) }); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"gpuwatt/internal/atomicfile"
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/measure"
@@ -129,7 +130,7 @@ func writeMeasureFiles(dir string, res *measure.Result, sum *measure.Summary) er
 	if err := report.WriteJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
 		return err
 	}
-	return report.WriteFile(filepath.Join(dir, "report.html"), measure.Page(res.Trace, sum).Render)
+	return atomicfile.Write(filepath.Join(dir, "report.html"), measure.Page(res.Trace, sum).Render)
 }
 
 // checkWritable creates dir if needed and proves a file can be written in it, so a bad

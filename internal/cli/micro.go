@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"gpuwatt/internal/atomicfile"
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
@@ -122,7 +123,7 @@ func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu
 	if err := report.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {
 		return err
 	}
-	if err := report.WriteFile(filepath.Join(dir, "results.csv"), func(w io.Writer) error { return micro.WriteCSV(w, rep) }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "results.csv"), func(w io.Writer) error { return micro.WriteCSV(w, rep) }); err != nil {
 		return err
 	}
 	return micro.Page(rep).WriteFile(filepath.Join(dir, "report.html"))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"gpuwatt/internal/atomicfile"
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/profile"
@@ -102,7 +103,7 @@ func writeProfile(dir string, res *profile.Result) error {
 	if err := report.WriteJSON(filepath.Join(dir, "profile.json"), res); err != nil {
 		return err
 	}
-	if err := report.WriteFile(filepath.Join(dir, "profile.csv"), func(w io.Writer) error { return profile.WriteCSV(w, res) }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "profile.csv"), func(w io.Writer) error { return profile.WriteCSV(w, res) }); err != nil {
 		return err
 	}
 	return profile.Page(res).WriteFile(filepath.Join(dir, "report.html"))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"gpuwatt/internal/atomicfile"
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
@@ -82,7 +83,7 @@ func (a *App) writeSensor(dir string, rep *sensorchar.Report, sys gpu.System, ar
 	if err := trace.Save(dir, tr); err != nil {
 		return err
 	}
-	if err := report.WriteFile(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, rep.Profile()) }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, rep.Profile()) }); err != nil {
 		return err
 	}
 	if err := report.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"gpuwatt/internal/atomicfile"
 	"html/template"
 	"io"
 	"regexp"
@@ -64,7 +65,7 @@ func (p Page) WriteFile(path string) error {
 	if err := p.Render(&buf); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, buf.Bytes())
+	return atomicfile.WriteBytes(path, buf.Bytes())
 }
 
 type pageView struct {

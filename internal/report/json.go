@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"gpuwatt/internal/atomicfile"
 	"io"
 )
 
@@ -26,7 +27,7 @@ func WriteJSON(path string, v any) error {
 	if err := encodeJSON(&buf, v); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	return writeFileAtomic(path, buf.Bytes())
+	return atomicfile.WriteBytes(path, buf.Bytes())
 }
 
 func encodeJSON(buf *bytes.Buffer, v any) error {

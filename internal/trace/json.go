@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"gpuwatt/internal/atomicfile"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"gpuwatt/internal/report"
 )
 
 // WriteMeta writes m as indented JSON (the trace's sidecar). Its format field is always
@@ -61,10 +60,10 @@ func Save(dir string, tr *Trace) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := report.WriteFile(filepath.Join(dir, "trace.csv"), func(w io.Writer) error { return WriteCSV(w, tr) }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "trace.csv"), func(w io.Writer) error { return WriteCSV(w, tr) }); err != nil {
 		return err
 	}
-	return report.WriteFile(filepath.Join(dir, "trace.json"), func(w io.Writer) error { return WriteMeta(w, tr.Meta) })
+	return atomicfile.Write(filepath.Join(dir, "trace.json"), func(w io.Writer) error { return WriteMeta(w, tr.Meta) })
 }
 
 // Read reads a trace from r, telling gpuwatt's CSV (or any CSV with t_s and power_w

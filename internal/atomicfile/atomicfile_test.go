@@ -1,4 +1,4 @@
-package report
+package atomicfile
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ func TestWriteFileFailureLeavesNoFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "results.json")
 	boom := errors.New("boom")
-	err := WriteFile(path, func(w io.Writer) error {
+	err := Write(path, func(w io.Writer) error {
 		if _, err := io.WriteString(w, `{"partial": `); err != nil {
 			return err
 		}
@@ -34,16 +34,16 @@ func TestWriteFileFailureLeavesNoFile(t *testing.T) {
 func TestWriteFileReplaces(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "report.html")
-	if err := WriteFile(path, func(w io.Writer) error { _, err := io.WriteString(w, "old"); return err }); err != nil {
+	if err := Write(path, func(w io.Writer) error { _, err := io.WriteString(w, "old"); return err }); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFile(path, func(w io.Writer) error { io.WriteString(w, "new, half"); return errors.New("fail") }); err == nil {
+	if err := Write(path, func(w io.Writer) error { io.WriteString(w, "new, half"); return errors.New("fail") }); err == nil {
 		t.Fatal("failing writer: no error")
 	}
 	if b, _ := os.ReadFile(path); string(b) != "old" {
 		t.Errorf("after a failed rewrite the file holds %q, want the old %q", b, "old")
 	}
-	if err := WriteFile(path, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
+	if err := Write(path, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
@@ -59,7 +59,7 @@ func TestWriteFileReplaces(t *testing.T) {
 // A directory that does not exist is an error naming the file.
 func TestWriteFileNoDir(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "missing", "x.json")
-	err := WriteJSON(path, map[string]int{"a": 1})
+	err := WriteBytes(path, []byte(`{"a": 1}`))
 	if err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("err = %v, want one naming %s", err, path)
 	}

@@ -1,4 +1,6 @@
-package report
+// Package atomicfile is gpuwatt's one writer of output files (a leaf: trace, report and the cli
+// use it).
+package atomicfile
 
 import (
 	"bufio"
@@ -8,12 +10,12 @@ import (
 	"path/filepath"
 )
 
-// WriteFile is gpuwatt's one writer of output files: write fills a temporary file in
+// Write is gpuwatt's one writer of output files: write fills a temporary file in
 // path's directory, which is flushed, synced to disk and renamed over path, so a reader
 // never sees half a file, and a failed write leaves no file under path (and any previous
 // one in place). On error the temporary file is removed and the error names path. The
 // file gets mode 0644.
-func WriteFile(path string, write func(io.Writer) error) (err error) {
+func Write(path string, write func(io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -48,9 +50,9 @@ func WriteFile(path string, write func(io.Writer) error) (err error) {
 	return os.Rename(f.Name(), path)
 }
 
-// writeFileAtomic writes data to path with WriteFile.
-func writeFileAtomic(path string, data []byte) error {
-	return WriteFile(path, func(w io.Writer) error {
+// WriteBytes writes data to path with Write.
+func WriteBytes(path string, data []byte) error {
+	return Write(path, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
