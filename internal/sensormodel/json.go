@@ -3,79 +3,118 @@ package sensormodel
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"gpuwatt/internal/units"
 )
 
-// field is one JSON key of a Model.
-type field struct {
-	key  string
-	what string
-	get  func(*Model) float64
-	set  func(*Model, float64)
-	ci   func(*Intervals) *Interval // nil: no interval
+// modelJSON is a Model's JSON object: plain fields in SI units, in the documented order.
+// Pointers let a partial object override only what it names (a preset's model in
+// --sim-config); a nil field is absent.
+type modelJSON struct {
+	Model   *string  `json:"model,omitempty"` // the kind: none, rc or boxcar, checked against the parameters
+	Period  *float64 `json:"period_s,omitempty"`
+	Jitter  *float64 `json:"jitter,omitempty"` // fraction of the period
+	Phase   *float64 `json:"phase_s,omitempty"`
+	Window  *float64 `json:"window_s,omitempty"`
+	Delay   *float64 `json:"delay_s,omitempty"`
+	Tau     *float64 `json:"tau_s,omitempty"`
+	Noise   *float64 `json:"noise_w,omitempty"`
+	Quantum *float64 `json:"quantum_w,omitempty"`
+	Gain    *float64 `json:"gain,omitempty"` // a factor
+	Offset  *float64 `json:"offset_w,omitempty"`
+	CI      *ciJSON  `json:"ci,omitempty"`
 }
 
-var fields = []field{
-	{"period_s", "seconds", func(m *Model) float64 { return m.Period.Seconds() }, func(m *Model, v float64) { m.Period = Seconds(v) }, func(c *Intervals) *Interval { return &c.Period }},
-	{"jitter", "fraction of the period", func(m *Model) float64 { return m.Jitter }, func(m *Model, v float64) { m.Jitter = v }, nil},
-	{"phase_s", "seconds", func(m *Model) float64 { return m.Phase.Seconds() }, func(m *Model, v float64) { m.Phase = Seconds(v) }, nil},
-	{"window_s", "seconds", func(m *Model) float64 { return m.Window.Seconds() }, func(m *Model, v float64) { m.Window = Seconds(v) }, func(c *Intervals) *Interval { return &c.Window }},
-	{"delay_s", "seconds", func(m *Model) float64 { return m.Delay.Seconds() }, func(m *Model, v float64) { m.Delay = Seconds(v) }, func(c *Intervals) *Interval { return &c.Delay }},
-	{"tau_s", "seconds", func(m *Model) float64 { return m.Tau.Seconds() }, func(m *Model, v float64) { m.Tau = Seconds(v) }, func(c *Intervals) *Interval { return &c.Tau }},
-	{"noise_w", "watts", func(m *Model) float64 { return float64(m.Noise) }, func(m *Model, v float64) { m.Noise = units.Power(v) }, func(c *Intervals) *Interval { return &c.Noise }},
-	{"quantum_w", "watts", func(m *Model) float64 { return float64(m.Quantum) }, func(m *Model, v float64) { m.Quantum = units.Power(v) }, nil},
-	{"gain", "a factor", func(m *Model) float64 { return m.Gain }, func(m *Model, v float64) { m.Gain = v }, func(c *Intervals) *Interval { return &c.Gain }},
-	{"offset_w", "watts", func(m *Model) float64 { return float64(m.Offset) }, func(m *Model, v float64) { m.Offset = units.Power(v) }, func(c *Intervals) *Interval { return &c.Offset }},
+// ciJSON holds the 95 % intervals, [low, high] in the parameter's unit.
+type ciJSON struct {
+	Period *[2]float64 `json:"period_s,omitempty"`
+	Window *[2]float64 `json:"window_s,omitempty"`
+	Delay  *[2]float64 `json:"delay_s,omitempty"`
+	Tau    *[2]float64 `json:"tau_s,omitempty"`
+	Noise  *[2]float64 `json:"noise_w,omitempty"`
+	Gain   *[2]float64 `json:"gain,omitempty"`
+	Offset *[2]float64 `json:"offset_w,omitempty"`
+}
+
+// intervals pairs each of ciJSON's fields with the Interval it holds.
+func (c *Intervals) pairs(j *ciJSON) []struct {
+	key string
+	js  **[2]float64
+	iv  *Interval
+} {
+	return []struct {
+		key string
+		js  **[2]float64
+		iv  *Interval
+	}{
+		{"period_s", &j.Period, &c.Period}, {"window_s", &j.Window, &c.Window}, {"delay_s", &j.Delay, &c.Delay},
+		{"tau_s", &j.Tau, &c.Tau}, {"noise_w", &j.Noise, &c.Noise}, {"gain", &j.Gain, &c.Gain}, {"offset_w", &j.Offset, &c.Offset},
+	}
+}
+
+// finite reports the first parameter that is not a finite number, or a time beyond
+// MaxSeconds.
+func (j modelJSON) finite() error {
+	v := reflect.ValueOf(j)
+	keys := jsonKeys(j)
+	for i, k := range keys {
+		p, ok := v.Field(i).Interface().(*float64)
+		if !ok || p == nil {
+			continue
+		}
+		switch {
+		case math.IsNaN(*p) || math.IsInf(*p, 0):
+			return fmt.Errorf("%s: not a finite number", k)
+		case strings.HasSuffix(k, "_s") && math.Abs(*p) > MaxSeconds:
+			return fmt.Errorf("%s: want at most %g seconds, got %s", k, MaxSeconds, formatFloat(*p))
+		}
+	}
+	return nil
+}
+
+// jsonKeys returns the JSON keys of a struct type's fields, in order.
+func jsonKeys(v any) []string {
+	t := reflect.TypeOf(v)
+	keys := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		k, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		keys = append(keys, k)
+	}
+	return keys
 }
 
 // Keys returns the JSON keys of a Model's parameters in their documented order. A model's
 // JSON object may also hold "model" (its kind: none, rc or boxcar, checked against the
 // parameters) and "ci" (the 95 % intervals: {"tau_s": [low, high], ...}).
 func Keys() []string {
-	keys := make([]string, len(fields))
-	for i, f := range fields {
-		keys[i] = f.key
-	}
-	return keys
-}
-
-func lookup(key string) (field, bool) {
-	for _, f := range fields {
-		if f.key == key {
-			return f, true
+	var keys []string
+	for _, k := range jsonKeys(modelJSON{}) {
+		if k != "model" && k != "ci" {
+			keys = append(keys, k)
 		}
 	}
-	return field{}, false
+	return keys
 }
 
 // IntervalKeys lists the keys whose parameter may carry an interval.
-func IntervalKeys() []string {
-	var keys []string
-	for _, f := range fields {
-		if f.ci != nil {
-			keys = append(keys, f.key)
-		}
-	}
-	return keys
-}
+func IntervalKeys() []string { return jsonKeys(ciJSON{}) }
 
 // Map returns the known intervals by parameter key (nil when none is known).
 func (c Intervals) Map() map[string][2]float64 {
 	var out map[string][2]float64
-	for _, f := range fields {
-		if f.ci == nil {
-			continue
-		}
-		if iv := *f.ci(&c); iv.Known() {
+	for _, p := range c.pairs(&ciJSON{}) {
+		if p.iv.Known() {
 			if out == nil {
 				out = map[string][2]float64{}
 			}
-			out[f.key] = [2]float64{iv.Low, iv.High}
+			out[p.key] = [2]float64{p.iv.Low, p.iv.High}
 		}
 	}
 	return out
@@ -83,128 +122,168 @@ func (c Intervals) Map() map[string][2]float64 {
 
 // Set sets the interval of the parameter named by its JSON key.
 func (c *Intervals) Set(key string, low, high float64) error {
-	f, ok := lookup(key)
-	if !ok || f.ci == nil {
-		return fmt.Errorf("ci: unknown key %q (want one of %s)", key, strings.Join(IntervalKeys(), ", "))
+	for _, p := range c.pairs(&ciJSON{}) {
+		if p.key != key {
+			continue
+		}
+		if math.IsNaN(low) || math.IsNaN(high) || math.IsInf(low, 0) || math.IsInf(high, 0) || low > high {
+			return fmt.Errorf("ci: %s: want [low, high] with low <= high, got [%s, %s]", key, formatFloat(low), formatFloat(high))
+		}
+		*p.iv = Interval{low, high}
+		return nil
 	}
-	if math.IsNaN(low) || math.IsNaN(high) || math.IsInf(low, 0) || math.IsInf(high, 0) || low > high {
-		return fmt.Errorf("ci: %s: want [low, high] with low <= high, got [%s, %s]", key, formatFloat(low), formatFloat(high))
+	return fmt.Errorf("ci: unknown key %q (want one of %s)", key, strings.Join(IntervalKeys(), ", "))
+}
+
+// toJSON fills the JSON object of m: every parameter, or (compact) the kind and only the
+// parameters that are not zero; "ci" when an interval is known.
+func (m Model) toJSON(compact bool) modelJSON {
+	num := func(v float64) *float64 {
+		if compact && v == 0 {
+			return nil
+		}
+		return &v
 	}
-	*f.ci(c) = Interval{low, high}
-	return nil
+	j := modelJSON{
+		Period: num(m.Period.Seconds()), Jitter: num(m.Jitter), Phase: num(m.Phase.Seconds()),
+		Window: num(m.Window.Seconds()), Delay: num(m.Delay.Seconds()), Tau: num(m.Tau.Seconds()),
+		Noise: num(float64(m.Noise)), Quantum: num(float64(m.Quantum)), Gain: num(m.Gain), Offset: num(float64(m.Offset)),
+	}
+	if compact {
+		kind := m.Kind().String()
+		j.Model = &kind
+	}
+	var ci ciJSON
+	known := false
+	for _, p := range m.CI.pairs(&ci) {
+		if p.iv.Known() {
+			*p.js = &[2]float64{p.iv.Low, p.iv.High}
+			known = true
+		}
+	}
+	if known {
+		j.CI = &ci
+	}
+	return j
 }
 
 // MarshalJSON writes every parameter of m, in the documented order, with SI values, and
 // "ci" when an interval is known.
 func (m Model) MarshalJSON() ([]byte, error) {
-	return m.appendJSON(nil, false), nil
+	return json.Marshal(m.toJSON(false))
 }
 
 // MarshalCompact writes m as a sensor.json entry does: "model" (the kind) first, then only
 // the parameters that are not zero, and "ci" when an interval is known.
 func (m Model) MarshalCompact() []byte {
-	return m.appendJSON(nil, true)
-}
-
-func (m Model) appendJSON(dst []byte, compact bool) []byte {
-	b := bytes.NewBuffer(dst)
-	b.WriteByte('{')
-	n := 0
-	if compact {
-		fmt.Fprintf(b, "%q:%q", "model", m.Kind().String())
-		n++
+	b, err := json.Marshal(m.toJSON(true))
+	if err != nil {
+		panic(err) // plain numbers and strings: cannot fail
 	}
-	for _, f := range fields {
-		v := f.get(&m)
-		if compact && v == 0 {
-			continue
-		}
-		if n > 0 {
-			b.WriteByte(',')
-		}
-		n++
-		fmt.Fprintf(b, "%q:%s", f.key, formatFloat(v))
-	}
-	if ci := m.CI.Map(); ci != nil {
-		if n > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`"ci":{`)
-		i := 0
-		for _, f := range fields {
-			iv, ok := ci[f.key]
-			if !ok {
-				continue
-			}
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			i++
-			fmt.Fprintf(b, "%q:[%s,%s]", f.key, formatFloat(iv[0]), formatFloat(iv[1]))
-		}
-		b.WriteByte('}')
-	}
-	b.WriteByte('}')
-	return b.Bytes()
+	return b
 }
 
 // UnmarshalJSON overrides the fields of m named in the JSON object and leaves the others
-// as they are, so a partial object overrides a preset. An unknown key is an error naming
-// it. A "model" key (none, rc, boxcar) must agree with the parameters the object leaves.
+// as they are, so a partial object overrides a preset. An unknown key (spelt other than
+// exactly as documented) is an error naming it. A "model" key (none, rc, boxcar) must
+// agree with the parameters the object leaves.
 func (m *Model) UnmarshalJSON(data []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
+	var j modelJSON
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	keys, isObject := objectKeyOrder(data)
+	if !isObject {
 		return fmt.Errorf("want an object of %s", strings.Join(Keys(), ", "))
 	}
-	// Report the first unknown key in document order.
-	for _, k := range objectKeyOrder(data) {
-		if _, ok := lookup(k); !ok && k != "model" && k != "ci" {
+	// encoding/json matches keys regardless of case: hold them to their exact spelling.
+	known := jsonKeys(modelJSON{})
+	for _, k := range keys {
+		if !slices.Contains(known, k) {
 			return fmt.Errorf("unknown key %q (want one of %s)", k, strings.Join(Keys(), ", "))
 		}
 	}
-	next := *m
-	for _, f := range fields {
-		v, ok := raw[f.key]
-		if !ok {
-			continue
+	ciKeys, _ := objectKeyOrder(ciRaw(data))
+	for _, k := range ciKeys {
+		if !slices.Contains(IntervalKeys(), k) {
+			return fmt.Errorf("ci: unknown key %q (want one of %s)", k, strings.Join(IntervalKeys(), ", "))
 		}
-		var x float64
-		if err := json.Unmarshal(v, &x); err != nil {
-			return fmt.Errorf("%s: want a number (%s), got %s", f.key, f.what, bytes.TrimSpace(v))
-		}
-		if f.what == "seconds" && math.Abs(x) > MaxSeconds {
-			return fmt.Errorf("%s: want at most %g seconds, got %s", f.key, MaxSeconds, bytes.TrimSpace(v))
-		}
-		f.set(&next, x)
 	}
-	if v, ok := raw["ci"]; ok {
-		var ci map[string][2]float64
-		if err := json.Unmarshal(v, &ci); err != nil {
-			return fmt.Errorf(`ci: want an object of [low, high] pairs, e.g. {"tau_s": [0.012, 0.016]}, got %s`, bytes.TrimSpace(v))
+	if err := dec.Decode(&j); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := te.Field
+			if strings.HasPrefix(field, "ci") {
+				return fmt.Errorf(`ci: want an object of [low, high] pairs, e.g. {"tau_s": [0.012, 0.016]}: %s`, field)
+			}
+			if field == "model" {
+				return fmt.Errorf(`model: want "none", "rc" or "boxcar", got a %s`, te.Value)
+			}
+			return fmt.Errorf("%s: want a number, got a %s", field, te.Value)
 		}
-		keys := make([]string, 0, len(ci))
-		for k := range ci {
-			keys = append(keys, k)
+		return fmt.Errorf("not a model object: %v", err)
+	}
+	next := *m
+	secs := func(key string, v *float64, dst *time.Duration) error {
+		if v == nil {
+			return nil
 		}
-		slices.Sort(keys)
+		if math.Abs(*v) > MaxSeconds {
+			return fmt.Errorf("%s: want at most %g seconds, got %s", key, MaxSeconds, formatFloat(*v))
+		}
+		*dst = Seconds(*v)
+		return nil
+	}
+	for _, f := range []struct {
+		key string
+		v   *float64
+		dst *time.Duration
+	}{{"period_s", j.Period, &next.Period}, {"phase_s", j.Phase, &next.Phase}, {"window_s", j.Window, &next.Window},
+		{"delay_s", j.Delay, &next.Delay}, {"tau_s", j.Tau, &next.Tau}} {
+		if err := secs(f.key, f.v, f.dst); err != nil {
+			return err
+		}
+	}
+	set := func(v *float64, dst *float64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(j.Jitter, &next.Jitter)
+	set(j.Gain, &next.Gain)
+	for _, w := range []struct {
+		v   *float64
+		dst *units.Power
+	}{{j.Noise, &next.Noise}, {j.Quantum, &next.Quantum}, {j.Offset, &next.Offset}} {
+		if w.v != nil {
+			*w.dst = units.Power(*w.v)
+		}
+	}
+	if j.CI != nil {
 		next.CI = Intervals{}
-		for _, k := range keys {
-			if err := next.CI.Set(k, ci[k][0], ci[k][1]); err != nil {
-				return err
+		for _, p := range next.CI.pairs(j.CI) {
+			if *p.js != nil {
+				if err := next.CI.Set(p.key, (*p.js)[0], (*p.js)[1]); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	if v, ok := raw["model"]; ok {
-		var kind string
-		if err := json.Unmarshal(v, &kind); err != nil {
-			return fmt.Errorf(`model: want "none", "rc" or "boxcar", got %s`, bytes.TrimSpace(v))
-		}
-		if err := checkKind(kind, next); err != nil {
+	if j.Model != nil {
+		if err := checkKind(*j.Model, next); err != nil {
 			return err
 		}
 	}
 	*m = next
 	return nil
+}
+
+// ciRaw returns the raw "ci" member of a JSON object (nil if absent).
+func ciRaw(data []byte) []byte {
+	var raw struct {
+		CI json.RawMessage `json:"ci"`
+	}
+	_ = json.Unmarshal(data, &raw)
+	return raw.CI
 }
 
 // checkKind reports whether the kind named in a JSON object agrees with the parameters.
@@ -233,25 +312,25 @@ func checkKind(kind string, m Model) error {
 	return nil
 }
 
-// objectKeyOrder returns the keys of a JSON object in document order (nil if data is not
-// an object).
-func objectKeyOrder(data []byte) []string {
+// objectKeyOrder returns the keys of a JSON object in document order, and whether data
+// is an object at all.
+func objectKeyOrder(data []byte) ([]string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
+		return nil, false
 	}
 	var keys []string
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return keys
+			return keys, true
 		}
 		k, _ := tok.(string)
 		keys = append(keys, k)
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
-			return keys
+			return keys, true
 		}
 	}
-	return keys
+	return keys, true
 }

@@ -131,13 +131,8 @@ func Seconds(s float64) time.Duration {
 // Validate reports the first field of m that is out of range. A zero Period (unknown) is
 // valid here.
 func (m Model) Validate() error {
-	for _, f := range fields {
-		if v := f.get(&m); math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%s: not a finite number", f.key)
-		}
-		if f.what == "seconds" && math.Abs(f.get(&m)) > MaxSeconds {
-			return fmt.Errorf("%s: want at most %g seconds, got %s", f.key, MaxSeconds, formatFloat(f.get(&m)))
-		}
+	if err := m.toJSON(false).finite(); err != nil {
+		return err
 	}
 	switch {
 	case m.Period < 0:

@@ -29,6 +29,9 @@ func TestModelJSON(t *testing.T) {
 	}
 	for _, bad := range []struct{ in, want string }{
 		{`{"perod_s": 0.1}`, `unknown key "perod_s"`},
+		{`{"TAU_S": 0.1}`, `unknown key "TAU_S"`}, // encoding/json alone would take it as tau_s
+		{`{"tau_s": 2e6}`, `tau_s: want at most`},
+		{`[1, 2]`, `want an object`},
 		{`{"period_s": "fast"}`, `period_s: want a number`},
 		{`[1]`, `want an object`},
 	} {
