@@ -2,18 +2,15 @@ package archline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
-
-// ErrInput marks bad input: an option out of range, or a GPU the system lacks (exit 2).
-var ErrInput = errors.New("bad input")
 
 // Validate checks the options without running anything; its errors name the flag. Zero
 // values mean the defaults.
@@ -40,28 +37,14 @@ func (o Options) Validate() error {
 }
 
 // Run sweeps GPU o.GPU of env.System on env.Clock and fits the archline. Errors wrapping
-// ErrInput are bad input.
+// status.ErrInput are bad input.
 func (o Options) Run(ctx context.Context, env device.Env) (*Report, *trace.Trace, error) {
 	if err := o.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrInput, err)
+		return nil, nil, fmt.Errorf("%w: %v", status.ErrInput, err)
 	}
-	if env.System == nil || env.Clock == nil {
-		return nil, nil, errors.New("archline: no device")
-	}
-	devs := env.System.Devices()
-	if o.GPU >= len(devs) {
-		return nil, nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", ErrInput, o.GPU, len(devs))
-	}
-	dev := devs[o.GPU]
-	exec, ok := dev.(gpu.Executor)
-	if !ok {
-		return nil, nil, fmt.Errorf("GPU %d cannot run kernels", o.GPU)
-	}
-	if exec.Props().SMs == 0 {
-		// The CUDA side could not be opened: Prepare says why.
-		if _, err := exec.Prepare(kernels.Descriptor{}); err != nil {
-			return nil, nil, err
-		}
+	dev, _, err := env.KernelGPU(o.GPU)
+	if err != nil {
+		return nil, nil, err
 	}
 	m, err := loop.Start(ctx, env.Clock, []gpu.Device{dev}, o.Poll)
 	if err != nil {

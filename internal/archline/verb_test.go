@@ -10,6 +10,7 @@ import (
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/testkit/simtest"
 )
 
@@ -37,7 +38,7 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	sm := simtest.OpenConfig(t, cfg)
 	clk, sys := sm.Clock, sm.Sys
-	if _, _, err := (archline.Options{GPU: 2}).Run(context.Background(), device.Env{System: sys, Clock: clk}); !errors.Is(err, archline.ErrInput) {
-		t.Errorf("--gpu 2: %v, want ErrInput", err)
+	if _, _, err := (archline.Options{GPU: 2}).Run(context.Background(), device.Env{System: sys, Clock: clk}); !errors.Is(err, status.ErrInput) {
+		t.Errorf("--gpu 2: %v, want status.ErrInput", err)
 	}
 }

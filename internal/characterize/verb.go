@@ -8,10 +8,8 @@ import (
 	"strings"
 
 	"gpuwatt/internal/device"
+	"gpuwatt/internal/status"
 )
-
-// ErrInput marks bad input: an unknown stage, or a GPU the system lacks (exit 2).
-var ErrInput = errors.New("bad input")
 
 // Validate checks the options without running anything; its errors name the flag.
 func (o Options) Validate() error {
@@ -30,17 +28,17 @@ func (o Options) Validate() error {
 }
 
 // Run characterises GPU o.GPU of env.System on env.Clock (Run with the system, device,
-// clock and progress taken from env). Errors wrapping ErrInput are bad input.
+// clock and progress taken from env). Errors wrapping status.ErrInput are bad input.
 func (o Options) Run(ctx context.Context, env device.Env) (*Results, error) {
 	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+		return nil, fmt.Errorf("%w: %v", status.ErrInput, err)
 	}
 	if env.System == nil || env.Clock == nil {
 		return nil, errors.New("characterize: no device")
 	}
 	devs := env.System.Devices()
 	if o.GPU >= len(devs) {
-		return nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", ErrInput, o.GPU, len(devs))
+		return nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", status.ErrInput, o.GPU, len(devs))
 	}
 	o.System, o.Device, o.Clock = env.System, devs[o.GPU], env.Clock
 	if o.Progress == nil {

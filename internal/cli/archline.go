@@ -9,12 +9,12 @@ import (
 	"strings"
 
 	"gpuwatt/internal/archline"
-	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -65,32 +65,21 @@ func (a *App) archline(ctx context.Context, args []string) int {
 	if *quick {
 		opt.Intensities, opt.Occupancies = archline.QuickIntensities, archline.QuickOccupancies
 	}
-	if err := opt.Validate(); err != nil {
-		return a.usageError("archline", err)
+	r, code := a.start("archline", sh, opt.Validate)
+	if r == nil {
+		return code
 	}
-	if sh.out != "" {
-		if err := checkWritable(sh.out); err != nil {
-			return a.usageError("archline", fmt.Errorf("--out %s: %v", sh.out, err))
-		}
-	}
-	sys, clk, err := a.openForKernels("archline", sh.dev)
-	if err != nil {
-		return a.exitFor("archline", err)
-	}
-	defer sys.Close()
-	env := device.Env{System: sys, Clock: clk}
-	var done func()
-	env.Progress, done = a.newProgress("archline", sh.quiet)
-	rep, tr, runErr := opt.Run(ctx, env)
-	done()
-	if errors.Is(runErr, archline.ErrInput) {
-		return a.usageError("archline", errors.New(strings.TrimPrefix(runErr.Error(), archline.ErrInput.Error()+": ")))
+	defer r.close()
+	rep, tr, runErr := opt.Run(ctx, r.env)
+	r.done()
+	if errors.Is(runErr, status.ErrInput) {
+		return a.exitFor("archline", runErr)
 	}
 	if rep == nil {
 		return a.fail("archline", runErr)
 	}
 	if sh.out != "" {
-		if err := a.writeArchline(sh.out, rep, tr, sys, args); err != nil {
+		if err := a.writeArchline(sh.out, rep, tr, r.env.System, args); err != nil {
 			fmt.Fprintf(a.Stderr, "gpuwatt archline: --out %s: %v\n", sh.out, err)
 			return ExitFailure
 		}
@@ -116,12 +105,8 @@ func (a *App) archline(ctx context.Context, args []string) int {
 }
 
 func (a *App) writeArchline(dir string, rep *archline.Report, tr *trace.Trace, sys gpu.System, args []string) error {
-	tr.Meta.Version, tr.Meta.Host, tr.Meta.Device = a.versionString(), a.host(), sys.Name()
-	tr.Meta.Simulated = sys.Simulated()
-	tr.Meta.DriverVersion, tr.Meta.NVMLVersion = sys.DriverVersion(), sys.NVMLVersion()
-	tr.Meta.Command = append([]string{"gpuwatt", "archline"}, args...)
 	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.Reason
-	if err := trace.Save(dir, tr); err != nil {
+	if err := a.saveTrace(dir, tr, sys, "archline", args); err != nil {
 		return err
 	}
 	if err := report.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {

@@ -14,8 +14,8 @@ import (
 	"gpuwatt/internal/atomicfile"
 	"gpuwatt/internal/characterize"
 	"gpuwatt/internal/correct"
-	"gpuwatt/internal/device"
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/status"
 )
 
 const characterizeSynopsis = "[--device ...] [--gpu N] [--quick] [--stages sensor,micro,archline,loadlevel] [--resume] [--out DIR] [--json]"
@@ -48,7 +48,7 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 		}
 	}
 	opt := characterize.Options{GPU: sh.gpu, Quick: *quick, Stages: stages, LoadContexts: *contexts, OpenGPU: openGPUFFT}
-	if err := opt.Validate(); err != nil {
+	if err := opt.Validate(); err != nil { // before --resume reads anything
 		return a.usageError("characterize", err)
 	}
 	var prev *characterize.Results
@@ -61,25 +61,18 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 			return a.usageError("characterize", fmt.Errorf("--resume: the run in %s was %s; resume it the same way (with%s --quick)", sh.out, map[bool]string{true: "--quick", false: "a full run"}[prev.Quick], map[bool]string{true: "", false: "out"}[prev.Quick]))
 		}
 	}
-	if err := checkWritable(sh.out); err != nil {
-		return a.usageError("characterize", fmt.Errorf("--out %s: %v", sh.out, err))
+	opt.Resume = prev
+	r, code := a.start("characterize", sh, nil)
+	if r == nil {
+		return code
 	}
-	sys, clk, err := a.openForKernels("characterize", sh.dev)
-	if err != nil {
+	defer r.close()
+	t0 := time.Now()
+	res, err := opt.Run(ctx, r.env)
+	r.done()
+	if errors.Is(err, status.ErrInput) {
 		return a.exitFor("characterize", err)
 	}
-	defer sys.Close()
-	opt.Resume = prev
-	t0 := time.Now()
-	env := device.Env{System: sys, Clock: clk}
-	var done func()
-	env.Progress, done = a.newProgress("characterize", sh.quiet)
-	res, err := opt.Run(ctx, env)
-	if errors.Is(err, characterize.ErrInput) {
-		done()
-		return a.usageError("characterize", errors.New(strings.TrimPrefix(err.Error(), characterize.ErrInput.Error()+": ")))
-	}
-	done()
 	if err != nil {
 		return a.fail("characterize", err)
 	}

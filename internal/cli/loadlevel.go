@@ -118,8 +118,8 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	env.Progress, done = a.newProgress("loadlevel", sh.quiet)
 	rep, runErr := d.Run(ctx, env)
 	done()
-	if errors.Is(runErr, loadlevel.ErrUsage) {
-		return bad(errors.New(strings.TrimPrefix(runErr.Error(), loadlevel.ErrUsage.Error()+": ")))
+	if errors.Is(runErr, status.ErrInput) {
+		return a.exitFor("loadlevel", runErr)
 	}
 	if rep == nil {
 		return a.fail("loadlevel", runErr)

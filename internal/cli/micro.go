@@ -19,6 +19,7 @@ import (
 	"gpuwatt/internal/micro"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -61,32 +62,21 @@ func (a *App) micro(ctx context.Context, args []string) int {
 	if *only != "" {
 		opt.Only = strings.Split(*only, ",")
 	}
-	if err := opt.Validate(); err != nil {
-		return a.usageError("micro", err)
+	r, code := a.start("micro", sh, opt.Validate)
+	if r == nil {
+		return code
 	}
-	if sh.out != "" {
-		if err := checkWritable(sh.out); err != nil {
-			return a.usageError("micro", fmt.Errorf("--out %s: %v", sh.out, err))
-		}
-	}
-	sys, clk, err := a.openForKernels("micro", sh.dev)
-	if err != nil {
-		return a.exitFor("micro", err)
-	}
-	defer sys.Close()
-	env := device.Env{System: sys, Clock: clk}
-	var done func()
-	env.Progress, done = a.newProgress("micro", sh.quiet)
-	rep, tr, runErr := opt.Run(ctx, env)
-	done()
-	if errors.Is(runErr, micro.ErrInput) {
-		return a.usageError("micro", errors.New(strings.TrimPrefix(runErr.Error(), micro.ErrInput.Error()+": ")))
+	defer r.close()
+	rep, tr, runErr := opt.Run(ctx, r.env)
+	r.done()
+	if errors.Is(runErr, status.ErrInput) {
+		return a.exitFor("micro", runErr)
 	}
 	if rep == nil {
 		return a.fail("micro", runErr)
 	}
 	if sh.out != "" {
-		if err := a.writeMicro(sh.out, rep, tr, sys, args); err != nil {
+		if err := a.writeMicro(sh.out, rep, tr, r.env.System, args); err != nil {
 			fmt.Fprintf(a.Stderr, "gpuwatt micro: --out %s: %v\n", sh.out, err)
 			return ExitFailure
 		}
@@ -112,12 +102,8 @@ func (a *App) micro(ctx context.Context, args []string) int {
 }
 
 func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu.System, args []string) error {
-	tr.Meta.Version, tr.Meta.Host, tr.Meta.Device = a.versionString(), a.host(), sys.Name()
-	tr.Meta.Simulated = sys.Simulated()
-	tr.Meta.DriverVersion, tr.Meta.NVMLVersion = sys.DriverVersion(), sys.NVMLVersion()
-	tr.Meta.Command = append([]string{"gpuwatt", "micro"}, args...)
 	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.Reason
-	if err := trace.Save(dir, tr); err != nil {
+	if err := a.saveTrace(dir, tr, sys, "micro", args); err != nil {
 		return err
 	}
 	if err := report.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {
@@ -127,6 +113,48 @@ func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu
 		return err
 	}
 	return micro.Page(rep).WriteFile(filepath.Join(dir, "report.html"))
+}
+
+// saveTrace stamps a verb's trace with gpuwatt's version, the host, the device and the
+// command line, and saves it (trace.csv and trace.json) in dir.
+func (a *App) saveTrace(dir string, tr *trace.Trace, sys gpu.System, verb string, args []string) error {
+	tr.Meta.Version, tr.Meta.Host, tr.Meta.Device = a.versionString(), a.host(), sys.Name()
+	tr.Meta.Simulated = sys.Simulated()
+	tr.Meta.DriverVersion, tr.Meta.NVMLVersion = sys.DriverVersion(), sys.NVMLVersion()
+	tr.Meta.Command = append([]string{"gpuwatt", verb}, args...)
+	return trace.Save(dir, tr)
+}
+
+// run is a verb that runs gpuwatt's own workloads, once started: env for its Run (the
+// opened system, its clock, the progress renderer); done ends the progress line, close
+// closes the system.
+type run struct {
+	env   device.Env
+	done  func()
+	close func() error
+}
+
+// start checks a verb's options (validate, may be nil) and its --out directory, opens the
+// device for gpuwatt's own workloads and starts the progress renderer. On failure it has
+// printed why and returns nil and the exit code.
+func (a *App) start(verb string, sh shared, validate func() error) (*run, int) {
+	if validate != nil {
+		if err := validate(); err != nil {
+			return nil, a.usageError(verb, err)
+		}
+	}
+	if sh.out != "" {
+		if err := checkWritable(sh.out); err != nil {
+			return nil, a.usageError(verb, fmt.Errorf("--out %s: %v", sh.out, err))
+		}
+	}
+	sys, clk, err := a.openForKernels(verb, sh.dev)
+	if err != nil {
+		return nil, a.exitFor(verb, err)
+	}
+	r := &run{env: device.Env{System: sys, Clock: clk}, close: sys.Close}
+	r.env.Progress, r.done = a.newProgress(verb, sh.quiet)
+	return r, ExitOK
 }
 
 // openForKernels opens the GPUs for gpuwatt's own workloads: a real clock for a real GPU,

@@ -7,7 +7,7 @@ import (
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/measure"
+	"gpuwatt/internal/status"
 )
 
 // deviceFlags are the flags every verb that touches a GPU shares.
@@ -46,8 +46,9 @@ func (a *App) exitFor(verb string, err error) int {
 	if errors.As(err, &du) {
 		return a.usageError(verb, du.Err)
 	}
-	if errors.Is(err, measure.ErrInput) {
-		return a.usageError(verb, errors.New(strings.TrimPrefix(err.Error(), measure.ErrInput.Error()+": ")))
+	if errors.Is(err, status.ErrInput) {
+		// The message without the sentinel's "bad input: " prefix: the usage line says it.
+		return a.usageError(verb, errors.New(strings.TrimPrefix(err.Error(), status.ErrInput.Error()+": ")))
 	}
 	return a.fail(verb, err)
 }

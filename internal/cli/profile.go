@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 
 	"gpuwatt/internal/atomicfile"
 	"gpuwatt/internal/correct"
-	"gpuwatt/internal/device"
 	"gpuwatt/internal/profile"
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/status"
 )
 
 // modeler is implemented by the sim device: the true model of each channel.
@@ -48,30 +47,19 @@ func (a *App) profile(ctx context.Context, args []string) int {
 		}
 		o.Sensor, o.SensorFrom = &sp, "--sensor-profile "+*sensorProfile
 	}
-	if err := o.Validate(); err != nil {
-		return a.usageError("profile", err)
+	r, code := a.start("profile", sh, o.Validate)
+	if r == nil {
+		return code
 	}
-	if sh.out != "" {
-		if err := checkWritable(sh.out); err != nil {
-			return a.usageError("profile", fmt.Errorf("--out %s: %v", sh.out, err))
-		}
-	}
-	sys, clk, err := a.openForKernels("profile", sh.dev)
-	if err != nil {
-		return a.exitFor("profile", err)
-	}
-	defer sys.Close()
-	env := device.Env{System: sys, Clock: clk}
-	var done func()
-	env.Progress, done = a.newProgress("profile", sh.quiet)
-	res, perr := o.Run(ctx, env)
-	done()
+	defer r.close()
+	res, perr := o.Run(ctx, r.env)
+	r.done()
 	if res == nil {
 		if ctx.Err() != nil {
 			return 130
 		}
-		if errors.Is(perr, profile.ErrInput) {
-			return a.usageError("profile", errors.New(strings.TrimPrefix(perr.Error(), profile.ErrInput.Error()+": ")))
+		if errors.Is(perr, status.ErrInput) {
+			return a.exitFor("profile", perr)
 		}
 		return a.fail("profile", perr)
 	}
@@ -81,6 +69,7 @@ func (a *App) profile(ctx context.Context, args []string) int {
 			return ExitFailure
 		}
 	}
+	var err error
 	if sh.json {
 		err = report.WriteJSONTo(a.Stdout, res)
 	} else {

@@ -7,15 +7,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 
 	"gpuwatt/internal/atomicfile"
 	"gpuwatt/internal/correct"
-	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensorchar"
-	"gpuwatt/internal/trace"
+	"gpuwatt/internal/status"
 )
 
 const sensorSynopsis = "[--device ...] [--gpu N] [--out DIR] [--json] [--quick]"
@@ -33,33 +31,22 @@ func (a *App) sensor(ctx context.Context, args []string) int {
 	if fs.NArg() > 0 {
 		return a.usageError("sensor", fmt.Errorf("unexpected argument %q: gpuwatt sensor %s", fs.Arg(0), sensorSynopsis))
 	}
-	if sh.gpu < 0 {
-		return a.usageError("sensor", fmt.Errorf("--gpu %d: want a GPU index >= 0", sh.gpu))
-	}
-	if sh.out != "" {
-		if err := checkWritable(sh.out); err != nil {
-			return a.usageError("sensor", fmt.Errorf("--out %s: %v", sh.out, err))
-		}
-	}
-	sys, clk, err := a.openForKernels("sensor", sh.dev)
-	if err != nil {
-		return a.exitFor("sensor", err)
-	}
-	defer sys.Close()
 	opt := sensorchar.Options{Quick: *quick, GPU: sh.gpu}
-	env := device.Env{System: sys, Clock: clk}
-	var done func()
-	env.Progress, done = a.newProgress("sensor", sh.quiet)
-	rep, err := opt.Run(ctx, env)
-	done()
-	if errors.Is(err, sensorchar.ErrInput) {
-		return a.usageError("sensor", errors.New(strings.TrimPrefix(err.Error(), sensorchar.ErrInput.Error()+": ")))
+	r, code := a.start("sensor", sh, opt.Validate)
+	if r == nil {
+		return code
+	}
+	defer r.close()
+	rep, err := opt.Run(ctx, r.env)
+	r.done()
+	if errors.Is(err, status.ErrInput) {
+		return a.exitFor("sensor", err)
 	}
 	if err != nil {
 		return a.fail("sensor", err)
 	}
 	if sh.out != "" {
-		if err := a.writeSensor(sh.out, rep, sys, args); err != nil {
+		if err := a.writeSensor(sh.out, rep, r.env.System, args); err != nil {
 			return a.fail("sensor", fmt.Errorf("--out %s: %v", sh.out, err))
 		}
 	}
@@ -76,11 +63,7 @@ func (a *App) sensor(ctx context.Context, args []string) int {
 
 func (a *App) writeSensor(dir string, rep *sensorchar.Report, sys gpu.System, args []string) error {
 	tr := rep.Trace()
-	tr.Meta.Version, tr.Meta.Host, tr.Meta.Device = a.versionString(), a.host(), sys.Name()
-	tr.Meta.Simulated = sys.Simulated()
-	tr.Meta.DriverVersion, tr.Meta.NVMLVersion = sys.DriverVersion(), sys.NVMLVersion()
-	tr.Meta.Command = append([]string{"gpuwatt", "sensor"}, args...)
-	if err := trace.Save(dir, tr); err != nil {
+	if err := a.saveTrace(dir, tr, sys, "sensor", args); err != nil {
 		return err
 	}
 	if err := atomicfile.Write(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, rep.Profile()) }); err != nil {

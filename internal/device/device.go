@@ -15,6 +15,7 @@ import (
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/gpu/nvmlgpu"
 	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/nvml"
 	"gpuwatt/internal/status"
 )
@@ -217,4 +218,28 @@ type Env struct {
 	System   gpu.System
 	Clock    clock.Clock
 	Progress status.Progress
+}
+
+// KernelGPU returns GPU idx of e.System with its executor, ready for gpuwatt's own kernels.
+// An index beyond the system's GPUs is bad input (status.ErrInput); where the CUDA side
+// could not be opened (the executor knows no SMs), the error of a first Prepare says why.
+func (e Env) KernelGPU(idx int) (gpu.Device, gpu.Executor, error) {
+	if e.System == nil || e.Clock == nil {
+		return nil, nil, errors.New("no device opened")
+	}
+	devs := e.System.Devices()
+	if idx < 0 || idx >= len(devs) {
+		return nil, nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", status.ErrInput, idx, len(devs))
+	}
+	dev := devs[idx]
+	exec, ok := dev.(gpu.Executor)
+	if !ok {
+		return nil, nil, fmt.Errorf("GPU %d cannot run kernels", idx)
+	}
+	if exec.Props().SMs == 0 {
+		if _, err := exec.Prepare(kernels.Descriptor{}); err != nil {
+			return nil, nil, err
+		}
+	}
+	return dev, exec, nil
 }

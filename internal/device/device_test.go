@@ -12,6 +12,7 @@ import (
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/nvml"
+	"gpuwatt/internal/status"
 )
 
 // noDriver points the NVML search at a file that does not exist: no driver, whatever the
@@ -146,5 +147,26 @@ func TestParse(t *testing.T) {
 		if err != nil || k != tc.kind || p != tc.preset {
 			t.Errorf("%+v: %v %q %v, want %v %q", tc.spec, k, p, err, tc.kind, tc.preset)
 		}
+	}
+}
+
+func TestKernelGPU(t *testing.T) {
+	op, err := Open(Spec{Device: "sim:h100"}, Options{VirtualSim: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.System.Close()
+	env := Env{System: op.System, Clock: op.Clock}
+	dev, exec, err := env.KernelGPU(0)
+	if err != nil || dev == nil || exec == nil || exec.Props().SMs == 0 {
+		t.Fatalf("GPU 0 of the sim: %v, %v, %v", dev, exec, err)
+	}
+	for _, idx := range []int{-1, 1, 7} {
+		if _, _, err := env.KernelGPU(idx); !errors.Is(err, status.ErrInput) || !strings.Contains(err.Error(), "no such GPU") {
+			t.Errorf("--gpu %d: error %v, want status.ErrInput naming it", idx, err)
+		}
+	}
+	if _, _, err := (Env{}).KernelGPU(0); err == nil {
+		t.Error("no system: want an error")
 	}
 }

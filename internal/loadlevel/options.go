@@ -2,7 +2,6 @@ package loadlevel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -113,12 +112,8 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// ErrUsage marks Run's errors that come from the options meeting the device (a GPU
-// variant on the sim, a GPU index the driver does not have): bad input, exit 2.
-var ErrUsage = errors.New("usage")
-
 func usageErr(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, a...))
+	return fmt.Errorf("%w: %s", status.ErrInput, fmt.Sprintf(format, a...))
 }
 
 // Run runs the sweep on env: the policy of `gpuwatt loadlevel` and of characterize's
@@ -136,7 +131,7 @@ func usageErr(format string, a ...any) error {
 // happened.
 func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+		return nil, fmt.Errorf("%w: %v", status.ErrInput, err)
 	}
 	if env.Clock == nil {
 		return nil, fmt.Errorf("loadlevel: no clock")

@@ -9,6 +9,7 @@ import (
 
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/testkit/simtest"
 )
 
@@ -94,7 +95,7 @@ func TestRunOnSim(t *testing.T) {
 	}
 	// The GPU variants do not run on the sim: bad input.
 	o.Variant = VariantGPU
-	if _, err := o.Run(context.Background(), device.Env{System: sys, Clock: clk}); err == nil || !errors.Is(err, ErrUsage) {
+	if _, err := o.Run(context.Background(), device.Env{System: sys, Clock: clk}); err == nil || !errors.Is(err, status.ErrInput) {
 		t.Errorf("gpu variant on the sim: %v, want a usage error", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu/sim"
+	"gpuwatt/internal/status"
 )
 
 // sleeper "runs" a command by sleeping on the clock.
@@ -82,13 +83,13 @@ func TestOptionsRunOnSim(t *testing.T) {
 			t.Errorf("channel %s recorded, not asked for", ch.Name)
 		}
 	}
-	// Bad options are ErrInput, before anything is recorded.
+	// Bad options are status.ErrInput, before anything is recorded.
 	o.GPUs = []int{0, 0}
-	if _, err := o.Run(context.Background(), env); !errors.Is(err, ErrInput) {
-		t.Errorf("GPU named twice: error %v, want ErrInput", err)
+	if _, err := o.Run(context.Background(), env); !errors.Is(err, status.ErrInput) {
+		t.Errorf("GPU named twice: error %v, want status.ErrInput", err)
 	}
 	o.GPUs = []int{5}
-	if _, err := o.Run(context.Background(), env); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "--gpu 5") {
-		t.Errorf("no such GPU: error %v, want ErrInput naming --gpu 5", err)
+	if _, err := o.Run(context.Background(), env); !errors.Is(err, status.ErrInput) || !strings.Contains(err.Error(), "--gpu 5") {
+		t.Errorf("no such GPU: error %v, want status.ErrInput naming --gpu 5", err)
 	}
 }

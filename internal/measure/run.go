@@ -19,6 +19,7 @@ import (
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -36,10 +37,6 @@ type ExecRunner struct {
 	// Grace is how long a command has to exit after SIGINT before it is killed (default 5 s).
 	Grace time.Duration
 }
-
-// ErrInput marks errors caused by the caller's selection (a GPU or channel that does not
-// exist): bad input, not a failed measurement.
-var ErrInput = errors.New("bad input")
 
 // ErrCommandNotFound is returned (wrapped) when the command cannot be started.
 var ErrCommandNotFound = errors.New("command not found")
@@ -103,14 +100,14 @@ func SelectDevices(sys gpu.System, idx []int) ([]gpu.Device, error) {
 	all := sys.Devices()
 	if len(idx) == 0 {
 		if len(all) == 0 {
-			return nil, fmt.Errorf("%w: no GPU found", ErrInput)
+			return nil, fmt.Errorf("%w: no GPU found", status.ErrInput)
 		}
 		return all, nil
 	}
 	var out []gpu.Device
 	for _, i := range idx {
 		if i < 0 || i >= len(all) {
-			return nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d: 0..%d)", ErrInput, i, len(all), len(all)-1)
+			return nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d: 0..%d)", status.ErrInput, i, len(all), len(all)-1)
 		}
 		out = append(out, all[i])
 	}
@@ -167,7 +164,7 @@ func (o Options) Validate() error {
 // whatever was recorded is returned, marked incomplete, together with ctx's error.
 func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+		return nil, fmt.Errorf("%w: %v", status.ErrInput, err)
 	}
 	if env.System == nil || env.Clock == nil {
 		return nil, errors.New("measure: no device")
@@ -185,7 +182,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		}
 	}
 	if len(sensors) == 0 {
-		return nil, fmt.Errorf("%w: --channels %s: matches no channel", ErrInput, strings.Join(o.Channels, ","))
+		return nil, fmt.Errorf("%w: --channels %s: matches no channel", status.ErrInput, strings.Join(o.Channels, ","))
 	}
 	clk := env.Clock
 	smp := sensor.New(clk, sensors, o.Poll)

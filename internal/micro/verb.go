@@ -2,18 +2,15 @@ package micro
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
-
-// ErrInput marks bad input: an option that names no kernel or no GPU (exit 2).
-var ErrInput = errors.New("bad input")
 
 // Validate checks the options without running anything; its errors name the flag.
 func (o Options) Validate() error {
@@ -39,38 +36,24 @@ func (o Options) Validate() error {
 }
 
 // Run runs the suite (or the kernels Only names) on GPU o.GPU of env.System, on env.Clock,
-// and returns the report with the trace it was measured from. Errors wrapping ErrInput
+// and returns the report with the trace it was measured from. Errors wrapping status.ErrInput
 // are bad input.
 func (o Options) Run(ctx context.Context, env device.Env) (*Report, *trace.Trace, error) {
 	if err := o.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrInput, err)
+		return nil, nil, fmt.Errorf("%w: %v", status.ErrInput, err)
 	}
-	if env.System == nil || env.Clock == nil {
-		return nil, nil, errors.New("micro: no device")
-	}
-	devs := env.System.Devices()
-	if o.GPU >= len(devs) {
-		return nil, nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", ErrInput, o.GPU, len(devs))
-	}
-	dev := devs[o.GPU]
-	exec, ok := dev.(gpu.Executor)
-	if !ok {
-		return nil, nil, fmt.Errorf("GPU %d cannot run kernels", o.GPU)
+	dev, exec, err := env.KernelGPU(o.GPU)
+	if err != nil {
+		return nil, nil, err
 	}
 	props := exec.Props()
-	if props.SMs == 0 {
-		// The CUDA side could not be opened: Prepare says why.
-		if _, err := exec.Prepare(kernels.Descriptor{}); err != nil {
-			return nil, nil, err
-		}
-	}
 	suite, err := kernels.Default(kernels.SuiteOpts{Device: kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}})
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(o.Only) > 0 {
 		if suite, err = kernels.ByName(suite, o.Only...); err != nil {
-			return nil, nil, fmt.Errorf("%w: --only: %v", ErrInput, err)
+			return nil, nil, fmt.Errorf("%w: --only: %v", status.ErrInput, err)
 		}
 	}
 	m, err := loop.Start(ctx, env.Clock, []gpu.Device{dev}, o.Poll)

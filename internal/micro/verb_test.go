@@ -11,6 +11,7 @@ import (
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/loop"
 	"gpuwatt/internal/micro"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/testkit/simtest"
 )
 
@@ -48,7 +49,7 @@ func TestOptionsRun(t *testing.T) {
 	if !rep.Simulated || rep.Device != "sim:h100" || len(rep.Rows) != 1 {
 		t.Errorf("simulated %v, device %q, %d rows", rep.Simulated, rep.Device, len(rep.Rows))
 	}
-	if _, _, err := (micro.Options{GPU: 1}).Run(context.Background(), env); !errors.Is(err, micro.ErrInput) {
-		t.Errorf("--gpu 1 on one GPU: %v, want ErrInput", err)
+	if _, _, err := (micro.Options{GPU: 1}).Run(context.Background(), env); !errors.Is(err, status.ErrInput) {
+		t.Errorf("--gpu 1 on one GPU: %v, want status.ErrInput", err)
 	}
 }

@@ -25,7 +25,6 @@ package profile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -91,9 +90,6 @@ func (o RunOptions) withDefaults(buffered bool) RunOptions {
 	}
 	return o
 }
-
-// ErrInput marks a bad option.
-var ErrInput = errors.New("bad input")
 
 // Point is one reading of the cloud.
 type Point struct {
@@ -214,16 +210,16 @@ func (r *Result) SetLongRun(l LongRun) {
 func (o RunOptions) check() error {
 	s := o.Sensor
 	if s.Period <= 0 {
-		return fmt.Errorf("%w: the sensor's update period is unknown", ErrInput)
+		return fmt.Errorf("%w: the sensor's update period is unknown", status.ErrInput)
 	}
 	if s.Window < 0 || s.Delay < 0 {
-		return fmt.Errorf("%w: negative window or delay", ErrInput)
+		return fmt.Errorf("%w: negative window or delay", status.ErrInput)
 	}
 	if s.Tau < 0 {
-		return fmt.Errorf("%w: negative tau", ErrInput)
+		return fmt.Errorf("%w: negative tau", status.ErrInput)
 	}
 	if !o.buffered && o.Poll >= s.Period/4 {
-		return fmt.Errorf("%w: poll interval %s is too coarse for an update period of %s", ErrInput, o.Poll, s.Period)
+		return fmt.Errorf("%w: poll interval %s is too coarse for an update period of %s", status.ErrInput, o.Poll, s.Period)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package profile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -109,24 +108,20 @@ func PickChannel(dev gpu.Device, name string) (sensor.Sensor, string, error) {
 	if s, ok := byName[name]; ok {
 		return s, "named by --channel", nil
 	}
-	return nil, "", fmt.Errorf("%w: --channel %q: want a working power channel of GPU %d (%s)", ErrInput, name, dev.Info().Index, strings.Join(names, ", "))
+	return nil, "", fmt.Errorf("%w: --channel %q: want a working power channel of GPU %d (%s)", status.ErrInput, name, dev.Info().Index, strings.Join(names, ", "))
 }
 
 // Run measures the kernel's long-run energy, settles the channel's model (the sensor
 // profile given, else the twin's own model on the sim, else the board's known model, else
-// W = T) and profiles it. Errors wrapping ErrInput are bad input.
+// W = T) and profiles it. Errors wrapping status.ErrInput are bad input.
 func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+		return nil, fmt.Errorf("%w: %v", status.ErrInput, err)
 	}
-	if env.System == nil || env.Clock == nil {
-		return nil, errors.New("profile: no device")
+	dev, exec, err := env.KernelGPU(o.GPU)
+	if err != nil {
+		return nil, err
 	}
-	devs := env.System.Devices()
-	if o.GPU < 0 || o.GPU >= len(devs) {
-		return nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", ErrInput, o.GPU, len(devs))
-	}
-	dev := devs[o.GPU]
 	emit := func(step string, i, n int) {
 		env.Progress.Emit(status.Event{Stage: "profile", Step: step, I: i, N: n})
 	}
@@ -139,23 +134,14 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if o.Sensor != nil {
 		c, err := o.Sensor.Resolve(nil, sn.Channel())
 		if err != nil {
-			return nil, fmt.Errorf("%w: --sensor-profile: %v", ErrInput, err)
+			return nil, fmt.Errorf("%w: --sensor-profile: %v", status.ErrInput, err)
 		}
 		if c.Model.Kind() == sensormodel.None {
-			return nil, fmt.Errorf("%w: --sensor-profile: channel %s has no model (none): the profile needs a boxcar, an RC lag or both", ErrInput, name)
+			return nil, fmt.Errorf("%w: --sensor-profile: channel %s has no model (none): the profile needs a boxcar, an RC lag or both", status.ErrInput, name)
 		}
 		given = &c.Model
 	}
-	exec, ok := dev.(gpu.Executor)
-	if !ok {
-		return nil, fmt.Errorf("GPU %d cannot run kernels", o.GPU)
-	}
 	props := exec.Props()
-	if props.SMs == 0 {
-		if _, err := exec.Prepare(kernels.Descriptor{}); err != nil {
-			return nil, err
-		}
-	}
 	kdev := kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}
 	launch, _ := ParseKernel(o.Kernel)
 	var desc kernels.Descriptor
@@ -170,7 +156,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		}
 		ds, err := kernels.ByName(suite, o.Kernel)
 		if err != nil || len(ds) != 1 {
-			return nil, fmt.Errorf("%w: --kernel %q: want one kernel of the micro suite (gpuwatt micro --list) or a duration such as 5ms", ErrInput, o.Kernel)
+			return nil, fmt.Errorf("%w: --kernel %q: want one kernel of the micro suite (gpuwatt micro --list) or a duration such as 5ms", status.ErrInput, o.Kernel)
 		}
 		desc = ds[0]
 	}

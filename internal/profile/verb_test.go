@@ -10,6 +10,7 @@ import (
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/profile"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/testkit/simtest"
 )
 
@@ -62,8 +63,8 @@ func TestRunModelChoice(t *testing.T) {
 	} {
 		o := profile.DefaultOptions()
 		bad(&o)
-		if _, err := o.Run(context.Background(), env); !errors.Is(err, profile.ErrInput) {
-			t.Errorf("%+v: %v, want ErrInput", o, err)
+		if _, err := o.Run(context.Background(), env); !errors.Is(err, status.ErrInput) {
+			t.Errorf("%+v: %v, want status.ErrInput", o, err)
 		}
 	}
 }

@@ -7,10 +7,8 @@ import (
 
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/status"
 )
-
-// ErrInput marks bad input: a GPU the system lacks (exit 2).
-var ErrInput = errors.New("bad input")
 
 // Validate checks the options without running anything; its errors name the flag.
 func (o Options) Validate() error {
@@ -21,17 +19,17 @@ func (o Options) Validate() error {
 }
 
 // Run characterises every power channel of GPU o.GPU of env.System on env.Clock. Errors
-// wrapping ErrInput are bad input.
+// wrapping status.ErrInput are bad input.
 func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+		return nil, fmt.Errorf("%w: %v", status.ErrInput, err)
 	}
 	if env.System == nil || env.Clock == nil {
 		return nil, errors.New("sensor: no device")
 	}
 	devs := env.System.Devices()
 	if o.GPU >= len(devs) {
-		return nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", ErrInput, o.GPU, len(devs))
+		return nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", status.ErrInput, o.GPU, len(devs))
 	}
 	dev := devs[o.GPU]
 	exec, ok := dev.(gpu.Executor)

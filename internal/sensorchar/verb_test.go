@@ -11,6 +11,7 @@ import (
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/sensorchar"
+	"gpuwatt/internal/status"
 )
 
 func TestOptionsValidateAndRunInput(t *testing.T) {
@@ -26,7 +27,7 @@ func TestOptionsValidateAndRunInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (sensorchar.Options{GPU: 1}).Run(context.Background(), device.Env{System: sys, Clock: clk}); !errors.Is(err, sensorchar.ErrInput) {
-		t.Errorf("--gpu 1 on one GPU: %v, want ErrInput", err)
+	if _, err := (sensorchar.Options{GPU: 1}).Run(context.Background(), device.Env{System: sys, Clock: clk}); !errors.Is(err, status.ErrInput) {
+		t.Errorf("--gpu 1 on one GPU: %v, want status.ErrInput", err)
 	}
 }

@@ -6,10 +6,16 @@ package status
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 )
+
+// ErrInput marks errors caused by the caller's input (a flag, an option, a file): the cli
+// prints them as usage errors and exits 2. Every capability wraps its bad-input errors
+// with it ("%w: ...").
+var ErrInput = errors.New("bad input")
 
 // Code names the kind of a warning, e.g. "missed_updates", "channel_disagreement",
 // "throttling", "coverage". Warnings with one Code and one Message template across many
