@@ -187,13 +187,7 @@ func WriteText(w io.Writer, r *Report) error {
 		ws = append(ws, status.WithSubject(p, r.Results[p].Warnings)...)
 	}
 	pw, n := r.PointWarnings()
-	warns := append(status.Group(ws, 0), status.Group(pw, n)...)
-	if len(warns) > 0 {
-		b.WriteString("\n warnings:\n")
-		for _, wn := range warns {
-			fmt.Fprintf(&b, " ! %s\n", wn)
-		}
-	}
+	status.WriteText(&b, " ", append(status.Group(ws, 0), status.Group(pw, n)...))
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -78,30 +79,12 @@ func (a *App) archline(ctx context.Context, args []string) int {
 	if rep == nil {
 		return a.fail("archline", runErr)
 	}
-	if sh.out != "" {
-		if err := a.writeArchline(sh.out, rep, tr, r.env.System, args); err != nil {
-			fmt.Fprintf(a.Stderr, "gpuwatt archline: --out %s: %v\n", sh.out, err)
-			return ExitFailure
-		}
+	write := func(dir string) error { return a.writeArchline(dir, rep, tr, r.env.System, args) }
+	text := func(w io.Writer) error { archline.WriteText(w, rep); return nil }
+	if code := a.output("archline", sh, write, rep.JSONResults(), text); code != ExitOK {
+		return code
 	}
-	if sh.json {
-		if err := report.WriteJSONTo(a.Stdout, rep.JSONResults()); err != nil {
-			return a.fail("archline", err)
-		}
-	} else {
-		archline.WriteText(a.Stdout, rep)
-	}
-	switch {
-	case ctx.Err() != nil:
-		return 130
-	case len(rep.Failed) > 0:
-		fmt.Fprintf(a.Stderr, "gpuwatt archline: %d kernel(s) could not be measured: %s\n", len(rep.Failed), strings.Join(rep.Failed, ", "))
-		return ExitFailure
-	case runErr != nil:
-		fmt.Fprintf(a.Stderr, "gpuwatt archline: %v\n", runErr)
-		return ExitFailure
-	}
-	return ExitOK
+	return a.suiteExit(ctx, "archline", rep.Failed, runErr)
 }
 
 func (a *App) writeArchline(dir string, rep *archline.Report, tr *trace.Trace, sys gpu.System, args []string) error {

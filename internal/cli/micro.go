@@ -75,30 +75,12 @@ func (a *App) micro(ctx context.Context, args []string) int {
 	if rep == nil {
 		return a.fail("micro", runErr)
 	}
-	if sh.out != "" {
-		if err := a.writeMicro(sh.out, rep, tr, r.env.System, args); err != nil {
-			fmt.Fprintf(a.Stderr, "gpuwatt micro: --out %s: %v\n", sh.out, err)
-			return ExitFailure
-		}
+	write := func(dir string) error { return a.writeMicro(dir, rep, tr, r.env.System, args) }
+	text := func(w io.Writer) error { micro.WriteText(w, rep); return nil }
+	if code := a.output("micro", sh, write, rep, text); code != ExitOK {
+		return code
 	}
-	if sh.json {
-		if err := report.WriteJSONTo(a.Stdout, rep); err != nil {
-			return a.fail("micro", err)
-		}
-	} else {
-		micro.WriteText(a.Stdout, rep)
-	}
-	switch {
-	case ctx.Err() != nil:
-		return 130
-	case len(rep.Failed) > 0:
-		fmt.Fprintf(a.Stderr, "gpuwatt micro: %d kernel(s) could not be measured: %s\n", len(rep.Failed), strings.Join(rep.Failed, ", "))
-		return ExitFailure
-	case runErr != nil:
-		fmt.Fprintf(a.Stderr, "gpuwatt micro: %v\n", runErr)
-		return ExitFailure
-	}
-	return ExitOK
+	return a.suiteExit(ctx, "micro", rep.Failed, runErr)
 }
 
 func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu.System, args []string) error {
@@ -113,6 +95,43 @@ func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu
 		return err
 	}
 	return micro.Page(rep).WriteFile(filepath.Join(dir, "report.html"))
+}
+
+// output writes a verb's files to --out (write), then its result to stdout: asJSON with
+// --json, else the text. A failure is told on stderr and gives the exit code.
+func (a *App) output(verb string, sh shared, write func(dir string) error, asJSON any, text func(io.Writer) error) int {
+	if sh.out != "" {
+		if err := write(sh.out); err != nil {
+			fmt.Fprintf(a.Stderr, "gpuwatt %s: --out %s: %v\n", verb, sh.out, err)
+			return ExitFailure
+		}
+	}
+	var err error
+	if sh.json {
+		err = report.WriteJSONTo(a.Stdout, asJSON)
+	} else {
+		err = text(a.Stdout)
+	}
+	if err != nil {
+		return a.fail(verb, err)
+	}
+	return ExitOK
+}
+
+// suiteExit is the exit code of a run of many kernels: 130 when interrupted, 1 when a
+// kernel could not be measured or the run stopped part-way (told on stderr), else 0.
+func (a *App) suiteExit(ctx context.Context, verb string, failed []string, runErr error) int {
+	switch {
+	case ctx.Err() != nil:
+		return 130
+	case len(failed) > 0:
+		fmt.Fprintf(a.Stderr, "gpuwatt %s: %d kernel(s) could not be measured: %s\n", verb, len(failed), strings.Join(failed, ", "))
+		return ExitFailure
+	case runErr != nil:
+		fmt.Fprintf(a.Stderr, "gpuwatt %s: %v\n", verb, runErr)
+		return ExitFailure
+	}
+	return ExitOK
 }
 
 // saveTrace stamps a verb's trace with gpuwatt's version, the host, the device and the

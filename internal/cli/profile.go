@@ -63,20 +63,10 @@ func (a *App) profile(ctx context.Context, args []string) int {
 		}
 		return a.fail("profile", perr)
 	}
-	if sh.out != "" {
-		if err := writeProfile(sh.out, res); err != nil {
-			fmt.Fprintf(a.Stderr, "gpuwatt profile: --out %s: %v\n", sh.out, err)
-			return ExitFailure
-		}
-	}
-	var err error
-	if sh.json {
-		err = report.WriteJSONTo(a.Stdout, res)
-	} else {
-		err = profile.WriteText(a.Stdout, res)
-	}
-	if err != nil {
-		return a.fail("profile", err)
+	write := func(dir string) error { return writeProfile(dir, res) }
+	text := func(w io.Writer) error { return profile.WriteText(w, res) }
+	if code := a.output("profile", sh, write, res, text); code != ExitOK {
+		return code
 	}
 	if ctx.Err() != nil {
 		return 130

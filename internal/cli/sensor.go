@@ -45,18 +45,9 @@ func (a *App) sensor(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.fail("sensor", err)
 	}
-	if sh.out != "" {
-		if err := a.writeSensor(sh.out, rep, r.env.System, args); err != nil {
-			return a.fail("sensor", fmt.Errorf("--out %s: %v", sh.out, err))
-		}
-	}
-	if sh.json {
-		err = report.WriteJSONTo(a.Stdout, rep)
-	} else {
-		err = rep.WriteText(a.Stdout)
-	}
-	if err != nil {
-		return a.fail("sensor", err)
+	write := func(dir string) error { return a.writeSensor(dir, rep, r.env.System, args) }
+	if code := a.output("sensor", sh, write, rep, rep.WriteText); code != ExitOK {
+		return code
 	}
 	return ExitOK
 }

@@ -192,7 +192,7 @@ func (s *Series) Energy(from, to time.Duration) Result {
 	a, b := max(from.Seconds(), lo), min(to.Seconds(), hi)
 	region := (to - from).Seconds()
 	if b <= a {
-		warn(CodeNoReadings, "no reading describes the region %s to %s (the readings describe %s to %s)", fmtT(from), fmtT(to), fmtS(lo), fmtS(hi))
+		warn(CodeNoReadings, "no reading describes the region %s to %s (the readings describe %s to %s)", fmtT(from), fmtT(to), FmtS(lo), FmtS(hi))
 		return r
 	}
 	e := s.inv.energy(a, b)
@@ -210,7 +210,7 @@ func (s *Series) Energy(from, to time.Duration) Result {
 
 	if r.DataCoverage < 0.99 {
 		warn(CodeLowCoverage, "the readings describe only %.0f %% of the region (%s to %s of %s to %s): the energy is that of the covered part",
-			100*r.DataCoverage, fmtS(a), fmtS(b), fmtT(from), fmtT(to))
+			100*r.DataCoverage, FmtS(a), FmtS(b), fmtT(from), fmtT(to))
 	}
 	if r.SensorCoverage < 1 {
 		warn(CodeSensorSees, "the sensor sees %.0f %% of the time (%s): a load that varies faster than %s is sampled, not integrated (Yang et al.); a steady load is measured right",
@@ -312,10 +312,10 @@ func idleLevel(inv inverter, lo, hi float64, m sensormodel.Model, period time.Du
 // thousand.
 const maxBins = 4096
 
-func fmtT(d time.Duration) string { return fmtS(d.Seconds()) }
+func fmtT(d time.Duration) string { return FmtS(d.Seconds()) }
 
-// fmtS formats a time on the trace's axis in seconds: "3.2 s", "12.345678 s".
-func fmtS(s float64) string {
+// FmtS formats a time on the trace's axis in seconds: "3.2 s", "12.345678 s".
+func FmtS(s float64) string {
 	return fmt.Sprintf("%s s", trimFloat(s))
 }
 

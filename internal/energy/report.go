@@ -194,16 +194,4 @@ func intervalWhat(cs []Component) string {
 func fmtSecs(s float64) string { return correct.FmtDur(sensormodel.Seconds(s)) }
 
 // fmtS formats a time on the trace's axis in seconds: "3.2 s", "12.345678 s".
-func fmtS(s float64) string {
-	b := []byte(fmt.Sprintf("%.6f", s))
-	for len(b) > 0 && b[len(b)-1] == '0' {
-		b = b[:len(b)-1]
-	}
-	if len(b) > 0 && b[len(b)-1] == '.' {
-		b = b[:len(b)-1]
-	}
-	if string(b) == "-0" {
-		b = []byte("0")
-	}
-	return string(b) + " s"
-}
+var fmtS = correct.FmtS

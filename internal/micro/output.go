@@ -41,13 +41,7 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	tw.Flush()
 	b.WriteString("\n pJ/unit: energy per instruction (op) or byte (B) in all; pi0 share: the baseline power's part; above pi0: what the work adds.\n")
-	warns := status.Group(append(r.RowWarnings(), r.Warnings...), len(r.Rows))
-	if len(warns) > 0 {
-		b.WriteString("\n warnings:\n")
-		for _, wn := range warns {
-			fmt.Fprintf(&b, " ! %s\n", wn)
-		}
-	}
+	status.WriteText(&b, " ", status.Group(append(r.RowWarnings(), r.Warnings...), len(r.Rows)))
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err

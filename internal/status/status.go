@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 )
@@ -293,5 +294,17 @@ func (p Progress) Stage(stage string) Progress {
 func (p Progress) Emit(e Event) {
 	if p != nil {
 		p(e)
+	}
+}
+
+// WriteText writes grouped warning lines under a "warnings:" heading, each line marked
+// with "!", indented by indent; nothing when there are none.
+func WriteText(w io.Writer, indent string, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%swarnings:\n", indent)
+	for _, l := range lines {
+		fmt.Fprintf(w, "%s! %s\n", indent, l)
 	}
 }

@@ -99,3 +99,15 @@ func TestWithSubject(t *testing.T) {
 		t.Errorf("got %+v (from %+v)", got, ws)
 	}
 }
+
+func TestWriteText(t *testing.T) {
+	var b strings.Builder
+	WriteText(&b, " ", nil)
+	if b.Len() != 0 {
+		t.Errorf("no warnings wrote %q", b.String())
+	}
+	WriteText(&b, "  ", []string{"a", "b"})
+	if want := "\n  warnings:\n  ! a\n  ! b\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
