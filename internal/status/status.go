@@ -205,8 +205,11 @@ func groupLine(first Warning, ms []Warning, total int) string {
 	head := fmt.Sprintf("on %d%s", len(names), of)
 	if hasValue {
 		f := "%g"
+		if first.Unit == "%" {
+			f = "%.1f" // one decimal throughout: "-7.0 … +13.0 %", not "-7 … +13 %"
+		}
 		if lo < 0 {
-			f = "%+g" // a signed figure (a disagreement): both signs shown
+			f = "%+" + f[1:] // a signed figure (a disagreement): both signs shown
 		}
 		if lo == hi {
 			head += fmt.Sprintf(", "+f+" %s", lo, first.Unit)

@@ -86,7 +86,7 @@ func TestGroupByStage(t *testing.T) {
 	}
 	ws = append(ws, Warning{Code: "channel_disagreement", Subject: "archline: baseline", Key: "A and B disagree", Message: "A and B disagree by 7 %", Value: 7, Unit: "%"})
 	got := GroupEach(ws, func(stage string) int { return map[string]int{"micro": 39}[stage] })
-	want := []string{"micro: A and B disagree (on 3 of 39, -5 … +11 %: int32.add, fp32.sin, l2.read)", "archline: baseline: A and B disagree by 7 %"}
+	want := []string{"micro: A and B disagree (on 3 of 39, -5.0 … +11.0 %: int32.add, fp32.sin, l2.read)", "archline: baseline: A and B disagree by 7 %"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
@@ -109,5 +109,16 @@ func TestWriteText(t *testing.T) {
 	WriteText(&b, "  ", []string{"a", "b"})
 	if want := "\n  warnings:\n  ! a\n  ! b\n"; b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
+func TestGroupPercentOneDecimal(t *testing.T) {
+	var ws []Warning
+	for i, v := range []float64{-7, 9.85, 13} {
+		ws = append(ws, Warning{Code: "disagree", Subject: string(rune('a' + i)), Key: "k", Message: "m", Value: v, Unit: "%"})
+	}
+	got := Group(ws, 0)
+	if len(got) != 1 || !strings.Contains(got[0], "-7.0 … +13.0 %") {
+		t.Errorf("got %q, want the range as -7.0 … +13.0 %%", got)
 	}
 }
