@@ -30,7 +30,7 @@ func TestSharedWarningsToldOnce(t *testing.T) {
 	got := status.Group(ws, len(kernels))
 	want := []string{
 		"energy.total: updates were missed (poll interval 730 ms, update period 100 ms) (on 6 of 6, 12 … 17 missed updates: int32.add, int32.mad, fp32.fma, fp64.fma, dram.copy, l2.read)",
-		"power.usage and " + src + " disagree by more than 5 %: power.usage is a moving average over about 1 s: it lags the load, so over a short run energy drawn at the start is seen late and energy drawn at the end falls after the run (on 3 of 6, 0 … 12 %: int32.add, fp32.fma, dram.copy)",
+		"power.usage and " + src + " disagree by more than 5 %: power.usage is a moving average over about 1 s: it lags the load, so over a short run energy drawn at the start is seen late and energy drawn at the end falls after the run (on 3 of 6, 0.0 … 12.0 %: int32.add, fp32.fma, dram.copy)",
 		"l2.read: throttling: the board hit its power limit during 4 % of the run (sw_power_cap)",
 	}
 	if len(got) != len(want) {
