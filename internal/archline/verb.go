@@ -25,8 +25,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--gpu %d: want a GPU index >= 0", o.GPU)
 	case !(o.ClockTolerance >= 0 && o.ClockTolerance < 1):
 		return fmt.Errorf("--clock-tolerance %g: want a share between 0 and 1", o.ClockTolerance)
-	case o.Loop.MinUpdates < 0 || o.Loop.MinDuration < 0:
-		return fmt.Errorf("--min-updates, --min-duration and --warmup: want positive values")
+	}
+	if err := o.Loop.Validate(); err != nil {
+		return err
 	}
 	for _, x := range o.Occupancies {
 		if !(x > 0 && x <= 1) {

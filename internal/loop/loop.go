@@ -38,6 +38,23 @@ type Options struct {
 	Launches int
 }
 
+// Validate reports the first option out of range, naming its flag.
+func (o Options) Validate() error {
+	switch {
+	case o.MinUpdates < 0:
+		return fmt.Errorf("--min-updates %d: want a positive count", o.MinUpdates)
+	case o.MinDuration < 0:
+		return fmt.Errorf("--min-duration %s: want a positive duration", o.MinDuration)
+	case o.MaxDuration < 0:
+		return fmt.Errorf("max duration %s: want a positive duration", o.MaxDuration)
+	case o.MaxDuration > 0 && o.MinDuration > o.MaxDuration:
+		return fmt.Errorf("--min-duration %s: longer than the longest measurement (%s)", o.MinDuration, o.MaxDuration)
+	case o.Launches < 0:
+		return fmt.Errorf("launches %d: want a positive count", o.Launches)
+	}
+	return nil
+}
+
 func (o Options) withDefaults() Options {
 	if o.Warmup == 0 {
 		o.Warmup = time.Second

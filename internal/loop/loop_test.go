@@ -304,3 +304,22 @@ func TestShortMeasurementsRareCounter(t *testing.T) {
 		t.Errorf("the counter alone is off by at most %.2f %%: the test does not show what it should", 100*worstCtr)
 	}
 }
+
+func TestOptionsValidate(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{}, ""},
+		{Options{Warmup: -1, MinUpdates: 10, MinDuration: time.Second, MaxDuration: 5 * time.Second}, ""},
+		{Options{MinUpdates: -1}, "--min-updates -1"},
+		{Options{MinDuration: -time.Second}, "--min-duration -1s"},
+		{Options{MinDuration: 6 * time.Second, MaxDuration: 5 * time.Second}, "longer than the longest"},
+		{Options{Launches: -2}, "launches -2"},
+	} {
+		err := c.o.Validate()
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: error %v, want %q", c.o, err, c.want)
+		}
+	}
+}

@@ -17,10 +17,11 @@ func (o Options) Validate() error {
 	switch {
 	case o.GPU < 0:
 		return fmt.Errorf("--gpu %d: want a GPU index >= 0", o.GPU)
-	case o.Loop.MinUpdates < 0:
-		return fmt.Errorf("--min-updates %d: want a positive count", o.Loop.MinUpdates)
 	case o.Loop.Warmup < 0:
 		return fmt.Errorf("--warmup %s: want a positive duration", o.Loop.Warmup)
+	}
+	if err := o.Loop.Validate(); err != nil {
+		return err
 	}
 	if len(o.Only) > 0 {
 		// The names are checked against the suite as a default device builds it.
