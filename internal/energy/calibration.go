@@ -85,10 +85,13 @@ type Calibration struct {
 	Method                string  `json:"method"`
 	// GainSE and OffsetSEW are the standard errors of Gain and OffsetW from the fit's
 	// residuals, CovGainOffset their covariance (W): the calibration's share of a region's
-	// interval. They assume independent residuals, so they are a floor.
-	GainSE        float64 `json:"gain_se"`
-	OffsetSEW     float64 `json:"offset_se_w"`
-	CovGainOffset float64 `json:"cov_gain_offset_w"`
+	// interval. The residuals of successive readings are correlated, so the fit's own
+	// errors are widened by SerialInflation (lsq.Result.SerialInflation: the AR(1) factor
+	// of the residuals' lag-1 autocorrelation; 1 for the plain ratio).
+	GainSE          float64 `json:"gain_se"`
+	OffsetSEW       float64 `json:"offset_se_w"`
+	CovGainOffset   float64 `json:"cov_gain_offset_w"`
+	SerialInflation float64 `json:"serial_inflation,omitempty"`
 }
 
 // EnergyHalfWidth is the 95 % half-width (J) that the calibration's uncertainty gives the
@@ -219,7 +222,12 @@ func fitCalibration(p, ctr []trace.Sample, from, to time.Duration) (Calibration,
 				c.Method = "least squares: counter = gain × integral + offset × time (+ constant)"
 				c.RMSJ = math.Sqrt(f.RSS / float64(n))
 				if f.Cov != nil {
-					c.GainSE, c.OffsetSEW, c.CovGainOffset = f.SE[0], f.SE[1], f.Cov[0][1]
+					// The readings' errors carry over from one to the next (each is the
+					// counter's value up to a late update), so the fit's standard errors,
+					// which assume independent residuals, are widened by the AR(1) factor.
+					k := f.SerialInflation()
+					c.GainSE, c.OffsetSEW, c.CovGainOffset = k*f.SE[0], k*f.SE[1], k*k*f.Cov[0][1]
+					c.SerialInflation = k
 				}
 				return c, nil
 			}

@@ -198,6 +198,12 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 		ctrEnough = ctrEnough && ctrOK
 	}
 	ctrWhy := func() string {
+		if !ctrOK && est.CounterReadings >= MinCounterReadings {
+			// Enough readings inside, but none before the start or after the end (a region
+			// that is the whole trace), or a reset: the edges cannot be interpolated.
+			return fmt.Sprintf("%s has %d readings inside %s but none outside both its edges (or it reset), so its increase over %s cannot be told",
+				counterChannel, est.CounterReadings, what, what)
+		}
 		return fmt.Sprintf("%s has %d readings inside %s spanning %s of its %s (its own figure wants %d spanning %.0f %% of it and %d steps of %s)",
 			counterChannel, est.CounterReadings, what, fmtDur(est.CounterSpan), fmtDur(dur), MinCounterReadings, 100*MinCounterSpan, MinCounterSteps, fmtDur(res))
 	}

@@ -3,8 +3,10 @@ package energy_test
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +81,23 @@ func TestPreferenceCounterThenRing(t *testing.T) {
 		if est.Channel != trace.ChPowerSamples || est.CounterReadings >= energy.MinCounterReadings && est.CounterSpan >= energy.MinCounterSteps*energy.CounterResolution(tr, 0) {
 			t.Errorf("%v: channel %s, counter readings %d", r, est.Channel, est.CounterReadings)
 		}
+	}
+
+	// A region that ends after the counter's last reading (the whole of a trace, as
+	// `gpuwatt energy --trace DIR` takes it): plenty of readings inside, but its increase to
+	// the end cannot be told, so the calibrated ring, and the note says why (not that the
+	// counter had too few readings).
+	readings := tr.Series(0, trace.ChEnergyTotal)
+	end := readings[len(readings)-1].T + 10*ms
+	tail := energy.Region(tr, 0, 1*time.Second, end, energy.Options{})
+	// Only the method, the reason and the figure here: over this 35 s region the ring's
+	// stated interval (±1.9 J) misses the truth by 0.4 J (the estimate is +0.021 % off), a
+	// known gap in the calibration's component left to the uncertainty issue (12).
+	if tw := truth(1*time.Second, end); tail.Method != energy.CalibratedRing || math.Abs(tail.EnergyJ/tw-1) > 1e-3 {
+		t.Errorf("method %s, %.2f J against the truth %.2f J", tail.Method, tail.EnergyJ, tw)
+	}
+	if !strings.Contains(tail.Note, "none outside both its edges") || strings.Contains(tail.Note, "its own figure wants") {
+		t.Errorf("note %q: want the reason the counter cannot tell the region", tail.Note)
 	}
 }
 

@@ -260,3 +260,27 @@ func SolveWeighted(A [][]float64, b, w []float64) (*Result, error) {
 	}
 	return res, nil
 }
+
+// MaxAutocorrelation caps the lag-1 autocorrelation SerialInflation uses, so that a short
+// series whose residuals are nearly a line inflates by a bounded factor (√19 ≈ 4.4).
+const MaxAutocorrelation = 0.9
+
+// SerialInflation is the factor by which the standard errors of a fit over a time series
+// (rows in time order) understate the truth when the residuals are serially correlated:
+// √((1+ρ)/(1−ρ)) for the lag-1 autocorrelation ρ of Resid (the AR(1) effective-sample-size
+// correction), 1 when ρ ≤ 0. Counter readings against an integral are such a series: each
+// reading's error carries over to the next.
+func (r *Result) SerialInflation() float64 {
+	var num, den float64
+	for i, e := range r.Resid {
+		den += e * e
+		if i > 0 {
+			num += e * r.Resid[i-1]
+		}
+	}
+	if den == 0 || num <= 0 {
+		return 1
+	}
+	rho := min(num/den, MaxAutocorrelation)
+	return math.Sqrt((1 + rho) / (1 - rho))
+}

@@ -229,3 +229,34 @@ func TestExactFitNoErrors(t *testing.T) {
 		t.Errorf("exact fit: SE %v Cov %v Sigma %v, want nil, nil, NaN", r.SE, r.Cov, r.Sigma)
 	}
 }
+
+func TestSerialInflation(t *testing.T) {
+	// Independent residuals: no inflation to speak of.
+	rng := rand.New(rand.NewPCG(3, 4))
+	white := make([]float64, 4000)
+	for i := range white {
+		white[i] = rng.NormFloat64()
+	}
+	if k := (&Result{Resid: white}).SerialInflation(); k > 1.1 {
+		t.Errorf("white residuals inflate by %.3f, want about 1", k)
+	}
+	// AR(1) residuals with rho 0.8: sqrt(1.8/0.2) = 3.
+	ar := make([]float64, 20000)
+	for i := 1; i < len(ar); i++ {
+		ar[i] = 0.8*ar[i-1] + rng.NormFloat64()
+	}
+	if k := (&Result{Resid: ar}).SerialInflation(); math.Abs(k-3) > 0.25 {
+		t.Errorf("AR(1) rho 0.8 residuals inflate by %.3f, want about 3", k)
+	}
+	// Alternating residuals (negative rho): 1; a constant offset is capped.
+	if k := (&Result{Resid: []float64{1, -1, 1, -1}}).SerialInflation(); k != 1 {
+		t.Errorf("alternating: %g, want 1", k)
+	}
+	same := make([]float64, 40) // rho 0.975: capped at 0.9
+	for i := range same {
+		same[i] = 1
+	}
+	if k := (&Result{Resid: same}).SerialInflation(); math.Abs(k-math.Sqrt(19)) > 1e-9 {
+		t.Errorf("a constant offset: %g, want the cap sqrt(19)", k)
+	}
+}
