@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"gpuwatt/internal/loop"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -73,11 +71,8 @@ func (a *App) archline(ctx context.Context, args []string) int {
 	defer r.close()
 	rep, tr, runErr := opt.Run(ctx, r.env)
 	r.done()
-	if errors.Is(runErr, status.ErrInput) {
+	if rep == nil { // bad input (exit 2) or a failure (exit 1)
 		return a.exitFor("archline", runErr)
-	}
-	if rep == nil {
-		return a.fail("archline", runErr)
 	}
 	write := func(dir string) error { return a.writeArchline(dir, rep, tr, r.env.System, args) }
 	text := func(w io.Writer) error { archline.WriteText(w, rep); return nil }

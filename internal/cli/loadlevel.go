@@ -118,11 +118,8 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	env.Progress, done = a.newProgress("loadlevel", sh.quiet)
 	rep, runErr := d.Run(ctx, env)
 	done()
-	if errors.Is(runErr, status.ErrInput) {
+	if rep == nil { // bad input (exit 2) or a failure (exit 1)
 		return a.exitFor("loadlevel", runErr)
-	}
-	if rep == nil {
-		return a.fail("loadlevel", runErr)
 	}
 	if sh.out != "" {
 		sub := fmt.Sprintf("gpuwatt %s · %s · %s", a.versionString(), a.host(), "gpuwatt loadlevel "+strings.Join(args, " "))

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,7 +18,6 @@ import (
 	"gpuwatt/internal/micro"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -69,11 +67,8 @@ func (a *App) micro(ctx context.Context, args []string) int {
 	defer r.close()
 	rep, tr, runErr := opt.Run(ctx, r.env)
 	r.done()
-	if errors.Is(runErr, status.ErrInput) {
+	if rep == nil { // bad input (exit 2) or a failure (exit 1)
 		return a.exitFor("micro", runErr)
-	}
-	if rep == nil {
-		return a.fail("micro", runErr)
 	}
 	write := func(dir string) error { return a.writeMicro(dir, rep, tr, r.env.System, args) }
 	text := func(w io.Writer) error { micro.WriteText(w, rep); return nil }
