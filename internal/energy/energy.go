@@ -560,13 +560,6 @@ func pollInterval(tr *trace.Trace, gpu int, name string) time.Duration {
 	return 0
 }
 
-func updatePeriod(tr *trace.Trace, gpu int, name string) time.Duration {
-	if ch, ok := tr.Channel(gpu, name); ok && ch.Stats != nil {
-		return time.Duration(ch.Stats.UpdatePeriod * float64(time.Second))
-	}
-	return 0
-}
-
 // FmtDur formats seconds with a unit: "1.23 s", "12.5 ms", "250 µs".
 func FmtDur(sec float64) string {
 	d := time.Duration(sec * float64(time.Second))

@@ -3,6 +3,7 @@ package profile_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"gpuwatt/internal/profile"
 	"gpuwatt/internal/status"
 	"gpuwatt/internal/testkit/simtest"
+	"gpuwatt/internal/trace"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -66,5 +68,18 @@ func TestRunModelChoice(t *testing.T) {
 		if _, err := o.Run(context.Background(), env); !errors.Is(err, status.ErrInput) {
 			t.Errorf("%+v: %v, want status.ErrInput", o, err)
 		}
+	}
+}
+
+// ChannelRank (the profile's channels, each with why) keeps trace.PowerPreference's order:
+// one order of preference, with reasons here only.
+func TestChannelRankFollowsPowerPreference(t *testing.T) {
+	last := -1
+	for _, r := range profile.ChannelRank {
+		i := slices.Index(trace.PowerPreference, r.Name)
+		if i < 0 || i <= last {
+			t.Fatalf("%s at %d of trace.PowerPreference %v: ChannelRank must follow that order", r.Name, i, trace.PowerPreference)
+		}
+		last = i
 	}
 }

@@ -397,13 +397,6 @@ func baselinePower(series []trace.Sample, b0, start time.Duration, cumulative bo
 	return 0
 }
 
-func pollInterval(tr *trace.Trace, gpu int, name string) float64 {
-	if ch, ok := tr.Channel(gpu, name); ok && ch.Stats != nil {
-		return ch.Stats.PollInterval
-	}
-	return 0
-}
-
 func updatePeriod(tr *trace.Trace, gpu int, name string) time.Duration {
 	if ch, ok := tr.Channel(gpu, name); ok && ch.Stats != nil {
 		return time.Duration(ch.Stats.UpdatePeriod * float64(time.Second))
