@@ -20,7 +20,7 @@ import (
 	"gpuwatt/internal/units"
 )
 
-const energySynopsis = "--trace FILE [--from T1] [--to T2] [--sensor SPEC] [--channel NAME] [--gpu N] [--idle W] [--json]"
+const energySynopsis = "--trace FILE [--from T1] [--to T2] [--sensor SPEC] [--channel NAME] [--method M] [--gpu N] [--idle W] [--json]"
 
 // energy is `gpuwatt energy`: the energy of a region of a recorded trace from the one
 // estimator (internal/energy: counter, calibrated ring, or the sensor's model inverted).
@@ -34,6 +34,7 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	toS := fs.String("to", "", "end of the region, with a unit; default: the last reading")
 	spec := fs.String("sensor", "auto", "the sensor's model: auto (a guess from the trace), none, rc:tau=0.84s, boxcar:window=1s, boxcar:window=25ms,period=100ms, or a sensor.json file")
 	channel := fs.String("channel", "", "the power channel (default: the best present of "+strings.Join(correct.BoardChannels, ", ")+")")
+	methodS := fs.String("method", "auto", "where the figure comes from: auto (the energy counter, else the best channel calibrated to it, else --channel's model inverted), counter, calibrated, or inversion (--channel's sensor model inverted, for comparing a channel with the counter)")
 	gpu := fs.Int("gpu", 0, "the GPU (default: the first in the trace)")
 	idleS := fs.String("idle", "", "the idle power to subtract for the energy above idle, in W (default: estimated from the trace)")
 	if code, ok := a.parseFlags(fs, args, energySynopsis); !ok {
@@ -59,6 +60,10 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	}
 	if haveFrom && haveTo && from >= to {
 		return bad("--from %s is not before --to %s: want a region of positive length", *fromS, *toS)
+	}
+	method, err := energy.ParseMethod(*methodS)
+	if err != nil {
+		return bad("--method %v", err)
 	}
 	sp, err := correct.ParseSpec(*spec)
 	if err != nil {
@@ -151,7 +156,16 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	}
 	// The one estimator: the counter, the calibrated ring or the model inversion of the
 	// channel, in that order; the channel's inversion is shown beside it.
-	est := energy.Region(tr, g, from, to, energy.Options{What: "the region", Channel: name, Sensor: &sp, Correct: opt, Invert: true})
+	est := energy.Region(tr, g, from, to, energy.Options{What: "the region", Channel: name, Sensor: &sp, Correct: opt, Invert: true, Method: method})
+	if method != "" && est.Method != method {
+		msg := "cannot be had here"
+		for _, w := range est.Warnings {
+			if w.Code == energy.CodeNoFigure {
+				msg = w.Message
+			}
+		}
+		return bad("--method %s: %s", *methodS, msg)
+	}
 	if est.Inversion == nil || est.Inversion.Covered == 0 {
 		return bad("the region %s to %s lies outside the readings of %s (%s to %s)", fmtT(from), fmtT(to), name, fmtT(lo), fmtT(hi))
 	}

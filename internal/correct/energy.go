@@ -146,6 +146,17 @@ func Prepare(samples []trace.Sample, m sensormodel.Model, opt Options) *Series {
 // Period is the update period in use: the model's, else Options.Period, else learned.
 func (s *Series) Period() time.Duration { return s.period }
 
+// Options are the options the Series was prepared with (defaults filled in).
+func (s *Series) Options() Options { return s.opt }
+
+// Readings returns the kept readings (stale repeats dropped) with from <= T <= to, on the
+// readings' own time axis. The slice is shared: do not modify it.
+func (s *Series) Readings(from, to time.Duration) []trace.Sample {
+	i := sort.Search(len(s.kept), func(i int) bool { return s.kept[i].T >= from })
+	j := sort.Search(len(s.kept), func(j int) bool { return s.kept[j].T > to })
+	return s.kept[i:j]
+}
+
 // Span returns the part of the time axis the readings describe under the model: from the
 // first reading to the last, moved back by the model's delay and, for a boxcar held over
 // its periods, out to the edges of the first and last periods; rounded inwards to the µs

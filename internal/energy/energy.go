@@ -21,17 +21,25 @@
 // Where none of them can be had, a counter interpolated across readings outside the
 // region (CounterInterpolated) with a warning, else no figure.
 //
-// Every estimate carries a 95 % interval built from the components the code can compute
-// (reading noise, the calibration's or the model's parameters, the edges' resolution),
-// combined as independent (root sum of squares); the components it cannot compute (the
-// counter's own scale error, what a partly seeing sensor misses) are listed as absent, so
-// the interval is a floor where any is absent.
+// Options.Method forces one method (the cross-check of a channel against the counter asks
+// for Inversion); where it cannot be had, there is no figure and a warning says why.
+//
+// Every estimate carries an uncertainty budget (Uncertainty): a 95 % interval relative to
+// the board's own scale, built from the components the code can compute (the readings'
+// noise, the calibration's or the sensor model's parameters propagated from their own
+// intervals, the edges' resolution, the time a windowed sensor does not see, too few
+// readings), combined as independent (root sum of squares); a component it cannot compute
+// is listed as absent and the interval marked partial (a floor). The board's gain error
+// (NVML's documented ±5 %, BoardGainError) is kept apart as the absolute part: it cancels
+// in comparisons on one board, so LowJ and HighJ leave it out and Uncertainty's
+// AbsoluteLowJ and AbsoluteHighJ add it.
 package energy
 
 import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,7 +93,32 @@ type Options struct {
 	Invert bool
 	// Cache, where given, keeps the channels prepared for tr (see Cache).
 	Cache *Cache
+	// Method forces a method (Counter, CalibratedRing or Inversion); "" picks the first
+	// that can be had, in the order of preference.
+	Method Method
 }
+
+// ParseMethod reads a method's name as the flags give it: auto (""), counter, calibrated
+// (or calibrated_ring), inversion.
+func ParseMethod(s string) (Method, error) {
+	switch s {
+	case "", "auto":
+		return "", nil
+	case "counter":
+		return Counter, nil
+	case "calibrated", "calibrated_ring":
+		return CalibratedRing, nil
+	case "inversion":
+		return Inversion, nil
+	}
+	return "", fmt.Errorf("%q: want auto, counter, calibrated or inversion", s)
+}
+
+// BoardGainError is the board's power sensor's gain error at 95 %, the absolute part of
+// every figure: NVML documents ±5 % of the power draw for nvmlDeviceGetPowerUsage (stated
+// for Fermi and Kepler, none stated since), and Yang et al. (SC'24) found boards of one
+// SKU ±5 % apart. The energy counter and every power channel of a board share it.
+const BoardGainError = 0.05
 
 // Cache keeps the channels Region prepares (their readings through the sensor model, over
 // the whole trace) so that the regions of one trace prepare each channel once: give one
@@ -117,8 +150,9 @@ type prepared struct {
 type Component struct {
 	// Name: "readings" (noise of the readings), "calibration" (the gain and offset fitted
 	// against the counter), "model" (the sensor model's parameter intervals), "edges" (a
-	// power change near an edge placed within the readings' resolution), "scale" (the
-	// reference's own gain error), "coverage" (the time the sensor does not see).
+	// power change near an edge placed within the readings' resolution), "coverage" (the
+	// time a windowed sensor does not see), "sparse" (too few readings inside), "gaps"
+	// (holes in the readings).
 	Name string `json:"name"`
 	// HalfWidthJ is the component's 95 % half-width; meaningful only when Known.
 	HalfWidthJ float64 `json:"half_width_j"`
@@ -127,17 +161,35 @@ type Component struct {
 	Note  string `json:"note"`
 }
 
+// Uncertainty is an estimate's 95 % uncertainty budget.
+type Uncertainty struct {
+	// HalfWidthJ is the relative interval's half-width, the root sum of squares of the known
+	// Components: how far the figure may be from what this board's own sensors would give
+	// with perfect timing and no noise. Partial: a component is absent (not known), so the
+	// interval is a floor.
+	HalfWidthJ float64     `json:"half_width_j"`
+	Partial    bool        `json:"partial"`
+	Components []Component `json:"components"`
+	// GainErrorFraction is the board's gain error (BoardGainError) and GainHalfWidthJ its
+	// share of the energy; AbsoluteLowJ and AbsoluteHighJ the interval with it added (root
+	// sum of squares): the bounds of the true energy. GainNote says where the figure is from.
+	GainErrorFraction float64 `json:"gain_error_fraction"`
+	GainHalfWidthJ    float64 `json:"gain_half_width_j"`
+	AbsoluteLowJ      float64 `json:"absolute_low_j"`
+	AbsoluteHighJ     float64 `json:"absolute_high_j"`
+	GainNote          string  `json:"gain_note"`
+}
+
 // Estimate is the energy of a region and how it was found.
 type Estimate struct {
 	From, To time.Duration `json:"-"`
 	EnergyJ  float64       `json:"energy_j"`
-	// LowJ and HighJ bound the 95 % interval from the known components (Partial: some
-	// component is absent, so the interval is a floor).
-	LowJ       float64     `json:"energy_low_j"`
-	HighJ      float64     `json:"energy_high_j"`
-	Partial    bool        `json:"interval_partial"`
-	Components []Component `json:"interval_components"`
-	Method     Method      `json:"method"`
+	// LowJ and HighJ bound the 95 % interval relative to the board's scale (Uncertainty,
+	// where Partial says a component is absent and the interval is a floor).
+	LowJ        float64     `json:"energy_low_j"`
+	HighJ       float64     `json:"energy_high_j"`
+	Uncertainty Uncertainty `json:"uncertainty"`
+	Method      Method      `json:"method"`
 	// Channel is the channel whose readings give the figure; Source says it for people
 	// ("power.samples (calibrated to energy.total)"); Note says why this method.
 	Channel  string `json:"channel"`
@@ -167,7 +219,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 	if what == "" {
 		what = "the region"
 	}
-	est := Estimate{From: from, To: to, Method: NoFigure, Components: []Component{}, Warnings: []status.Warning{}}
+	est := Estimate{From: from, To: to, Method: NoFigure, Uncertainty: Uncertainty{Components: []Component{}}, Warnings: []status.Warning{}}
 	warn := func(code status.Code, key, f string, a ...any) {
 		est.Warnings = append(est.Warnings, status.Warning{Code: code, Key: key, Message: fmt.Sprintf(f, a...)})
 	}
@@ -245,22 +297,23 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 		}
 	}
 
+	forced := func(m Method) bool { return o.Method == "" || o.Method == m }
 	switch {
-	case ctrEnough:
+	case ctrEnough && forced(Counter):
 		est.Method, est.Channel, est.Source, est.EnergyJ, est.Readings = Counter, counterChannel, counterChannel, est.CounterJ, est.CounterReadings
 		est.Note = fmt.Sprintf("%s: %d readings inside, spanning %s of %s", counterChannel, est.CounterReadings, fmtDur(est.CounterSpan), fmtDur(dur))
 		if o.Steady && ctrSE > 0 {
 			est.add(Component{Name: "readings", HalfWidthJ: 1.96 * ctrSE * dur.Seconds(), Known: true,
 				Note: "the standard error of the counter's rate over its readings inside, × the duration"})
 		} else {
-			est.add(Component{Name: "readings", Note: "the counter's quantisation is not recorded in the trace"})
+			est.add(Component{Name: "readings", HalfWidthJ: 2 * CounterQuantumJ, Known: true,
+				Note: "the counter counts in mJ (NVML's unit): a quantum at each end"})
 		}
 		if !o.Steady {
 			est.add(Component{Name: "edges", HalfWidthJ: counterEdge(ctrSeries, from, res) + counterEdge(ctrSeries, to, res), Known: true,
 				Note: fmt.Sprintf("at each end, a power change between the readings around it (placed within a quarter of their gap) and the reading's lateness (up to %s)", fmtDur(res))})
 		}
-		est.add(Component{Name: "scale", Note: "the counter's own gain error: not known without an external meter"})
-	case calOK:
+	case calOK && forced(CalibratedRing):
 		est.Method, est.Channel, est.EnergyJ, est.Readings = CalibratedRing, cal.Channel, est.CalibratedJ, est.CalibratedReadings
 		est.Source = cal.Channel + " (calibrated to " + counterChannel + ")"
 		if o.Steady {
@@ -278,12 +331,13 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 		est.add(Component{Name: "calibration", HalfWidthJ: cal.EnergyHalfWidth(calRaw, dur), Known: cal.GainSE > 0,
 			Note: "the standard errors of the gain and offset fitted against the counter"})
 		if !o.Steady {
+			calSamples := correct.Channel(tr, gpu, cal.Channel)
+			est.add(modelComponent(calSamples, calChoice.Model, calSer.Options(), calRes, from, to, cal.Gain))
 			est.add(seriesEdges(calSer, calChoice.Model, calRes.Period, from, to, cal.Gain))
 		}
-		est.add(Component{Name: "scale", Note: "the counter's own gain error: not known without an external meter"})
-	default:
+	case o.Method == "" || o.Method == Inversion:
 		est.invert(tr, gpu, o, what, warn)
-		if est.Method == Inversion && len(ctrSeries) > 0 {
+		if est.Method == Inversion && len(ctrSeries) > 0 && o.Method == "" {
 			why := "no calibration"
 			if calErr != nil {
 				why = calErr.Error()
@@ -292,7 +346,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 			warn(CodeUncalibrated, est.Channel, "%s could not be calibrated to %s (%s), and %s: the energy is %s's own, with its gain and offset errors",
 				est.Channel, counterChannel, why, ctrWhy(), est.Channel)
 		}
-		if est.Method == NoFigure && ctrOK {
+		if est.Method == NoFigure && ctrOK && o.Method == "" {
 			est.Method, est.Channel, est.Source, est.EnergyJ, est.Readings = CounterInterpolated, counterChannel, counterChannel, est.CounterJ, est.CounterReadings
 			est.Note = counterChannel + ", interpolated across readings outside " + what
 			p := pollInterval(tr, gpu, counterChannel)
@@ -303,6 +357,28 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 			}
 			est.add(Component{Name: "edges", Note: "the power outside the region, across which the counter is interpolated, is not known"})
 		}
+	}
+	if o.Method != "" && est.Method != o.Method {
+		why := ""
+		switch o.Method {
+		case Counter:
+			why = "no counter"
+			if len(ctrSeries) > 0 {
+				why = ctrWhy()
+			}
+		case CalibratedRing:
+			why = "no calibrated channel"
+			if calErr != nil {
+				why = calErr.Error()
+			} else if cal != nil {
+				why = cal.Channel + " has too few readings inside " + what + " or does not cover it"
+			}
+		case Inversion:
+			why = "no power channel's model could be inverted over " + what
+		}
+		est.Method, est.EnergyJ, est.Uncertainty.Components = NoFigure, 0, []Component{}
+		warn(CodeNoFigure, "", "the method %s was asked for and cannot be had: %s", o.Method, why)
+		return est
 	}
 	if o.Invert && est.Inversion == nil {
 		sub := Estimate{From: from, To: to}
@@ -346,25 +422,112 @@ func (est *Estimate) invert(tr *trace.Trace, gpu int, o Options, what string, wa
 		warn(CodeInversion, name, "%s: %s", name, w)
 	}
 	est.add(noiseComponent(samples, est.From, est.To, 1))
-	// The model's parameters: the energy again at each end of each known interval.
 	m := choice.Model
-	hw, known := 0.0, false
-	for _, v := range modelVariants(m) {
-		rv := correct.Prepare(samples, v, copt).Energy(est.From, est.To)
-		hw, known = max(hw, math.Abs(rv.Energy.Joules()-r.Energy.Joules())), true
-	}
-	note := "the energy again at each end of the model's parameter intervals"
-	if !known {
-		note = "the model's parameters carry no interval (pass a sensor.json from gpuwatt sensor)"
-	}
-	est.add(Component{Name: "model", HalfWidthJ: hw, Known: known, Note: note})
+	est.add(modelComponent(samples, m, copt, r, est.From, est.To, 1))
 	if r.Period > 0 {
 		est.add(seriesEdges(ser, m, r.Period, est.From, est.To, 1))
 	}
 	if r.SensorCoverage < 1 {
-		est.add(Component{Name: "coverage", Note: fmt.Sprintf("the sensor sees %.0f %% of the time: what it does not see is not bounded", 100*r.SensorCoverage)})
+		est.add(coverageComponent(ser, r, est.From, est.To))
 	}
-	est.add(Component{Name: "scale", Note: fmt.Sprintf("%s's gain and offset errors: no counter to calibrate against", name)})
+	if c, ok := sparseComponent(ser, r, est.From, est.To); ok {
+		est.add(c)
+		warn(CodeFewReadings, name, "only %d readings of %s inside %s (%s of it, update period %s): the figure rests on them; the interval spans what the readings around it allow",
+			r.Samples, name, what, fmtDur(est.To-est.From), fmtDur(r.Period))
+	}
+}
+
+// CounterQuantumJ is the energy counter's unit (NVML counts mJ).
+const CounterQuantumJ = 1e-3
+
+// CodeFewReadings: a region with too few readings of the channel inside.
+const CodeFewReadings status.Code = "few_readings_in_region"
+
+// modelComponent is the sensor model's parameters propagated: the energy again with each
+// parameter that carries an interval at either end of it (the largest change, × gain).
+func modelComponent(samples []trace.Sample, m sensormodel.Model, copt correct.Options, r correct.Result, from, to time.Duration, gain float64) Component {
+	hw, known := 0.0, false
+	for _, v := range modelVariants(m) {
+		rv := correct.Prepare(samples, v, copt).Energy(from, to)
+		hw, known = max(hw, math.Abs(rv.Energy.Joules()-r.Energy.Joules())), true
+	}
+	c := Component{Name: "model", HalfWidthJ: math.Abs(gain) * hw, Known: known,
+		Note: "the energy again at each end of the model's parameter intervals (" + ciNames(m) + ")"}
+	if !known {
+		if m.Kind() == sensormodel.None && m.Delay == 0 {
+			c.Known, c.Note = true, "the model has no parameter to propagate"
+		} else {
+			c.Note = "the model's parameters carry no interval (this model's own uncertainty is not included: pass a sensor.json from gpuwatt sensor)"
+		}
+	}
+	return c
+}
+
+// ciNames names the parameters of m that carry an interval: "tau, delay".
+func ciNames(m sensormodel.Model) string {
+	var n []string
+	for _, p := range []struct {
+		name string
+		ok   bool
+	}{{"period", m.CI.Period.Known()}, {"window", m.CI.Window.Known()}, {"tau", m.CI.Tau.Known()}, {"delay", m.CI.Delay.Known()}} {
+		if p.ok {
+			n = append(n, p.name)
+		}
+	}
+	if len(n) == 0 {
+		return "none"
+	}
+	return strings.Join(n, ", ")
+}
+
+// coverageComponent bounds what a windowed sensor (window W shorter than its period T)
+// does not see: in each period the unseen (T−W) is taken to lie anywhere between the
+// readings on either side of it (uniform, so σ = |ΔP|/√12), independently from period to
+// period. A load that changes faster than T shows as readings that differ, and widens it;
+// a load locked in phase with the sensor does not (docs/energy.md).
+func coverageComponent(ser *correct.Series, r correct.Result, from, to time.Duration) Component {
+	c := Component{Name: "coverage", Note: fmt.Sprintf("the sensor sees %.0f %% of the time; the unseen part of each period lies anywhere between the readings around it (a load locked in phase with the sensor is not bounded)", 100*r.SensorCoverage)}
+	T := r.Period
+	if T <= 0 {
+		c.Note += "; the update period is unknown"
+		return c
+	}
+	pts := ser.Readings(from-T, to+T)
+	if len(pts) < 2 {
+		c.Note += "; too few readings"
+		return c
+	}
+	unseen := (1 - r.SensorCoverage) * T.Seconds()
+	var ss float64
+	for i := 1; i < len(pts); i++ {
+		d := (pts[i].Value - pts[i-1].Value) * unseen
+		ss += d * d / 12
+	}
+	c.HalfWidthJ, c.Known = 1.96*math.Sqrt(ss), true
+	return c
+}
+
+// sparseComponent is the interval of a region that holds fewer than MinChannelReadings
+// readings (or spans fewer than two update periods): the power inside may be anything the
+// readings around it span, so the half-width is half their range × the duration. ok is
+// false where the region has readings enough.
+func sparseComponent(ser *correct.Series, r correct.Result, from, to time.Duration) (Component, bool) {
+	if r.Samples >= MinChannelReadings && (r.Period <= 0 || to-from >= 2*r.Period) {
+		return Component{}, false
+	}
+	T := max(r.Period, time.Millisecond)
+	pts := ser.Readings(from-T, to+T)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range pts {
+		lo, hi = min(lo, p.Value), max(hi, p.Value)
+	}
+	c := Component{Name: "sparse", Note: fmt.Sprintf("%d readings inside: the power may be anything the readings around the region span", r.Samples)}
+	if len(pts) == 0 {
+		c.Note = "no readings around the region"
+		return c, true
+	}
+	c.HalfWidthJ, c.Known = (hi-lo)/2*(to-from).Seconds(), true
+	return c, true
 }
 
 // modelVariants returns m with each parameter that has an interval set to either end.
@@ -379,6 +542,7 @@ func modelVariants(m sensormodel.Model) []sensormodel.Model {
 		{[2]float64{m.CI.Tau.Low, m.CI.Tau.High}, m.CI.Tau.Known(), func(x *sensormodel.Model, d time.Duration) { x.Tau = d }},
 		{[2]float64{m.CI.Window.Low, m.CI.Window.High}, m.CI.Window.Known(), func(x *sensormodel.Model, d time.Duration) { x.Window = d }},
 		{[2]float64{m.CI.Delay.Low, m.CI.Delay.High}, m.CI.Delay.Known(), func(x *sensormodel.Model, d time.Duration) { x.Delay = d }},
+		{[2]float64{m.CI.Period.Low, m.CI.Period.High}, m.CI.Period.Known() && m.Period > 0, func(x *sensormodel.Model, d time.Duration) { x.Period = d }},
 	} {
 		if !p.ok {
 			continue
@@ -533,21 +697,29 @@ func edgeComponent(mean func(a, b time.Duration) (float64, bool), from, to, w, u
 	return c
 }
 
-func (est *Estimate) add(c Component) { est.Components = append(est.Components, c) }
+func (est *Estimate) add(c Component) {
+	est.Uncertainty.Components = append(est.Uncertainty.Components, c)
+}
 
-// interval sets LowJ, HighJ and Partial from the components.
+// interval sets LowJ, HighJ and the Uncertainty's totals from the components.
 func (est *Estimate) interval() {
+	u := &est.Uncertainty
 	var ss float64
-	est.Partial = false
-	for _, c := range est.Components {
+	u.Partial = false
+	for _, c := range u.Components {
 		if !c.Known {
-			est.Partial = true
+			u.Partial = true
 			continue
 		}
 		ss += c.HalfWidthJ * c.HalfWidthJ
 	}
-	hw := math.Sqrt(ss)
-	est.LowJ, est.HighJ = est.EnergyJ-hw, est.EnergyJ+hw
+	u.HalfWidthJ = math.Sqrt(ss)
+	est.LowJ, est.HighJ = est.EnergyJ-u.HalfWidthJ, est.EnergyJ+u.HalfWidthJ
+	u.GainErrorFraction = BoardGainError
+	u.GainHalfWidthJ = BoardGainError * math.Abs(est.EnergyJ)
+	abs := math.Hypot(u.HalfWidthJ, u.GainHalfWidthJ)
+	u.AbsoluteLowJ, u.AbsoluteHighJ = est.EnergyJ-abs, est.EnergyJ+abs
+	u.GainNote = fmt.Sprintf("the board's gain error, ±%.0f %% (NVML's documented accuracy; boards of one model differ as much): it cancels between figures of one board, so it is left out of the relative interval", 100*BoardGainError)
 }
 
 // HalfWidthJ is the interval's half-width.

@@ -39,7 +39,7 @@ func check(t *testing.T, est energy.Estimate, want energy.Method, truth float64)
 	}
 	if !(est.LowJ <= truth && truth <= est.HighJ) {
 		t.Errorf("%s: truth %.3f J outside [%.3f, %.3f] J (estimate %.3f J, off %+.3f %%); components %+v",
-			est.Method, truth, est.LowJ, est.HighJ, est.EnergyJ, 100*(est.EnergyJ/truth-1), est.Components)
+			est.Method, truth, est.LowJ, est.HighJ, est.EnergyJ, 100*(est.EnergyJ/truth-1), est.Uncertainty.Components)
 	}
 	if est.HalfWidthJ() <= 0 || est.HalfWidthJ() > 0.1*truth {
 		t.Errorf("%s: half-width %.3f J of %.1f J: want a real, useful interval", est.Method, est.HalfWidthJ(), truth)
@@ -145,7 +145,7 @@ func TestPreferenceInversion(t *testing.T) {
 		if est.Choice == nil || est.Choice.Guess || est.Choice.Model.Tau == 0 || !est.Choice.Model.CI.Tau.Known() {
 			t.Errorf("%v: model %+v, want the fitted RC lag with its interval", r, est.Choice)
 		}
-		for _, c := range est.Components {
+		for _, c := range est.Uncertainty.Components {
 			if c.Name == "model" && !c.Known {
 				t.Errorf("%v: the fitted model's intervals are not in the estimate's: %+v", r, c)
 			}

@@ -31,14 +31,13 @@ type Report struct {
 	CoveredS  float64 `json:"covered_s"`
 
 	// EnergyJ is the estimator's figure (Estimate); the rest of this block is Channel's.
-	EnergyJ               float64     `json:"energy_j"`
-	EnergyMethod          Method      `json:"energy_method"`
-	EnergySource          string      `json:"energy_source"`
-	EnergyNote            string      `json:"energy_note"`
-	EnergyLowJ            float64     `json:"energy_low_j"`
-	EnergyHighJ           float64     `json:"energy_high_j"`
-	EnergyIntervalPartial bool        `json:"energy_interval_partial"`
-	EnergyInterval        []Component `json:"energy_interval"`
+	EnergyJ      float64     `json:"energy_j"`
+	EnergyMethod Method      `json:"energy_method"`
+	EnergySource string      `json:"energy_source"`
+	EnergyNote   string      `json:"energy_note"`
+	EnergyLowJ   float64     `json:"energy_low_j"`
+	EnergyHighJ  float64     `json:"energy_high_j"`
+	Uncertainty  Uncertainty `json:"uncertainty"`
 	// ChannelEnergyJ is Channel's corrected energy (its model inverted).
 	ChannelEnergyJ float64 `json:"channel_energy_j"`
 	EnergyRawJ     float64 `json:"energy_raw_j"`
@@ -79,7 +78,7 @@ func NewReport(path string, tr *trace.Trace, g int, ch string, c correct.Choice,
 		Assumptions:  correct.Assumptions(c.Model, r.Period),
 		Warnings:     slices.Clone(r.Warnings),
 		EnergyMethod: est.Method, EnergySource: est.Source, EnergyNote: est.Note,
-		EnergyLowJ: est.LowJ, EnergyHighJ: est.HighJ, EnergyIntervalPartial: est.Partial, EnergyInterval: est.Components,
+		EnergyLowJ: est.LowJ, EnergyHighJ: est.HighJ, Uncertainty: est.Uncertainty,
 	}
 	if est.Method != Inversion {
 		// The estimator's own warnings (the inversion's are r's, above).
@@ -123,9 +122,10 @@ func WriteText(w io.Writer, rep Report) error {
 		covered = fmt.Sprintf(" (readings cover %s of it)", fmtSecs(rep.CoveredS))
 	}
 	line(fmtSecs(rep.DurationS), "region"+covered)
-	line(units.Energy(rep.EnergyJ).String(), "energy: "+rep.EnergySource)
-	ci := fmt.Sprintf("95 %% interval (%s)", intervalWhat(rep.EnergyInterval))
-	line(units.Energy(rep.EnergyLowJ).String()+" – "+units.Energy(rep.EnergyHighJ).String(), ci)
+	line(FmtPM(rep.EnergyJ, rep.Uncertainty.HalfWidthJ), "energy: "+rep.EnergySource)
+	line(units.Energy(rep.EnergyLowJ).String()+" – "+units.Energy(rep.EnergyHighJ).String(), "95 % interval on this board's scale: "+Budget(rep.Uncertainty))
+	line(units.Energy(rep.Uncertainty.AbsoluteLowJ).String()+" – "+units.Energy(rep.Uncertainty.AbsoluteHighJ).String(),
+		fmt.Sprintf("95 %% interval with the board's ±%.0f %% gain error (absolute)", 100*rep.Uncertainty.GainErrorFraction))
 	if rep.EnergyMethod != Inversion {
 		line(units.Energy(rep.ChannelEnergyJ).String(), rep.Channel+", corrected")
 	}
@@ -169,23 +169,43 @@ func WriteText(w io.Writer, rep Report) error {
 	return err
 }
 
-// intervalWhat says what the interval includes and what it leaves out: "readings, edges;
-// not: scale".
-func intervalWhat(cs []Component) string {
+// FmtPM formats an energy with its 95 % half-width: "4.307 kJ ± 22.7 J".
+func FmtPM(e, hw float64) string {
+	return units.Energy(e).String() + " ± " + units.Energy(hw).String()
+}
+
+// Budget says what an interval is made of, largest first, and what it leaves out:
+// "edges ±22.7 J, readings ±2 mJ; not known: coverage".
+func Budget(u Uncertainty) string {
+	cs := slices.Clone(u.Components)
+	slices.SortStableFunc(cs, func(a, b Component) int {
+		switch {
+		case a.Known != b.Known:
+			if a.Known {
+				return -1
+			}
+			return 1
+		case a.HalfWidthJ > b.HalfWidthJ:
+			return -1
+		case a.HalfWidthJ < b.HalfWidthJ:
+			return 1
+		}
+		return 0
+	})
 	var in, out []string
 	for _, c := range cs {
 		if c.Known {
-			in = append(in, c.Name)
+			in = append(in, c.Name+" ±"+units.Energy(c.HalfWidthJ).String())
 		} else {
 			out = append(out, c.Name)
 		}
 	}
-	s := "of " + strings.Join(in, ", ")
+	s := strings.Join(in, ", ")
 	if len(in) == 0 {
 		s = "nothing known"
 	}
 	if len(out) > 0 {
-		s += "; not included: " + strings.Join(out, ", ")
+		s += "; not known, so not included: " + strings.Join(out, ", ")
 	}
 	return s
 }

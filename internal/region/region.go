@@ -37,14 +37,13 @@ type Summary struct {
 	EnergyNote     string `json:"energy_note,omitempty"`
 	EnergyReadings int    `json:"energy_readings"`
 	// EnergyMethod is the estimator's method (counter, calibrated_ring, inversion,
-	// counter_interpolated); EnergyLowJ and EnergyHighJ its 95 % interval from the
-	// components it could compute (EnergyIntervalPartial: some are absent, listed in
-	// EnergyInterval).
-	EnergyMethod          string             `json:"energy_method"`
-	EnergyLowJ            float64            `json:"energy_low_j"`
-	EnergyHighJ           float64            `json:"energy_high_j"`
-	EnergyIntervalPartial bool               `json:"energy_interval_partial"`
-	EnergyInterval        []energy.Component `json:"energy_interval"`
+	// counter_interpolated); EnergyLowJ and EnergyHighJ its 95 % interval on the board's
+	// scale, and Uncertainty its budget: the components, whether some are absent (partial),
+	// and the absolute interval with the board's gain error.
+	EnergyMethod string             `json:"energy_method"`
+	EnergyLowJ   float64            `json:"energy_low_j"`
+	EnergyHighJ  float64            `json:"energy_high_j"`
+	Uncertainty  energy.Uncertainty `json:"uncertainty"`
 	// CounterEnergyJ and CounterReadings are the counter's own figure and its readings
 	// strictly inside; CalibratedEnergyJ and CalibratedReadings the calibrated channel's
 	// figure on the counter's scale and its readings inside (0: none); CounterDiffPct the
@@ -210,7 +209,7 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 	if found {
 		gs.EnergyJ, gs.EnergySource, gs.EnergyNote, gs.EnergyReadings = est.EnergyJ, est.Source, est.Note, est.Readings
 		gs.EnergyMethod, gs.EnergyLowJ, gs.EnergyHighJ = string(est.Method), est.LowJ, est.HighJ
-		gs.EnergyIntervalPartial, gs.EnergyInterval = est.Partial, est.Components
+		gs.Uncertainty = est.Uncertainty
 		head = byName[est.Channel]
 		head.Channel = est.Channel
 		if cal := est.Calibration; cal != nil && est.CalibratedJ > 0 {
