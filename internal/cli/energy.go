@@ -170,6 +170,9 @@ func (a *App) energy(ctx context.Context, args []string) int {
 		return bad("the region %s to %s lies outside the readings of %s (%s to %s)", fmtT(from), fmtT(to), name, fmtT(lo), fmtT(hi))
 	}
 	rep := energy.NewReport(*path, tr, g, name, *est.Choice, *est.Inversion, est)
+	// What the reader found wrong with the trace but read anyway (rows out of order, a
+	// daylight-saving change in an nvidia-smi log) comes first.
+	rep.Warnings = append(slices.Clone(tr.Warnings), rep.Warnings...)
 	if sh.json {
 		err = report.WriteJSONTo(a.Stdout, rep)
 	} else {

@@ -66,7 +66,12 @@ type Result struct {
 	DataCoverage   float64
 	SensorCoverage float64
 	Coverage       float64
-	Warnings       []status.Warning
+	// Gaps are the stretches of the region with no reading, far longer than the usual
+	// interval between readings (trace.Gaps), clipped to the region. The power across them
+	// is interpolated, not measured: Covered leaves them out (less one usual interval each,
+	// the time the reading after a gap describes), the energy does not.
+	Gaps     []trace.Gap
+	Warnings []status.Warning
 }
 
 // The codes of Energy's warnings.
@@ -79,6 +84,7 @@ const (
 	CodeShortRegion   status.Code = "short_region"
 	CodeUnknownPeriod status.Code = "unknown_period"
 	CodeModelNote     status.Code = "model_note"
+	CodeGap           status.Code = "gap"
 )
 
 // Energy returns the energy of the region [from, to] of one power channel's samples
@@ -109,6 +115,9 @@ type Series struct {
 	inv       inverter // nil without readings
 	idle      units.Power
 	haveIdle  bool
+	gaps      []trace.Gap   // of kept, found on first use
+	gapUsual  time.Duration // kept's usual interval between readings
+	haveGaps  bool
 }
 
 // Prepare drops stale repeats from samples (one channel, sorted by time, in W) and sets up
@@ -213,13 +222,29 @@ func (s *Series) Energy(from, to time.Duration) Result {
 	if a <= from.Seconds() && b >= to.Seconds() {
 		r.DataCoverage = 1
 	}
+	edgeCoverage := r.DataCoverage
+	var gapLost time.Duration
+	r.Gaps, gapLost = s.gapsIn(from, to)
+	if gapLost > 0 {
+		r.Covered = max(0, r.Covered-gapLost)
+		r.DataCoverage = min(r.DataCoverage, r.Covered.Seconds()/region)
+	}
 	r.Coverage = r.DataCoverage * r.SensorCoverage
 	r.Energy = units.Energy(e)
 	r.MeanPower = units.Power(e / (b - a))
 	r.Idle, r.IdleEstimated = s.Idle(), !opt.IdleSet
 	r.EnergyActive = units.Energy(e - float64(r.Idle)*(b-a))
 
-	if r.DataCoverage < 0.99 {
+	if len(r.Gaps) > 0 {
+		g := r.Gaps[0]
+		more := ""
+		if len(r.Gaps) > 1 {
+			more = fmt.Sprintf(" and %d more gap(s), %s in all", len(r.Gaps)-1, FmtDur(gapLost))
+		}
+		warn(CodeGap, "the readings stop for %s, from %s to %s%s (the usual interval between readings is %s): the power there is interpolated, not measured; the readings cover %.0f %% of the region",
+			FmtDur(g.Len()), fmtT(g.From), fmtT(g.To), more, FmtDur(s.gapUsual), 100*r.DataCoverage)
+	}
+	if edgeCoverage < 0.99 {
 		warn(CodeLowCoverage, "the readings describe only %.0f %% of the region (%s to %s of %s to %s): the energy is that of the covered part",
 			100*r.DataCoverage, FmtS(a), FmtS(b), fmtT(from), fmtT(to))
 	}
@@ -241,6 +266,26 @@ func (s *Series) Energy(from, to time.Duration) Result {
 		warn(CodeModelNote, "%s", w)
 	}
 	return r
+}
+
+// gapsIn returns the gaps of the readings within [from, to], clipped to it, and the time
+// they leave unmeasured: each gap's length within the region less one usual interval.
+func (s *Series) gapsIn(from, to time.Duration) ([]trace.Gap, time.Duration) {
+	if !s.haveGaps {
+		s.gaps, s.gapUsual = trace.Gaps(s.kept)
+		s.haveGaps = true
+	}
+	var out []trace.Gap
+	var lost time.Duration
+	for _, g := range s.gaps {
+		a, b := max(g.From, from), min(g.To, to)
+		if b <= a {
+			continue
+		}
+		out = append(out, trace.Gap{From: a, To: b, FromS: a.Seconds(), ToS: b.Seconds()})
+		lost += max(0, b-a-s.gapUsual)
+	}
+	return out, lost
 }
 
 // EdgeUncertainty is how far a step of power near a region's edge may be misplaced: a

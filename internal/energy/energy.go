@@ -152,7 +152,7 @@ type Component struct {
 	// against the counter), "model" (the sensor model's parameter intervals), "edges" (a
 	// power change near an edge placed within the readings' resolution), "coverage" (the
 	// time a windowed sensor does not see), "sparse" (too few readings inside), "gaps"
-	// (holes in the readings).
+	// (holes in the readings, across which the power is interpolated: never known).
 	Name string `json:"name"`
 	// HalfWidthJ is the component's 95 % half-width; meaningful only when Known.
 	HalfWidthJ float64 `json:"half_width_j"`
@@ -426,6 +426,14 @@ func (est *Estimate) invert(tr *trace.Trace, gpu int, o Options, what string, wa
 	est.add(modelComponent(samples, m, copt, r, est.From, est.To, 1))
 	if r.Period > 0 {
 		est.add(seriesEdges(ser, m, r.Period, est.From, est.To, 1))
+	}
+	if len(r.Gaps) > 0 {
+		var lost time.Duration
+		for _, g := range r.Gaps {
+			lost += g.Len()
+		}
+		est.add(Component{Name: "gaps", Note: fmt.Sprintf("the power during %d gap(s) in the readings (%s in all, from %s) is interpolated, not measured: not bounded",
+			len(r.Gaps), fmtDur(lost), correct.FmtS(r.Gaps[0].From.Seconds()))})
 	}
 	if r.SensorCoverage < 1 {
 		est.add(coverageComponent(ser, r, est.From, est.To))

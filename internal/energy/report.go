@@ -53,6 +53,9 @@ type Report struct {
 	Coverage       float64 `json:"coverage"`
 	DataCoverage   float64 `json:"data_coverage"`
 	SensorCoverage float64 `json:"sensor_coverage"`
+	// Gaps are the stretches of the region without readings (correct.Result.Gaps): left
+	// out of CoveredS and the coverage; the power across them is interpolated.
+	Gaps []trace.Gap `json:"gaps,omitempty"`
 
 	Model       string           `json:"model"`
 	ModelSource string           `json:"model_source"`
@@ -72,7 +75,7 @@ func NewReport(path string, tr *trace.Trace, g int, ch string, c correct.Choice,
 		IdlePowerW: float64(r.Idle), IdleEstimated: r.IdleEstimated, MeanPowerW: float64(r.MeanPower),
 		Samples: r.Samples, Dropped: r.Dropped,
 		UpdatePeriodS: r.Period.Seconds(), PeriodSource: r.PeriodSource,
-		Coverage: r.Coverage, DataCoverage: r.DataCoverage, SensorCoverage: r.SensorCoverage,
+		Coverage: r.Coverage, DataCoverage: r.DataCoverage, SensorCoverage: r.SensorCoverage, Gaps: r.Gaps,
 		Model: c.Model.String(), ModelSource: c.Source, ModelGuess: c.Guess,
 		Method:       correct.Method(c.Model, r.Period),
 		Assumptions:  correct.Assumptions(c.Model, r.Period),

@@ -320,8 +320,7 @@ func readCSVRows(rr *recordReader, c csvCols) (*Trace, error) {
 		list   sampleList
 		chans  []*csvChan
 		byName = map[string][]*csvChan{}
-		sorted = true
-		lastT  time.Duration
+		order  orderCheck
 		cur    *csvChan
 	)
 	for {
@@ -355,6 +354,9 @@ func readCSVRows(rr *recordReader, c csvCols) (*Trace, error) {
 		}
 		if len(pw) > 0 {
 			if s.Value, msg = parseFinite(string(pw)); msg != "" {
+				return nil, colErr(line, c.names[c.power], pw, msg)
+			}
+			if msg = checkValue(QPower, s.Value); msg != "" {
 				return nil, colErr(line, c.names[c.power], pw, msg)
 			}
 		}
@@ -421,18 +423,27 @@ func readCSVRows(rr *recordReader, c csvCols) (*Trace, error) {
 				}
 			}
 		}
-		if s.T < lastT {
-			sorted = false
+		if len(pw) == 0 {
+			q := QuantityOf(cur.name)
+			if cur.unit != "" {
+				if qu := quantityOfUnit(cur.unit); qu != "" {
+					q = qu
+				}
+			}
+			if msg := checkValue(q, s.Value); msg != "" {
+				return nil, colErr(line, c.names[c.value], val, msg)
+			}
 		}
-		lastT = s.T
+		order.see(s.T, line)
 		list.add(s)
 	}
 	samples := list.slice()
-	if !sorted {
+	tr := &Trace{Samples: samples}
+	if w, ok := order.warning(); ok {
 		slices.SortStableFunc(samples, cmpT)
+		tr.Warnings = append(tr.Warnings, w)
 	}
 
-	tr := &Trace{Samples: samples}
 	tr.Meta.Format = Format
 	if !isGpuwattHeader(c) {
 		tr.Meta.SourceFormat = "csv"

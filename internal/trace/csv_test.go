@@ -50,7 +50,7 @@ func fullTrace() *trace.Trace {
 	add(ms(120), 0, "energy.total", 1234600.5, 0)
 	add(ms(250.75), 0, "throttle.reasons", 0x1004, 0)
 	add(ms(250.75), 0, "pstate", 0, 0)
-	add(time.Second, 1, "power.instant", -0.5, 0)
+	add(time.Second, 1, "power.instant", 0.5, 0) // (a negative power is refused on reading)
 	return &trace.Trace{
 		Meta: trace.Meta{
 			Format: trace.Format, Version: "v0.1.0", Host: "node7", Device: "nvml",

@@ -25,6 +25,11 @@ type recordReader struct {
 	fields     [][]byte
 }
 
+// MaxLine is the longest line (and the longest record, quoted line breaks included) the
+// readers accept: a trace's rows are tens of bytes, so a longer one is binary or endless
+// input (/dev/zero), refused before it fills the memory.
+const MaxLine = 1 << 20
+
 func newRecordReader(r io.Reader) *recordReader {
 	return &recordReader{br: bufio.NewReaderSize(r, 64<<10), first: true}
 }
@@ -36,6 +41,12 @@ func (r *recordReader) readLine() (line, term []byte, err error) {
 	if err == bufio.ErrBufferFull {
 		r.raw = append(r.raw[:0], b...)
 		for err == bufio.ErrBufferFull {
+			if bytes.IndexByte(b, 0) >= 0 {
+				return nil, nil, lineErr(r.line+1, "holds a NUL byte: expected text (is this a binary file?)")
+			}
+			if len(r.raw) > MaxLine {
+				return nil, nil, tooLong(r.line+1, r.raw)
+			}
 			b, err = r.br.ReadSlice('\n')
 			r.raw = append(r.raw, b...)
 		}
@@ -45,6 +56,12 @@ func (r *recordReader) readLine() (line, term []byte, err error) {
 		return nil, nil, err
 	}
 	r.line++
+	if len(b) > MaxLine {
+		return nil, nil, tooLong(r.line, b)
+	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		return nil, nil, lineErr(r.line, "holds a NUL byte: expected text (is this a binary file?)")
+	}
 	if r.first {
 		r.first = false
 		b = bytes.TrimPrefix(b, []byte("\xEF\xBB\xBF"))
@@ -105,6 +122,9 @@ func (r *recordReader) quoted(line, term []byte) ([][]byte, error) {
 						return nil, lineErr(r.start, "a quoted field is never closed: expected a closing \"")
 					}
 					r.rec = append(r.rec, term...)
+					if len(r.rec) > MaxLine {
+						return nil, tooLong(r.start, r.rec)
+					}
 					var err error
 					line, term, err = r.readLine()
 					if err == io.EOF {
@@ -177,6 +197,15 @@ func (r *recordReader) header() ([]string, error) {
 		}
 		return h, nil
 	}
+}
+
+// tooLong is the error for a line (or record) beyond MaxLine, telling binary input from text.
+func tooLong(line int, b []byte) *ParseError {
+	what := "expected rows of a trace (is the input endless?)"
+	if bytes.IndexByte(b, 0) >= 0 {
+		what = "expected text (is this a binary file?)"
+	}
+	return lineErr(line, "is longer than %d MiB: %s", MaxLine>>20, what)
 }
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' }

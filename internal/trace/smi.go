@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gpuwatt/internal/status"
 )
 
 // SMITimeLayout is the layout of nvidia-smi's timestamp column (local time; a fractional
@@ -168,16 +170,20 @@ func readSMIRows(rr *recordReader, header []string, headerLine int) (*Trace, err
 	}
 
 	var (
-		start    time.Time
-		haveT0   bool
-		list     sampleList
-		gpus     = map[int]*smiGPU{}
-		order    []int
-		idOf     = map[string]int{} // bus id or uuid → GPU when there is no index column
-		sorted   = true
-		lastT    time.Duration
-		meta     Meta
-		idColumn = busCol
+		start  time.Time
+		haveT0 bool
+		list   sampleList
+		gpus   = map[int]*smiGPU{}
+		order  []int
+		idOf   = map[string]int{} // bus id or uuid → GPU when there is no index column
+		tord   orderCheck
+		lastTS time.Time
+		meta   Meta
+		warns  []status.Warning
+
+		clockBack     int
+		clockBackWarn status.Warning
+		idColumn      = busCol
 	)
 	if idColumn < 0 {
 		idColumn = uuidCol
@@ -207,18 +213,30 @@ func readSMIRows(rr *recordReader, header []string, headerLine int) (*Trace, err
 		if !ok {
 			return nil, colErr(line, header[tsCol], tb, "is not a time: expected YYYY/MM/DD hh:mm:ss.sss as nvidia-smi writes it")
 		}
+		if haveT0 && ts.Before(lastTS) {
+			// nvidia-smi writes local time without its zone: after a daylight-saving
+			// fall-back, an hour of wall-clock times comes twice. Such a time is read as
+			// the later of its two instants when the earlier would go back in time.
+			if alt, ok := laterInstant(string(tb), ts, lastTS); ok {
+				if clockBack == 0 {
+					clockBackWarn = status.Warning{Code: CodeClockBack, Key: "dst",
+						Message: fmt.Sprintf("line %d: the local time goes back from %s to %s, a daylight-saving change (nvidia-smi writes no zone): the rows from there on are read in %s",
+							line, lastTS.In(smiLocation()).Format("2006/01/02 15:04:05.000 MST"), string(tb), zoneName(alt))}
+				}
+				clockBack++
+				ts = alt
+			}
+		}
 		if !haveT0 {
 			start, haveT0 = ts, true
 		}
+		lastTS = ts
 		t := ts.Sub(start)
 		if lim := time.Duration(maxUS-1) * time.Microsecond; t > lim || t < -lim {
 			return nil, colErr(line, header[tsCol], tb, "is too far from the first row's time: expected a log of less than 290 years")
 		}
 		t = t.Round(time.Microsecond) // the resolution of gpuwatt's CSV; nvidia-smi writes ms
-		if t < lastT {
-			sorted = false
-		}
-		lastT = t
+		tord.see(t, line)
 
 		gpu := 0
 		switch {
@@ -271,6 +289,9 @@ func readSMIRows(rr *recordReader, header []string, headerLine int) (*Trace, err
 				continue
 			}
 			v, msg := smiValue(cell, c.kind, c.unit)
+			if msg == "" && c.kind == smiPower {
+				msg = checkValue(QPower, v)
+			}
 			if msg != "" {
 				return nil, colErr(line, c.head, cell, msg)
 			}
@@ -282,8 +303,13 @@ func readSMIRows(rr *recordReader, header []string, headerLine int) (*Trace, err
 		}
 	}
 	samples := list.slice()
-	if !sorted {
+	if clockBack > 0 {
+		clockBackWarn.Value, clockBackWarn.Unit = float64(clockBack), "rows"
+		warns = append(warns, clockBackWarn)
+	}
+	if w, ok := tord.warning(); ok {
 		slices.SortStableFunc(samples, cmpT)
+		warns = append(warns, w)
 	}
 
 	meta.Format = Format
@@ -308,7 +334,7 @@ func readSMIRows(rr *recordReader, header []string, headerLine int) (*Trace, err
 			meta.Channels = append(meta.Channels, ch)
 		}
 	}
-	return &Trace{Meta: meta, Samples: samples}, nil
+	return &Trace{Meta: meta, Samples: samples, Warnings: warns}, nil
 }
 
 // isMarker tells whether an nvidia-smi cell says there is no value: "[N/A]",
@@ -317,9 +343,55 @@ func isMarker(b []byte) bool {
 	return len(b) == 0 || b[0] == '[' || string(b) == "N/A"
 }
 
+// smiZone is the zone of nvidia-smi's timestamps; nil means time.Local (tests set it).
+var smiZone *time.Location
+
+func smiLocation() *time.Location {
+	if smiZone != nil {
+		return smiZone
+	}
+	return time.Local
+}
+
+// laterInstant reads s, a local time that parsed as ts before last, as the other instant
+// of an ambiguous wall-clock time (the second pass through the hour a daylight-saving
+// fall-back repeats), when that instant is not before last and less than an hour after it.
+func laterInstant(s string, ts, last time.Time) (time.Time, bool) {
+	wall, err := time.ParseInLocation(SMITimeLayout, s, time.UTC)
+	if err != nil {
+		return time.Time{}, false // RFC 3339: it carries its zone
+	}
+	loc := smiLocation()
+	_, cur := ts.In(loc).Zone()
+	var best time.Time
+	found := false
+	for _, probe := range []time.Time{ts.Add(-12 * time.Hour), ts.Add(12 * time.Hour), last} {
+		_, off := probe.In(loc).Zone()
+		if off == cur {
+			continue
+		}
+		cand := wall.Add(-time.Duration(off) * time.Second)
+		if _, o := cand.In(loc).Zone(); o != off {
+			continue // that wall-clock time does not exist at that offset
+		}
+		if cand.Before(last) || cand.Sub(last) >= time.Hour {
+			continue
+		}
+		if !found || cand.Before(best) {
+			best, found = cand, true
+		}
+	}
+	return best, found
+}
+
+// zoneName names the zone of t in smiLocation: "EST (UTC-05:00)".
+func zoneName(t time.Time) string {
+	return t.In(smiLocation()).Format("MST (UTC-07:00)")
+}
+
 // parseSMITime reads nvidia-smi's timestamp (local time); RFC 3339 is accepted too.
 func parseSMITime(s string) (time.Time, bool) {
-	if t, err := time.ParseInLocation(SMITimeLayout, s, time.Local); err == nil {
+	if t, err := time.ParseInLocation(SMITimeLayout, s, smiLocation()); err == nil {
 		return t, true
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {

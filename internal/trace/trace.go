@@ -6,6 +6,8 @@ package trace
 
 import (
 	"time"
+
+	"gpuwatt/internal/status"
 )
 
 // Format is the value of Meta.Format written by this version.
@@ -155,6 +157,10 @@ type Missing struct {
 type Trace struct {
 	Meta    Meta
 	Samples []Sample
+	// Warnings are what a reader found wrong with its input but could read anyway (rows out
+	// of time order, a clock change in an nvidia-smi log); a verb reporting on the trace
+	// passes them on.
+	Warnings []status.Warning
 }
 
 // Channel returns the metadata of a channel, or false.
