@@ -67,14 +67,16 @@ func TestEnergyGap(t *testing.T) {
 		t.Errorf("no warning names the gap: %v", v["warnings"])
 	}
 	partial := false
-	for _, c := range v["energy_interval"].([]any) {
+	u, _ := v["uncertainty"].(map[string]any)
+	comps, _ := u["components"].([]any)
+	for _, c := range comps {
 		m := c.(map[string]any)
 		if m["name"] == "gaps" && m["known"] == false {
 			partial = true
 		}
 	}
-	if !partial || v["energy_interval_partial"] != true {
-		t.Errorf("the interval does not say it leaves the gap out: %v", v["energy_interval"])
+	if !partial || u["partial"] != true {
+		t.Errorf("the interval does not say it leaves the gap out: %v", v["uncertainty"])
 	}
 }
 
