@@ -44,6 +44,18 @@ type Truth interface {
 	TrueEnergy(t0, t1 time.Duration) units.Energy
 	// Model is the sensor model the twin gives channel name (with this board's errors).
 	Model(name string) (sensormodel.Model, bool)
+	// TrueIdle is the board's true idle power at rest and active idle.
+	TrueIdle() Idle
+}
+
+// Idle is a board's two idle levels, named alike in every verb and output:
+//   - AtRest, "idle at rest": no CUDA context open, long after any load (76–81 W on the
+//     H200s measured), what `gpuwatt measure`'s baseline sees before a command starts;
+//   - Active, "active idle": a CUDA context open and nothing running (~120 W on the H200),
+//     what gpuwatt's own kernels (micro, archline, sensor, profile, loadlevel) idle at
+//     between runs, and what a board holds for a while after a load ends.
+type Idle struct {
+	AtRest, Active units.Power
 }
 
 // CommandObserver is implemented by devices whose true power follows the command that

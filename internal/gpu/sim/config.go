@@ -27,12 +27,16 @@ type Config struct {
 	GPUs   int    // gpus: number of devices
 	Name   string // name: the product name devices report
 
-	Idle             units.Power   // idle_w: true power with nothing running, long after any load
-	ActiveIdle       units.Power   // active_idle_w: true power right after a load ends
-	ActiveIdleHold   time.Duration // active_idle_hold_s: how long active idle is held
-	IdleSteps        int           // idle_steps: steps from active idle down to idle (>= 1)
-	IdleStepInterval time.Duration // idle_step_s: time between those steps
-	CommandLoad      units.Power   // command_load_w: true power while a measured command runs
+	Idle           units.Power   // idle_w: idle at rest: no CUDA context open, long after any load
+	ActiveIdle     units.Power   // active_idle_w: active idle: a context open (ContextActiveIdle) or right after a load, nothing running
+	ActiveIdleHold time.Duration // active_idle_hold_s: how long active idle is held after a load ends or the last context closes
+	// ContextActiveIdle (context_active_idle) says that an open CUDA context holds the board
+	// at active idle while nothing runs, for as long as it is open (the H200); false: contexts
+	// change nothing, and the board steps down to idle after every load (Burtscher et al.'s K20).
+	ContextActiveIdle bool
+	IdleSteps         int           // idle_steps: steps from active idle down to idle (>= 1)
+	IdleStepInterval  time.Duration // idle_step_s: time between those steps
+	CommandLoad       units.Power   // command_load_w: true power while a measured command runs
 
 	PowerLimit        units.Power // power_limit_w: enforced limit (not applied to the truth yet)
 	DefaultPowerLimit units.Power // default_power_limit_w: 0 = power_limit_w
@@ -193,6 +197,7 @@ type configFile struct {
 	IdleW                  *float64        `json:"idle_w"`
 	ActiveIdleW            *float64        `json:"active_idle_w"`
 	ActiveIdleHoldS        *float64        `json:"active_idle_hold_s"`
+	ContextActiveIdle      *bool           `json:"context_active_idle"`
 	IdleSteps              *int            `json:"idle_steps"`
 	IdleStepS              *float64        `json:"idle_step_s"`
 	CommandLoadW           *float64        `json:"command_load_w"`
@@ -262,7 +267,7 @@ func (c Config) file() configFile {
 	sensors, _ := json.Marshal(sensorsJSON(c.Sensors))
 	return configFile{
 		Preset: ptr(c.Preset), Seed: ptr(c.Seed), GPUs: ptr(c.GPUs), Name: ptr(c.Name),
-		IdleW: ptr(float64(c.Idle)), ActiveIdleW: ptr(float64(c.ActiveIdle)), ActiveIdleHoldS: ptr(c.ActiveIdleHold.Seconds()),
+		IdleW: ptr(float64(c.Idle)), ActiveIdleW: ptr(float64(c.ActiveIdle)), ActiveIdleHoldS: ptr(c.ActiveIdleHold.Seconds()), ContextActiveIdle: ptr(c.ContextActiveIdle),
 		IdleSteps: ptr(c.IdleSteps), IdleStepS: ptr(c.IdleStepInterval.Seconds()), CommandLoadW: ptr(float64(c.CommandLoad)),
 		PowerLimitW: ptr(float64(c.PowerLimit)), DefaultPowerLimitW: ptr(float64(c.DefaultPowerLimit)),
 		MemoryIdleW: ptr(float64(c.MemoryIdle)), MemoryLoadFraction: ptr(c.MemoryLoadFraction), BoardSpread: ptr(c.BoardSpread),
@@ -284,6 +289,7 @@ func (f configFile) apply(c *Config) error {
 	setPtr(&c.GPUs, f.GPUs)
 	setPtr(&c.Name, f.Name)
 	setPtr(&c.IdleSteps, f.IdleSteps)
+	setPtr(&c.ContextActiveIdle, f.ContextActiveIdle)
 	setPtr(&c.ComputeCapability, f.ComputeCapability)
 	setPtr(&c.SMs, f.SMs)
 	setPtr(&c.MemBusWidthBits, f.MemBusWidthBits)

@@ -7,13 +7,23 @@
 // Each device has a true board power that is piecewise constant on the clock axis (the
 // t=0 of the config's load is the clock's origin):
 //
-//   - idle_w when nothing has run yet;
+//   - idle_w, idle at rest, when nothing has run yet (no CUDA context open);
 //   - while loads run (the scripted load, a command measured by `gpuwatt measure`, which
 //     reports its start and end through gpu.CommandObserver, or AddLoad), the highest of
 //     their powers; a command draws command_load_w;
-//   - after the last running load ends, active_idle_w held for active_idle_hold_s, then
-//     idle_steps equal steps down to idle_w, one every idle_step_s (Burtscher et al. on the
-//     K20: 52.5 W held ~3.5 s, then lowered step by step every second).
+//   - active_idle_w, active idle, while nothing runs and a CUDA context is open, on a board
+//     whose contexts hold it up (context_active_idle: the H200, ~120 W with a context open
+//     against 76–81 W at rest). A measured command opens one at its start and closes it at
+//     its end; gpuwatt's own kernels open one (Props or the first Prepare, as the real
+//     executor does) held until the system closes; OpenContext and CloseContext script more;
+//   - after the last running load ends (and the last context closes, where they count),
+//     active_idle_w held for active_idle_hold_s, then idle_steps equal steps down to idle_w,
+//     one every idle_step_s (Burtscher et al. on the K20: 52.5 W held ~3.5 s, then lowered
+//     step by step every second, a context open or not).
+//
+// Device.TrueIdle (gpu.Truth) gives both levels, so that tests check each verb's idle
+// figure against the one it should see: idle at rest for `measure`'s baseline, active idle
+// for the verbs that run gpuwatt's own kernels.
 //
 // The true memory power is memory_idle_w + memory_load_fraction × (board − idle_w), and a
 // busy signal is 1 while a load runs, else 0. Kernels (below) are loads too, with powers,
@@ -60,9 +70,12 @@
 //	seed                   fixes noise, jitter, the board errors of GPUs 1.. and UUIDs (default 1)
 //	gpus                   number of devices (default 1)
 //	name                   product name the devices report
-//	idle_w                 true power when idle
-//	active_idle_w          true power right after a load ends
-//	active_idle_hold_s     how long active idle is held
+//	idle_w                 idle at rest: true power with no CUDA context open, long after any load
+//	active_idle_w          active idle: true power with a context open and nothing running
+//	                       (context_active_idle), and right after a load ends
+//	active_idle_hold_s     how long active idle is held after a load ends (or the last context closes)
+//	context_active_idle    true: an open CUDA context holds the board at active_idle_w (the H200);
+//	                       false: contexts change nothing (h100, a100, v100, k20: not measured so)
 //	idle_steps             steps from active idle down to idle (1 = straight down)
 //	idle_step_s            time between those steps
 //	command_load_w         true power while a measured command runs

@@ -78,8 +78,10 @@ func (d *Device) TrueLaunch(desc kernels.Descriptor) (dur time.Duration, energy 
 	return l.Duration(), l.Energy, l.Power, l.ClockHz
 }
 
-// Props implements gpu.Executor, from the config.
+// Props implements gpu.Executor, from the config. As on the real GPU, where it opens the
+// CUDA context to ask the driver, it opens gpuwatt's context (OpenContext) if none is.
 func (d *Device) Props() gpu.Props {
+	d.openExecContext()
 	c := &d.cfg
 	return gpu.Props{
 		Name:              c.Name,
@@ -97,8 +99,11 @@ func (d *Device) Props() gpu.Props {
 
 // Prepare implements gpu.Executor: it checks the descriptor (some work, classes and
 // levels this device runs, counts >= 0, 1 to 1024 threads per block, at least one block)
-// and returns a kernel whose launches follow the model. The PTX is not looked at.
+// and returns a kernel whose launches follow the model. The PTX is not looked at. The
+// first call opens gpuwatt's CUDA context (as Props does), held until the system closes:
+// between runs the device draws active idle.
 func (d *Device) Prepare(desc kernels.Descriptor) (gpu.Kernel, error) {
+	d.openExecContext()
 	l, err := d.cfg.launch(desc)
 	if err != nil {
 		return nil, err

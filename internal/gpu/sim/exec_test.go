@@ -242,14 +242,19 @@ func TestRunOnVirtualClock(t *testing.T) {
 			if got := float64(dev.TrueEnergy(t0, t1)); math.Abs(got-want) > 1e-6 {
 				t.Errorf("TrueEnergy %.9f J, want %.9f J", got, want)
 			}
-			// The truths during and after the run.
+			// The truths during and after the run: before it, gpuwatt's context (opened by
+			// Prepare at 0) holds an H200 at active idle, not idle at rest.
+			before := cfg.Idle
+			if cfg.ContextActiveIdle {
+				before = cfg.ActiveIdle
+			}
 			mid := t0 + (t1-t0)/2
 			reasons := uint64(0)
 			if l.Capped {
 				reasons = reasonSWPowerCap
 			}
 			if dev.TruePower(t0) != l.Power || dev.TruePower(t1-1) != l.Power || dev.TruePower(t1) != cfg.ActiveIdle ||
-				dev.TruePower(t0-1) != cfg.Idle || dev.TrueMemoryPower(mid) != l.MemoryPower || !dev.Busy(mid) || dev.Busy(t1) ||
+				dev.TruePower(t0-1) != before || !dev.ContextOpen(t0-1) || dev.TrueMemoryPower(mid) != l.MemoryPower || !dev.Busy(mid) || dev.Busy(t1) ||
 				math.Abs(float64(dev.TrueSMClock(mid))-l.ClockHz) > 1e-3 || dev.TrueThrottleReasons(mid) != reasons ||
 				dev.TrueSMClock(t1) != 345e6 || dev.TrueThrottleReasons(t1) != 1 {
 				t.Errorf("truths: power %v %v %v, memory %v, clock %v, reasons %d (launch %+v)", dev.TruePower(t0), dev.TruePower(t1-1), dev.TruePower(t1),

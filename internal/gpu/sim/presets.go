@@ -193,6 +193,11 @@ const (
 	h200SensorDelay = 3 * ms
 )
 
+// The H200's two idle levels (results/nvidia-h200/2026-11-21-foundation, FACTS.md): at rest,
+// with no CUDA context open, 76–81 W (idle_w 78); with a context open and nothing running,
+// ~120–124 W (active_idle_w 121, context_active_idle), which the board also holds for more
+// than a second after a load ends before it drops to rest (active_idle_hold_s 2). The other
+// presets were not measured so: their contexts change nothing (idle_w after each load's hold).
 func h200() Config {
 	b := board{gain: 0.985, offset: 2.1, phase: 52 * ms, jitter: 0.01}
 	s := hopper(b, board{gain: 0.97, offset: 0.6, phase: 52 * ms, jitter: 0.01})
@@ -207,7 +212,7 @@ func h200() Config {
 	common(s, 345, 1980, 3201, 3201, 0)
 	c := Config{
 		Preset: "h200", Seed: 1, GPUs: 1, Name: "gpuwatt sim H200 (SXM 141GB)",
-		Idle: 122, ActiveIdle: 132, ActiveIdleHold: 2 * time.Second, IdleSteps: 1, IdleStepInterval: time.Second,
+		Idle: 78, ActiveIdle: 121, ActiveIdleHold: 2 * time.Second, IdleSteps: 1, IdleStepInterval: time.Second, ContextActiveIdle: true,
 		CommandLoad: 690, PowerLimit: 700,
 		MemoryIdle: 39, MemoryLoadFraction: 0.15, BoardSpread: 0.03,
 		Sensors: s,

@@ -81,8 +81,14 @@ func (s *System) Device(i int) *Device { return s.devs[i] }
 // Config returns the config the system was opened with.
 func (s *System) Config() Config { return s.cfg.clone() }
 
-// Close implements gpu.System.
-func (s *System) Close() error { return nil }
+// Close implements gpu.System: gpuwatt's own CUDA contexts close at the clock's now, as
+// the real GPU's do when the process ends.
+func (s *System) Close() error {
+	for _, d := range s.devs {
+		d.closeExecContext()
+	}
+	return nil
+}
 
 // activity is a period of load: power p over [start, end) (end = clock.Never while open),
 // with the memory power and the levels of the clock.sm and throttle.reasons truths while
@@ -124,7 +130,18 @@ type Device struct {
 	busySpan int
 	busyPrev activity
 	hasPrev  bool
+	// ctxs are the CUDA contexts opened on the device, in the order opened: while one is
+	// open and nothing runs, the device draws active idle; after the last closes, it
+	// holds active idle, then steps down to idle at rest. execCtx is 1 + the index in ctxs
+	// of gpuwatt's own context (the executor's, opened by Props or the first Prepare, as
+	// the real GPU's; 0: none yet); cmdCtx are those of running commands, innermost last.
+	ctxs    []ctxSpan
+	execCtx int
+	cmdCtx  []int
 }
+
+// ctxSpan is a CUDA context open over [open, close) (close = clock.Never while open).
+type ctxSpan struct{ open, close time.Duration }
 
 // mix is splitmix64's finaliser.
 func mix(x uint64) uint64 {
@@ -310,18 +327,97 @@ func (d *Device) Memory() *simsensor.Load { return d.memory }
 // clock, state and utilisation channels observe.
 func (d *Device) BusyLoad() *simsensor.Load { return d.busy }
 
-// CommandStarted implements gpu.CommandObserver: from t on the device draws
-// command_load_w until CommandEnded.
+// TrueIdle implements gpu.Truth: the board's idle at rest (idle_w: no CUDA context open,
+// long after any load) and active idle (active_idle_w: a context open, nothing running).
+func (d *Device) TrueIdle() gpu.Idle {
+	return gpu.Idle{AtRest: d.cfg.Idle, Active: d.cfg.ActiveIdle}
+}
+
+// ContextOpen reports whether a CUDA context is open on the device at t.
+func (d *Device) ContextOpen(t time.Duration) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ctxOpenAt(t)
+}
+
+func (d *Device) ctxOpenAt(t time.Duration) bool {
+	for _, c := range d.ctxs {
+		if c.open <= t && t < c.close {
+			return true
+		}
+	}
+	return false
+}
+
+// OpenContext opens a CUDA context at t, as a program does (cuCtxCreate or the primary
+// context's retain), and returns its handle for CloseContext: from t on, while nothing
+// runs, the device draws active idle instead of stepping down to idle at rest.
+func (d *Device) OpenContext(t time.Duration) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.openCtx(t)
+}
+
+// CloseContext closes the context h (from OpenContext) at t; after the last one closes
+// the device holds active idle for active_idle_hold_s, then steps down to idle at rest.
+// (Both change the truth only where context_active_idle is set.)
+// Closing a context twice, or an unknown one, does nothing.
+func (d *Device) CloseContext(h int, t time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closeCtx(h, t)
+}
+
+func (d *Device) openCtx(t time.Duration) int {
+	d.ctxs = append(d.ctxs, ctxSpan{open: t, close: clock.Never})
+	d.busySpan = 0
+	d.rebuild(t)
+	return len(d.ctxs) - 1
+}
+
+func (d *Device) closeCtx(h int, t time.Duration) {
+	if h < 0 || h >= len(d.ctxs) || d.ctxs[h].close != clock.Never {
+		return
+	}
+	d.ctxs[h].close = max(t, d.ctxs[h].open)
+	d.busySpan = 0
+	d.rebuild(d.ctxs[h].close)
+}
+
+// openExecContext opens gpuwatt's own context at the clock's now unless it is open: the
+// real GPU's executor opens it on Props or the first Prepare and holds it until the
+// process ends (Close).
+func (d *Device) openExecContext() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.execCtx == 0 {
+		d.execCtx = 1 + d.openCtx(d.clk.Now())
+	}
+}
+
+// closeExecContext closes gpuwatt's own context at the clock's now.
+func (d *Device) closeExecContext() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.execCtx > 0 {
+		d.closeCtx(d.execCtx-1, d.clk.Now())
+	}
+}
+
+// CommandStarted implements gpu.CommandObserver: at t the command opens its CUDA context
+// and from t on the device draws command_load_w until CommandEnded.
 func (d *Device) CommandStarted(t time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.cmdCtx = append(d.cmdCtx, d.openCtx(t))
 	d.add(d.loadActivity(t, clock.Never, d.cfg.CommandLoad))
 	d.open = append(d.open, len(d.acts)-1)
 }
 
-// CommandEnded implements gpu.CommandObserver: the innermost running command ends at t;
-// the device goes to active idle, then steps down to idle. Without a running command it
-// does nothing.
+// CommandEnded implements gpu.CommandObserver: the innermost running command ends at t
+// and its context closes with it; the device holds active idle, then steps down to idle
+// at rest (or stays at active idle while another context is open). Without a running
+// command it does nothing.
 func (d *Device) CommandEnded(t time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -331,6 +427,13 @@ func (d *Device) CommandEnded(t time.Duration) {
 	i := d.open[len(d.open)-1]
 	d.open = d.open[:len(d.open)-1]
 	d.acts[i].end = max(t, d.acts[i].start)
+	if n := len(d.cmdCtx); n > 0 {
+		h := d.cmdCtx[n-1]
+		d.cmdCtx = d.cmdCtx[:n-1]
+		if d.ctxs[h].close == clock.Never {
+			d.ctxs[h].close = max(t, d.ctxs[h].open)
+		}
+	}
 	d.findHorizon()
 	d.rebuild(d.acts[i].end)
 }
@@ -487,15 +590,28 @@ type truthState struct {
 	busy, clk, rsn float64
 }
 
-// profile returns the truths as steps, from the activities given: while loads run, the one
-// of highest power (the first of them on a tie) sets every truth; after the last ends,
-// active idle, then the stair down to idle.
+// profile returns the truths as steps, from the activities given and the device's
+// contexts: while loads run, the one of highest power (the first of them on a tie) sets
+// every truth; while none runs and a context is open (on a board whose contexts hold it
+// up: context_active_idle), active idle; after the last load ends and the last context
+// closes (whichever is later), active idle for the hold time, then the stair down to idle
+// at rest; idle at rest before anything happened.
 func (d *Device) profile(acts []activity) []truthState {
 	var evs []time.Duration
 	for _, a := range acts {
 		evs = append(evs, a.start)
 		if a.end != clock.Never {
 			evs = append(evs, a.end)
+		}
+	}
+	ctxs := d.ctxs
+	if !d.cfg.ContextActiveIdle {
+		ctxs = nil // contexts change nothing on this board
+	}
+	for _, c := range ctxs {
+		evs = append(evs, c.open)
+		if c.close != clock.Never {
+			evs = append(evs, c.close)
 		}
 	}
 	sort.Slice(evs, func(i, j int) bool { return evs[i] < evs[j] })
@@ -526,26 +642,61 @@ func (d *Device) profile(acts []activity) []truthState {
 			out = append(out, truthState{t: e, board: top.p, mem: top.mem, busy: 1, clk: top.clk, rsn: top.rsn})
 			continue
 		}
-		// A gap begins at e, the end of a load: active idle, then steps down to idle.
+		if ctxs != nil && d.ctxOpenAt(e) {
+			out = append(out, d.idleState(e, d.cfg.ActiveIdle))
+			continue
+		}
+		// A gap at rest: active idle from the release (the last load's end or context's
+		// close), then steps down to idle at rest.
+		r, released := time.Duration(0), false
+		for _, a := range acts {
+			if a.end != clock.Never && a.end <= e && (!released || a.end > r) {
+				r, released = a.end, true
+			}
+		}
+		for _, c := range ctxs {
+			if c.close != clock.Never && c.close <= e && (!released || c.close > r) {
+				r, released = c.close, true
+			}
+		}
+		if !released {
+			out = append(out, d.idleState(e, d.cfg.Idle))
+			continue
+		}
 		until := clock.Never
 		if i+1 < len(evs) {
 			until = evs[i+1]
 		}
-		out = append(out, d.idleState(e, d.cfg.ActiveIdle))
+		out = append(out, d.idleState(e, d.stair(e-r)))
 		n := d.cfg.IdleSteps
 		for j := 1; j <= n; j++ {
-			t := e + d.cfg.ActiveIdleHold + time.Duration(j-1)*d.cfg.IdleStepInterval
+			t := r + d.cfg.ActiveIdleHold + time.Duration(j-1)*d.cfg.IdleStepInterval
 			if t >= until {
 				break
 			}
-			p := d.cfg.ActiveIdle + (d.cfg.Idle-d.cfg.ActiveIdle)*units.Power(j)/units.Power(n)
-			if j == n {
-				p = d.cfg.Idle
+			if t > e {
+				out = append(out, d.idleState(t, d.stair(t-r)))
 			}
-			out = append(out, d.idleState(t, p))
 		}
 	}
 	return out
+}
+
+// stair is the idle power a time since after the release: active idle for the hold time,
+// then idle_steps equal steps down to idle at rest, one every idle_step_s.
+func (d *Device) stair(since time.Duration) units.Power {
+	c := &d.cfg
+	if since < c.ActiveIdleHold {
+		return c.ActiveIdle
+	}
+	j := c.IdleSteps
+	if c.IdleStepInterval > 0 {
+		j = min(int((since-c.ActiveIdleHold)/c.IdleStepInterval)+1, c.IdleSteps)
+	}
+	if j >= c.IdleSteps {
+		return c.Idle
+	}
+	return c.ActiveIdle + (c.Idle-c.ActiveIdle)*units.Power(j)/units.Power(c.IdleSteps)
 }
 
 func (d *Device) idleState(t time.Duration, p units.Power) truthState {
