@@ -209,6 +209,8 @@ type Estimate struct {
 	// Inversion, or Options.Invert); its model in Choice.
 	Inversion *correct.Result `json:"-"`
 	Choice    *correct.Choice `json:"-"`
+	// InversionUncertainty is the inverted channel's own budget (nil: not computed).
+	InversionUncertainty *Uncertainty `json:"-"`
 
 	Warnings []status.Warning `json:"warnings"`
 }
@@ -334,6 +336,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 			calSamples := correct.Channel(tr, gpu, cal.Channel)
 			est.add(modelComponent(calSamples, calChoice.Model, calSer.Options(), calRes, from, to, cal.Gain))
 			est.add(seriesEdges(calSer, calChoice.Model, calRes.Period, from, to, cal.Gain))
+			est.add(coverageComponent(calSer, calChoice.Model, calRes, from, to, cal.Gain))
 		}
 	case o.Method == "" || o.Method == Inversion:
 		est.invert(tr, gpu, o, what, warn)
@@ -384,12 +387,20 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 		sub := Estimate{From: from, To: to}
 		sub.invert(tr, gpu, o, what, func(status.Code, string, string, ...any) {})
 		est.Inversion, est.Choice = sub.Inversion, sub.Choice
+		if sub.Method == Inversion {
+			sub.interval()
+			est.InversionUncertainty = &sub.Uncertainty
+		}
 	}
 	if est.Method == NoFigure {
 		warn(CodeNoFigure, "", "no power channel or energy counter could be read: no energy figure")
 		return est
 	}
 	est.interval()
+	if est.Method == Inversion {
+		u := est.Uncertainty
+		est.InversionUncertainty = &u
+	}
 	return est
 }
 
@@ -428,21 +439,37 @@ func (est *Estimate) invert(tr *trace.Trace, gpu int, o Options, what string, wa
 		est.add(seriesEdges(ser, m, r.Period, est.From, est.To, 1))
 	}
 	if len(r.Gaps) > 0 {
-		var lost time.Duration
-		for _, g := range r.Gaps {
-			lost += g.Len()
-		}
-		est.add(Component{Name: "gaps", Note: fmt.Sprintf("the power during %d gap(s) in the readings (%s in all, from %s) is interpolated, not measured: not bounded",
-			len(r.Gaps), fmtDur(lost), correct.FmtS(r.Gaps[0].From.Seconds()))})
+		est.add(gapsComponent(ser, r, est.From, est.To))
 	}
-	if r.SensorCoverage < 1 {
-		est.add(coverageComponent(ser, r, est.From, est.To))
-	}
-	if c, ok := sparseComponent(ser, r, est.From, est.To); ok {
+	est.add(coverageComponent(ser, m, r, est.From, est.To, 1))
+	if c, ok := sparseComponent(ser, r, est.From, est.To, 1); ok {
 		est.add(c)
 		warn(CodeFewReadings, name, "only %d readings of %s inside %s (%s of it, update period %s): the figure rests on them; the interval spans what the readings around it allow",
 			r.Samples, name, what, fmtDur(est.To-est.From), fmtDur(r.Period))
 	}
+}
+
+// gapsComponent widens the interval over the gaps in the readings inside the region: the
+// power there is interpolated, and may be anything the region's readings span, so each
+// gap adds its length × half that range (summed: one gap's error does not cancel
+// another's).
+func gapsComponent(ser *correct.Series, r correct.Result, from, to time.Duration) Component {
+	var lost time.Duration
+	for _, g := range r.Gaps {
+		lost += g.Len()
+	}
+	c := Component{Name: "gaps", Note: fmt.Sprintf("%d gap(s) in the readings (%s in all, the first at %s): the power there may be anything the region's readings span",
+		len(r.Gaps), fmtDur(lost), correct.FmtS(r.Gaps[0].From.Seconds()))}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range ser.Readings(from, to) {
+		lo, hi = min(lo, p.Value), max(hi, p.Value)
+	}
+	if lo > hi {
+		c.Note += "; no readings inside to bound it"
+		return c
+	}
+	c.HalfWidthJ, c.Known = lost.Seconds()*(hi-lo)/2, true
+	return c
 }
 
 // CounterQuantumJ is the energy counter's unit (NVML counts mJ).
@@ -488,53 +515,109 @@ func ciNames(m sensormodel.Model) string {
 	return strings.Join(n, ", ")
 }
 
-// coverageComponent bounds what a windowed sensor (window W shorter than its period T)
-// does not see: in each period the unseen (T−W) is taken to lie anywhere between the
-// readings on either side of it (uniform, so σ = |ΔP|/√12), independently from period to
-// period. A load that changes faster than T shows as readings that differ, and widens it;
-// a load locked in phase with the sensor does not (docs/energy.md).
-func coverageComponent(ser *correct.Series, r correct.Result, from, to time.Duration) Component {
-	c := Component{Name: "coverage", Note: fmt.Sprintf("the sensor sees %.0f %% of the time; the unseen part of each period lies anywhere between the readings around it (a load locked in phase with the sensor is not bounded)", 100*r.SensorCoverage)}
+// coverageComponent bounds what the readings do not resolve: in each update period T the
+// sensor sees a share c of the time (a boxcar's window W, a lag's 2·tau, W + 2·tau for a
+// window behind a lag; sensormodel.Model.Coverage) and its update instants jitter by σ
+// (the robust spread of the intervals between readings), so a share u = 1 − c + 2σ/T of
+// each period is unresolved. That part is taken to lie anywhere between the readings on
+// either side of it (uniform, so σ = |ΔP|/√12), independently from period to period. A
+// load that changes faster than T shows as readings that differ, and widens it; a steady
+// load leaves it near zero; a load locked in phase with the sensor is not bounded
+// (docs/energy.md).
+func coverageComponent(ser *correct.Series, m sensormodel.Model, r correct.Result, from, to time.Duration, gain float64) Component {
 	T := r.Period
+	c := Component{Name: "coverage"}
 	if T <= 0 {
-		c.Note += "; the update period is unknown"
+		c.Note = "the update period is unknown: what the sensor does not resolve is not bounded"
 		return c
 	}
 	pts := ser.Readings(from-T, to+T)
 	if len(pts) < 2 {
-		c.Note += "; too few readings"
+		c.Note = "too few readings to bound what the sensor does not resolve"
 		return c
 	}
-	unseen := (1 - r.SensorCoverage) * T.Seconds()
+	seen := m.Coverage(T)
+	switch {
+	case m.Kind() == sensormodel.Boxcar && m.Tau > 0:
+		seen = min(1, float64(m.Window+2*m.Tau)/float64(T))
+	case m.Kind() == sensormodel.RC:
+		// point readings of a lagged power: the lag smooths what falls between readings,
+		// the more the longer tau is against T
+		k := 2 * m.Tau.Seconds() / T.Seconds()
+		seen = 1 - 1/(1+k*k)
+	}
+	jit := max(intervalSpread(ser.Readings(from-10*T, to+10*T))/T.Seconds(), MinTimingSpread)
+	u := min(1, 1-seen+2*jit)
+	c.Note = fmt.Sprintf("%.0f %% of each %s period is not resolved (the sensor sees %.0f %% of it; its updates jitter by %.1f %%): that part lies anywhere between the readings around it (a load locked in phase with the sensor is not bounded)",
+		100*u, fmtDur(T), 100*seen, 100*jit)
+	unseen := u * T.Seconds()
 	var ss float64
 	for i := 1; i < len(pts); i++ {
 		d := (pts[i].Value - pts[i-1].Value) * unseen
 		ss += d * d / 12
 	}
-	c.HalfWidthJ, c.Known = 1.96*math.Sqrt(ss), true
+	c.HalfWidthJ, c.Known = 1.96*math.Abs(gain)*math.Sqrt(ss), true
 	return c
 }
 
+// MinTimingSpread is the least spread of a sensor's update instants assumed, as a share of
+// its period: a trace's timestamps may be snapped to the driver's grid (correct's lattice)
+// while the updates themselves wander; on an H200 20–28 % of the ring's timestamps lie
+// off its 20 ms grid by up to 14 ms (results/nvidia-h200, FACTS).
+const MinTimingSpread = 0.025
+
+// intervalSpread is the robust standard deviation (1.4826 × the median absolute
+// deviation) of the intervals between consecutive readings, in seconds; 0 for fewer than
+// three readings.
+func intervalSpread(s []trace.Sample) float64 {
+	if len(s) < 3 {
+		return 0
+	}
+	iv := make([]float64, len(s)-1)
+	for i := 1; i < len(s); i++ {
+		iv[i-1] = (s[i].T - s[i-1].T).Seconds()
+	}
+	med := median(iv)
+	for i := range iv {
+		iv[i] = math.Abs(iv[i] - med)
+	}
+	return 1.4826 * median(iv)
+}
+
+func median(v []float64) float64 {
+	w := append([]float64(nil), v...)
+	sort.Float64s(w)
+	n := len(w)
+	if n%2 == 1 {
+		return w[n/2]
+	}
+	return (w[n/2-1] + w[n/2]) / 2
+}
+
 // sparseComponent is the interval of a region that holds fewer than MinChannelReadings
-// readings (or spans fewer than two update periods): the power inside may be anything the
-// readings around it span, so the half-width is half their range × the duration. ok is
-// false where the region has readings enough.
-func sparseComponent(ser *correct.Series, r correct.Result, from, to time.Duration) (Component, bool) {
+// readings or spans fewer than two update periods: the power inside may be anything the
+// corrected power spans over the periods around the region (one update period each, from
+// two periods before it to two after), so the half-width reaches from the figure to the
+// farther end of that range × the duration. ok is false where the region has readings enough.
+func sparseComponent(ser *correct.Series, r correct.Result, from, to time.Duration, gain float64) (Component, bool) {
 	if r.Samples >= MinChannelReadings && (r.Period <= 0 || to-from >= 2*r.Period) {
 		return Component{}, false
 	}
 	T := max(r.Period, time.Millisecond)
-	pts := ser.Readings(from-T, to+T)
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, p := range pts {
-		lo, hi = min(lo, p.Value), max(hi, p.Value)
+	for a := from - 2*T; a < to+2*T; a += T {
+		x := ser.Energy(a, a+T)
+		if x.DataCoverage > 0.5 {
+			lo, hi = min(lo, float64(x.MeanPower)), max(hi, float64(x.MeanPower))
+		}
 	}
-	c := Component{Name: "sparse", Note: fmt.Sprintf("%d readings inside: the power may be anything the readings around the region span", r.Samples)}
-	if len(pts) == 0 {
-		c.Note = "no readings around the region"
+	c := Component{Name: "sparse", Note: fmt.Sprintf("%d readings inside: the power may be anything the corrected power spans over the update periods around the region", r.Samples)}
+	if lo > hi {
+		c.Note = "no corrected power around the region"
 		return c, true
 	}
-	c.HalfWidthJ, c.Known = (hi-lo)/2*(to-from).Seconds(), true
+	d := (to - from).Seconds()
+	c.HalfWidthJ, c.Known = math.Abs(gain)*max(math.Abs(r.Energy.Joules()-lo*d), math.Abs(hi*d-r.Energy.Joules())), true
 	return c, true
 }
 

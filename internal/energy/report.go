@@ -40,13 +40,17 @@ type Report struct {
 	Uncertainty  Uncertainty `json:"uncertainty"`
 	// ChannelEnergyJ is Channel's corrected energy (its model inverted).
 	ChannelEnergyJ float64 `json:"channel_energy_j"`
-	EnergyRawJ     float64 `json:"energy_raw_j"`
-	EnergyActiveJ  float64 `json:"energy_active_j"`
-	IdlePowerW     float64 `json:"idle_power_w"`
-	IdleEstimated  bool    `json:"idle_estimated"`
-	MeanPowerW     float64 `json:"mean_power_w"`
-	Samples        int     `json:"samples"`
-	Dropped        int     `json:"dropped"`
+	// ChannelEnergyLowJ and ChannelEnergyHighJ are its 95 % interval on the board's scale
+	// (its own budget; 0 where none was computed).
+	ChannelEnergyLowJ  float64 `json:"channel_energy_low_j"`
+	ChannelEnergyHighJ float64 `json:"channel_energy_high_j"`
+	EnergyRawJ         float64 `json:"energy_raw_j"`
+	EnergyActiveJ      float64 `json:"energy_active_j"`
+	IdlePowerW         float64 `json:"idle_power_w"`
+	IdleEstimated      bool    `json:"idle_estimated"`
+	MeanPowerW         float64 `json:"mean_power_w"`
+	Samples            int     `json:"samples"`
+	Dropped            int     `json:"dropped"`
 
 	UpdatePeriodS  float64 `json:"update_period_s"`
 	PeriodSource   string  `json:"update_period_source,omitempty"`
@@ -82,6 +86,9 @@ func NewReport(path string, tr *trace.Trace, g int, ch string, c correct.Choice,
 		Warnings:     slices.Clone(r.Warnings),
 		EnergyMethod: est.Method, EnergySource: est.Source, EnergyNote: est.Note,
 		EnergyLowJ: est.LowJ, EnergyHighJ: est.HighJ, Uncertainty: est.Uncertainty,
+	}
+	if u := est.InversionUncertainty; u != nil {
+		rep.ChannelEnergyLowJ, rep.ChannelEnergyHighJ = rep.ChannelEnergyJ-u.HalfWidthJ, rep.ChannelEnergyJ+u.HalfWidthJ
 	}
 	if est.Method != Inversion {
 		// The estimator's own warnings (the inversion's are r's, above).
@@ -125,12 +132,15 @@ func WriteText(w io.Writer, rep Report) error {
 		covered = fmt.Sprintf(" (readings cover %s of it)", fmtSecs(rep.CoveredS))
 	}
 	line(fmtSecs(rep.DurationS), "region"+covered)
-	line(FmtPM(rep.EnergyJ, rep.Uncertainty.HalfWidthJ), "energy: "+rep.EnergySource)
-	line(units.Energy(rep.EnergyLowJ).String()+" – "+units.Energy(rep.EnergyHighJ).String(), "95 % interval on this board's scale: "+Budget(rep.Uncertainty))
+	line(FmtPM(rep.EnergyJ, rep.Uncertainty.HalfWidthJ), "energy (95 %, this board): "+rep.EnergySource)
 	line(units.Energy(rep.Uncertainty.AbsoluteLowJ).String()+" – "+units.Energy(rep.Uncertainty.AbsoluteHighJ).String(),
-		fmt.Sprintf("95 %% interval with the board's ±%.0f %% gain error (absolute)", 100*rep.Uncertainty.GainErrorFraction))
+		fmt.Sprintf("with the board's ±%.0f %% gain error (absolute)", 100*rep.Uncertainty.GainErrorFraction))
 	if rep.EnergyMethod != Inversion {
-		line(units.Energy(rep.ChannelEnergyJ).String(), rep.Channel+", corrected")
+		v := units.Energy(rep.ChannelEnergyJ).String()
+		if rep.ChannelEnergyHighJ > 0 {
+			v = FmtPM(rep.ChannelEnergyJ, (rep.ChannelEnergyHighJ-rep.ChannelEnergyLowJ)/2)
+		}
+		line(v, rep.Channel+", corrected")
 	}
 	raw := "raw: the readings integrated as recorded"
 	if rep.ChannelEnergyJ != 0 {
@@ -149,6 +159,7 @@ func WriteText(w io.Writer, rep Report) error {
 		line(fmtSecs(rep.UpdatePeriodS), fmt.Sprintf("update period (%s), coverage %.0f %%", from, 100*rep.SensorCoverage))
 	}
 	tw.Flush()
+	fmt.Fprintf(&b, "\n interval: %s\n", Budget(rep.Uncertainty))
 
 	fmt.Fprintf(&b, "\n model: %s\n", rep.Model)
 	fmt.Fprintf(&b, "   from %s\n", rep.ModelSource)
