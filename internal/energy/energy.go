@@ -452,7 +452,7 @@ func (est *Estimate) invert(tr *trace.Trace, gpu int, o Options, what string, wa
 // gapsComponent widens the interval over the gaps in the readings inside the region: the
 // power there is interpolated, and may be anything the region's readings span, so each
 // gap adds its length × half that range (summed: one gap's error does not cancel
-// another's).
+// another's). Where the readings do not vary, nothing bounds it: not known (partial).
 func gapsComponent(ser *correct.Series, r correct.Result, from, to time.Duration) Component {
 	var lost time.Duration
 	for _, g := range r.Gaps {
@@ -464,8 +464,8 @@ func gapsComponent(ser *correct.Series, r correct.Result, from, to time.Duration
 	for _, p := range ser.Readings(from, to) {
 		lo, hi = min(lo, p.Value), max(hi, p.Value)
 	}
-	if lo > hi {
-		c.Note += "; no readings inside to bound it"
+	if !(lo < hi) {
+		c.Note += "; the readings around it do not vary, so nothing bounds it: not included"
 		return c
 	}
 	c.HalfWidthJ, c.Known = lost.Seconds()*(hi-lo)/2, true
