@@ -28,7 +28,9 @@ is asked
     gpuwatt energy --trace MEASURE_DIR --from Xs --to Ys --channel C --gpu G --json --method inversion
 
 whose energy_j, energy_low_j and energy_high_j are then the channel's own sensor-model
-inversion and its 95 % interval, and energy_raw_j the readings integrated as recorded. Where
+inversion and its 95 % interval (relative: without the board's gain error, which the counter
+shares), uncertainty.absolute_low_j/high_j the interval with it, and energy_raw_j the
+readings integrated as recorded. Where
 the binary has no --method flag (older than the flag), the corrected figure is
 channel_energy_j and no interval is reported (energy_low_j/high_j belong to the estimator's
 method, which may be the counter itself): the output says so. gpuwatt's default estimate
@@ -310,15 +312,20 @@ def figure(rep, channel, method):
     if channel == DEFAULT:
         return {"energy_j": rep["energy_j"], "low_j": rep.get("energy_low_j"), "high_j": rep.get("energy_high_j"),
                 "raw_j": None, "method": m, "source": rep.get("energy_source", "")}
+    u = rep.get("uncertainty") or {}
     if method and m == "inversion":
         lo, hi = rep.get("energy_low_j"), rep.get("energy_high_j")
+        alo, ahi = u.get("absolute_low_j"), u.get("absolute_high_j")
         e = rep["energy_j"]
     else:
         # Without --method the interval is the estimator's (maybe the counter's own): not the channel's.
-        lo = hi = None
+        lo = hi = alo = ahi = None
         e = rep.get("channel_energy_j", rep["energy_j"])
     return {"energy_j": e, "low_j": lo, "high_j": hi, "raw_j": rep.get("energy_raw_j"), "method": m,
-            "source": rep.get("energy_source", "")}
+            "source": rep.get("energy_source", ""), "absolute_low_j": alo, "absolute_high_j": ahi,
+            "interval_partial": u.get("partial", rep.get("energy_interval_partial")) if lo is not None else None,
+            "components": {c["name"]: (c["half_width_j"] if c.get("known", True) else None)
+                           for c in u.get("components", [])} if lo is not None else None}
 
 
 def compare(ref_j, fig, ref_u_j=0.0):
@@ -335,6 +342,12 @@ def compare(ref_j, fig, ref_u_j=0.0):
     else:
         row["inside"] = row["inside_with_reference_uncertainty"] = None
         row["half_width_pct"] = None
+    # The interval with the board's gain error (uncertainty.absolute_*): what a comparison with
+    # another meter would need; against the board's own counter the relative one should do.
+    if fig.get("absolute_low_j") is not None and fig.get("absolute_high_j") is not None:
+        row["inside_absolute"] = fig["absolute_low_j"] <= ref_j <= fig["absolute_high_j"]
+    else:
+        row["inside_absolute"] = None
     return row
 
 
@@ -352,10 +365,12 @@ def summarise(rows):
         errs = [r["error_pct"] for r in rs]
         raws = [abs(r["raw_error_pct"]) for r in rs if r.get("raw_error_pct") is not None]
         ins = [r["inside"] for r in rs if r.get("inside") is not None]
+        ins_abs = [r["inside_absolute"] for r in rs if r.get("inside_absolute") is not None]
         hws = sorted(r["half_width_pct"] for r in rs if r.get("half_width_pct") is not None)
         return {"n": len(rs), "mean_error_pct": sum(errs) / len(errs), "max_abs_error_pct": max(abs(e) for e in errs),
                 "inside": sum(ins), "with_interval": len(ins),
                 "coverage": sum(ins) / len(ins) if ins else None,
+                "inside_absolute": sum(ins_abs), "with_absolute_interval": len(ins_abs),
                 "median_half_width_pct": hws[len(hws) // 2] if hws else None,
                 "max_abs_raw_error_pct": max(raws) if raws else None}
     by_len, by_class = {}, {}
@@ -445,8 +460,9 @@ def markdown(res):
     w("")
     w("### Summary: by channel and class of length")
     w("")
-    w("| channel | class | bursts | max \\|error\\| | coverage of the interval | median half-width | max \\|raw error\\| |")
-    w("|---|---|---:|---:|---:|---:|---:|")
+    w("| channel | class | bursts | max \\|error\\| | coverage of the interval | median half-width | "
+      "coverage with the gain error | max \\|raw error\\| |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|")
     by_class = {(s["channel"], s["class"]): s for s in res["by_class"]}
     for ch in channel_order({c for c, _ in by_class}):
         for name, _, _ in CLASSES:
@@ -454,15 +470,17 @@ def markdown(res):
             if s is None:
                 continue
             w(f"| {ch} | {name} | {s['n']} | {s['max_abs_error_pct']:.2f} % | {inside_text(s)} | "
-              f"{fmt(s['median_half_width_pct'], '{:.2f} %')} | {fmt(s['max_abs_raw_error_pct'], '{:.1f} %')} |")
+              f"{fmt(s['median_half_width_pct'], '{:.2f} %')} | {inside_text(s, True)} | "
+              f"{fmt(s['max_abs_raw_error_pct'], '{:.1f} %')} |")
     w("")
     return "\n".join(out)
 
 
-def inside_text(s):
-    if not s["with_interval"]:
+def inside_text(s, absolute=False):
+    k, n = (s["inside_absolute"], s["with_absolute_interval"]) if absolute else (s["inside"], s["with_interval"])
+    if not n:
         return "–"
-    return f"{s['inside']}/{s['with_interval']} ({100 * s['coverage']:.0f} %)"
+    return f"{k}/{n} ({100 * k / n:.0f} %)"
 
 
 # ---------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@
         [--gap 2] [--preset h200]
 
 1. A --sim-config whose scripted load is the bursts (690 W, the lengths given, separated by
-   --gap seconds of idle), the measured command drawing the preset's idle power;
+   --gap seconds of idle), the measured command drawing the preset's active idle power;
 2. `gpuwatt measure --sim-config ... --out OUTDIR/measure -- sleep T` (real time: T is the
    bursts and gaps, about 12 s with the defaults);
 3. a poller CSV made from the trace's energy.total readings: gpuwatt stamps each new value
@@ -51,9 +51,10 @@ def main():
     for L in lengths:
         loads.append({"t_s": round(t, 3), "duration_s": L, "power_w": 690})
         t += L + a.gap
-    # The command (sleep) draws the preset's idle power: only the scripted bursts load the board.
-    idle = {"h100": 118, "h200": 122, "a100": 62, "v100": 42, "k20": 25}[a.preset]
-    cfg = {"preset": a.preset, "command_load_w": idle, "load": loads}
+    # The command (sleep) draws the preset's active idle, as a workload holding a CUDA context
+    # between its bursts does: only the scripted bursts load the board.
+    active_idle = {"h100": 128, "h200": 121, "a100": 75, "v100": 55, "k20": 52.5}[a.preset]
+    cfg = {"preset": a.preset, "command_load_w": active_idle, "load": loads}
     cfgp = os.path.join(a.out, "sim.json")
     with open(cfgp, "w") as f:
         json.dump(cfg, f, indent=1)

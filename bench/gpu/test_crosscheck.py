@@ -182,7 +182,12 @@ def fake_energy(bias, halfwidth, method_flag_seen):
         rep = {"energy_raw_j": e * 0.6, "channel_energy_j": x}
         if method or ch == cc.DEFAULT:
             rep.update(energy_j=x, energy_method="inversion" if ch != cc.DEFAULT else "calibrated_ring",
-                       energy_low_j=x - halfwidth[ch] * e, energy_high_j=x + halfwidth[ch] * e)
+                       energy_low_j=x - halfwidth[ch] * e, energy_high_j=x + halfwidth[ch] * e,
+                       # With the board's gain error, 5 % more either side.
+                       uncertainty={"partial": True, "absolute_low_j": x - (halfwidth[ch] + 0.05) * e,
+                                    "absolute_high_j": x + (halfwidth[ch] + 0.05) * e,
+                                    "components": [{"name": "readings", "half_width_j": halfwidth[ch] * e, "known": True},
+                                                   {"name": "model", "half_width_j": 0, "known": False}]})
         else:
             # Without --method the estimator's figure is the counter's: the channel's is beside it.
             rep.update(energy_j=e, energy_method="counter", energy_low_j=e * 0.999, energy_high_j=e * 1.001)
@@ -227,6 +232,11 @@ class Crosscheck(unittest.TestCase):
             # A 3 % bias with a 1 % interval excludes the reference; 1 % with 3 % holds it.
             self.assertEqual(r["inside"], abs(self.bias[r["channel"]]) < self.hw[r["channel"]], (r["burst"], r["channel"]))
             self.assertAlmostEqual(r["half_width_pct"], 100 * self.hw[r["channel"]], delta=0.2)
+            # With the gain error's 5 % every one holds the reference.
+            if r["channel"] != cc.DEFAULT:
+                self.assertEqual((r["inside_absolute"], r["interval_partial"]), (True, True))
+                self.assertEqual(set(r["components"]), {"readings", "model"})
+                self.assertIsNone(r["components"]["model"])  # not known: not a zero
             # The window is on the trace's axis, around the burst.
             self.assertLessEqual(r["window_from_s"], r["burst_from_s"] - 0.15)
             self.assertGreaterEqual(r["window_to_s"], r["burst_to_s"] + 0.15)
@@ -258,7 +268,7 @@ class Crosscheck(unittest.TestCase):
         self.assertLess(abs(c["median_s"]), 0.004)
         self.assertTrue(-0.009 < c["min_s"] < c["max_s"] < 0.009, c)
         md = cc.markdown(res)
-        self.assertRegex(md, r"\| power.usage \| >= 0.5 s \| 1 \| 3.0\d % \| 0/1 \(0 %\) \| 1.00 % \| 40.0 % \|")
+        self.assertRegex(md, r"\| power.usage \| >= 0.5 s \| 1 \| 3.0\d % \| 0/1 \(0 %\) \| 1.00 % \| 1/1 \(100 %\) \| 40.0 % \|")
         self.assertIn("**no**", md)
         self.assertNotIn("no `--method` flag", md)
 
@@ -271,6 +281,7 @@ class Crosscheck(unittest.TestCase):
             # and no interval: the estimator's is not the channel's.
             self.assertAlmostEqual(r["error_pct"], 1.0, delta=0.2)
             self.assertIsNone(r["inside"])
+            self.assertIsNone(r["inside_absolute"])
             self.assertIsNone(r["low_j"])
         d = [r for r in res["rows"] if r["channel"] == cc.DEFAULT and "error_pct" in r]
         self.assertTrue(all(r["inside"] is not None for r in d))

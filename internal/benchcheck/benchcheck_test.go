@@ -205,6 +205,9 @@ func TestCrosscheckSim(t *testing.T) {
 		if r.Channel == "power.usage" && r.RawErrorPct != nil && *r.RawErrorPct > -10 {
 			t.Errorf("%s power.usage: raw error %+.1f %%: the 1 s average should miss a burst's window", r.Burst, *r.RawErrorPct)
 		}
+		if res.MethodFlag && r.Channel != "default" && r.Method != "inversion" {
+			t.Errorf("%s %s: energy_method %q with --method inversion", r.Burst, r.Channel, r.Method)
+		}
 		seen[r.Channel]++
 	}
 	for _, ch := range append(res.Channels, "default") {
@@ -283,5 +286,6 @@ type result struct {
 		RawJ        *float64 `json:"raw_j"`
 		ErrorPct    float64  `json:"error_pct"`
 		RawErrorPct *float64 `json:"raw_error_pct"`
+		Method      string   `json:"method"`
 	} `json:"rows"`
 }
