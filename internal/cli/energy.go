@@ -36,7 +36,7 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	channel := fs.String("channel", "", "the power channel (default: the best present of "+strings.Join(correct.BoardChannels, ", ")+")")
 	methodS := fs.String("method", "auto", "where the figure comes from: auto (the energy counter, else the best channel calibrated to it, else --channel's model inverted), counter, calibrated, or inversion (--channel's sensor model inverted, for comparing a channel with the counter)")
 	gpu := fs.Int("gpu", 0, "the GPU (default: the first in the trace)")
-	idleS := fs.String("idle", "", "the idle power to subtract for the energy above idle, in W (default: estimated from the trace)")
+	idleS := fs.String("idle", "", "the idle power to subtract for the energy above idle, in W (default: the trace's own baseline where it records one, else the lowest decile of its power)")
 	if code, ok := a.parseFlags(fs, args, energySynopsis); !ok {
 		return code
 	}
@@ -109,6 +109,10 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	g, err := pickGPU(tr, *gpu, gpuSet)
 	if err != nil {
 		return a.usageError("energy", err)
+	}
+	if b, ok := correct.TraceBaseline(tr, g); ok && !opt.IdleSet {
+		// The trace's own idle baseline, on whichever channel (issue 20).
+		opt.Baseline = b
 	}
 	name := *channel
 	if name == "" {

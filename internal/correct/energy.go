@@ -23,10 +23,14 @@ const DefaultMinSamples = 10
 
 // Options of Energy. The zero value gives the defaults.
 type Options struct {
-	// Idle is the active-idle power to subtract for EnergyActive, when IdleSet; otherwise
-	// Energy estimates it from the whole series.
+	// Idle is the idle power to subtract for EnergyActive, when IdleSet; otherwise Energy
+	// takes it from Baseline where that is set and the readings describe it, else estimates
+	// it from the whole series.
 	Idle    units.Power
 	IdleSet bool
+	// Baseline is the trace's own idle baseline (TraceBaseline): its corrected mean power is
+	// the idle level, the same way on every channel.
+	Baseline Baseline
 	// Dedupe drops a reading equal to the previous kept one no more than this after it
 	// (trace.Dedupe); 0 means DefaultDedupe, a negative value keeps every reading.
 	Dedupe time.Duration
@@ -51,14 +55,22 @@ type Result struct {
 	// the region, on their own timestamps: what a naive integration gives.
 	EnergyRaw units.Energy
 	// EnergyActive is Energy less Idle × Covered: the energy above the idle floor.
+	// (Negative where the idle given is above the region's power: CodeIdleAbove says so.)
 	EnergyActive units.Energy
 	// Idle is the level subtracted for EnergyActive: Options.Idle, or the median of the
 	// lowest decile of the corrected mean power in short bins over the whole series.
 	Idle          units.Power
 	IdleEstimated bool
-	MeanPower     units.Power // Energy / Covered
-	Samples       int         // readings in [From, To] after dedupe
-	Dropped       int         // stale repeats dropped in [From, To]
+	// IdleSource says where Idle came from: IdleGiven, IdleFromBaseline or IdleLowestDecile.
+	IdleSource string
+	// IdleLevel is the idle level Idle stands for where it is known (IdleAtRest or
+	// ActiveIdle: the baseline's), else "".
+	IdleLevel string
+	// IdleWhat says where Idle came from, for people.
+	IdleWhat  string
+	MeanPower units.Power // Energy / Covered
+	Samples   int         // readings in [From, To] after dedupe
+	Dropped   int         // stale repeats dropped in [From, To]
 	// Covered is the part of the region the readings describe; DataCoverage is its share
 	// of the region, SensorCoverage the share of time the sensor sees (W/T for a boxcar
 	// window shorter than its period), Coverage their product.
@@ -84,7 +96,15 @@ const (
 	CodeShortRegion   status.Code = "short_region"
 	CodeUnknownPeriod status.Code = "unknown_period"
 	CodeModelNote     status.Code = "model_note"
+	CodeIdleAbove     status.Code = "idle_above_power"
 	CodeGap           status.Code = "gap"
+)
+
+// Where Result.Idle came from.
+const (
+	IdleGiven        = "given"
+	IdleFromBaseline = "baseline"
+	IdleLowestDecile = "lowest decile"
 )
 
 // Energy returns the energy of the region [from, to] of one power channel's samples
@@ -115,6 +135,7 @@ type Series struct {
 	inv       inverter // nil without readings
 	idle      units.Power
 	haveIdle  bool
+	idleSrc   string
 	gaps      []trace.Gap   // of kept, found on first use
 	gapUsual  time.Duration // kept's usual interval between readings
 	haveGaps  bool
@@ -147,7 +168,7 @@ func Prepare(samples []trace.Sample, m sensormodel.Model, opt Options) *Series {
 		s.inv = newInverter(s.kept, m, s.period)
 	}
 	if opt.IdleSet {
-		s.idle, s.haveIdle = opt.Idle, true
+		s.idle, s.idleSrc, s.haveIdle = opt.Idle, IdleGiven, true
 	}
 	return s
 }
@@ -179,14 +200,46 @@ func (s *Series) Span() (from, to time.Duration) {
 	return time.Duration(math.Ceil(lo*1e6-1e-3)) * time.Microsecond, time.Duration(math.Floor(hi*1e6+1e-3)) * time.Microsecond
 }
 
-// Idle is the idle floor: Options.Idle when set, else the median of the lowest decile of
-// the corrected mean power in bins of max(250 ms, 4 T, W, tau/2) over the whole series.
+// Idle is the idle floor: Options.Idle when set; else the corrected mean power over
+// Options.Baseline (its ends trimmed by a period, the delay, 3 tau and a held window) where
+// that is set and the readings describe at least a quarter of it; else
+// the median of the lowest decile of the corrected mean power in bins of
+// max(250 ms, 4 T, W, tau/2) over the whole series.
 func (s *Series) Idle() units.Power {
-	if !s.haveIdle && s.inv != nil {
-		lo, hi := s.inv.span()
-		s.idle, s.haveIdle = idleLevel(s.inv, lo, hi, s.m, s.period), true
-	}
+	s.findIdle()
 	return s.idle
+}
+
+// IdleSource says where Idle came from (IdleGiven, IdleFromBaseline, IdleLowestDecile; ""
+// without readings).
+func (s *Series) IdleSource() string {
+	s.findIdle()
+	return s.idleSrc
+}
+
+func (s *Series) findIdle() {
+	if s.haveIdle || s.inv == nil {
+		return
+	}
+	lo, hi := s.inv.span()
+	if b := s.opt.Baseline; b.Set() {
+		// Both ends are trimmed by how far a power change beyond them may be smeared into
+		// the corrected power (a reading held over its period, its window and delay), so
+		// that the load after a baseline does not lift its idle.
+		trim := (s.period + s.m.Delay + 3*s.m.Tau).Seconds()
+		if s.m.Kind() == sensormodel.Boxcar && s.m.Window < 3*s.period/2 {
+			trim += s.m.Window.Seconds()
+		}
+		a, e := max(b.From.Seconds(), lo), min(b.To.Seconds(), hi)
+		if e-a > 4*trim {
+			a, e = a+trim, e-trim
+		}
+		if e-a >= 0.25*(b.To-b.From).Seconds() {
+			s.idle, s.idleSrc, s.haveIdle = units.Power(s.inv.energy(a, e)/(e-a)), IdleFromBaseline, true
+			return
+		}
+	}
+	s.idle, s.idleSrc, s.haveIdle = idleLevel(s.inv, lo, hi, s.m, s.period), IdleLowestDecile, true
 }
 
 // Energy returns the energy of the region [from, to]: see the function Energy.
@@ -232,8 +285,21 @@ func (s *Series) Energy(from, to time.Duration) Result {
 	r.Coverage = r.DataCoverage * r.SensorCoverage
 	r.Energy = units.Energy(e)
 	r.MeanPower = units.Power(e / (b - a))
-	r.Idle, r.IdleEstimated = s.Idle(), !opt.IdleSet
+	r.Idle, r.IdleEstimated, r.IdleSource = s.Idle(), !opt.IdleSet, s.IdleSource()
+	switch r.IdleSource {
+	case IdleFromBaseline:
+		r.IdleLevel, r.IdleWhat = opt.Baseline.Level, opt.Baseline.Describe()
+	case IdleGiven:
+		r.IdleWhat = "given"
+	default:
+		r.IdleWhat = "the trace's lowest decile (it records no baseline: at rest or active not known)"
+	}
 	r.EnergyActive = units.Energy(e - float64(r.Idle)*(b-a))
+	if opt.IdleSet && r.MeanPower > 0 && r.Idle > r.MeanPower {
+		r.Warnings = append(r.Warnings, status.Warning{Code: CodeIdleAbove, Key: "the idle given is above the region's mean power",
+			Value: float64(r.Idle), Unit: "W",
+			Message: fmt.Sprintf("the idle given (--idle %g W) is above the region's mean power (%s): the energy above idle is negative; check the idle level", float64(r.Idle), r.MeanPower)})
+	}
 
 	if len(r.Gaps) > 0 {
 		g := r.Gaps[0]
@@ -340,20 +406,27 @@ func countIn(s []trace.Sample, from, to time.Duration) int {
 }
 
 // idleLevel is the median of the lowest decile of the corrected mean power over bins of
-// max(250 ms, 4 T, W, tau/2) across [lo, hi] (at most maxBins of them, evenly spread).
-// The bins are long enough that the noise of the corrected power (tau multiplies that of
-// the readings) does not drag the lowest decile down.
+// max(250 ms, 4 T, W, tau/2) across [lo, hi], the bins sliding by a quarter of their length
+// (at most maxBins of them, evenly spread). The bins are long enough that the noise of the
+// corrected power (tau multiplies that of the readings; a deconvolved window rings with its
+// own length) does not drag the lowest decile down; they slide so that an idle stretch as
+// long as one bin is found wherever it lies (with bins laid end to end, a 4 s trace of a 1 s
+// window had three, none of them idle, and the estimate was 125 W for an idle of 119 W).
 func idleLevel(inv inverter, lo, hi float64, m sensormodel.Model, period time.Duration) units.Power {
 	bin := max(0.25, 4*period.Seconds(), m.Window.Seconds(), m.Tau.Seconds()/2)
-	n := int((hi - lo) / bin)
-	if n < 1 {
+	if hi-lo < bin {
 		return units.Power(inv.energy(lo, hi) / (hi - lo))
 	}
-	bin = (hi - lo) / float64(n)
-	stride := max(1, n/maxBins)
-	var bins []interval
-	for i := 0; i < n; i += stride {
-		bins = append(bins, interval{lo + float64(i)*bin, min(hi, lo+float64(i+1)*bin)})
+	stride := bin / 4
+	n := int((hi-lo-bin)/stride) + 1
+	if n > maxBins {
+		n = maxBins
+		stride = (hi - lo - bin) / float64(n-1)
+	}
+	bins := make([]interval, 0, n)
+	for i := range n {
+		a := lo + float64(i)*stride
+		bins = append(bins, interval{a, min(hi, a+bin)})
 	}
 	p := inv.binEnergies(bins)
 	for i := range p {

@@ -48,9 +48,15 @@ type Report struct {
 	EnergyActiveJ      float64 `json:"energy_active_j"`
 	IdlePowerW         float64 `json:"idle_power_w"`
 	IdleEstimated      bool    `json:"idle_estimated"`
-	MeanPowerW         float64 `json:"mean_power_w"`
-	Samples            int     `json:"samples"`
-	Dropped            int     `json:"dropped"`
+	// IdleSource is where IdlePowerW came from: "given" (--idle), "baseline" (the trace's
+	// own, IdleBaseline) or "lowest decile" (of the trace's corrected power); IdleLevel the
+	// idle it stands for where known: "idle at rest" or "active idle".
+	IdleSource   string  `json:"idle_source"`
+	IdleLevel    string  `json:"idle_level,omitempty"`
+	IdleBaseline string  `json:"idle_baseline,omitempty"`
+	MeanPowerW   float64 `json:"mean_power_w"`
+	Samples      int     `json:"samples"`
+	Dropped      int     `json:"dropped"`
 
 	UpdatePeriodS  float64 `json:"update_period_s"`
 	PeriodSource   string  `json:"update_period_source,omitempty"`
@@ -77,6 +83,7 @@ func NewReport(path string, tr *trace.Trace, g int, ch string, c correct.Choice,
 		FromS: r.From.Seconds(), ToS: r.To.Seconds(), DurationS: (r.To - r.From).Seconds(), CoveredS: r.Covered.Seconds(),
 		EnergyJ: est.EnergyJ, ChannelEnergyJ: r.Energy.Joules(), EnergyRawJ: r.EnergyRaw.Joules(), EnergyActiveJ: r.EnergyActive.Joules(),
 		IdlePowerW: float64(r.Idle), IdleEstimated: r.IdleEstimated, MeanPowerW: float64(r.MeanPower),
+		IdleSource: r.IdleSource, IdleLevel: r.IdleLevel,
 		Samples: r.Samples, Dropped: r.Dropped,
 		UpdatePeriodS: r.Period.Seconds(), PeriodSource: r.PeriodSource,
 		Coverage: r.Coverage, DataCoverage: r.DataCoverage, SensorCoverage: r.SensorCoverage, Gaps: r.Gaps,
@@ -93,6 +100,9 @@ func NewReport(path string, tr *trace.Trace, g int, ch string, c correct.Choice,
 	if est.Method != Inversion {
 		// The estimator's own warnings (the inversion's are r's, above).
 		rep.Warnings = append(rep.Warnings, est.Warnings...)
+	}
+	if r.IdleSource == correct.IdleFromBaseline {
+		rep.IdleBaseline = r.IdleWhat
 	}
 	if rep.Assumptions == nil {
 		rep.Assumptions = []string{}
@@ -147,11 +157,14 @@ func WriteText(w io.Writer, rep Report) error {
 		raw += fmt.Sprintf(" (%+.1f %%)", 100*(rep.EnergyRawJ-rep.ChannelEnergyJ)/rep.ChannelEnergyJ)
 	}
 	line(units.Energy(rep.EnergyRawJ).String(), raw)
-	idle := "given"
-	if rep.IdleEstimated {
-		idle = "the lowest decile of the trace"
+	idle := fmt.Sprintf("idle %s: the trace's lowest decile; at rest or active not known", units.Power(rep.IdlePowerW))
+	switch rep.IdleSource {
+	case correct.IdleGiven:
+		idle = fmt.Sprintf("idle %s: given", units.Power(rep.IdlePowerW))
+	case correct.IdleFromBaseline:
+		idle = fmt.Sprintf("%s %s: %s", rep.IdleLevel, units.Power(rep.IdlePowerW), rep.IdleBaseline)
 	}
-	line(units.Energy(rep.EnergyActiveJ).String(), fmt.Sprintf("above idle (idle %s: %s)", units.Power(rep.IdlePowerW), idle))
+	line(units.Energy(rep.EnergyActiveJ).String(), "above idle ("+idle+")")
 	line(units.Power(rep.MeanPowerW).String(), "mean power")
 	line(fmt.Sprint(rep.Samples), fmt.Sprintf("readings in the region (%d stale repeats dropped)", rep.Dropped))
 	if rep.UpdatePeriodS > 0 {
