@@ -205,24 +205,33 @@ func writeLoadlevelText(a *App, rep *loadlevel.Report) {
 						ex += "-\t"
 					}
 				}
+				pw, tj := fmt.Sprintf("%.1f", l.PowerW), fmt.Sprintf("%.4g", l.TxPerJ)
+				if l.PowerUnavailable != "" {
+					pw, tj = "unavailable", "unavailable"
+				}
 				if l.ActiveIdle {
-					fmt.Fprintf(w, "active idle\t-\t-\t0\t%.1f\t-\t\t%s\n", l.PowerW, ex)
+					fmt.Fprintf(w, "active idle\t-\t-\t0\t%s\t-\t\t%s\n", pw, ex)
 					continue
 				}
-				fmt.Fprintf(w, "%s\t%.0f %%\t%.2f %%\t%.4g\t%.1f\t%.4g\t%v\t%s\n", l.Label, 100*l.TargetLoad, 100*l.ActualLoad, l.TxPerS, l.PowerW, l.TxPerJ, l.Valid, ex)
+				fmt.Fprintf(w, "%s\t%.0f %%\t%.2f %%\t%.4g\t%s\t%s\t%v\t%s\n", l.Label, 100*l.TargetLoad, 100*l.ActualLoad, l.TxPerS, pw, tj, l.Valid, ex)
 			}
 			w.Flush()
 			for k, o := range others {
 				fmt.Fprintf(a.Stdout, "W[%d]: %s\n", k+2, o)
 			}
-			fmt.Fprintf(a.Stdout, "overall score %.4g tx/J; verified %d results; valid %v\n\n", r.OverallScore, r.Verified, r.Valid)
+			fmt.Fprintf(a.Stdout, "overall score %s; verified %d results; valid %v\n\n", loadlevel.Score(r), r.Verified, r.Valid)
 		}
+		noPower := len(cr.Runs) > 0 && cr.Runs[0].PowerSource == ""
 		for _, c := range cr.CV {
 			name := fmt.Sprintf("%.0f %%", 100*c.TargetLoad)
 			if c.ActiveIdle {
 				name = "active idle"
 			}
-			fmt.Fprintf(a.Stdout, "CV %s: tx/s %.2f %%, power %.2f %%\n", name, 100*c.TxCV, 100*c.PowerCV)
+			pcv := fmt.Sprintf("%.2f %%", 100*c.PowerCV)
+			if noPower {
+				pcv = "unavailable"
+			}
+			fmt.Fprintf(a.Stdout, "CV %s: tx/s %.2f %%, power %s\n", name, 100*c.TxCV, pcv)
 		}
 	}
 	for _, s := range status.Group(rep.Warnings, 0) {

@@ -129,16 +129,19 @@ type BusyObserver interface {
 
 // Level is one interval's result.
 type Level struct {
-	Label        string             `json:"label"`
-	TargetLoad   float64            `json:"target_load"`
-	ActualLoad   float64            `json:"actual_load"`
-	Transactions int64              `json:"transactions"`
-	TxPerS       float64            `json:"tx_per_s"`
-	PowerW       float64            `json:"power_w"`
-	TxPerJ       float64            `json:"tx_per_j"`
-	ActiveIdle   bool               `json:"active_idle"`
-	Valid        bool               `json:"valid"`
-	Power        map[string]float64 `json:"power_by_source_w,omitempty"`
+	Label        string  `json:"label"`
+	TargetLoad   float64 `json:"target_load"`
+	ActualLoad   float64 `json:"actual_load"`
+	Transactions int64   `json:"transactions"`
+	TxPerS       float64 `json:"tx_per_s"`
+	// PowerW and TxPerJ are absent where no meter gave the level's power (PowerUnavailable
+	// says why): never a 0 that reads as a measurement. TxPerJ is absent at active idle.
+	PowerW           float64            `json:"power_w,omitempty"`
+	TxPerJ           float64            `json:"tx_per_j,omitempty"`
+	PowerUnavailable string             `json:"power_unavailable,omitempty"`
+	ActiveIdle       bool               `json:"active_idle"`
+	Valid            bool               `json:"valid"`
+	Power            map[string]float64 `json:"power_by_source_w,omitempty"`
 	// PowerDetail says, per meter, how its figure was obtained (for the GPU meter: the
 	// channel and the correction), where the meter says.
 	PowerDetail map[string]string `json:"power_detail,omitempty"`
@@ -157,12 +160,14 @@ type Result struct {
 	CalibrationRates []float64 `json:"calibration_tx_per_s"`
 	CalibratedRate   float64   `json:"calibrated_tx_per_s"`
 	Levels           []Level   `json:"levels"`
-	OverallScore     float64   `json:"overall_score"`
-	Valid            bool      `json:"valid"`
-	Invalid          []string  `json:"invalid,omitempty"`
-	Verified         int64     `json:"verified"`
-	VerifyDropped    int64     `json:"verify_dropped"`
-	VerifyFailures   []string  `json:"verify_failures,omitempty"`
+	// OverallScore is absent where a level's power is unavailable (ScoreUnavailable says why).
+	OverallScore     float64  `json:"overall_score,omitempty"`
+	ScoreUnavailable string   `json:"overall_score_unavailable,omitempty"`
+	Valid            bool     `json:"valid"`
+	Invalid          []string `json:"invalid,omitempty"`
+	Verified         int64    `json:"verified"`
+	VerifyDropped    int64    `json:"verify_dropped"`
+	VerifyFailures   []string `json:"verify_failures,omitempty"`
 	// FailedTransactions counts transactions whose Process returned an error (each one
 	// invalidates the run); TransactionErrors holds the first few.
 	FailedTransactions int64    `json:"failed_transactions,omitempty"`
@@ -276,7 +281,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.PowerSources = append(res.PowerSources, m.Name())
 		}
 	} else {
-		res.Warnf(CodeNoPowerSource, "no power source: power_w and tx_per_j are 0")
+		res.Warnf(CodeNoPowerSource, "no power source: power, tx/J and the score are unavailable")
 	}
 	err := e.run(ctx, res)
 	if e.checks != nil {
@@ -355,21 +360,42 @@ func (e *engine) next(kind string, rate float64) interval {
 func (e *engine) finish(res *Result) {
 	var ops, watts float64
 	res.Valid = true
+	noPower := ""
 	for i := range res.Levels {
 		l := &res.Levels[i]
-		if l.PowerW > 0 {
-			l.TxPerJ = l.TxPerS / l.PowerW
+		switch {
+		case l.PowerW > 0:
+			if !l.ActiveIdle {
+				l.TxPerJ = l.TxPerS / l.PowerW
+			}
+		case len(e.cfg.Meters) == 0:
+			l.PowerW, l.PowerUnavailable = 0, "no power source"
+		default:
+			l.PowerW, l.PowerUnavailable = 0, "no meter gave a reading in this interval"
+		}
+		if l.PowerUnavailable != "" && noPower == "" {
+			noPower = "no power source"
+			if len(e.cfg.Meters) > 0 {
+				noPower = fmt.Sprintf("the power of %s is unavailable (%s)", levelName(*l), l.PowerUnavailable)
+			}
 		}
 		watts += l.PowerW
 		ops += l.TxPerS
 		l.Valid = l.ActiveIdle || math.Abs(l.ActualLoad-l.TargetLoad) <= e.cfg.LoadTolerance
 		if !l.Valid {
 			res.Valid = false
-			res.Invalid = append(res.Invalid, fmt.Sprintf("level %.0f %% (interval %s): actual load %.2f %% is not within ±%.1f points of the target",
-				100*l.TargetLoad, strings.Trim(l.Label, "_"), 100*l.ActualLoad, 100*e.cfg.LoadTolerance))
+			msg := fmt.Sprintf("level %.0f %% (interval %s): actual load %.2f %% is not within ±%.1f points of the target",
+				100*l.TargetLoad, strings.Trim(l.Label, "_"), 100*l.ActualLoad, 100*e.cfg.LoadTolerance)
+			if !e.virtual {
+				msg += "; other load on the host may be the cause (the 100 % rate was calibrated on the host as it was then): run on an otherwise idle host, or lengthen --record"
+			}
+			res.Invalid = append(res.Invalid, msg)
 		}
 	}
-	if watts > 0 {
+	switch {
+	case noPower != "":
+		res.ScoreUnavailable = noPower
+	case watts > 0:
 		res.OverallScore = ops / watts
 	}
 	for _, f := range e.failures {

@@ -71,16 +71,18 @@ type ConfigResult struct {
 // first run of the first configuration.
 type Report struct {
 	// Schema is ReportSchema (absent in files whose intervals are in nanoseconds).
-	Schema       int             `json:"schema"`
-	Workload     string          `json:"workload"`
-	Variant      string          `json:"variant"`
-	Device       string          `json:"device,omitempty"`
-	Simulated    bool            `json:"simulated"` // on the sim device: power from the twin
-	Intervals    Intervals       `json:"intervals"`
-	Levels       []Level         `json:"levels"`
-	OverallScore float64         `json:"overall_score"`
-	Valid        bool            `json:"valid"`
-	Configs      []*ConfigResult `json:"configs"`
+	Schema       int       `json:"schema"`
+	Workload     string    `json:"workload"`
+	Variant      string    `json:"variant"`
+	Device       string    `json:"device,omitempty"`
+	Simulated    bool      `json:"simulated"` // on the sim device: power from the twin
+	Intervals    Intervals `json:"intervals"`
+	Levels       []Level   `json:"levels"`
+	OverallScore float64   `json:"overall_score,omitempty"`
+	// ScoreUnavailable says why OverallScore is absent (a level's power is unavailable).
+	ScoreUnavailable string          `json:"overall_score_unavailable,omitempty"`
+	Valid            bool            `json:"valid"`
+	Configs          []*ConfigResult `json:"configs"`
 	// Status: the sweep's warnings (each run's are in the run), and whether it was cut short.
 	status.Status
 }
@@ -123,7 +125,7 @@ func RunSweep(ctx context.Context, s Sweep) (*Report, error) {
 					rep.Valid = rep.Valid && res.Valid
 					if rep.Workload == "" {
 						rep.Workload = "fft"
-						rep.Levels, rep.OverallScore = res.Levels, res.OverallScore
+						rep.Levels, rep.OverallScore, rep.ScoreUnavailable = res.Levels, res.OverallScore, res.ScoreUnavailable
 					}
 				}
 				if err != nil {
@@ -183,6 +185,18 @@ func levelName(l Level) string {
 	return fmt.Sprintf("%g %%", 100*l.TargetLoad)
 }
 
+// Score is a run's overall score for people: "1.644 tx/J", or "unavailable (why)".
+func Score(r *Result) string {
+	if r.ScoreUnavailable != "" || r.OverallScore <= 0 {
+		why := r.ScoreUnavailable
+		if why == "" {
+			why = "no level drew power"
+		}
+		return "unavailable (" + why + ")"
+	}
+	return f3(r.OverallScore) + " tx/J"
+}
+
 func f3(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
 // Page renders the report as one HTML page.
@@ -195,8 +209,8 @@ func (rep *Report) Page(subtitle string) report.Page {
 	for _, cr := range rep.Configs {
 		for ri, r := range cr.Runs {
 			sec := report.Section{Title: fmt.Sprintf("FFT %d points (%s), %d contexts, run %d", cr.Size, rep.Variant, cr.Contexts, ri+1)}
-			sec.Text = fmt.Sprintf("Workload %s%s. Clock: %s. Power (power_w, tx/J) from: %s. Calibration rates %s tx/s; the 100 %% rate is the mean of all but the first: %s tx/s. Overall score %s tx/J. Verified %d results (%d picks dropped).",
-				r.Workload, onDevice(rep.Device), r.Clock, orNone(r.PowerSource), joinF(r.CalibrationRates), f3(r.CalibratedRate), f3(r.OverallScore), r.Verified, r.VerifyDropped)
+			sec.Text = fmt.Sprintf("Workload %s%s. Clock: %s. Power (power_w, tx/J) from: %s. Calibration rates %s tx/s; the 100 %% rate is the mean of all but the first: %s tx/s. Overall score %s. Verified %d results (%d picks dropped).",
+				r.Workload, onDevice(rep.Device), r.Clock, orNone(r.PowerSource), joinF(r.CalibrationRates), f3(r.CalibratedRate), Score(r), r.Verified, r.VerifyDropped)
 			others := otherSources(r)
 			header := []string{"level", "target load", "actual load", "tx/s", "power (W)", "tx/J", "valid"}
 			for _, o := range others {
@@ -209,13 +223,23 @@ func (rep *Report) Page(subtitle string) report.Page {
 			var xs, ys []float64
 			for _, l := range r.Levels {
 				tl, al := "-", "-"
-				if !l.ActiveIdle {
+				switch {
+				case !l.ActiveIdle:
 					tl, al = fmt.Sprintf("%.1f %%", 100*l.TargetLoad), fmt.Sprintf("%.2f %%", 100*l.ActualLoad)
-					xs, ys = append(xs, 100*l.TargetLoad), append(ys, l.PowerW)
-				} else {
+					if l.PowerUnavailable == "" {
+						xs, ys = append(xs, 100*l.TargetLoad), append(ys, l.PowerW)
+					}
+				case l.PowerUnavailable == "":
 					xs, ys = append(xs, 0), append(ys, l.PowerW)
 				}
-				row := []string{levelName(l), tl, al, f3(l.TxPerS), f3(l.PowerW), f3(l.TxPerJ), strconv.FormatBool(l.Valid)}
+				pw, tj := f3(l.PowerW), f3(l.TxPerJ)
+				if l.PowerUnavailable != "" {
+					pw, tj = "unavailable", "unavailable"
+				}
+				if l.ActiveIdle {
+					tj = "-"
+				}
+				row := []string{levelName(l), tl, al, f3(l.TxPerS), pw, tj, strconv.FormatBool(l.Valid)}
 				for _, o := range others {
 					if v, ok := l.Power[o]; ok {
 						row = append(row, f3(v))

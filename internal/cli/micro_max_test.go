@@ -1,0 +1,29 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+
+	"gpuwatt/internal/micro"
+)
+
+// Every micro row's maximum power is at least its mean: both on the counter's scale (the
+// maximum from the calibrated channel). Before, the maximum was a board channel's raw
+// reading on its own gain and offset, below the counter's mean in 28 of 39 rows on sim:h100.
+func TestMicroMaxAtLeastMean(t *testing.T) {
+	for _, preset := range []string{"sim:h100", "sim:a100", "sim:h200"} {
+		a, stdout, stderr, ctx := testApp(t)
+		if code := a.Main(ctx, []string{"micro", "--device", preset, "--json", "--quiet"}); code != 0 {
+			t.Fatalf("%s: exit %d: %s", preset, code, stderr)
+		}
+		var rep micro.Report
+		if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Rows) < 30 {
+			t.Fatalf("%s: %v, %d rows", preset, err, len(rep.Rows))
+		}
+		for _, r := range rep.Rows {
+			if !(r.MaxPowerW >= r.MeanPowerW) || r.MeanPowerW <= 0 {
+				t.Errorf("%s %s: mean %.2f W, max %.2f W", preset, r.Name, r.MeanPowerW, r.MaxPowerW)
+			}
+		}
+	}
+}
