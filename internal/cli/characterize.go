@@ -62,6 +62,7 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 		}
 	}
 	opt.Resume = prev
+	sh.resume = *resume
 	r, code := a.start("characterize", sh, nil)
 	if r == nil {
 		return code
@@ -110,6 +111,9 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 }
 
 func writeCharacterize(dir string, res *characterize.Results) error {
+	if err := makeOut(dir); err != nil {
+		return err
+	}
 	if err := report.WriteJSON(filepath.Join(dir, "results.json"), res); err != nil {
 		return err
 	}

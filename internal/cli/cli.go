@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"time"
 
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/device"
@@ -137,19 +138,84 @@ func (a *App) parseFlags(fs *flag.FlagSet, args []string, synopsis string) (int,
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(a.Stdout, "Usage: gpuwatt %s %s\n\nFlags:\n", fs.Name(), synopsis)
-			fs.SetOutput(a.Stdout)
-			fs.PrintDefaults()
-			return ExitOK, false
+		return a.flagError(fs, err, synopsis)
+	}
+	if fs.Name() != "measure" { // measure's arguments are a command with flags of its own
+		if code, ok := a.parseInterleaved(fs, args, synopsis); !ok {
+			return code, false
 		}
-		msg := err.Error()
-		if strings.HasPrefix(msg, "flag provided but not defined: ") {
-			msg = "unknown flag " + strings.TrimPrefix(msg, "flag provided but not defined: ")
-		}
-		return a.usageError(fs.Name(), fmt.Errorf("%s (see 'gpuwatt %s --help')", msg, fs.Name())), false
+	}
+	if err := refuseNegative(fs); err != nil {
+		return a.usageError(fs.Name(), err), false
 	}
 	return 0, true
+}
+
+// flagError answers a failed fs.Parse: the verb's help for --help (exit 0), else one line
+// naming the bad flag (exit 2).
+func (a *App) flagError(fs *flag.FlagSet, err error, synopsis string) (int, bool) {
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(a.Stdout, "Usage: gpuwatt %s %s\n\nFlags:\n", fs.Name(), synopsis)
+		fs.SetOutput(a.Stdout)
+		fs.PrintDefaults()
+		return ExitOK, false
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "flag provided but not defined: ") {
+		msg = "unknown flag " + strings.TrimPrefix(msg, "flag provided but not defined: ")
+	}
+	return a.usageError(fs.Name(), fmt.Errorf("%s (see 'gpuwatt %s --help')", msg, fs.Name())), false
+}
+
+// parseInterleaved lets flags follow the positional arguments (gpuwatt report DIR --out F
+// took --out and F as directories): the flag package stops at the first argument that is
+// not a flag, so what follows is parsed again, up to a "--", after which all are arguments.
+func (a *App) parseInterleaved(fs *flag.FlagSet, args []string, synopsis string) (int, bool) {
+	var pos []string
+	for {
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			pos = append(pos, rest...) // an explicit end of the flags
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+		if err := fs.Parse(args); err != nil {
+			return a.flagError(fs, err, synopsis)
+		}
+	}
+	_ = fs.Parse(append([]string{"--"}, pos...)) // fs.Args() is now the arguments alone
+	return 0, true
+}
+
+// refuseNegative refuses a negative value of any numeric flag given on the command line
+// (a duration, count or share): --window -5ms was silently replaced by the default.
+func refuseNegative(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok || err != nil {
+			return
+		}
+		neg := false
+		switch v := g.Get().(type) {
+		case time.Duration:
+			neg = v < 0
+		case int:
+			neg = v < 0
+		case int64:
+			neg = v < 0
+		case float64:
+			neg = v < 0
+		}
+		if neg {
+			err = fmt.Errorf("--%s %s: must not be negative", f.Name, f.Value)
+		}
+	})
+	return err
 }
 
 func (a *App) version(ctx context.Context, args []string) int {

@@ -11,8 +11,12 @@ type shared struct {
 	dev   deviceFlags
 	gpu   int
 	out   string
-	json  bool
-	quiet bool
+	force bool // --force: write into a --out that holds files
+	// resume is set by a verb whose --resume reads --out (characterize): its files are
+	// expected there.
+	resume bool
+	json   bool
+	quiet  bool
 }
 
 // Which shared flags a verb registers (--device and --sim-config always).
@@ -27,7 +31,8 @@ const (
 // Help texts of the shared flags.
 const (
 	gpuHelp   = "index of the GPU (as the driver numbers them) to run on and measure"
-	outHelp   = "directory for results.json, report.html and the verb's other files"
+	outHelp   = "directory for results.json, report.html and the verb's other files (created; an existing one must be empty, or see --force)"
+	forceHelp = "write into an --out directory that already holds files, replacing those of the same names"
 	jsonHelp  = "print the results as JSON to stdout"
 	quietHelp = "no progress lines on stderr"
 )
@@ -42,6 +47,7 @@ func (s *shared) register(fs *flag.FlagSet, which int, out string) {
 	}
 	if which&withOut != 0 {
 		fs.StringVar(&s.out, "out", out, outHelp)
+		fs.BoolVar(&s.force, "force", false, forceHelp)
 	}
 	if which&withJSON != 0 {
 		fs.BoolVar(&s.json, "json", false, jsonHelp)

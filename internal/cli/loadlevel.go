@@ -78,8 +78,8 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 		return a.exitFor("loadlevel", err)
 	}
 	if sh.out != "" {
-		if err := checkWritable(sh.out); err != nil {
-			return bad(fmt.Errorf("--out %s: %v", sh.out, err))
+		if err := checkOut(sh.out, sh.force); err != nil {
+			return bad(err)
 		}
 	}
 	o := device.Options{VirtualSim: true, NVMLPaths: a.NVMLPaths, Notice: a.Stderr, Verb: "loadlevel"}
@@ -123,6 +123,9 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	}
 	if sh.out != "" {
 		sub := fmt.Sprintf("gpuwatt %s · %s · %s", a.versionString(), a.host(), "gpuwatt loadlevel "+strings.Join(args, " "))
+		if err := makeOut(sh.out); err != nil {
+			return a.fail("loadlevel", fmt.Errorf("--out %s: %v", sh.out, err))
+		}
 		if err := report.WriteJSON(filepath.Join(sh.out, "results.json"), rep); err != nil {
 			return a.fail("loadlevel", err)
 		}

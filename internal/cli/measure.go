@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,8 +60,8 @@ func (a *App) measure(ctx context.Context, args []string) int {
 		return a.usageError("measure", err)
 	}
 	if sh.out != "" {
-		if err := checkWritable(sh.out); err != nil {
-			return a.usageError("measure", fmt.Errorf("--out %s: %v", sh.out, err))
+		if err := checkOut(sh.out, sh.force); err != nil {
+			return a.usageError("measure", err)
 		}
 	}
 	if a.Runner == nil {
@@ -124,6 +125,9 @@ func (a *App) measure(ctx context.Context, args []string) int {
 
 // writeMeasureFiles writes trace.csv, trace.json, summary.json and report.html.
 func writeMeasureFiles(dir string, res *measure.Result, sum *measure.Summary) error {
+	if err := makeOut(dir); err != nil {
+		return err
+	}
 	if err := trace.Save(dir, res.Trace); err != nil {
 		return err
 	}
@@ -133,15 +137,61 @@ func writeMeasureFiles(dir string, res *measure.Result, sum *measure.Summary) er
 	return atomicfile.Write(filepath.Join(dir, "report.html"), measure.Page(res.Trace, sum).Render)
 }
 
-// checkWritable creates dir if needed and proves a file can be written in it, so a bad
-// --out is reported before anything is measured, not after.
-func checkWritable(dir string) error {
+// checkOut checks --out before anything is measured, without creating it (an early error
+// must not leave an empty directory behind; the writers create it): dir, or the nearest
+// directory above it that exists, must take a file; an existing dir that holds files is
+// refused unless --force says to write into it (or the verb resumes from it).
+func checkOut(dir string, force bool) error {
+	st, err := os.Stat(dir)
+	switch {
+	case err == nil && !st.IsDir():
+		return fmt.Errorf("--out %s: not a directory", dir)
+	case err == nil:
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return fmt.Errorf("--out %s: cannot read the directory: %v", dir, unwrapPath(err))
+		}
+		if len(ents) > 0 && !force {
+			return fmt.Errorf("--out %s: the directory is not empty (it holds %s); use another directory, or --force to write into it", dir, ents[0].Name())
+		}
+		return probeWrite(dir, dir)
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--out %s: cannot create the directory: %v", dir, unwrapPath(err))
+	}
+	parent := dir
+	for {
+		next := filepath.Dir(parent)
+		if next == parent {
+			return fmt.Errorf("--out %s: no existing directory above it", dir)
+		}
+		parent = next
+		st, err := os.Stat(parent)
+		if err == nil && st.IsDir() {
+			return probeWrite(dir, parent)
+		}
+		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("--out %s: cannot create the directory: %s is not a directory", dir, parent)
+		}
+	}
+}
+
+// makeOut creates --out when there is something to write into it.
+func makeOut(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cannot create the directory: %v", unwrapPath(err))
 	}
-	f, err := os.CreateTemp(dir, ".gpuwatt-probe-*")
+	return nil
+}
+
+// probeWrite proves a file can be created in the existing directory at (for --out dir).
+func probeWrite(dir, at string) error {
+	f, err := os.CreateTemp(at, ".gpuwatt-probe-*")
 	if err != nil {
-		return fmt.Errorf("cannot write there: %v", unwrapPath(err))
+		what := "cannot write there"
+		if at != dir {
+			what = "cannot create the directory"
+		}
+		return fmt.Errorf("--out %s: %s: %v", dir, what, unwrapPath(err))
 	}
 	name := f.Name()
 	f.Close()

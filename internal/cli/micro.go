@@ -96,7 +96,11 @@ func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu
 // --json, else the text. A failure is told on stderr and gives the exit code.
 func (a *App) output(verb string, sh shared, write func(dir string) error, asJSON any, text func(io.Writer) error) int {
 	if sh.out != "" {
-		if err := write(sh.out); err != nil {
+		err := makeOut(sh.out)
+		if err == nil {
+			err = write(sh.out)
+		}
+		if err != nil {
 			fmt.Fprintf(a.Stderr, "gpuwatt %s: --out %s: %v\n", verb, sh.out, err)
 			return ExitFailure
 		}
@@ -158,8 +162,8 @@ func (a *App) start(verb string, sh shared, validate func() error) (*run, int) {
 		}
 	}
 	if sh.out != "" {
-		if err := checkWritable(sh.out); err != nil {
-			return nil, a.usageError(verb, fmt.Errorf("--out %s: %v", sh.out, err))
+		if err := checkOut(sh.out, sh.force || sh.resume); err != nil {
+			return nil, a.usageError(verb, err)
 		}
 	}
 	sys, clk, err := a.openForKernels(verb, sh.dev)

@@ -49,6 +49,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--period %s: want a positive duration", o.Period)
 	case o.Poll < 0:
 		return fmt.Errorf("--poll %s: want a positive duration", o.Poll)
+	case o.Poll > 0 && o.Poll < sensor.MinFixedInterval:
+		return fmt.Errorf("--poll %s: shorter than the %s a poll interval can keep", o.Poll, sensor.MinFixedInterval)
 	}
 	_, err := ParseKernel(o.Kernel)
 	return err

@@ -28,6 +28,7 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *profile.Options) { o.Runs = -1 }, "--runs"},
 		{func(o *profile.Options) { o.Period = -time.Millisecond }, "--period"},
 		{func(o *profile.Options) { o.Poll = -time.Millisecond }, "--poll"},
+		{func(o *profile.Options) { o.Poll = time.Nanosecond }, "--poll 1ns: shorter than"}, // issue 20: 1 ns steps for ever
 		{func(o *profile.Options) { o.Kernel = "" }, "--kernel"},
 		{func(o *profile.Options) { o.Kernel = "20s" }, "--kernel"},
 	} {

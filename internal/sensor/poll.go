@@ -75,13 +75,23 @@ func (o Options) withDefaults() Options {
 	if o.CPUShare <= 0 {
 		o.CPUShare = 0.002
 	}
+	if o.Mode == Fixed && o.Interval < MinFixedInterval {
+		o.Interval = MinFixedInterval
+	}
 	if o.VirtualStep <= 0 {
 		o.VirtualStep = 100 * time.Microsecond
 	}
 	return o
 }
 
-// ParsePoll parses a --poll value: "adaptive", "max", or a duration such as "5ms".
+// MinFixedInterval is the shortest fixed poll interval the Sampler accepts. Below it a
+// lane cannot keep its schedule (each call and its bookkeeping take microseconds): it would
+// be always late, busy-polling without the pauses its interval promises; --poll max says
+// that honestly. A shorter Options.Interval is raised to it.
+const MinFixedInterval = 100 * time.Microsecond
+
+// ParsePoll parses a --poll value: "adaptive", "max", or a duration such as "5ms" (at
+// least MinFixedInterval).
 func ParsePoll(s string) (Options, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "adaptive", "auto":
@@ -94,6 +104,9 @@ func ParsePoll(s string) (Options, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
 		return Options{}, fmt.Errorf("--poll %q: want adaptive, lock, max, or a positive duration such as 5ms", s)
+	}
+	if d < MinFixedInterval {
+		return Options{}, fmt.Errorf("--poll %s: shorter than the %s a poll interval can keep; use --poll max to poll as fast as the driver answers", d, MinFixedInterval)
 	}
 	return Options{Mode: Fixed, Interval: d}, nil
 }

@@ -328,6 +328,13 @@ func (s *Sampler) runLane(ctx context.Context, chans []*chanState, poke chan cha
 		}
 		wait := next - s.clk.Now()
 		if wait <= 0 {
+			// Late (calls slower than the schedule): a poke must still be answered, or
+			// Poke, and the run waiting on it, would wait for ever.
+			select {
+			case done := <-poke:
+				pollAll(done)
+			default:
+			}
 			continue
 		}
 		timer.Reset(wait)

@@ -230,6 +230,9 @@ func TestParsePoll(t *testing.T) {
 		{"lock", Options{Mode: Adaptive, PhaseLock: true}, false},
 		{"5ms", Options{Mode: Fixed, Interval: 5 * time.Millisecond}, false},
 		{"-1ms", Options{}, true},
+		{"1ns", Options{}, true}, // issue 20: spun at 100 % CPU, stuck in Poke
+		{"1us", Options{}, true},
+		{"100us", Options{Mode: Fixed, Interval: 100 * time.Microsecond}, false},
 		{"fast", Options{}, true},
 	} {
 		got, err := ParsePoll(tc.in)
@@ -317,6 +320,30 @@ func TestSamplerPoke(t *testing.T) {
 		if v := time.Duration(samples[1].Value); v < before {
 			t.Errorf("%T: the poke's reading was taken at %v, before the poke at %v", clk, v, before)
 		}
+	}
+}
+
+// TestSamplerPokeWhenLate: a lane that cannot keep its interval (here 1 ns, as --poll 1ns
+// gave before ParsePoll refused it) must still answer Poke; it did not, and measure hung
+// in Poke for ever, deaf to Ctrl-C (issue 20).
+func TestSamplerPokeWhenLate(t *testing.T) {
+	clk := clock.NewReal()
+	f := &stepSensor{clk: clk, name: "power.instant", period: 10 * time.Millisecond}
+	s := New(clk, []Sensor{f}, Options{Mode: Fixed, Interval: time.Millisecond})
+	s.opt.Interval = time.Nanosecond // below what withDefaults allows: the lane is always late
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { s.Poke(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Poke did not return in 5 s from a lane that is always late")
+	}
+	s.Stop()
+	if got := New(clk, nil, Options{Mode: Fixed, Interval: time.Nanosecond}).opt.Interval; got != MinFixedInterval {
+		t.Errorf("a 1 ns fixed interval became %v, want it raised to %v", got, MinFixedInterval)
 	}
 }
 

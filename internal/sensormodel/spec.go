@@ -82,6 +82,10 @@ func Parse(spec string) (Model, error) {
 	if err := m.validateSpec(kind); err != nil {
 		return Model{}, fmt.Errorf("sensor model %q: %v", spec, err)
 	}
+	if seen["period"] && m.Period == 0 {
+		// An update period of 0 means "unknown" inside a Model: given, it must be one.
+		return Model{}, fmt.Errorf("sensor model %q: period=0s: want > 0 (leave period out when it is not known)", spec)
+	}
 	return m, nil
 }
 

@@ -52,6 +52,7 @@ func TestParseModelErrors(t *testing.T) {
 		{"boxcar:window", `parameter "window" is not KEY=DURATION`},
 		{"boxcar:=1s", "is not KEY=DURATION"},
 		{"boxcar:window=1s,delay=-1ms", "delay=-1ms: want >= 0"},
+		{"boxcar:window=25ms,period=0s", "period=0s: want > 0"}, // issue 20: was accepted as "period unknown"
 		{"boxcar:window=fast", "want a duration with a unit"},
 		{"none:tau=1s", "none takes no parameters"},
 		{"lag:tau=1s", "unknown sensor model"},
