@@ -315,7 +315,9 @@ func InsideRate(s []trace.Sample, from, to time.Duration) (rate float64, n int, 
 		return 0, 0, 0
 	}
 	if fit.SE != nil {
-		se = fit.SE[0]
+		// The counter steps every update period while it is read more often: its residuals
+		// are a sawtooth, serially correlated, which the plain standard error ignores.
+		se = fit.SE[0] * fit.SerialInflation()
 	}
 	return fit.Coef[0], len(in), se
 }

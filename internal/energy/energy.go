@@ -306,7 +306,11 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 		est.Note = fmt.Sprintf("%s: %d readings inside, spanning %s of %s", counterChannel, est.CounterReadings, fmtDur(est.CounterSpan), fmtDur(dur))
 		if o.Steady && ctrSE > 0 {
 			est.add(Component{Name: "readings", HalfWidthJ: 1.96 * ctrSE * dur.Seconds(), Known: true,
-				Note: "the standard error of the counter's rate over its readings inside, × the duration"})
+				Note: "the standard error of the counter's rate over its readings inside (widened for their serial correlation), × the duration"})
+			// The rate's span: each end reading may be late by up to res, uniformly and
+			// independently (a poll that drifts against the counter's updates tilts the slope).
+			est.add(Component{Name: "timing", HalfWidthJ: 1.96 * math.Sqrt(1.0/6) * res.Seconds() * math.Abs(est.CounterJ) / est.CounterSpan.Seconds(), Known: est.CounterSpan > 0,
+				Note: fmt.Sprintf("the first and last readings inside may each be late by up to %s against the energy they report, which tilts the rate", fmtDur(res))})
 		} else {
 			est.add(Component{Name: "readings", HalfWidthJ: 2 * CounterQuantumJ, Known: true,
 				Note: "the counter counts in mJ (NVML's unit): a quantum at each end"})
@@ -594,13 +598,17 @@ func median(v []float64) float64 {
 	return (w[n/2-1] + w[n/2]) / 2
 }
 
-// sparseComponent is the interval of a region that holds fewer than MinChannelReadings
+// MinSparseReadings: a region with fewer readings inside (or shorter than two update
+// periods) gets the sparse component.
+const MinSparseReadings = 3
+
+// sparseComponent is the interval of a region that holds fewer than MinSparseReadings
 // readings or spans fewer than two update periods: the power inside may be anything the
 // corrected power spans over the periods around the region (one update period each, from
 // two periods before it to two after), so the half-width reaches from the figure to the
 // farther end of that range × the duration. ok is false where the region has readings enough.
 func sparseComponent(ser *correct.Series, r correct.Result, from, to time.Duration, gain float64) (Component, bool) {
-	if r.Samples >= MinChannelReadings && (r.Period <= 0 || to-from >= 2*r.Period) {
+	if r.Samples >= MinSparseReadings && (r.Period <= 0 || to-from >= 2*r.Period) {
 		return Component{}, false
 	}
 	T := max(r.Period, time.Millisecond)
@@ -716,7 +724,23 @@ func seriesEdges(ser *correct.Series, m sensormodel.Model, period time.Duration,
 		return float64(x.MeanPower), x.DataCoverage > 0.5
 	}
 	w := max(2*period, m.Window)
-	return edgeComponent(mean, from, to, w, u, gain, fmt.Sprintf("a power change at an edge is placed within %s (its size: the inverted power over %s on either side)", fmtDur(u), fmtDur(w)))
+	c := edgeComponent(mean, from, to, w, u, gain, fmt.Sprintf("a power change at an edge is placed within %s (its size: the inverted power over %s on either side)", fmtDur(u), fmtDur(w)))
+	if m.Kind() == sensormodel.Boxcar && m.Window >= 2*period && c.Known {
+		// A long window's deconvolution carries the power from one window back
+		// (E[a,b] = W·Δr + E[a−W, b−W]): a change misplaced there, two windows back, ...
+		// errs here too. Each adds its own edge term, independently.
+		ss := c.HalfWidthJ * c.HalfWidthJ
+		ws := max(2*period, m.Window/4)
+		lo, _ := ser.Span()
+		for k := 1; k <= 20 && from-time.Duration(k)*m.Window > lo; k++ {
+			back := time.Duration(k) * m.Window
+			ck := edgeComponent(mean, from-back, to-back, ws, u, gain, "")
+			ss += ck.HalfWidthJ * ck.HalfWidthJ
+		}
+		c.HalfWidthJ = math.Sqrt(ss)
+		c.Note += fmt.Sprintf("; with the same at each window (%s) before both edges, which the deconvolution carries forward", fmtDur(m.Window))
+	}
+	return c
 }
 
 // counterEdge bounds the error of the counter's figure at edge t: the readings a and b

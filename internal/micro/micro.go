@@ -50,6 +50,9 @@ type Report struct {
 	IdlePowerW float64   `json:"idle_power_w"`
 	Pi0W       float64   `json:"pi0_w"`
 	Pi0Source  string    `json:"pi0_source"`
+	// Pi0HalfWidthW is pi0's 95 % half-width on the board's scale (the baseline kernel's
+	// energy interval over its time).
+	Pi0HalfWidthW float64 `json:"pi0_half_width_w"`
 	// EnergyCalibration maps the sample ring onto the energy counter over the whole run
 	// (nil: none could be fitted; see EnergyNote): the energy of a measurement whose
 	// counter has too few readings inside comes from the ring on the counter's scale.
@@ -112,18 +115,32 @@ type Row struct {
 	// inside [StartS, EndS] (trace.csv's axis); CounterEnergyJ and CalibratedEnergyJ are
 	// the energy counter's own figure and the sample ring's on the counter's scale (0:
 	// none), with their readings inside, and CounterDiffPct the first against the second.
-	EnergySource       string               `json:"energy_source"`
-	EnergyJ            float64              `json:"energy_j"`
-	EnergyReadings     int                  `json:"energy_readings"`
-	CounterEnergyJ     float64              `json:"counter_energy_j"`
-	CounterReadings    int                  `json:"counter_readings"`
-	CalibratedEnergyJ  float64              `json:"calibrated_energy_j"`
-	CalibratedReadings int                  `json:"calibrated_readings"`
-	CounterDiffPct     float64              `json:"counter_diff_pct"`
-	StartS             float64              `json:"start_s"`
-	EndS               float64              `json:"end_s"`
-	Throttle           []region.ReasonShare `json:"throttle"`
-	Warnings           []status.Warning     `json:"warnings"`
+	EnergySource string  `json:"energy_source"`
+	EnergyJ      float64 `json:"energy_j"`
+	// EnergyLowJ and EnergyHighJ are EnergyJ's 95 % interval on the board's scale (the
+	// estimator's budget, internal/energy; IntervalPartial: a component is not known), and
+	// the _low/_high figures below the same interval carried through (pi0's own interval
+	// added for the share above pi0). The board's gain error (±5 %) is left out: it cancels
+	// between rows of one board.
+	EnergyLowJ            float64              `json:"energy_low_j"`
+	EnergyHighJ           float64              `json:"energy_high_j"`
+	IntervalPartial       bool                 `json:"interval_partial"`
+	MeanPowerLowW         float64              `json:"mean_power_low_w"`
+	MeanPowerHighW        float64              `json:"mean_power_high_w"`
+	PJPerUnitLow          float64              `json:"pj_per_unit_low"`
+	PJPerUnitHigh         float64              `json:"pj_per_unit_high"`
+	PJPerUnitAbovePi0Low  float64              `json:"pj_per_unit_above_pi0_low"`
+	PJPerUnitAbovePi0High float64              `json:"pj_per_unit_above_pi0_high"`
+	EnergyReadings        int                  `json:"energy_readings"`
+	CounterEnergyJ        float64              `json:"counter_energy_j"`
+	CounterReadings       int                  `json:"counter_readings"`
+	CalibratedEnergyJ     float64              `json:"calibrated_energy_j"`
+	CalibratedReadings    int                  `json:"calibrated_readings"`
+	CounterDiffPct        float64              `json:"counter_diff_pct"`
+	StartS                float64              `json:"start_s"`
+	EndS                  float64              `json:"end_s"`
+	Throttle              []region.ReasonShare `json:"throttle"`
+	Warnings              []status.Warning     `json:"warnings"`
 }
 
 // Run measures every descriptor of suite on dev (which must be a gpu.Executor) with the
@@ -169,20 +186,23 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 	for _, x := range measured {
 		if x.d.Group == "baseline" {
 			rep.Pi0W, rep.Pi0Source = x.me.Region.MeanPowerW, "baseline kernel (seed 002, Algorithm 1)"
+			if d := x.me.End - x.me.Start; d > 0 {
+				rep.Pi0HalfWidthW = x.me.Region.Uncertainty.HalfWidthJ / d.Seconds()
+			}
 		}
 	}
 	if rep.Pi0Source[0] == 'i' {
 		rep.Warnf(CodeNoBaseline, "no baseline kernel: pi0 is taken as the idle power, so the energy above pi0 includes the cost of holding the top clock")
 	}
 	for _, x := range measured {
-		row := makeRow(x.d, x.me, rep.Props, rep.Pi0W)
+		row := makeRow(x.d, x.me, rep.Props, rep.Pi0W, rep.Pi0HalfWidthW)
 		rep.Rows = append(rep.Rows, row)
 	}
 	return rep, tr, runErr
 }
 
 // makeRow turns a measurement into the row's figures.
-func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0 float64) Row {
+func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0, pi0HW float64) Row {
 	r := me.Region
 	row := Row{
 		Name: d.Name, Group: d.Group, Variant: d.Variant,
@@ -195,6 +215,12 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0 float6
 	}
 	if me.Launches > 0 {
 		row.EnergyPerLaunchJ = r.EnergyJ / float64(me.Launches)
+	}
+	if r.EnergyHighJ > 0 {
+		row.EnergyLowJ, row.EnergyHighJ, row.IntervalPartial = r.EnergyLowJ, r.EnergyHighJ, r.Uncertainty.Partial
+		if d := (me.End - me.Start).Seconds(); d > 0 {
+			row.MeanPowerLowW, row.MeanPowerHighW = r.MeanPowerW-r.Uncertainty.HalfWidthJ/d, r.MeanPowerW+r.Uncertainty.HalfWidthJ/d
+		}
 	}
 	switch {
 	case d.Measured != "":
@@ -233,6 +259,12 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0 float6
 		}
 		row.PJPerUnitPi0 = pi0 * T / w * 1e12
 		row.PJPerUnitAbovePi0 = row.PJPerUnit - row.PJPerUnitPi0
+		if me.Launches > 0 && r.EnergyHighJ > 0 {
+			hw := r.Uncertainty.HalfWidthJ / float64(me.Launches) / w * 1e12 // pJ per unit
+			row.PJPerUnitLow, row.PJPerUnitHigh = row.PJPerUnit-hw, row.PJPerUnit+hw
+			above := math.Hypot(hw, pi0HW*T/w*1e12)
+			row.PJPerUnitAbovePi0Low, row.PJPerUnitAbovePi0High = row.PJPerUnitAbovePi0-above, row.PJPerUnitAbovePi0+above
+		}
 		if row.EnergyPerLaunchJ > 0 {
 			row.PerJoule = w / row.EnergyPerLaunchJ
 			if row.Unit == "op" && p.SMs > 0 && r.MeanPowerW > 0 {
@@ -247,6 +279,7 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0 float6
 	}
 	if math.IsNaN(row.PJPerUnit) || math.IsInf(row.PJPerUnit, 0) {
 		row.PJPerUnit, row.PJPerUnitPi0, row.PJPerUnitAbovePi0 = 0, 0, 0
+		row.PJPerUnitLow, row.PJPerUnitHigh, row.PJPerUnitAbovePi0Low, row.PJPerUnitAbovePi0High = 0, 0, 0, 0
 	}
 	return row
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/kernels"
@@ -16,6 +17,13 @@ import (
 // runSim runs the suite (or the named kernels) on a sim preset on a virtual clock.
 // ideal removes the boards' gain and offset errors from the energy counter.
 func runSim(t *testing.T, preset string, ideal bool, only ...string) (*Report, sim.Config) {
+	t.Helper()
+	rep, cfg, _ := runSimDev(t, preset, ideal, only...)
+	return rep, cfg
+}
+
+// runSimDev is runSim that also returns the device, for its truth.
+func runSimDev(t *testing.T, preset string, ideal bool, only ...string) (*Report, sim.Config, *sim.Device) {
 	t.Helper()
 	js := `{"preset":"` + preset + `"}`
 	if ideal {
@@ -45,7 +53,52 @@ func runSim(t *testing.T, preset string, ideal bool, only ...string) (*Report, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rep, cfg
+	return rep, cfg, dev
+}
+
+// TestRowIntervalsHoldTruth: each row's energy interval holds the twin's true energy on
+// the counter's scale (its board gain: the interval leaves the gain error out), and each
+// arithmetic row's pJ per instruction above pi0 interval holds the configured truth × gain,
+// on a board with its gain and offset errors in.
+func TestRowIntervalsHoldTruth(t *testing.T) {
+	rep, cfg, dev := runSimDev(t, "h200", false)
+	ctr, _ := dev.Model("energy.total")
+	n, in, opIn, ops := 0, 0, 0, 0
+	for _, r := range rep.Rows {
+		if r.EnergyHighJ <= r.EnergyLowJ {
+			t.Errorf("%s: no energy interval [%g, %g]", r.Name, r.EnergyLowJ, r.EnergyHighJ)
+			continue
+		}
+		from, to := time.Duration(r.StartS*1e9), time.Duration(r.EndS*1e9)
+		truth := ctr.Gain * dev.TrueEnergy(from, to).Joules()
+		n++
+		if r.EnergyLowJ <= truth && truth <= r.EnergyHighJ {
+			in++
+		} else {
+			t.Logf("%s: truth %.4f J outside [%.4f, %.4f] J (%+.3f %%)", r.Name, truth, r.EnergyLowJ, r.EnergyHighJ, 100*(r.EnergyJ/truth-1))
+		}
+		if !(r.MeanPowerLowW < r.MeanPowerW && r.MeanPowerW < r.MeanPowerHighW) {
+			t.Errorf("%s: mean power %.2f W outside its interval [%.2f, %.2f]", r.Name, r.MeanPowerW, r.MeanPowerLowW, r.MeanPowerHighW)
+		}
+		if r.Unit != "op" {
+			continue
+		}
+		if e, ok := cfg.OpEnergy(kernels.OpClass(r.What)); ok {
+			ops++
+			want := ctr.Gain * e.Joules() * 1e12
+			if r.PJPerUnitAbovePi0Low <= want && want <= r.PJPerUnitAbovePi0High {
+				opIn++
+			} else {
+				t.Logf("%s: %.4f pJ above pi0, interval [%.4f, %.4f], truth %.4f", r.Name, r.PJPerUnitAbovePi0, r.PJPerUnitAbovePi0Low, r.PJPerUnitAbovePi0High, want)
+			}
+		}
+	}
+	if n < 20 || float64(in) < 0.9*float64(n) {
+		t.Errorf("truth inside the row's energy interval in %d of %d rows, want at least 90 %%", in, n)
+	}
+	if ops < 14 || float64(opIn) < 0.9*float64(ops) {
+		t.Errorf("truth inside the pJ-above-pi0 interval in %d of %d arithmetic rows, want at least 90 %%", opIn, ops)
+	}
 }
 
 // TestSimPerClassEnergies: the suite on the sim device reproduces the sim's configured

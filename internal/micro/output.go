@@ -14,11 +14,20 @@ import (
 	"gpuwatt/internal/units"
 )
 
+// PM formats a figure with its 95 % half-width from [lo, hi]: "4.213 ±0.031"; the figure
+// alone where no interval was computed (hi = 0).
+func PM(v, lo, hi float64) string {
+	if hi == 0 && lo == 0 {
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64) + " ±" + strconv.FormatFloat((hi-lo)/2, 'g', 2, 64)
+}
+
 // WriteText prints the suite's table, in the spirit of MIPP's Tables I-IV.
 func WriteText(w io.Writer, r *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n MIPP suite on GPU %d, %s (%s, %d SMs, cc %s)\n", r.GPU.Index, r.GPU.Name, r.Device, r.Props.SMs, r.Props.ComputeCapability)
-	fmt.Fprintf(&b, " idle %s, baseline power pi0 %s (%s)\n", units.Power(r.IdlePowerW), units.Power(r.Pi0W), r.Pi0Source)
+	fmt.Fprintf(&b, " idle %s, baseline power pi0 %s ± %s (%s)\n", units.Power(r.IdlePowerW), units.Power(r.Pi0W), units.Power(r.Pi0HalfWidthW), r.Pi0Source)
 	if r.Incomplete {
 		fmt.Fprintf(&b, " INCOMPLETE: %s\n", r.Reason)
 	}
@@ -35,12 +44,14 @@ func WriteText(w io.Writer, r *Report) error {
 				fmtSec(x.TimePerLaunchS), x.ClockMHz, units.Power(x.MeanPowerW), units.Power(x.MaxPowerW))
 			continue
 		}
-		fmt.Fprintf(tw, " %s\t%s\t%s\t%s\t%.1f\t%s\t%.0f MHz\t%s\t%s\t%.4g\t%.4g\t%.4g\t\n", x.Name, x.What,
+		fmt.Fprintf(tw, " %s\t%s\t%s\t%s\t%.1f\t%s\t%.0f MHz\t%s\t%s\t%s\t%.4g\t%s\t\n", x.Name, x.What,
 			fmtSec(x.TimePerLaunchS), throughput(x), x.PerCycleSM, spec, x.ClockMHz,
-			units.Power(x.MeanPowerW), units.Power(x.MaxPowerW), x.PJPerUnit, x.PJPerUnitPi0, x.PJPerUnitAbovePi0)
+			units.Power(x.MeanPowerW), units.Power(x.MaxPowerW), PM(x.PJPerUnit, x.PJPerUnitLow, x.PJPerUnitHigh), x.PJPerUnitPi0,
+			PM(x.PJPerUnitAbovePi0, x.PJPerUnitAbovePi0Low, x.PJPerUnitAbovePi0High))
 	}
 	tw.Flush()
 	b.WriteString("\n pJ/unit: energy per instruction (op) or byte (B) in all; pi0 share: the baseline power's part; above pi0: what the work adds.\n")
+	b.WriteString(" ±: the 95 % interval on this board's scale (readings, calibration, edges; pi0's too above pi0); the board's ±5 % gain error comes on top between boards.\n")
 	status.WriteText(&b, " ", status.Group(append(r.RowWarnings(), r.Warnings...), len(r.Rows)))
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
@@ -72,7 +83,8 @@ func fmtSec(s float64) string {
 // CSVHeader is the header of results.csv.
 var CSVHeader = []string{"name", "group", "what", "unit", "launches", "time_per_launch_s", "work_per_launch",
 	"per_s", "flops_per_s", "per_cycle_per_sm", "spec_per_cycle_per_sm", "sm_clock_mhz", "mean_power_w", "max_power_w",
-	"energy_per_launch_j", "pj_per_unit", "pj_per_unit_pi0", "pj_per_unit_above_pi0", "per_joule", "mips_per_watt_per_sm",
+	"energy_per_launch_j", "pj_per_unit", "pj_per_unit_low", "pj_per_unit_high", "pj_per_unit_pi0", "pj_per_unit_above_pi0",
+	"pj_per_unit_above_pi0_low", "pj_per_unit_above_pi0_high", "per_joule", "mips_per_watt_per_sm",
 	"energy_source", "useful_bytes_per_launch", "pj_per_useful_byte", "variant"}
 
 // WriteCSV writes results.csv: one row per kernel.
@@ -90,7 +102,8 @@ func WriteCSV(w io.Writer, r *Report) error {
 		sort.Strings(vs)
 		rec := []string{x.Name, x.Group, x.What, x.Unit, strconv.Itoa(x.Launches), g(x.TimePerLaunchS), strconv.FormatInt(x.WorkPerLaunch, 10),
 			g(x.PerSecond), g(x.FlopsPerSecond), g(x.PerCycleSM), g(x.SpecPerCycleSM), g(x.ClockMHz), g(x.MeanPowerW), g(x.MaxPowerW),
-			g(x.EnergyPerLaunchJ), g(x.PJPerUnit), g(x.PJPerUnitPi0), g(x.PJPerUnitAbovePi0), g(x.PerJoule), g(x.MIPSPerWattPerSM),
+			g(x.EnergyPerLaunchJ), g(x.PJPerUnit), g(x.PJPerUnitLow), g(x.PJPerUnitHigh), g(x.PJPerUnitPi0), g(x.PJPerUnitAbovePi0),
+			g(x.PJPerUnitAbovePi0Low), g(x.PJPerUnitAbovePi0High), g(x.PerJoule), g(x.MIPSPerWattPerSM),
 			x.EnergySource, strconv.FormatInt(x.UsefulPerLaunch, 10), g(x.PJPerUsefulByte), strings.Join(vs, ";")}
 		if err := cw.Write(rec); err != nil {
 			return err
@@ -130,7 +143,7 @@ func Page(r *Report) report.Page {
 		}
 		var named []status.Warning
 		kernels := 0
-		tab := &report.Table{Header: []string{"kernel", "unit", "time/launch", "throughput", "per clk/SM", "spec", "clock (MHz)", "mean power", "max power", "energy/launch", "pJ/unit", "pi0 share", "above pi0", "units/J"}}
+		tab := &report.Table{Header: []string{"kernel", "unit", "time/launch", "throughput", "per clk/SM", "spec", "clock (MHz)", "mean power", "max power", "energy/launch", "pJ/unit", "pi0 share", "above pi0"}}
 		for _, x := range r.Rows {
 			if x.Group != gr.match {
 				continue
@@ -141,7 +154,7 @@ func Page(r *Report) report.Page {
 			}
 			tab.Rows = append(tab.Rows, []string{x.Name, x.Unit, fmtSec(x.TimePerLaunchS), throughput(x), fmt.Sprintf("%.1f", x.PerCycleSM), spec,
 				fmt.Sprintf("%.0f", x.ClockMHz), units.Power(x.MeanPowerW).String(), units.Power(x.MaxPowerW).String(), units.Energy(x.EnergyPerLaunchJ).String(),
-				fmt.Sprintf("%.4g", x.PJPerUnit), fmt.Sprintf("%.4g", x.PJPerUnitPi0), fmt.Sprintf("%.4g", x.PJPerUnitAbovePi0), fmt.Sprintf("%.4g", x.PerJoule)})
+				PM(x.PJPerUnit, x.PJPerUnitLow, x.PJPerUnitHigh), fmt.Sprintf("%.4g", x.PJPerUnitPi0), PM(x.PJPerUnitAbovePi0, x.PJPerUnitAbovePi0Low, x.PJPerUnitAbovePi0High)})
 			named = append(named, status.WithSubject(x.Name, x.Warnings)...)
 			kernels++
 		}
