@@ -9,6 +9,8 @@ import (
 
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/device"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/measure"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/trace"
@@ -26,6 +28,10 @@ type deviceReport struct {
 
 type gpuReport struct {
 	trace.GPU
+	// Kernels says why gpuwatt's own kernels (micro, archline, profile) cannot run on the
+	// GPU; absent where they can. Told for the sim's presets only: asking a real GPU opens
+	// a CUDA context.
+	Kernels  string          `json:"kernels_unsupported,omitempty"`
 	Channels []channelReport `json:"channels"`
 }
 
@@ -68,6 +74,11 @@ func (a *App) devices(ctx context.Context, args []string) int {
 	rep.System, rep.DriverVersion, rep.NVMLVersion = sys.Name(), sys.DriverVersion(), sys.NVMLVersion()
 	for _, d := range sys.Devices() {
 		gr := gpuReport{GPU: d.Info()}
+		if ex, ok := d.(gpu.Executor); ok && sys.Simulated() {
+			if why := kernels.Unsupported(ex.Props().ComputeCapability); why != "" {
+				gr.Kernels = kernels.KernelVerbs + " cannot run: " + why
+			}
+		}
 		for _, s := range d.Sensors() {
 			gr.Channels = append(gr.Channels, probe(clk, s))
 		}
@@ -144,7 +155,11 @@ func (a *App) printDevices(rep deviceReport) {
 		if g.PowerLimitW > 0 {
 			fmt.Fprintf(w, ", power limit %s (default %s)", units.Power(g.PowerLimitW), units.Power(g.DefaultPowerLimit))
 		}
-		fmt.Fprintf(w, "\n\n")
+		fmt.Fprintf(w, "\n")
+		if g.Kernels != "" {
+			fmt.Fprintf(w, "  %s\n", g.Kernels)
+		}
+		fmt.Fprintf(w, "\n")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "  channel\tvalue\twhat it is\n")
 		for _, c := range g.Channels {

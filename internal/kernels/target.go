@@ -38,9 +38,24 @@ func TargetFor(cc string) (Target, error) {
 	}
 	isa, ok := minISA[sm]
 	if !ok {
-		return Target{}, fmt.Errorf("kernels: compute capability %q: no PTX target known for sm_%d (known: 7.0 to 12.1)", cc, sm)
+		return Target{}, fmt.Errorf("kernels: compute capability %q: no PTX target known for sm_%d (%s)", cc, sm, KnownTargets)
 	}
 	return Target{SM: sm, ISA: isa}, nil
+}
+
+// KnownTargets says which GPUs the generators target, for messages.
+const KnownTargets = "gpuwatt generates PTX for compute capability 7.0 to 12.1: Volta and newer"
+
+// KernelVerbs are the verbs that run gpuwatt's own kernels, for messages.
+const KernelVerbs = "micro, archline and profile"
+
+// Unsupported says why gpuwatt's own kernels cannot run on a GPU of compute capability cc
+// ("" when they can).
+func Unsupported(cc string) string {
+	if _, err := TargetFor(orDefault(cc)); err != nil {
+		return strings.TrimPrefix(err.Error(), "kernels: ")
+	}
+	return ""
 }
 
 // parseCC turns "9.0", "sm_90" or "90" into 90.

@@ -16,6 +16,7 @@ import (
 
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/sensormodel"
+	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
 )
 
@@ -746,6 +747,9 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
+	if err := c.validatePlausible(); err != nil {
+		return err
+	}
 	switch {
 	case c.GPUs < 1 || c.GPUs > 64:
 		return fmt.Errorf("gpus: want 1 to 64, got %d", c.GPUs)
@@ -796,6 +800,72 @@ func (c Config) Validate() error {
 		}
 		if spec.kind == kindBuffered && (sc.Ring < 1 || sc.Ring > 1<<20) {
 			return fmt.Errorf("%s: ring: want 1 to %d samples, got %d", where, 1<<20, sc.Ring)
+		}
+	}
+	return nil
+}
+
+// Upper bounds of validatePlausible: beyond them a figure describes no GPU, and the sim's
+// arithmetic would print infinities (idle_w: 1e308 gave +Inf W and 7e306 °C).
+const (
+	maxPlausibleW       = trace.MaxBoardPowerW // W, any board's power
+	maxPlausibleHoldS   = 86400.0              // s, a day
+	maxPlausibleLaunchS = 1.0                  // s, per launch
+	maxPlausiblePJ      = 1e6                  // pJ per flop, op or byte (a µJ)
+	maxPlausibleHz      = 1e11                 // Hz, a clock
+	maxPlausibleBps     = 1e15                 // bytes/s, a memory level
+	maxPlausibleOps     = 1e6                  // instructions per cycle per SM
+)
+
+// validatePlausible refuses figures no GPU has, naming the key.
+func (c Config) validatePlausible() error {
+	type bound struct {
+		key      string
+		v, limit float64
+		unit     string
+	}
+	pj := func(e units.Energy) float64 { return float64(e / units.Picojoule) }
+	bounds := []bound{
+		{"idle_w", float64(c.Idle), maxPlausibleW, "W"},
+		{"active_idle_w", float64(c.ActiveIdle), maxPlausibleW, "W"},
+		{"command_load_w", float64(c.CommandLoad), maxPlausibleW, "W"},
+		{"power_limit_w", float64(c.PowerLimit), maxPlausibleW, "W"},
+		{"default_power_limit_w", float64(c.DefaultPowerLimit), maxPlausibleW, "W"},
+		{"memory_idle_w", float64(c.MemoryIdle), maxPlausibleW, "W"},
+		{"pi0_w", float64(c.Pi0), maxPlausibleW, "W"},
+		{"active_idle_hold_s", c.ActiveIdleHold.Seconds(), maxPlausibleHoldS, "s"},
+		{"idle_step_s", c.IdleStepInterval.Seconds(), maxPlausibleHoldS, "s"},
+		{"launch_overhead_s", c.LaunchOverhead.Seconds(), maxPlausibleLaunchS, "s"},
+		{"eps_flop_fp32_pj", pj(c.EpsFlopFP32), maxPlausiblePJ, "pJ"},
+		{"eps_flop_fp64_pj", pj(c.EpsFlopFP64), maxPlausiblePJ, "pJ"},
+		{"eps_mem_pj_per_byte", pj(c.EpsMemPerByte), maxPlausiblePJ, "pJ"},
+		{"eps_mem_rail_pj_per_byte", pj(c.EpsMemRail), maxPlausiblePJ, "pJ"},
+		{"max_sm_clock_hz", float64(c.MaxSMClock), maxPlausibleHz, "Hz"},
+		{"min_sm_clock_hz", float64(c.MinSMClock), maxPlausibleHz, "Hz"},
+		{"mem_clock_hz", float64(c.MemClock), maxPlausibleHz, "Hz"},
+	}
+	for i, l := range c.Load {
+		bounds = append(bounds, bound{fmt.Sprintf("load[%d]: power_w", i), float64(l.Power), maxPlausibleW, "W"})
+	}
+	for _, op := range slices.Sorted(maps.Keys(c.OpsPerCycleSM)) {
+		bounds = append(bounds, bound{fmt.Sprintf("ops_per_cycle_sm[%q]", op), c.OpsPerCycleSM[op], maxPlausibleOps, ""})
+	}
+	for _, op := range slices.Sorted(maps.Keys(c.EpsOp)) {
+		bounds = append(bounds, bound{fmt.Sprintf("eps_op_pj[%q]", op), pj(c.EpsOp[op]), maxPlausiblePJ, "pJ"})
+	}
+	for _, l := range slices.Sorted(maps.Keys(c.Bandwidth)) {
+		bounds = append(bounds, bound{fmt.Sprintf("bandwidth_bytes_per_s[%q]", l), c.Bandwidth[l], maxPlausibleBps, "bytes/s"})
+	}
+	for _, l := range slices.Sorted(maps.Keys(c.EpsLevel)) {
+		bounds = append(bounds, bound{fmt.Sprintf("eps_level_pj_per_byte[%q]", l), pj(c.EpsLevel[l]), maxPlausiblePJ, "pJ"})
+	}
+	for _, b := range bounds {
+		if b.v > b.limit { // NaN and negative values are the other checks'
+			u := ""
+			if b.unit != "" {
+				u = " " + b.unit
+			}
+			return fmt.Errorf("%s: %g%s is beyond any GPU's: want at most %g%s", b.key, b.v, u, b.limit, u)
 		}
 	}
 	return nil
