@@ -2,6 +2,7 @@ package archline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -306,5 +307,15 @@ func TestOccupancyGeometry(t *testing.T) {
 		if d.Blocks%props.SMs != 0 || math.Abs(perSM/float64(props.MaxThreadsPerSM)-o) > 1e-9 {
 			t.Errorf("%s: %d blocks of %d threads on %d SMs, occupancy %g", d.Name, d.Blocks, d.Threads, props.SMs, o)
 		}
+	}
+}
+
+// TestDeriveWithoutFit: a run cut short before its flop points has no flop energy; its
+// derived figures were NaN (the powerline), and characterize's results.json could not be
+// written at all after a Ctrl-C in archline (issue 20).
+func TestDeriveWithoutFit(t *testing.T) {
+	d := derive(Fit{Pi0W: 100}, 19.5e12, 1.56e12, 0, 4, 400)
+	if _, err := json.Marshal(d); err != nil {
+		t.Fatalf("derived figures of an empty fit: %v", err)
 	}
 }

@@ -171,6 +171,12 @@ func derive(f Fit, peakFlops, peakBytes, spec float64, wordBytes int, limit floa
 		d.BEffective = (eta*d.BEps + (1-eta)*d.BTau) / (2 - eta)
 	}
 	d.BEffectiveAtBTau = d.BHat(d.BTau)
+	if d.EtaFlop == 0 {
+		// No flop energy fitted (a run cut short before its flop points): no powerline,
+		// and no NaN for results.json to choke on (an interrupted characterize wrote
+		// nothing at all).
+		return d
+	}
 	d.PowerlineMaxW = d.Powerline(d.BTau, f.Pi0W)
 	d.PowerlineAtLowW = f.Pi0W + d.PiMemW
 	d.PowerlineAtHighW = f.Pi0W + d.PiFlopW

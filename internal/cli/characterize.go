@@ -102,7 +102,7 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintf(a.Stderr, "gpuwatt characterize: interrupted: what was measured is in %s, marked incomplete\n", sh.out)
-		return 130
+		return interruptedCode(ctx)
 	case len(failed) > 0:
 		fmt.Fprintf(a.Stderr, "gpuwatt characterize: stage(s) failed: %s (see the report)\n", strings.Join(failed, ", "))
 		return ExitFailure

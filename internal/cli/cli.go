@@ -21,10 +21,12 @@ import (
 
 // Exit codes.
 const (
-	ExitOK       = 0
-	ExitFailure  = 1 // the work could not be done (driver error, I/O error)
-	ExitUsage    = 2 // bad input: unknown verb or flag, bad value, unwritable --out
-	ExitNotFound = 127
+	ExitOK            = 0
+	ExitFailure       = 1   // the work could not be done (driver error, I/O error)
+	ExitUsage         = 2   // bad input: unknown verb or flag, bad value, unwritable --out
+	ExitNotExecutable = 126 // measure's command exists but cannot be run
+	ExitNotFound      = 127 // measure's command does not exist
+	// A run cut short by signal N exits 128+N: 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP).
 )
 
 // App holds what the verbs need from the outside world, so tests can replace it: the clock

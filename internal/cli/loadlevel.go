@@ -142,7 +142,7 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	}
 	switch {
 	case errors.Is(runErr, context.Canceled) || ctx.Err() != nil:
-		return 130
+		return interruptedCode(ctx)
 	case runErr != nil:
 		return a.fail("loadlevel", runErr)
 	case !rep.Valid:

@@ -68,7 +68,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 		er := measure.ExecRunner{Stdin: a.Stdin, Stdout: a.Stdout, Stderr: a.Stderr}
 		if err := er.Check(cmd); err != nil {
 			fmt.Fprintf(a.Stderr, "gpuwatt measure: %v\n", err)
-			return ExitNotFound
+			return commandExit(err)
 		}
 		if sh.json {
 			// stdout carries the JSON summary: the command's output goes to stderr.
@@ -96,8 +96,8 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	code := res.ExitCode
 	if runErr != nil && ctx.Err() == nil {
 		fmt.Fprintf(a.Stderr, "gpuwatt measure: %v\n", runErr)
-		if errors.Is(runErr, measure.ErrCommandNotFound) {
-			code = ExitNotFound
+		if c := commandExit(runErr); c != ExitFailure {
+			code = c
 		} else if code == 0 {
 			code = ExitFailure
 		}
@@ -117,10 +117,24 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	} else {
 		measure.WriteText(a.Stderr, sum)
 	}
-	if ctx.Err() != nil && code == 0 {
-		code = 130
+	if ctx.Err() != nil {
+		// Cut short: the command's own code (it was sent the same signal) gives way to the
+		// signal's, so a script can tell an interrupted measurement from a finished one.
+		code = interruptedCode(ctx)
 	}
 	return code
+}
+
+// commandExit is the exit code for a command that could not be run: 127 not found, 126
+// found but not executable (as a shell gives), else 1.
+func commandExit(err error) int {
+	switch {
+	case errors.Is(err, measure.ErrCommandNotFound):
+		return ExitNotFound
+	case errors.Is(err, measure.ErrNotExecutable):
+		return ExitNotExecutable
+	}
+	return ExitFailure
 }
 
 // writeMeasureFiles writes trace.csv, trace.json, summary.json and report.html.

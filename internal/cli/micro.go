@@ -117,12 +117,12 @@ func (a *App) output(verb string, sh shared, write func(dir string) error, asJSO
 	return ExitOK
 }
 
-// suiteExit is the exit code of a run of many kernels: 130 when interrupted, 1 when a
+// suiteExit is the exit code of a run of many kernels: 128+N when signal N interrupted it, 1 when a
 // kernel could not be measured or the run stopped part-way (told on stderr), else 0.
 func (a *App) suiteExit(ctx context.Context, verb string, failed []string, runErr error) int {
 	switch {
 	case ctx.Err() != nil:
-		return 130
+		return interruptedCode(ctx)
 	case len(failed) > 0:
 		fmt.Fprintf(a.Stderr, "gpuwatt %s: %d kernel(s) could not be measured: %s\n", verb, len(failed), strings.Join(failed, ", "))
 		return ExitFailure

@@ -56,7 +56,7 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	r.done()
 	if res == nil {
 		if ctx.Err() != nil {
-			return 130
+			return interruptedCode(ctx)
 		}
 		if errors.Is(perr, status.ErrInput) {
 			return a.exitFor("profile", perr)
@@ -69,7 +69,7 @@ func (a *App) profile(ctx context.Context, args []string) int {
 		return code
 	}
 	if ctx.Err() != nil {
-		return 130
+		return interruptedCode(ctx)
 	}
 	if len(res.Profile) == 0 {
 		fmt.Fprintf(a.Stderr, "gpuwatt profile: no profile could be computed (the warnings say why)\n")

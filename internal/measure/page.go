@@ -31,8 +31,12 @@ func Page(tr *trace.Trace, s *Summary) report.Page {
 	band := []report.Band{{X0: s.StartS, X1: s.EndS, Label: "command"}}
 	for _, g := range s.GPUs {
 		sec := report.Section{Title: fmt.Sprintf("GPU %d: %s", g.Index, g.Name), Warnings: status.Group(append(slices.Clone(s.Warnings), g.Warnings...), 0)}
-		sec.Text = fmt.Sprintf("UUID %s. The command ran %.3f s and exited with %d. Energy %s from %s; %s above the idle power of %s; mean power %s.",
-			g.UUID, s.DurationS, s.ExitCode, units.Energy(g.EnergyJ), g.EnergySource, units.Energy(g.EnergyAboveIdleJ), units.Power(g.IdlePowerW), units.Power(g.MeanPowerW))
+		ended := fmt.Sprintf("exited with %d", s.ExitCode)
+		if s.Signal != "" {
+			ended = "was killed by " + s.Signal
+		}
+		sec.Text = fmt.Sprintf("UUID %s. The command ran %.3f s and %s. Energy %s from %s; %s above the idle power of %s; mean power %s.",
+			g.UUID, s.DurationS, ended, units.Energy(g.EnergyJ), g.EnergySource, units.Energy(g.EnergyAboveIdleJ), units.Power(g.IdlePowerW), units.Power(g.MeanPowerW))
 		tab := &report.Table{
 			Caption: "Energy during the command, by channel",
 			Header:  []string{"channel", "energy", "above idle", "idle power", "mean power", "max power", "samples", "update period", "poll interval", "repeats"},

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -38,22 +39,44 @@ type ExecRunner struct {
 	Grace time.Duration
 }
 
-// ErrCommandNotFound is returned (wrapped) when the command cannot be started.
+// ErrCommandNotFound is returned (wrapped) when the command cannot be found (exit 127).
 var ErrCommandNotFound = errors.New("command not found")
+
+// ErrNotExecutable is returned (wrapped) when the command exists but cannot be run: not
+// executable, or a directory (exit 126, as a shell gives).
+var ErrNotExecutable = errors.New("command not executable")
+
+// Killed is what Run returns, with the exit code 128+N a shell would give, when the
+// command was ended by a signal: measure names the signal instead of a bare "exit 137".
+type Killed struct{ Signal syscall.Signal }
+
+func (k *Killed) Error() string { return "killed by " + SignalName(k.Signal) }
 
 // Check reports whether argv[0] can be run, before any measuring starts.
 func (r ExecRunner) Check(argv []string) error {
 	if _, err := exec.LookPath(argv[0]); err != nil {
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EISDIR) {
+			return fmt.Errorf("%w: %s", ErrNotExecutable, err)
+		}
 		return fmt.Errorf("%w: %s", ErrCommandNotFound, err)
 	}
 	return nil
 }
 
-// Run implements Runner. Cancelling ctx sends the command SIGINT, then SIGKILL after Grace.
+// Run implements Runner. Cancelling ctx sends the command the signal that ended gpuwatt
+// (context.Cause holding an os.Signal: SIGINT, SIGTERM or SIGHUP; SIGINT otherwise), then
+// SIGKILL after Grace.
 func (r ExecRunner) Run(ctx context.Context, argv []string) (int, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, r.Stdout, r.Stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.Cancel = func() error {
+		var sig os.Signal = os.Interrupt
+		var s interface{ Signal() os.Signal }
+		if errors.As(context.Cause(ctx), &s) {
+			sig = s.Signal()
+		}
+		return cmd.Process.Signal(sig)
+	}
 	cmd.WaitDelay = r.Grace
 	if cmd.WaitDelay <= 0 {
 		cmd.WaitDelay = 5 * time.Second
@@ -63,12 +86,32 @@ func (r ExecRunner) Run(ctx context.Context, argv []string) (int, error) {
 		if ctx.Err() != nil {
 			return 130, ctx.Err() // interrupted before the command could start
 		}
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EISDIR) {
+			return 126, fmt.Errorf("%w: %v", ErrNotExecutable, err)
+		}
 		return 127, fmt.Errorf("%w: %v", ErrCommandNotFound, err)
 	}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), nil
+		return 128 + int(ws.Signal()), &Killed{ws.Signal()}
 	}
 	return cmd.ProcessState.ExitCode(), nil
+}
+
+// SignalName is a signal's name as kill -l gives it with the SIG prefix (SIGKILL), or
+// "signal N".
+func SignalName(s syscall.Signal) string {
+	if n, ok := signalNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT", syscall.SIGILL: "SIGILL",
+	syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE",
+	syscall.SIGKILL: "SIGKILL", syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM", syscall.SIGXCPU: "SIGXCPU",
+	syscall.SIGXFSZ: "SIGXFSZ",
 }
 
 // Options are one measurement: what to record and the command to run. The system and the
@@ -89,8 +132,11 @@ type Options struct {
 
 // Result is what Run measured.
 type Result struct {
-	Trace      *trace.Trace
-	ExitCode   int
+	Trace    *trace.Trace
+	ExitCode int
+	// Signal names the signal that ended the command ("SIGKILL"), if one did; ExitCode is
+	// then 128 plus its number, as a shell gives.
+	Signal     string
 	Start, End time.Duration // the command's run on the trace's axis
 	Devices    []gpu.Device
 }
@@ -196,7 +242,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	mark := func(name string, t time.Duration) { marks = append(marks, trace.Mark{T: t.Seconds(), Name: name}) }
 
 	if err := clk.Sleep(ctx, o.Baseline); err != nil {
-		incomplete = "interrupted during the baseline"
+		incomplete = interrupted(ctx, "during the baseline")
 		runErr = err
 	} else {
 		smp.Poke() // a reading of every channel, the energy counter above all, right at the start
@@ -204,19 +250,23 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		mark("cmd.start", res.Start)
 		notify(devs, func(o gpu.CommandObserver) { o.CommandStarted(res.Start) })
 		res.ExitCode, runErr = o.Runner.Run(ctx, o.Command)
+		var killed *Killed
+		if errors.As(runErr, &killed) {
+			res.Signal, runErr = SignalName(killed.Signal), nil // it ran: its end is its outcome
+		}
 		res.End = clk.Now()
 		notify(devs, func(o gpu.CommandObserver) { o.CommandEnded(res.End) })
 		mark("cmd.end", res.End)
 		smp.Poke()
 		switch {
 		case ctx.Err() != nil:
-			incomplete = "interrupted while the command ran"
+			incomplete = interrupted(ctx, "while the command ran")
 			runErr = ctx.Err()
 		case runErr != nil:
 			incomplete = "the command could not be run"
 		default:
 			if err := clk.Sleep(ctx, max(o.Tail, counterGuard(smp, devs))); err != nil {
-				incomplete = "interrupted during the tail"
+				incomplete = interrupted(ctx, "during the tail")
 				runErr = err
 			}
 		}
@@ -257,6 +307,16 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	}
 	res.Trace = &trace.Trace{Meta: meta, Samples: samples}
 	return res, runErr
+}
+
+// interrupted is the reason a run cut short at where is incomplete: "interrupted by
+// SIGTERM while the command ran" where a signal ended it (the context's cause says which),
+// else "interrupted while ...".
+func interrupted(ctx context.Context, where string) string {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
+		return c.Error() + " " + where
+	}
+	return "interrupted " + where
 }
 
 // counterGuard is how long to keep recording after the command so that every energy

@@ -17,7 +17,10 @@ type Summary struct {
 	Format   string   `json:"format"`
 	Command  []string `json:"command"`
 	ExitCode int      `json:"exit_code"`
-	Device   string   `json:"device"`
+	// Signal names the signal that ended the command (SIGKILL; exit_code is then 128 plus
+	// its number); absent when it exited by itself.
+	Signal string `json:"signal,omitempty"`
+	Device string `json:"device"`
 	// Status: whether the recording was cut short, and why; run-wide warnings (each GPU's
 	// are in its summary).
 	status.Status
@@ -53,6 +56,7 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 		Format:      SummaryFormat,
 		Command:     command,
 		ExitCode:    r.ExitCode,
+		Signal:      r.Signal,
 		Device:      m.Device,
 		Status:      status.Status{Warnings: []status.Warning{}, Incomplete: m.Incomplete, Reason: m.IncompleteWhy},
 		StartS:      r.Start.Seconds(),

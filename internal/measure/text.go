@@ -16,6 +16,9 @@ func WriteText(w io.Writer, s *Summary) error {
 	var b strings.Builder
 	cmd := strings.Join(s.Command, " ")
 	state := fmt.Sprintf("exit %d", s.ExitCode)
+	if s.Signal != "" {
+		state = fmt.Sprintf("killed by %s, exit %d", s.Signal, s.ExitCode)
+	}
 	if s.Incomplete {
 		state = "INCOMPLETE: " + s.Reason
 	}
