@@ -483,9 +483,7 @@ func collectWarnings(r *Results) []status.Warning {
 	}
 	if s := r.Sensor; s != nil {
 		add("sensor", s.AllChannelWarnings())
-		if s.Anomalies != nil {
-			add("sensor: anomaly tests", s.Anomalies.Warnings)
-		}
+		add("sensor: anomaly tests", s.AnomalyWarnings())
 	}
 	if m := r.Micro; m != nil {
 		add("micro", m.Warnings)

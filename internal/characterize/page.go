@@ -10,6 +10,7 @@ import (
 	"gpuwatt/internal/archline"
 	"gpuwatt/internal/micro"
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/sensorchar"
 	"gpuwatt/internal/status"
 )
 
@@ -165,8 +166,8 @@ func (r *Results) sensorSections() []report.Section {
 	if len(r.SensorPlots) > 0 {
 		secs = append(secs, report.Section{Title: "Sensor responses with the fitted models", Plots: r.SensorPlots})
 	}
-	if a := s.Anomalies; a != nil {
-		secs = append(secs, report.Section{Title: "Anomaly tests on " + a.Channel + " (" + a.Model + ")", Text: a.Intro(), Table: a.Table(), Warnings: status.Group(a.Warnings, 0)})
+	if len(s.Anomalies) > 0 {
+		secs = append(secs, report.Section{Title: "Anomaly tests on every power channel", Text: sensorchar.AnomalyIntro(), Table: sensorchar.AnomalyTable(s.Anomalies), Warnings: status.Group(s.AnomalyWarnings(), len(s.Anomalies))})
 	}
 	return secs
 }

@@ -582,7 +582,7 @@ const (
 
 func newDense(s []trace.Sample, w, delay float64) *dense {
 	d := &dense{l: newLinear(s, delay), w: w}
-	d.sigma = NoiseSigma(d.l.v)
+	d.sigma = NoiseSigma(changes(d.l.v))
 	d.tol = 6*d.sigma + 1e-4*math.Abs(median(d.l.v)) + 1e-3
 	return d
 }
@@ -594,11 +594,13 @@ func (d *dense) energy(a, b float64) float64 {
 	d.capped = how == endCapped
 	d.unsteadyStart = false
 	if how == endStart {
-		// The power must have been steady before the first reading; if the readings of
-		// the first window already move, it probably was not.
-		t0 := d.l.t[0]
-		_, steady := d.flat(t0, t0+d.w)
-		d.unsteadyStart = !steady
+		// The power must have been steady before the first reading. A change under way
+		// then moves the readings from the very first one on: the first two differ by
+		// more than the noise. (A change after the start moves the readings of the first
+		// window too; it says nothing of the power before the first reading.)
+		t := d.l.t
+		_, steady := d.flat(t[0], t[min(1, len(t)-1)])
+		d.unsteadyStart = !steady && len(t) > 1
 	}
 	return e
 }
@@ -637,7 +639,7 @@ func (d *dense) deconvolve(a, b float64, maxLevels int) (float64, ending) {
 		if b <= t0 {
 			return e + d.l.v[0]*(b-a), endStart
 		}
-		if mean, ok := d.flat(a-d.w, b+d.w); ok {
+		if mean, ok := d.steady(a, b); ok {
 			return e + mean*(b-a), endSteady
 		}
 		if j == maxLevels {
@@ -695,6 +697,44 @@ func off(t0, v0, t1, v1, t2, v2 float64) float64 {
 	return math.Abs(v1 - (v0 + (v2-v0)*(t1-t0)/(t2-t0)))
 }
 
+// steady reports whether the power was steady over [a, b], and its level: the readings are
+// flat over a stretch [x, y] at least a window long that ends at or after b and starts no
+// later than a + W. Flat readings there mean P(t) = P(t − W) for every t in [x, y], so the
+// power over [x − W, y] ⊇ [a, b] repeats itself every W; a load that repeats exactly every
+// window is not taken for one, and the power was constant there, at the readings' level.
+// (Readings flat over less than a window do not say it: after a burst shorter than W they
+// stay flat, above the power, until the burst leaves the window.)
+func (d *dense) steady(a, b float64) (float64, bool) {
+	var cands [][2]float64
+	switch L := b - a; {
+	case L <= d.w:
+		cands = [][2]float64{{b - d.w, b}, {a, a + d.w}}
+	case L <= 2*d.w:
+		cands = [][2]float64{{b - d.w, b}}
+	default:
+		cands = [][2]float64{{a + d.w, b}}
+	}
+	for _, c := range cands {
+		if mean, ok := d.flat(d.bracket(c[0], c[1])); ok {
+			return mean, true
+		}
+	}
+	return 0, false
+}
+
+// bracket widens [a, b] to the readings around it: from the last reading at or before a to
+// the first at or after b, the readings that the interpolated r on [a, b] is made of.
+func (d *dense) bracket(a, b float64) (float64, float64) {
+	t := d.l.t
+	i := sort.SearchFloat64s(t, a) // first t >= a
+	if i < len(t) && t[i] > a && i > 0 {
+		i--
+	}
+	j := sort.SearchFloat64s(t, b) // first t >= b
+	j = min(j, len(t)-1)
+	return t[min(i, len(t)-1)], t[j]
+}
+
 // flat reports whether the readings in [lo, hi] (at least two, at most flatMost) lie within
 // tol of each other, and their mean.
 func (d *dense) flat(lo, hi float64) (float64, bool) {
@@ -737,6 +777,19 @@ func (d *dense) shifted(a, b float64) float64 {
 		e += d.l.energy(x, y)
 	}
 	return e
+}
+
+// changes returns v without the values that repeat the one before them: stale repeats (a
+// poller faster than the sensor, kept once per dedupe interval) would make most second
+// differences 0 and NoiseSigma of v far below the noise of the updates.
+func changes(v []float64) []float64 {
+	out := make([]float64, 0, len(v))
+	for i, x := range v {
+		if i == 0 || x != v[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // NoiseSigma estimates the standard deviation of the readings' noise from their second

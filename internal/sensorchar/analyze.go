@@ -1,12 +1,14 @@
 package sensorchar
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"gpuwatt/internal/clock"
@@ -100,6 +102,8 @@ type Energies struct {
 type Anomalies struct {
 	Channel string `json:"channel"`
 	Model   string `json:"model"`
+	// Reference: the reference channel (the best board channel present).
+	Reference bool `json:"reference"`
 	// Doubling: run B is twice as long as run A: B/A should be 2.00 ± 0.04.
 	SingleE               Energies         `json:"single"`
 	DoubleE               Energies         `json:"double"`
@@ -138,18 +142,20 @@ const (
 
 // Report is the result of a characterisation.
 type Report struct {
-	Device    string           `json:"device"`
-	Simulated bool             `json:"simulated"` // measured on the sim device
-	GPU       int              `json:"gpu"`
-	GPUName   string           `json:"gpu_name"`
-	Quick     bool             `json:"quick"`
-	Poll      string           `json:"poll"`
-	DurationS float64          `json:"duration_s"`
-	Periods   []float64        `json:"wave_periods_s"`
-	Channels  []*Channel       `json:"channels"`
-	Counter   *Counter         `json:"energy_counter,omitempty"`
-	Reference string           `json:"reference_channel"`
-	Anomalies *Anomalies       `json:"anomalies,omitempty"`
+	Device    string     `json:"device"`
+	Simulated bool       `json:"simulated"` // measured on the sim device
+	GPU       int        `json:"gpu"`
+	GPUName   string     `json:"gpu_name"`
+	Quick     bool       `json:"quick"`
+	Poll      string     `json:"poll"`
+	DurationS float64    `json:"duration_s"`
+	Periods   []float64  `json:"wave_periods_s"`
+	Channels  []*Channel `json:"channels"`
+	Counter   *Counter   `json:"energy_counter,omitempty"`
+	Reference string     `json:"reference_channel"`
+	// Anomalies are seed 003's tests on every characterised power channel, the reference
+	// channel first.
+	Anomalies AnomalyList      `json:"anomalies"`
 	Warnings  []status.Warning `json:"warnings"`
 
 	rec *recording
@@ -250,7 +256,45 @@ func analyze(rep *Report, g int, truth gpu.Truth) {
 			c.RatioToRef = c.SteadyW / ref.SteadyW
 		}
 	}
-	rep.Anomalies = anomalies(tr, g, ref, rec, truth)
+	rep.Anomalies = AnomalyList{anomalies(tr, g, ref, rec, truth)}
+	rep.Anomalies[0].Reference = true
+	for _, c := range rep.Channels {
+		if c != ref {
+			rep.Anomalies = append(rep.Anomalies, anomalies(tr, g, c, rec, truth))
+		}
+	}
+}
+
+// AnomalyList is the anomaly tests of several channels. It reads the single object that
+// results.json held before the tests ran on every channel (one channel, the reference).
+type AnomalyList []*Anomalies
+
+// UnmarshalJSON reads a list, or the older single object.
+func (l *AnomalyList) UnmarshalJSON(data []byte) error {
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
+		var a Anomalies
+		if err := json.Unmarshal(t, &a); err != nil {
+			return err
+		}
+		a.Reference = true
+		*l = AnomalyList{&a}
+		return nil
+	}
+	var as []*Anomalies
+	if err := json.Unmarshal(data, &as); err != nil {
+		return err
+	}
+	*l = as
+	return nil
+}
+
+// AnomalyWarnings are the anomaly tests' warnings, each about its channel.
+func (r *Report) AnomalyWarnings() []status.Warning {
+	var ws []status.Warning
+	for _, a := range r.Anomalies {
+		ws = append(ws, status.WithSubject(a.Channel, a.Warnings)...)
+	}
+	return ws
 }
 
 // period returns the median interval between new readings in [from, to] and the standard
@@ -521,7 +565,7 @@ func (c *Channel) dropTransients(samples []trace.Sample) []trace.Sample {
 // Dur is the segment's length.
 func (s segment) Dur() time.Duration { return s.end - s.start }
 
-// anomalies runs seed 003's tests on the reference channel with its identified model.
+// anomalies runs seed 003's tests on one channel with its identified model.
 func anomalies(tr *trace.Trace, g int, ref *Channel, rec *recording, truth gpu.Truth) *Anomalies {
 	a := &Anomalies{Channel: ref.Name, Model: ref.Model, Warnings: []status.Warning{}}
 	samples := correct.Channel(tr, g, ref.Name)
@@ -532,10 +576,11 @@ func anomalies(tr *trace.Trace, g int, ref *Channel, rec *recording, truth gpu.T
 	idle := correct.Prepare(samples, ref.model, correct.Options{}).Energy(rec.idle.start+rec.idle.Dur()/4, rec.idle.end).MeanPower
 	a.IdleW = float64(idle)
 	ser := correct.Prepare(samples, ref.model, correct.Options{Idle: idle, IdleSet: true})
+	board := !strings.Contains(ref.Name, "memory") // the sim's truth is the board's power
 	energy := func(s segment) Energies {
 		r := ser.Energy(s.start, s.end)
 		e := Energies{CorrectedJ: r.Energy.Joules(), NaiveJ: r.EnergyRaw.Joules()}
-		if truth != nil {
+		if board && truth != nil {
 			t := truth.TrueEnergy(s.start, s.end).Joules()
 			e.TrueJ = &t
 		}
@@ -579,7 +624,7 @@ func anomalies(tr *trace.Trace, g int, ref *Channel, rec *recording, truth gpu.T
 		a.TailNaiveJ = ser.Energy(D.end, ne).EnergyRaw.Joules() - float64(idle)*(ne-D.end).Seconds()
 	}
 	a.TailCorrectedS, a.TailNaiveS = (ce - D.end).Seconds(), (ne - D.end).Seconds()
-	if truth != nil {
+	if board && truth != nil {
 		t := truth.TrueEnergy(D.end, rec.tailEnd).Joules() - truth.TrueEnergy(rec.idle.start+rec.idle.Dur()/4, rec.idle.end).Joules()/(rec.idle.Dur()*3/4).Seconds()*(rec.tailEnd-D.end).Seconds()
 		a.TailTrueJ = &t
 	}

@@ -63,32 +63,58 @@ func (r *Report) Page() report.Page {
 		}
 		p.Sections = append(p.Sections, report.Section{Title: c.Name, Plots: plots})
 	}
-	if a := r.Anomalies; a != nil {
-		p.Sections = append(p.Sections, report.Section{Title: "Anomaly tests (seed 003) on " + a.Channel, Text: a.Intro(), Table: a.Table(), Warnings: status.Group(a.Warnings, 0)})
+	if len(r.Anomalies) > 0 {
+		p.Sections = append(p.Sections, report.Section{Title: "Anomaly tests (seed 003) on every power channel", Text: AnomalyIntro(), Table: AnomalyTable(r.Anomalies), Warnings: status.Group(r.AnomalyWarnings(), len(r.Anomalies))})
 	}
 	return p
 }
 
-// Intro says what the anomaly tests are, for a page.
-func (a *Anomalies) Intro() string {
-	return fmt.Sprintf("Seed 003's tests of a sensor's energy, on %s with its model %s: a kernel run twice as long must take twice the energy; a run right after another must take the same as the first; and the energy above idle that a kernel leaves after it ends (the tail) shows what a trace cut at the kernel's end misses. Corrected is through the model, naive the plain integral of the readings.", a.Channel, a.Model)
+// AnomalyIntro says what the anomaly tests are, for a page.
+func AnomalyIntro() string {
+	return "Seed 003's tests of a sensor's energy, on every power channel with its fitted model: a kernel run twice as long must take twice the energy (doubling, 2.00 ± 0.04); a run 1 s after another must take the same as the first (back-to-back, ± 2 %); and the energy above idle that a kernel leaves after it ends (the tail) shows what a trace cut at the kernel's end misses. Corrected is through the channel's model (correct), naive the plain integral of its readings, side by side."
 }
 
-// Table is the anomaly tests as a table: each test's corrected and naive figure, what
-// passes and the verdict.
-func (a *Anomalies) Table() *report.Table {
+// AnomalyTable is the anomaly tests of several channels as one table: for each channel
+// its corrected and naive figures side by side, and the verdict on the corrected one.
+func AnomalyTable(as []*Anomalies) *report.Table {
 	pass := map[bool]string{true: "pass", false: "FAIL"}
-	tail := "–"
-	if a.TailTrueJ != nil {
-		tail = fmt.Sprintf("true %.1f J", *a.TailTrueJ)
+	t := &report.Table{Header: []string{"channel", "doubling: corrected | naive", "2.00 ± 0.04", "back-to-back: corrected | naive", "± 2 %", "tail above idle: corrected | naive", "true"}}
+	for _, a := range as {
+		name := a.Channel
+		if a.Reference {
+			name += " (reference)"
+		}
+		tail := "–"
+		if a.TailTrueJ != nil {
+			tail = fmt.Sprintf("%.1f J", *a.TailTrueJ)
+		}
+		t.Rows = append(t.Rows, []string{name,
+			fmt.Sprintf("%.3f× | %.3f×", a.DoublingCorrected, a.DoublingNaive), pass[a.DoublingPass],
+			fmt.Sprintf("%+.2f %% | %+.2f %%", 100*a.BackToBackCorrected, 100*a.BackToBackNaive), pass[a.BackToBackPass],
+			fmt.Sprintf("%.1f J in %.2f s | %.1f J in %.2f s", a.TailCorrectedJ, a.TailCorrectedS, a.TailNaiveJ, a.TailNaiveS), tail})
 	}
-	return &report.Table{Header: []string{"test", "corrected", "naive", "passes at", "verdict"}, Rows: [][]string{
-		{"doubling: energy of 2× the run / of 1×", fmt.Sprintf("%.3f×", a.DoublingCorrected), fmt.Sprintf("%.3f×", a.DoublingNaive), "2.00 ± 0.04", pass[a.DoublingPass]},
-		{"back-to-back: second run against the first", fmt.Sprintf("%+.2f %%", 100*a.BackToBackCorrected), fmt.Sprintf("%+.2f %%", 100*a.BackToBackNaive), "± 2 %", pass[a.BackToBackPass]},
-		{fmt.Sprintf("tail: energy above idle (%.1f W) after the kernel", a.IdleW),
-			fmt.Sprintf("%.1f J over %.2f s (%.1f %% of the kernel's %.1f J)", a.TailCorrectedJ, a.TailCorrectedS, 100*a.TailShareOfKernel, a.KernelCorrectedJ),
-			fmt.Sprintf("%.1f J over %.2f s", a.TailNaiveJ, a.TailNaiveS), tail, "shown"},
-	}}
+	return t
+}
+
+// writeAnomalies prints the anomaly tests of every channel, corrected beside naive.
+func writeAnomalies(w io.Writer, as []*Anomalies) {
+	pass := map[bool]string{true: "pass", false: "FAIL"}
+	fmt.Fprintf(w, "\n anomaly tests (seed 003), corrected | naive (idle: each channel's own level before the tests):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, " channel\tdoubling (2.00 ± 0.04)\t\tback-to-back (± 2 %%)\t\ttail above idle after a kernel\t\n")
+	for _, a := range as {
+		name := a.Channel
+		if a.Reference {
+			name += " (ref)"
+		}
+		tail := fmt.Sprintf("%.1f J over %.2f s | %.1f J over %.2f s", a.TailCorrectedJ, a.TailCorrectedS, a.TailNaiveJ, a.TailNaiveS)
+		if a.TailTrueJ != nil {
+			tail += fmt.Sprintf("; true %.1f J", *a.TailTrueJ)
+		}
+		fmt.Fprintf(tw, " %s\t%.3f× | %.3f×\t%s\t%+.2f %% | %+.2f %%\t%s\t%s\t\n", name, a.DoublingCorrected, a.DoublingNaive, pass[a.DoublingPass],
+			100*a.BackToBackCorrected, 100*a.BackToBackNaive, pass[a.BackToBackPass], tail)
+	}
+	tw.Flush()
 }
 
 func f3(v float64) string {
@@ -127,15 +153,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, " %s\tcounter\t%s\t%s\t\t%s\t%.1f W steady\t\n", r.Counter.Name, f3(r.Counter.PeriodS*1e3), f3(r.Counter.PeriodJitterS*1e3), f3(r.Counter.CallLatencyUS), r.Counter.SteadyW)
 	}
 	tw.Flush()
-	if a := r.Anomalies; a != nil {
-		fmt.Fprintf(&b, "\n anomaly tests on %s (%s):\n   ", a.Channel, a.Model)
-		var x strings.Builder
-		a.WriteText(&x)
-		b.WriteString(strings.ReplaceAll(strings.TrimSpace(x.String()), "\n", "\n   "))
-		b.WriteString("\n")
-		for _, w := range status.Group(a.Warnings, 0) {
+	if len(r.Anomalies) > 0 {
+		writeAnomalies(&b, r.Anomalies)
+		for _, w := range status.Group(r.AnomalyWarnings(), len(r.Anomalies)) {
 			fmt.Fprintf(&b, "   ! %s\n", w)
 		}
+		b.WriteString("\n")
 	}
 	for _, c := range r.Channels {
 		if g := c.Grid; g != nil {

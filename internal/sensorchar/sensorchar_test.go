@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/status"
 	"gpuwatt/internal/testkit/simtest"
+	"gpuwatt/internal/trace"
 )
 
 func runPreset(t *testing.T, preset string, quick bool) (*Report, *sim.Device) {
@@ -133,19 +135,28 @@ func TestIdentifyPresets(t *testing.T) {
 				}
 			}
 
-			an := rep.Anomalies
-			if an == nil {
-				t.Fatal("no anomaly tests")
+			if len(rep.Anomalies) != len(rep.Channels) || !rep.Anomalies[0].Reference || rep.Anomalies[0].Channel != rep.Reference {
+				t.Fatalf("anomaly tests on %d of %d channels, the first on %s (reference %s)", len(rep.Anomalies), len(rep.Channels), rep.Anomalies[0].Channel, rep.Reference)
 			}
-			if !an.DoublingPass || !an.BackToBackPass {
-				t.Errorf("anomalies on %s: doubling %.4f, back-to-back %+.4f", an.Channel, an.DoublingCorrected, an.BackToBackCorrected)
+			for _, an := range rep.Anomalies {
+				t.Logf("anomalies on %-20s doubling %.4f (naive %.4f), back-to-back %+.4f (naive %+.4f), tail %.1f J (naive %.1f J)",
+					an.Channel, an.DoublingCorrected, an.DoublingNaive, an.BackToBackCorrected, an.BackToBackNaive, an.TailCorrectedJ, an.TailNaiveJ)
+				if !slices.Contains(boardChannels, an.Channel) {
+					continue // memory power: the load hardly moves it
+				}
+				for _, e := range []Energies{an.SingleE, an.DoubleE, an.First, an.Second} {
+					if e.TrueJ != nil {
+						t.Logf("   corrected %.2f J naive %.2f J true %.2f J: %+.2f %%", e.CorrectedJ, e.NaiveJ, *e.TrueJ, 100*(e.CorrectedJ / *e.TrueJ - 1))
+					}
+				}
+				if !an.DoublingPass || !an.BackToBackPass {
+					t.Errorf("anomalies on %s: doubling %.4f, back-to-back %+.4f", an.Channel, an.DoublingCorrected, an.BackToBackCorrected)
+				}
+				if an.Reference && an.TailTrueJ != nil && !near(an.TailCorrectedJ, *an.TailTrueJ, 0.15, 2) {
+					t.Errorf("%s: tail %.1f J, true %.1f J", an.Channel, an.TailCorrectedJ, *an.TailTrueJ)
+				}
 			}
-			if an.TailTrueJ != nil && !near(an.TailCorrectedJ, *an.TailTrueJ, 0.15, 2) {
-				t.Errorf("tail %.1f J, true %.1f J", an.TailCorrectedJ, *an.TailTrueJ)
-			}
-			t.Logf("anomalies on %s: doubling %.4f (naive %.4f), back-to-back %+.4f (naive %+.4f), tail %.1f J (naive %.1f J)",
-				an.Channel, an.DoublingCorrected, an.DoublingNaive, an.BackToBackCorrected, an.BackToBackNaive, an.TailCorrectedJ, an.TailNaiveJ)
-			if p == "k20" && (an.DoublingNaive < 2.1 || an.BackToBackNaive < 0.03) {
+			if an := rep.Anomalies[0]; p == "k20" && (an.DoublingNaive < 2.1 || an.BackToBackNaive < 0.03) {
 				t.Errorf("k20: the naive figures should show seed 003's anomalies: doubling %.3f, back-to-back %+.3f", an.DoublingNaive, an.BackToBackNaive)
 			}
 			if err := rep.Page().Render(&bytes.Buffer{}); err != nil {
@@ -154,6 +165,9 @@ func TestIdentifyPresets(t *testing.T) {
 		})
 	}
 }
+
+// boardChannels are the channels that see the board's power.
+var boardChannels = []string{"power.usage", "power.instant", "power.average", "power.samples"}
 
 func TestScheduleWeights(t *testing.T) {
 	s := newSchedule([][2]float64{{1, 2}, {3, 4}})
@@ -201,18 +215,128 @@ func TestWeakStep(t *testing.T) {
 
 // TestAnomalyTable: the anomaly tests' table gives each figure with its verdict.
 func TestAnomalyTable(t *testing.T) {
-	a := &Anomalies{Channel: "power.samples", DoublingCorrected: 2.0099, DoublingNaive: 2.0266, DoublingPass: true,
+	a := &Anomalies{Channel: "power.samples", Reference: true, Model: "rc:tau=14ms", DoublingCorrected: 2.0099, DoublingNaive: 2.0266, DoublingPass: true,
 		BackToBackCorrected: 0.001036, BackToBackNaive: -0.0301, BackToBackPass: false, IdleW: 122.47,
 		TailCorrectedJ: 1.95, TailCorrectedS: 0.25, TailShareOfKernel: 0.0054, KernelCorrectedJ: 363.4, TailNaiveJ: 5.27, TailNaiveS: 0.1}
-	tab := a.Table()
+	tab := AnomalyTable([]*Anomalies{a})
 	want := [][]string{
-		{"doubling: energy of 2× the run / of 1×", "2.010×", "2.027×", "2.00 ± 0.04", "pass"},
-		{"back-to-back: second run against the first", "+0.10 %", "-3.01 %", "± 2 %", "FAIL"},
-		{"tail: energy above idle (122.5 W) after the kernel", "1.9 J over 0.25 s (0.5 % of the kernel's 363.4 J)", "5.3 J over 0.10 s", "–", "shown"},
+		{"power.samples (reference)", "2.010× | 2.027×", "pass", "+0.10 % | -3.01 %", "FAIL", "1.9 J in 0.25 s | 5.3 J in 0.10 s", "–"},
 	}
 	for i, row := range want {
 		if !slices.Equal(tab.Rows[i], row) {
 			t.Errorf("row %d: %q, want %q", i, tab.Rows[i], row)
+		}
+	}
+}
+
+// TestAnomaliesLateAverage: the H200's 1 s average is published ~20 ms late, with about
+// 1.5 W of noise (FACTS.md, results/nvidia-h200); on the twin with that delay and noise
+// the corrected power.usage and power.average pass the doubling and back-to-back tests,
+// the naive ones fail doubling, and so do models perturbed as far as the real card's
+// fits spread. (The twin's step-shaped truth does not reproduce the real card's 1.91×:
+// TestAnomaliesH200Trace holds that on the card's own recording.)
+func TestAnomaliesLateAverage(t *testing.T) {
+	cfg, err := sim.Preset("h200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"power.usage", "power.average"} {
+		sc := cfg.Sensors[n]
+		sc.Model.Delay = 20 * time.Millisecond
+		sc.Model.Noise = 1.5
+		cfg.Sensors[n] = sc
+	}
+	sm := simtest.OpenConfig(t, cfg)
+	rep, err := Run(context.Background(), sm.Clock, sm.Dev, sm.Dev, Options{Quick: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, a := range rep.Anomalies {
+		if a.Channel != "power.usage" && a.Channel != "power.average" {
+			continue
+		}
+		seen++
+		t.Logf("%s (%s): doubling %.4f (naive %.4f), back-to-back %+.4f (naive %+.4f)", a.Channel, a.Model, a.DoublingCorrected, a.DoublingNaive, a.BackToBackCorrected, a.BackToBackNaive)
+		if !a.DoublingPass || !a.BackToBackPass {
+			t.Errorf("%s: corrected doubling %.4f, back-to-back %+.4f: want 2.00 ± 0.04 and ± 2 %%", a.Channel, a.DoublingCorrected, a.BackToBackCorrected)
+		}
+		if math.Abs(a.DoublingNaive-2) < 0.2 {
+			t.Errorf("%s: naive doubling %.4f: a 1 s window should fail it", a.Channel, a.DoublingNaive)
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("anomaly tests on %d of the 2 average channels", seen)
+	}
+	// The same with the fitted model perturbed as far as the real card's fits spread
+	// (window ±0.7 %, delay ±15 %: twice the intervals that the characterisation states for them): the deconvolution must not amplify it.
+	for _, c := range rep.Channels {
+		if c.Name != "power.usage" {
+			continue
+		}
+		for _, f := range []struct{ w, d float64 }{{0.993, 1}, {1.007, 1}, {1, 0.85}, {1, 1.15}} {
+			p := *c
+			p.model.Window = time.Duration(float64(c.model.Window) * f.w)
+			p.model.Delay = time.Duration(float64(c.model.Delay) * f.d)
+			p.Model = p.model.String()
+			a := anomalies(rep.Trace(), 0, &p, rep.rec, sm.Dev)
+			for _, e := range []Energies{a.SingleE, a.DoubleE, a.First, a.Second} {
+				t.Logf("   corrected %.2f J naive %.2f J true×gain %.2f J: %+.2f %%", e.CorrectedJ, e.NaiveJ, 0.985*(*e.TrueJ), 100*(e.CorrectedJ/(0.985**e.TrueJ)-1))
+			}
+			t.Logf("%s (%s): doubling %.4f (naive %.4f), back-to-back %+.4f (naive %+.4f)", a.Channel, a.Model, a.DoublingCorrected, a.DoublingNaive, a.BackToBackCorrected, a.BackToBackNaive)
+			if !a.DoublingPass || !a.BackToBackPass {
+				t.Errorf("%s: corrected doubling %.4f, back-to-back %+.4f: want 2.00 ± 0.04 and ± 2 %%", a.Model, a.DoublingCorrected, a.BackToBackCorrected)
+			}
+		}
+	}
+}
+
+// TestAnomaliesH200Trace runs the anomaly tests on the real H200's recording
+// (results/nvidia-h200/2026-11-21-sensor: the trace and the sensor.json fitted to it) on
+// every power channel. Its 1 s averages gave 1.91× and −6.4 % corrected when the
+// deconvolution ran back through every earlier load to the start of the trace; it now
+// stops where the power was steady, and doubling passes on both. Back-to-back on them is
+// held to ±5 %: the second run starts where the first's average has just ended its ramp,
+// both region edges sit on kinks of the readings that a 100 ms update resolves only to
+// about ΔP·T/4 each, and the card's power is not a clean step (docs/sensor.md).
+func TestAnomaliesH200Trace(t *testing.T) {
+	dir := "../../results/nvidia-h200/2026-11-21-sensor/sensor"
+	tr, err := trace.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(dir + "/sensor.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := correct.ParseProfile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := map[string]time.Duration{}
+	for _, m := range tr.Meta.Marks {
+		marks[m.Name] = time.Duration(math.Round(m.T * 1e9))
+	}
+	seg := func(name string) segment { return segment{name, marks[name+".start"], marks[name+".end"]} }
+	rec := &recording{tr: tr, idle: seg("idle"), runs: map[string]segment{}, tailEnd: time.Duration(tr.Meta.Duration * 1e9)}
+	for _, r := range []string{"A", "B", "C", "D"} {
+		rec.runs[r] = seg("run." + r)
+	}
+	for _, name := range []string{"power.samples", "power.usage", "power.average"} {
+		m := prof.Channels[name].Model
+		s := correct.Channel(tr, 0, name)
+		c := &Channel{Name: name, Model: m.String(), model: m, PeriodS: m.Period.Seconds(),
+			IdleW: meanIn(s, rec.idle.start, rec.idle.end), LoadW: meanIn(s, marks["step.start"]+3*time.Second, marks["step.end"])}
+		a := anomalies(tr, 0, c, rec, nil)
+		t.Logf("%-14s doubling %.3f× (naive %.3f×), back-to-back %+.2f %% (naive %+.2f %%)", name, a.DoublingCorrected, a.DoublingNaive, 100*a.BackToBackCorrected, 100*a.BackToBackNaive)
+		if !a.DoublingPass {
+			t.Errorf("%s: doubling %.3f× corrected, want 2.00 ± 0.04", name, a.DoublingCorrected)
+		}
+		if math.Abs(a.BackToBackCorrected) > 0.05 {
+			t.Errorf("%s: back-to-back %+.2f %% corrected, want within ± 5 %%", name, 100*a.BackToBackCorrected)
+		}
+		if name != "power.samples" && math.Abs(a.DoublingNaive-2) < 0.3 {
+			t.Errorf("%s: naive doubling %.3f×: the 1 s window should fail it", name, a.DoublingNaive)
 		}
 	}
 }
