@@ -523,11 +523,12 @@ func ciNames(m sensormodel.Model) string {
 // sensor sees a share c of the time (a boxcar's window W, a lag's 2·tau, W + 2·tau for a
 // window behind a lag; sensormodel.Model.Coverage) and its update instants jitter by σ
 // (the robust spread of the intervals between readings), so a share u = 1 − c + 2σ/T of
-// each period is unresolved. That part is taken to lie anywhere between the readings on
-// either side of it (uniform, so σ = |ΔP|/√12), independently from period to period. A
-// load that changes faster than T shows as readings that differ, and widens it; a steady
-// load leaves it near zero; a load locked in phase with the sensor is not bounded
-// (docs/energy.md).
+// each period is unresolved. The load's power in that part is a fresh draw of its
+// fluctuation, whose spread the neighbouring readings' difference estimates (σ = |ΔP|/√2:
+// a power-capped load on an H200 swings 570–740 W between 100 ms readings, beyond the
+// readings on either side), independently from period to period. A load that changes
+// faster than T shows as readings that differ, and widens it; a steady load leaves it near
+// zero; a load locked in phase with the sensor is not bounded (docs/energy.md).
 func coverageComponent(ser *correct.Series, m sensormodel.Model, r correct.Result, from, to time.Duration, gain float64) Component {
 	T := r.Period
 	c := Component{Name: "coverage"}
@@ -552,13 +553,13 @@ func coverageComponent(ser *correct.Series, m sensormodel.Model, r correct.Resul
 	}
 	jit := max(intervalSpread(ser.Readings(from-10*T, to+10*T))/T.Seconds(), MinTimingSpread)
 	u := min(1, 1-seen+2*jit)
-	c.Note = fmt.Sprintf("%.0f %% of each %s period is not resolved (the sensor sees %.0f %% of it; its updates jitter by %.1f %%): that part lies anywhere between the readings around it (a load locked in phase with the sensor is not bounded)",
+	c.Note = fmt.Sprintf("%.0f %% of each %s period is not resolved (the sensor sees %.0f %% of it; its updates jitter by %.1f %%): the power there varies as much as the readings around it do (a load locked in phase with the sensor is not bounded)",
 		100*u, fmtDur(T), 100*seen, 100*jit)
 	unseen := u * T.Seconds()
 	var ss float64
 	for i := 1; i < len(pts); i++ {
 		d := (pts[i].Value - pts[i-1].Value) * unseen
-		ss += d * d / 12
+		ss += d * d / 2
 	}
 	c.HalfWidthJ, c.Known = 1.96*math.Abs(gain)*math.Sqrt(ss), true
 	return c
