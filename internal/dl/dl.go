@@ -4,6 +4,7 @@
 package dl
 
 import (
+	"runtime"
 	"strings"
 
 	"github.com/ebitengine/purego"
@@ -37,10 +38,17 @@ func Open(paths []string, bind func(handle uintptr, path string) error) error {
 }
 
 func open(path string, bind func(uintptr, string) error) error {
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if path == "" {
+		// dlopen("") is the program itself: it would "load", and bind would fail oddly.
+		return &LoadError{Msg: NoDriver + "cannot load a library with an empty name"}
+	}
+	h, err := dlopen(path)
 	if err != nil {
 		why := OneLine(err.Error())
 		why = strings.TrimPrefix(why, path+": ") // dlerror repeats the path
+		if why == "" {
+			why = "dlopen failed and gave no reason"
+		}
 		return &LoadError{Msg: NoDriver + "cannot load " + path + ": " + why}
 	}
 	if err := bind(h, path); err != nil {
@@ -48,6 +56,15 @@ func open(path string, bind func(uintptr, string) error) error {
 		return err
 	}
 	return nil
+}
+
+// dlopen loads path on a locked OS thread: dlerror's message belongs to the thread that
+// called dlopen, and purego reads it in a second call, which a goroutine moved to another
+// thread in between made on the wrong one (the reason came back empty).
+func dlopen(path string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 }
 
 // OneLine collapses a message's white space, newlines included, to single spaces.

@@ -33,3 +33,25 @@ func TestOpen(t *testing.T) {
 		t.Errorf("OneLine = %q", got)
 	}
 }
+
+// TestOpenAlwaysGivesAReason: dlerror's message is per OS thread, and purego reads it in a
+// second call; a goroutine moved to another thread in between got none, and the
+// missing-driver message read "cannot load libnvidia-ml.so.1: ." (issue 20). Many
+// goroutines at once move threads often enough to show it.
+func TestOpenAlwaysGivesAReason(t *testing.T) {
+	errs := make(chan error, 400)
+	for range cap(errs) {
+		go func() {
+			errs <- Open([]string{"/nonexistent/libnvidia-ml.so.1"}, func(uintptr, string) error { return nil })
+		}()
+	}
+	for range cap(errs) {
+		err := <-errs
+		if err == nil || strings.HasSuffix(err.Error(), ": ") || !strings.Contains(err.Error(), "No such file") {
+			t.Fatalf("err = %v, want the reason dlopen failed", err)
+		}
+	}
+	if err := Open([]string{""}, func(uintptr, string) error { return nil }); err == nil {
+		t.Error(`Open("") loaded something (dlopen of "" is the program itself)`)
+	}
+}
