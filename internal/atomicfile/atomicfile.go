@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 )
 
 // Write is gpuwatt's one writer of output files: write fills a temporary file in
@@ -31,7 +32,13 @@ func Write(path string, write func(io.Writer) error) (err error) {
 			err = fmt.Errorf("writing %s: %w", path, err)
 		}
 	}()
-	bw := bufio.NewWriterSize(f, 256<<10)
+	var dst io.Writer = f
+	if h := faultHook.Load(); h != nil {
+		if limit, ferr := (*h)(path); ferr != nil {
+			dst = &faultyWriter{w: f, left: limit, err: ferr}
+		}
+	}
+	bw := bufio.NewWriterSize(dst, 256<<10)
 	if err = write(bw); err != nil {
 		return err
 	}
@@ -56,4 +63,38 @@ func WriteBytes(path string, data []byte) error {
 		_, err := w.Write(data)
 		return err
 	})
+}
+
+// Fault makes writes fail, for tests of what gpuwatt does on a full disk: asked once per
+// file written, a non-nil error makes that file's writes fail with it once limit bytes
+// have gone through (a disk that fills part-way through the file).
+type Fault func(path string) (limit int64, err error)
+
+var faultHook atomic.Pointer[Fault]
+
+// InjectFault sets f as the fault of every later Write (nil: none) and returns the
+// function that removes it. For tests only; not safe for parallel tests.
+func InjectFault(f Fault) (restore func()) {
+	if f == nil {
+		faultHook.Store(nil)
+	} else {
+		faultHook.Store(&f)
+	}
+	return func() { faultHook.Store(nil) }
+}
+
+type faultyWriter struct {
+	w    io.Writer
+	left int64
+	err  error
+}
+
+func (f *faultyWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) <= f.left {
+		f.left -= int64(len(p))
+		return f.w.Write(p)
+	}
+	n, _ := f.w.Write(p[:f.left])
+	f.left = 0
+	return n, f.err
 }

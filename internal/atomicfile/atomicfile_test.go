@@ -64,3 +64,32 @@ func TestWriteFileNoDir(t *testing.T) {
 		t.Errorf("err = %v, want one naming %s", err, path)
 	}
 }
+
+// TestInjectFault: a disk that fills part-way through a file fails the write, names the
+// file, and leaves neither a partial file under its name nor a temporary one.
+func TestInjectFault(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "trace.csv")
+	full := errors.New("no space left on device")
+	restore := InjectFault(func(p string) (int64, error) {
+		if p == path {
+			return 1000, full
+		}
+		return 0, nil
+	})
+	defer restore()
+	err := WriteBytes(path, make([]byte, 1<<20))
+	if !errors.Is(err, full) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("err = %v, want the fault naming %s", err, path)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
+	if err := WriteBytes(filepath.Join(dir, "other"), []byte("x")); err != nil {
+		t.Errorf("a file the fault does not name: %v", err)
+	}
+	restore()
+	if err := WriteBytes(path, make([]byte, 1<<20)); err != nil {
+		t.Errorf("after restore: %v", err)
+	}
+}

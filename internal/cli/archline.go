@@ -84,11 +84,8 @@ func (a *App) archline(ctx context.Context, args []string) int {
 
 func (a *App) writeArchline(dir string, rep *archline.Report, tr *trace.Trace, sys gpu.System, args []string) error {
 	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.Reason
-	if err := a.saveTrace(dir, tr, sys, "archline", args); err != nil {
-		return err
-	}
-	if err := report.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {
-		return err
-	}
-	return archline.Page(rep).WriteFile(filepath.Join(dir, "report.html"))
+	return writeFiles(dir, &rep.Status, []outFile{
+		{"trace.csv and trace.json", func(dir string) error { return a.saveTrace(dir, tr, sys, "archline", args) }},
+		{"report.html", func(dir string) error { return archline.Page(rep).WriteFile(filepath.Join(dir, "report.html")) }},
+	}, outFile{"results.json", func(dir string) error { return report.WriteJSON(filepath.Join(dir, "results.json"), rep) }})
 }

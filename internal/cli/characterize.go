@@ -111,16 +111,12 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 }
 
 func writeCharacterize(dir string, res *characterize.Results) error {
-	if err := makeOut(dir); err != nil {
-		return err
-	}
-	if err := report.WriteJSON(filepath.Join(dir, "results.json"), res); err != nil {
-		return err
-	}
+	var files []outFile
 	if res.SensorProfile != nil {
-		if err := atomicfile.Write(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, *res.SensorProfile) }); err != nil {
-			return err
-		}
+		files = append(files, outFile{"sensor.json", func(dir string) error {
+			return atomicfile.Write(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, *res.SensorProfile) })
+		}})
 	}
-	return res.Page().WriteFile(filepath.Join(dir, "report.html"))
+	files = append(files, outFile{"report.html", func(dir string) error { return res.Page().WriteFile(filepath.Join(dir, "report.html")) }})
+	return writeFiles(dir, &res.Status, files, outFile{"results.json", func(dir string) error { return report.WriteJSON(filepath.Join(dir, "results.json"), res) }})
 }

@@ -16,6 +16,7 @@ import (
 
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/device"
+	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/measure"
 )
 
@@ -46,6 +47,9 @@ type App struct {
 	Version string
 	// Interactive forces progress output on or off; nil means "when stderr is a terminal".
 	Interactive *bool
+	// WrapSystem, if set, wraps every opened system: the fault-injection tests make its
+	// sensors or kernels fail part-way through a run (a GPU lost, a launch that fails).
+	WrapSystem func(gpu.System) gpu.System
 }
 
 type verb struct {

@@ -123,14 +123,11 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	}
 	if sh.out != "" {
 		sub := fmt.Sprintf("gpuwatt %s · %s · %s", a.versionString(), a.host(), "gpuwatt loadlevel "+strings.Join(args, " "))
-		if err := makeOut(sh.out); err != nil {
+		err := writeFiles(sh.out, &rep.Status, []outFile{
+			{"report.html", func(dir string) error { return rep.Page(sub).WriteFile(filepath.Join(dir, "report.html")) }},
+		}, outFile{"results.json", func(dir string) error { return report.WriteJSON(filepath.Join(dir, "results.json"), rep) }})
+		if err != nil {
 			return a.fail("loadlevel", fmt.Errorf("--out %s: %v", sh.out, err))
-		}
-		if err := report.WriteJSON(filepath.Join(sh.out, "results.json"), rep); err != nil {
-			return a.fail("loadlevel", err)
-		}
-		if err := rep.Page(sub).WriteFile(filepath.Join(sh.out, "report.html")); err != nil {
-			return a.fail("loadlevel", err)
 		}
 	}
 	if sh.json {

@@ -139,16 +139,12 @@ func commandExit(err error) int {
 
 // writeMeasureFiles writes trace.csv, trace.json, summary.json and report.html.
 func writeMeasureFiles(dir string, res *measure.Result, sum *measure.Summary) error {
-	if err := makeOut(dir); err != nil {
-		return err
-	}
-	if err := trace.Save(dir, res.Trace); err != nil {
-		return err
-	}
-	if err := report.WriteJSON(filepath.Join(dir, "summary.json"), sum); err != nil {
-		return err
-	}
-	return atomicfile.Write(filepath.Join(dir, "report.html"), measure.Page(res.Trace, sum).Render)
+	return writeFiles(dir, &sum.Status, []outFile{
+		{"trace.csv and trace.json", func(dir string) error { return trace.Save(dir, res.Trace) }},
+		{"report.html", func(dir string) error {
+			return atomicfile.Write(filepath.Join(dir, "report.html"), measure.Page(res.Trace, sum).Render)
+		}},
+	}, outFile{"summary.json", func(dir string) error { return report.WriteJSON(filepath.Join(dir, "summary.json"), sum) }})
 }
 
 // checkOut checks --out before anything is measured, without creating it (an early error

@@ -80,29 +80,24 @@ func (a *App) micro(ctx context.Context, args []string) int {
 
 func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu.System, args []string) error {
 	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.Reason
-	if err := a.saveTrace(dir, tr, sys, "micro", args); err != nil {
-		return err
-	}
-	if err := report.WriteJSON(filepath.Join(dir, "results.json"), rep); err != nil {
-		return err
-	}
-	if err := atomicfile.Write(filepath.Join(dir, "results.csv"), func(w io.Writer) error { return micro.WriteCSV(w, rep) }); err != nil {
-		return err
-	}
-	return micro.Page(rep).WriteFile(filepath.Join(dir, "report.html"))
+	return writeFiles(dir, &rep.Status, []outFile{
+		{"trace.csv and trace.json", func(dir string) error { return a.saveTrace(dir, tr, sys, "micro", args) }},
+		{"results.csv", func(dir string) error {
+			return atomicfile.Write(filepath.Join(dir, "results.csv"), func(w io.Writer) error { return micro.WriteCSV(w, rep) })
+		}},
+		{"report.html", func(dir string) error { return micro.Page(rep).WriteFile(filepath.Join(dir, "report.html")) }},
+	}, outFile{"results.json", func(dir string) error { return report.WriteJSON(filepath.Join(dir, "results.json"), rep) }})
 }
 
 // output writes a verb's files to --out (write), then its result to stdout: asJSON with
-// --json, else the text. A failure is told on stderr and gives the exit code.
+// --json, else the text. A failure is told on stderr and gives the exit code; a file that
+// could not be written does not keep the result from stdout.
 func (a *App) output(verb string, sh shared, write func(dir string) error, asJSON any, text func(io.Writer) error) int {
+	code := ExitOK
 	if sh.out != "" {
-		err := makeOut(sh.out)
-		if err == nil {
-			err = write(sh.out)
-		}
-		if err != nil {
+		if err := write(sh.out); err != nil {
 			fmt.Fprintf(a.Stderr, "gpuwatt %s: --out %s: %v\n", verb, sh.out, err)
-			return ExitFailure
+			code = ExitFailure
 		}
 	}
 	var err error
@@ -114,7 +109,7 @@ func (a *App) output(verb string, sh shared, write func(dir string) error, asJSO
 	if err != nil {
 		return a.fail(verb, err)
 	}
-	return ExitOK
+	return code
 }
 
 // suiteExit is the exit code of a run of many kernels: 128+N when signal N interrupted it, 1 when a
@@ -185,6 +180,9 @@ func (a *App) openForKernels(verb string, df deviceFlags) (gpu.System, clock.Clo
 	op, err := device.Open(df.spec(), o)
 	if err != nil {
 		return nil, nil, err
+	}
+	if a.WrapSystem != nil {
+		return a.WrapSystem(op.System), op.Clock, nil
 	}
 	return op.System, op.Clock, nil
 }

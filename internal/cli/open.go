@@ -28,6 +28,9 @@ func (a *App) openSystem(verb string, df deviceFlags, clk clock.Clock) (gpu.Syst
 	if err != nil {
 		return nil, err
 	}
+	if a.WrapSystem != nil {
+		return a.WrapSystem(op.System), nil
+	}
 	return op.System, nil
 }
 

@@ -79,11 +79,10 @@ func (a *App) profile(ctx context.Context, args []string) int {
 }
 
 func writeProfile(dir string, res *profile.Result) error {
-	if err := report.WriteJSON(filepath.Join(dir, "profile.json"), res); err != nil {
-		return err
-	}
-	if err := atomicfile.Write(filepath.Join(dir, "profile.csv"), func(w io.Writer) error { return profile.WriteCSV(w, res) }); err != nil {
-		return err
-	}
-	return profile.Page(res).WriteFile(filepath.Join(dir, "report.html"))
+	return writeFiles(dir, &res.Status, []outFile{
+		{"profile.csv", func(dir string) error {
+			return atomicfile.Write(filepath.Join(dir, "profile.csv"), func(w io.Writer) error { return profile.WriteCSV(w, res) })
+		}},
+		{"report.html", func(dir string) error { return profile.Page(res).WriteFile(filepath.Join(dir, "report.html")) }},
+	}, outFile{"profile.json", func(dir string) error { return report.WriteJSON(filepath.Join(dir, "profile.json"), res) }})
 }

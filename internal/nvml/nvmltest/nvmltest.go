@@ -79,6 +79,7 @@ type Fake struct {
 	addSample    func(uint64, uint32)
 	clearSamples func()
 	initCount    func() int32
+	setLost      func(int32)
 }
 
 // Control opens the fake at path (the same library nvml.Open(path) loads) and returns its
@@ -91,6 +92,7 @@ func Control(t testing.TB, path string) *Fake {
 		"fakeAddSample":    &f.addSample,
 		"fakeClearSamples": &f.clearSamples,
 		"fakeInitCount":    &f.initCount,
+		"fakeSetLost":      &f.setLost,
 	})
 	return f
 }
@@ -106,3 +108,13 @@ func (f *Fake) ClearSamples() { f.clearSamples() }
 
 // InitCount returns how many nvmlInit_v2 calls have not been matched by nvmlShutdown.
 func (f *Fake) InitCount() int { return int(f.initCount()) }
+
+// SetLost makes every later call on a device fail with NVML_ERROR_GPU_IS_LOST (true), or
+// work again (false): a GPU that falls off the bus part-way through a run.
+func (f *Fake) SetLost(lost bool) {
+	v := int32(0)
+	if lost {
+		v = 1
+	}
+	f.setLost(v)
+}

@@ -1,8 +1,10 @@
 package nvmlsensor_test
 
 import (
+	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -358,5 +360,38 @@ func BenchmarkRead(b *testing.B) {
 				dst, _ = s.Read(dst[:0])
 			}
 		})
+	}
+}
+
+// TestGPULostMidRun (issue 20's fault suite): the fake driver's calls start failing with
+// GPU_IS_LOST part-way through a recording. The Sampler keeps what it read before, goes
+// on to the end (no hang, no panic), and every channel's stats say how many reads failed
+// and why.
+func TestGPULostMidRun(t *testing.T) {
+	f := setup(t)
+	var ss []sensor.Sensor
+	for _, s := range f.sensors(t, 0) {
+		ss = append(ss, s)
+	}
+	smp := sensor.New(f.clk, ss, sensor.Options{})
+	if err := smp.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(time.Second)
+	f.fake.SetLost(true)
+	f.clk.Advance(time.Second)
+	chans, samples := smp.Stop()
+	if len(samples) == 0 {
+		t.Fatal("no samples kept from before the GPU was lost")
+	}
+	for _, s := range samples {
+		if s.T > time.Second+time.Millisecond && s.DriverUS == 0 {
+			t.Errorf("%s: a sample at %v, after the GPU was lost at 1 s", s.Channel, s.T)
+		}
+	}
+	for _, ch := range chans {
+		if ch.Stats.Errors == 0 || !strings.Contains(ch.Stats.LastError, "GPU is lost") {
+			t.Errorf("%s: %d failed reads, last error %q; want the loss counted and named", ch.Name, ch.Stats.Errors, ch.Stats.LastError)
+		}
 	}
 }

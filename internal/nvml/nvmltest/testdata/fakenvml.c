@@ -129,7 +129,12 @@ EXPORT void fakeAddSample(unsigned long long ts, unsigned int mw) {
 /* ---- NVML ---- */
 
 #define NEED_INIT() do { if (initCount == 0) return NVML_ERROR_UNINITIALIZED; } while (0)
-#define NEED_DEV(d) do { NEED_INIT(); if ((d) != &devs[0] && (d) != &devs[1]) return NVML_ERROR_INVALID_ARGUMENT; } while (0)
+/* fakeSetLost(1): every call on a device fails with GPU_IS_LOST from now on, as when a GPU
+   falls off the bus part-way through a run. */
+static int lost = 0;
+EXPORT void fakeSetLost(int v) { lost = v; }
+
+#define NEED_DEV(d) do { NEED_INIT(); if ((d) != &devs[0] && (d) != &devs[1]) return NVML_ERROR_INVALID_ARGUMENT; if (lost) return NVML_ERROR_GPU_IS_LOST; } while (0)
 
 EXPORT nvmlReturn_t nvmlInit_v2(void) { initCount++; return NVML_SUCCESS; }
 

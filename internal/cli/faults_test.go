@@ -1,0 +1,290 @@
+package cli
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gpuwatt/internal/atomicfile"
+	"gpuwatt/internal/characterize"
+	"gpuwatt/internal/clock"
+	"gpuwatt/internal/gpu"
+	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/measure"
+	"gpuwatt/internal/micro"
+	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/trace"
+)
+
+// The fault-injection suite of issue 20: a full disk, a GPU lost part-way through a run, a
+// kernel launch that fails. (A killed command and a signal at every stage of measure and
+// characterize are in signals_test.go.) In each, nothing measured is lost: what could be
+// written is, whole, and says what is missing.
+
+var errDiskFull = errors.New("no space left on device")
+
+// diskFull makes every file whose base name is in names fail after 100 bytes.
+func diskFull(t *testing.T, names ...string) {
+	t.Helper()
+	restore := atomicfile.InjectFault(func(path string) (int64, error) {
+		for _, n := range names {
+			if filepath.Base(path) == n {
+				return 100, errDiskFull
+			}
+		}
+		return 0, nil
+	})
+	t.Cleanup(restore)
+}
+
+// TestFullDisk: a disk that fills while a verb writes its files. The file it cut is not
+// left behind looking whole; the others are written; summary.json or results.json, written
+// last, says the output is incomplete and names the file (it said incomplete: false, with
+// report.html cut mid-SVG); stderr names it; the exit code is 1.
+func TestFullDisk(t *testing.T) {
+	t.Run("measure trace.csv", func(t *testing.T) {
+		diskFull(t, "trace.csv")
+		out := filepath.Join(t.TempDir(), "run")
+		a, _, stderr, ctx := testApp(t)
+		code := a.Main(ctx, []string{"measure", "--device", "sim", "--baseline", "200ms", "--tail", "200ms", "--out", out, "--", "fake", "1s"})
+		if code != ExitFailure || !strings.Contains(stderr.String(), filepath.Join(out, "trace.csv")+": no space left on device") {
+			t.Errorf("exit %d, stderr %q; want 1 and trace.csv named", code, stderr)
+		}
+		if !strings.Contains(stderr.String(), "INCOMPLETE: trace.csv and trace.json not written") {
+			t.Errorf("the summary on stderr does not say what is missing:\n%s", stderr)
+		}
+		var sum measure.Summary
+		readJSON(t, filepath.Join(out, "summary.json"), &sum)
+		if !sum.Incomplete || !strings.Contains(sum.Reason, "trace.csv and trace.json not written") || !strings.Contains(sum.Reason, "no space left") {
+			t.Errorf("summary.json: incomplete %v, reason %q; want trace.csv named", sum.Incomplete, sum.Reason)
+		}
+		assertFiles(t, out, []string{"summary.json", "report.html"}, []string{"trace.csv", "trace.json"})
+	})
+	t.Run("characterize report.html", func(t *testing.T) {
+		diskFull(t, "report.html")
+		out := filepath.Join(t.TempDir(), "ch")
+		a, _, stderr, ctx := testApp(t)
+		code := a.Main(ctx, []string{"characterize", "--device", "sim", "--quick", "--quiet", "--stages", "sensor", "--out", out})
+		if code != ExitFailure || !strings.Contains(stderr.String(), "report.html: no space left on device") {
+			t.Errorf("exit %d, stderr %q; want 1 and report.html named", code, stderr)
+		}
+		var res characterize.Results
+		readJSON(t, filepath.Join(out, "results.json"), &res)
+		if !res.Incomplete || !strings.Contains(res.Reason, "report.html not written") {
+			t.Errorf("results.json: incomplete %v, reason %q; want report.html named", res.Incomplete, res.Reason)
+		}
+		if s := res.Stage("sensor"); s == nil || s.Status != characterize.StatusDone {
+			t.Errorf("the measured stage was lost: %+v", s)
+		}
+		assertFiles(t, out, []string{"results.json", "sensor.json"}, []string{"report.html"})
+	})
+	t.Run("micro everything", func(t *testing.T) {
+		diskFull(t, "trace.csv", "trace.json", "results.json", "results.csv", "report.html")
+		out := filepath.Join(t.TempDir(), "micro")
+		a, stdout, stderr, ctx := testApp(t)
+		code := a.Main(ctx, []string{"micro", "--device", "sim", "--only", "int32.add", "--quiet", "--out", out})
+		if code != ExitFailure {
+			t.Errorf("exit %d, want 1: %s", code, stderr)
+		}
+		for _, f := range []string{"trace.csv", "results.csv", "report.html", "results.json"} {
+			if !strings.Contains(stderr.String(), filepath.Join(out, f)) {
+				t.Errorf("stderr does not name %s: %s", f, stderr)
+			}
+		}
+		if !strings.Contains(stdout.String(), "int32.add") {
+			t.Errorf("the results did not reach stdout either:\n%s", stdout)
+		}
+		assertFiles(t, out, nil, []string{"trace.csv", "trace.json", "results.json", "results.csv", "report.html"})
+	})
+}
+
+// assertFiles checks that dir holds each of present (not empty) and none of absent, and no
+// temporary file.
+func assertFiles(t *testing.T, dir string, present, absent []string) {
+	t.Helper()
+	for _, f := range present {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: not written (%v)", f, err)
+		}
+	}
+	for _, f := range absent {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s is there, though its write failed", f)
+		}
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
+	}
+}
+
+// faultySystem wraps a sim system: from virtual time lostAt its sensors fail as NVML's do
+// when the GPU falls off the bus, and so do its kernels; a kernel named in failLaunch fails
+// to launch at any time, as a CUDA launch error does.
+type faultySystem struct {
+	gpu.System
+	clk        clock.Clock
+	lostAt     time.Duration // 0: never
+	failLaunch string
+}
+
+var errGPULost = errors.New("GPU is lost")
+
+func (f *faultySystem) Devices() []gpu.Device {
+	var out []gpu.Device
+	for _, d := range f.System.Devices() {
+		out = append(out, &faultyDevice{Device: d, f: f})
+	}
+	return out
+}
+
+func (f *faultySystem) lost() bool { return f.lostAt > 0 && f.clk.Now() >= f.lostAt }
+
+// faultyDevice keeps the sim device's other faces (its truth, its command observer) by
+// embedding it as the interface value it is, and asserting them where asked.
+type faultyDevice struct {
+	gpu.Device
+	f *faultySystem
+}
+
+func (d *faultyDevice) Sensors() []sensor.Sensor {
+	var out []sensor.Sensor
+	for _, s := range d.Device.Sensors() {
+		out = append(out, &faultySensor{Sensor: s, f: d.f})
+	}
+	return out
+}
+
+func (d *faultyDevice) Props() gpu.Props { return d.Device.(gpu.Executor).Props() }
+
+func (d *faultyDevice) Prepare(desc kernels.Descriptor) (gpu.Kernel, error) {
+	k, err := d.Device.(gpu.Executor).Prepare(desc)
+	if err != nil {
+		return nil, err
+	}
+	return &faultyKernel{Kernel: k, f: d.f, name: desc.Name}, nil
+}
+
+func (d *faultyDevice) CommandStarted(t time.Duration) {
+	if o, ok := d.Device.(gpu.CommandObserver); ok {
+		o.CommandStarted(t)
+	}
+}
+
+func (d *faultyDevice) CommandEnded(t time.Duration) {
+	if o, ok := d.Device.(gpu.CommandObserver); ok {
+		o.CommandEnded(t)
+	}
+}
+
+type faultySensor struct {
+	sensor.Sensor
+	f *faultySystem
+}
+
+func (s *faultySensor) Read(dst []sensor.Reading) ([]sensor.Reading, error) {
+	if s.f.lost() {
+		return dst, errGPULost
+	}
+	return s.Sensor.Read(dst)
+}
+
+func (s *faultySensor) PeriodHint() time.Duration {
+	if h, ok := s.Sensor.(sensor.PeriodHinter); ok {
+		return h.PeriodHint()
+	}
+	return 0
+}
+
+type faultyKernel struct {
+	gpu.Kernel
+	f    *faultySystem
+	name string
+}
+
+func (k *faultyKernel) Run(n int) (time.Duration, time.Duration, error) {
+	if k.name == k.f.failLaunch {
+		return 0, 0, errors.New("cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure")
+	}
+	if k.f.lost() {
+		return 0, 0, errors.New("cuLaunchKernel: CUDA_ERROR_DEVICE_UNAVAILABLE: " + errGPULost.Error())
+	}
+	return k.Kernel.Run(n)
+}
+
+// TestGPULostDuringMeasure: the GPU's NVML calls start failing while the command runs.
+// The recording keeps every sample read before, says how many reads failed and why, and
+// the run still writes all its files.
+func TestGPULostDuringMeasure(t *testing.T) {
+	a, _, stderr, ctx := testApp(t)
+	clk := a.NewClock()
+	a.WrapSystem = func(s gpu.System) gpu.System {
+		return &faultySystem{System: s, clk: clk, lostAt: 1500 * time.Millisecond}
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	code := a.Main(ctx, []string{"measure", "--device", "sim", "--baseline", "1s", "--tail", "1s", "--out", out, "--", "fake", "2s"})
+	if code != ExitOK {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	tr, err := trace.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := 0
+	for _, s := range tr.Samples {
+		if s.T < 1500*time.Millisecond {
+			before++
+		} else if s.T > 1510*time.Millisecond {
+			t.Fatalf("a sample at %v, after the GPU was lost at 1.5 s", s.T)
+		}
+	}
+	if before < 20 {
+		t.Errorf("%d samples kept from before the loss", before)
+	}
+	var sum measure.Summary
+	readJSON(t, filepath.Join(out, "summary.json"), &sum)
+	found := false
+	for _, g := range sum.GPUs {
+		for _, w := range g.Warnings {
+			if strings.Contains(w.Message, "failed reads (last: GPU is lost)") {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("summary.json does not say that reads failed, and why: %+v", sum.GPUs)
+	}
+}
+
+// TestLaunchFailsInMicro: one kernel fails to launch (a CUDA launch error); the suite goes
+// on, the others are measured and written, the failed one is named (stderr, results.json)
+// and the exit code is 1. Then the GPU is lost part-way through: what was measured before
+// is kept.
+func TestLaunchFailsInMicro(t *testing.T) {
+	a, _, stderr, ctx := testApp(t)
+	clk := a.NewClock()
+	a.WrapSystem = func(s gpu.System) gpu.System { return &faultySystem{System: s, clk: clk, failLaunch: "int32.add"} }
+	out := filepath.Join(t.TempDir(), "micro")
+	code := a.Main(ctx, []string{"micro", "--device", "sim", "--only", "int32.add,fp32.fma", "--quiet", "--out", out})
+	if code != ExitFailure || !strings.Contains(stderr.String(), "1 kernel(s) could not be measured: int32.add") {
+		t.Errorf("exit %d, stderr %q; want 1 and int32.add named", code, stderr)
+	}
+	var rep micro.Report
+	readJSON(t, filepath.Join(out, "results.json"), &rep)
+	measured := map[string]bool{}
+	for _, r := range rep.Rows {
+		measured[r.Name] = r.EnergyPerLaunchJ > 0
+	}
+	if !measured["fp32.fma"] || measured["int32.add"] {
+		t.Errorf("measured %v; want fp32.fma and not int32.add", measured)
+	}
+	if len(rep.Failed) != 1 || rep.Failed[0] != "int32.add" {
+		t.Errorf("results.json failed = %v", rep.Failed)
+	}
+	assertFiles(t, out, []string{"trace.csv", "results.csv", "report.html"}, nil)
+}
