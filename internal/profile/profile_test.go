@@ -3,7 +3,6 @@ package profile_test
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/profile"
-	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/testkit/simtest"
 	"gpuwatt/internal/units"
@@ -194,33 +192,13 @@ func TestBadOptions(t *testing.T) {
 	}
 }
 
-// lateStamps restamps a buffered channel's samples as the H200's driver does
-// (correct.Lattice): a fifth of them 2-11 ms late, one in twenty 3-5 ms early.
-type lateStamps struct {
-	sensor.Sensor
-	rng *rand.Rand
-}
-
-func (l *lateStamps) Read(dst []sensor.Reading) ([]sensor.Reading, error) {
-	n := len(dst)
-	dst, err := l.Sensor.Read(dst)
-	for i := n; i < len(dst); i++ {
-		switch u := l.rng.Float64(); {
-		case u < 0.20:
-			dst[i].T += 2*time.Millisecond + time.Duration(l.rng.Float64()*9e6)
-		case u < 0.25:
-			dst[i].T -= 3*time.Millisecond + time.Duration(l.rng.Float64()*2e6)
-		}
-	}
-	return dst, err
-}
-
-// On the h200 preset with the driver's off-grid stamps, the profile snaps them back: the
-// same accuracy as with exact stamps.
+// On the h200 preset, whose twin stamps a quarter of the ring's samples off the grid as the
+// H200's driver does (up to 14 ms late or 5 ms early; they were injected here before the
+// twin had them), the profile snaps them back: the same accuracy as with exact stamps.
 func TestOfflineLateStamps(t *testing.T) {
 	for _, online := range []bool{false, true} {
 		su := newSetup(t, "h200", "power.samples")
-		s := &lateStamps{Sensor: su.dev.Sensor("power.samples"), rng: rand.New(rand.NewPCG(3, 3))}
+		s := su.dev.Sensor("power.samples")
 		run := profile.Run
 		if online {
 			run = profile.RunOnline
@@ -229,7 +207,7 @@ func TestOfflineLateStamps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Grid == nil || res.Grid.OnGrid > 0.9 || (!online && res.Grid.Snapped == 0) || res.ResolutionS > 1e-3 {
+		if res.Grid == nil || res.Grid.OnGrid > 0.9 || (!online && res.Grid.Snapped == 0) || res.ResolutionS > 1.01e-3 {
 			t.Errorf("grid %+v, resolution %.3g ms", res.Grid, res.ResolutionS*1e3)
 		}
 		check(t, su, res, 0.05, 0.03)

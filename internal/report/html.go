@@ -265,7 +265,7 @@ figure { margin: 18px 0; }
 figure svg { display: block; max-width: 100%; height: auto; }
 table { border-collapse: collapse; margin: 12px 0; font-size: 14px; font-variant-numeric: tabular-nums; }
 caption { caption-side: top; text-align: left; color: #555; padding: 0 0 6px; font-size: 13px; }
-th, td { padding: 4px 8px; text-align: left; vertical-align: top; border-bottom: 1px solid #e4e4e4; }
+th, td { padding: 4px 7px; text-align: left; vertical-align: top; border-bottom: 1px solid #e4e4e4; }
 th { font-weight: 600; border-bottom: 2px solid #999; }
 td { overflow-wrap: break-word; }
 tbody tr:nth-child(even) { background: #f8f8f8; }

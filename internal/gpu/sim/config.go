@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/sensor/simsensor"
 	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/trace"
 	"gpuwatt/internal/units"
@@ -145,6 +146,12 @@ type SensorConfig struct {
 	Model       sensormodel.Model
 	Unsupported bool // unsupported: the channel fails with simsensor.ErrNotSupported
 	Ring        int  // ring: samples kept by a buffered channel (power.samples)
+	// Stamps (buffered channels: off_grid, off_grid_late_s, off_grid_early_s,
+	// off_grid_early_share) are the driver's stamps off the sample grid.
+	Stamps simsensor.Stamps
+	// Pairs (published channels: pair_share, pair_lead_s) are updates that come as two
+	// close together, a half-done value first.
+	Pairs simsensor.Pairs
 }
 
 // clone returns a deep copy of c.
@@ -622,7 +629,9 @@ func keysFor(spec chanSpec) []string {
 	case kindConst:
 		return keys
 	case kindBuffered:
-		keys = append(keys, "ring")
+		keys = append(keys, "ring", "off_grid", "off_grid_late_s", "off_grid_early_s", "off_grid_early_share")
+	case kindPublished:
+		keys = append(keys, "pair_share", "pair_lead_s")
 	}
 	return append(keys, sensormodel.Keys()...)
 }
@@ -650,6 +659,18 @@ func (sc *SensorConfig) apply(spec chanSpec, raw json.RawMessage, where string) 
 			if err := json.Unmarshal(m.val, &sc.Ring); err != nil {
 				return fmt.Errorf("%s: ring: want a whole number of samples, got %s", where, short(m.val))
 			}
+		case "off_grid", "off_grid_early_share", "pair_share":
+			v, err := numberOf(m.key, "a share from 0 to 1", m.val)
+			if err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			*map[string]*float64{"off_grid": &sc.Stamps.Share, "off_grid_early_share": &sc.Stamps.EarlyShare, "pair_share": &sc.Pairs.Share}[m.key] = v
+		case "off_grid_late_s", "off_grid_early_s", "pair_lead_s":
+			v, err := seconds(m.key, m.val)
+			if err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			*map[string]*time.Duration{"off_grid_late_s": &sc.Stamps.Late, "off_grid_early_s": &sc.Stamps.Early, "pair_lead_s": &sc.Pairs.Lead}[m.key] = sensormodel.Seconds(v)
 		default:
 			model[m.key] = m.val
 		}
@@ -668,8 +689,13 @@ func (sc *SensorConfig) apply(spec chanSpec, raw json.RawMessage, where string) 
 func sensorJSON(spec chanSpec, sc SensorConfig) json.RawMessage {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"unsupported":%t`, sc.Unsupported)
-	if spec.kind == kindBuffered {
-		fmt.Fprintf(&b, `,"ring":%d`, sc.Ring)
+	num := func(v float64) string { x, _ := json.Marshal(v); return string(x) }
+	switch spec.kind {
+	case kindBuffered:
+		fmt.Fprintf(&b, `,"ring":%d,"off_grid":%s,"off_grid_late_s":%s,"off_grid_early_s":%s,"off_grid_early_share":%s`, sc.Ring,
+			num(sc.Stamps.Share), num(sc.Stamps.Late.Seconds()), num(sc.Stamps.Early.Seconds()), num(sc.Stamps.EarlyShare))
+	case kindPublished:
+		fmt.Fprintf(&b, `,"pair_share":%s,"pair_lead_s":%s`, num(sc.Pairs.Share), num(sc.Pairs.Lead.Seconds()))
 	}
 	if spec.kind != kindConst {
 		m, _ := sc.Model.MarshalJSON()
@@ -800,6 +826,12 @@ func (c Config) Validate() error {
 		}
 		if spec.kind == kindBuffered && (sc.Ring < 1 || sc.Ring > 1<<20) {
 			return fmt.Errorf("%s: ring: want 1 to %d samples, got %d", where, 1<<20, sc.Ring)
+		}
+		if err := sc.Stamps.Validate(sc.Model.Period); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if err := sc.Pairs.Validate(sc.Model.Period); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
 		}
 	}
 	return nil

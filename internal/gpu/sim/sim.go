@@ -265,14 +265,28 @@ func (d *Device) newSensor(spec chanSpec, seed uint64, start units.Energy) (sens
 		return simsensor.NewConst(ch, float64(d.cfg.PowerLimit), time.Second), nil
 	case kindBuffered:
 		ch.Description = fmt.Sprintf("sim: %s; ring of %d samples, %s", spec.what, sc.Ring, m.Describe(ch.Unit))
-		return simsensor.NewBuffered(d.clk, truth, ch, m, seed, sc.Ring)
+		if s := sc.Stamps; s.Share > 0 {
+			ch.Description += fmt.Sprintf("; %.0f %% of the stamps off the grid (up to %s late, %s early)", 100*s.Share, s.Late, s.Early)
+		}
+		b, err := simsensor.NewBuffered(d.clk, truth, ch, m, seed, sc.Ring)
+		if err != nil {
+			return nil, err
+		}
+		return b, b.SetStamps(sc.Stamps)
 	case kindCounter:
 		ch.Description = fmt.Sprintf("sim: exact integral of the true board power, counting from %s at the clock's origin; %s",
 			start, m.DescribeCounter())
 		return simsensor.NewCounter(d.clk, truth, ch, m, seed, start)
 	}
 	ch.Description = fmt.Sprintf("sim: %s; %s", spec.what, m.Describe(ch.Unit))
-	return simsensor.NewPublished(d.clk, truth, ch, m, seed)
+	if p := sc.Pairs; p.Share > 0 {
+		ch.Description += fmt.Sprintf("; %.0f %% of the updates come as a pair, a half-done value ~%s early", 100*p.Share, p.Lead)
+	}
+	p, err := simsensor.NewPublished(d.clk, truth, ch, m, seed)
+	if err != nil {
+		return nil, err
+	}
+	return p, p.SetPairs(sc.Pairs)
 }
 
 // Info implements gpu.Device.

@@ -13,6 +13,12 @@ const (
 	saltJitter uint64 = 0x6a09e667f3bcc908
 	saltNoiseA uint64 = 0xbb67ae8584caa73b
 	saltNoiseB uint64 = 0x3c6ef372fe94f82b
+	saltStamp  uint64 = 0xa54ff53a5f1d36f1
+	saltStampV uint64 = 0x510e527fade682d1
+	saltStampE uint64 = 0x9b05688c2b3e6c1f
+	saltPair   uint64 = 0x1f83d9abfb41bd6b
+	saltPairL  uint64 = 0x5be0cd19137e2179
+	saltPairF  uint64 = 0xcbbb9d5dc1059ed8
 )
 
 // mix is splitmix64's finaliser: a bijective hash of 64 bits.

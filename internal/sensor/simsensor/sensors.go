@@ -138,10 +138,58 @@ func (cc *cached) get(c *core, now time.Duration, value func(int) float64) float
 }
 
 // Published is a channel that publishes a value at each update instant and repeats it
-// until the next one, as nvmlDeviceGetPowerUsage and the power fields do.
+// until the next one, as nvmlDeviceGetPowerUsage and the power fields do; with Pairs, some
+// updates come as two close together.
 type Published struct {
 	core
 	cache cached
+	pairs Pairs
+}
+
+// Pairs are a published channel's updates that come as two close together: before a share
+// of its updates the driver publishes a half-done value a few ms early, as the H200's
+// power.instant does before ~30 % of them (results/nvidia-h200/2026-11-21-sensor-run1:
+// 183 of 600, a median 3 ms early, e.g. 0.57 then 0.90 of a step). The early value lies a
+// fraction f of the way from the previous update's value to the update's own, f drawn
+// uniformly in [0.3, 0.8]; it is published Lead × u early, u drawn in [0.5, 1.5]. Every draw
+// is fixed by the seed.
+type Pairs struct {
+	Share float64       // pair_share: the share of updates preceded by an early value, 0 to 1
+	Lead  time.Duration // pair_lead_s: the typical time from the early value to the update
+}
+
+// Validate checks p against the channel's update period.
+func (p Pairs) Validate(period time.Duration) error {
+	switch {
+	case !(p.Share >= 0 && p.Share <= 1):
+		return fmt.Errorf("pair_share: want 0 to 1, got %g", p.Share)
+	case p.Lead < 0:
+		return fmt.Errorf("pair_lead_s: want >= 0, got %g", p.Lead.Seconds())
+	case p.Share > 0 && (p.Lead <= 0 || 3*p.Lead >= period/2):
+		return fmt.Errorf("pair_lead_s: want > 0 and 1.5 × it below half the period (%g s), got %g", period.Seconds(), p.Lead.Seconds())
+	}
+	return nil
+}
+
+// SetPairs makes the channel publish pairs (Pairs). Call it before the channel is read.
+func (p *Published) SetPairs(pairs Pairs) error {
+	if err := pairs.Validate(p.m.Period); err != nil {
+		return fmt.Errorf("channel %s: %w", p.ch.Name, err)
+	}
+	p.pairs = pairs
+	return nil
+}
+
+// Early returns the early value published before update k, and when, or false if update
+// k comes alone.
+func (p *Published) Early(k int) (time.Duration, float64, bool) {
+	if p.pairs.Share <= 0 || uniform(p.seed, p.stream, k, saltPair) >= p.pairs.Share {
+		return 0, 0, false
+	}
+	lead := time.Duration(float64(p.pairs.Lead) * (0.5 + uniform(p.seed, p.stream, k, saltPairL)))
+	f := 0.3 + 0.5*uniform(p.seed, p.stream, k, saltPairF)
+	prev, next := p.sampleValue(k-1), p.sampleValue(k)
+	return p.sched.at(k) - lead, publish(prev+f*(next-prev), p.m.Quantum), true
 }
 
 // NewPublished returns a channel that reads truth through m on clk. The channel's unit
@@ -153,9 +201,16 @@ func NewPublished(clk clock.Clock, truth *Load, ch trace.Channel, m sensormodel.
 	return &Published{core: newCore(clk, truth, ch, m, seed)}, nil
 }
 
-// Read implements sensor.Sensor: the value of the last update at or before the clock's now.
+// Read implements sensor.Sensor: the value of the last update at or before the clock's now
+// (or the early value of the next one, once it is out).
 func (p *Published) Read(dst []sensor.Reading) ([]sensor.Reading, error) {
-	v := p.cache.get(&p.core, p.clk.Now(), p.sampleValue)
+	now := p.clk.Now()
+	if p.pairs.Share > 0 {
+		if t, v, ok := p.Early(p.sched.index(now) + 1); ok && now >= t {
+			return append(dst, sensor.Reading{Value: v}), nil
+		}
+	}
+	v := p.cache.get(&p.core, now, p.sampleValue)
 	return append(dst, sensor.Reading{Value: v}), nil
 }
 
@@ -169,7 +224,8 @@ func (p *Published) ValueAt(k int) float64 { return p.sampleValue(k) }
 // fell out of the ring between two reads are lost, as on the real driver.
 type Buffered struct {
 	core
-	ring int
+	ring   int
+	stamps Stamps
 
 	mu      sync.Mutex
 	started bool
@@ -198,6 +254,77 @@ func unitOf(ch trace.Channel) string {
 	return ch.Quantity.Unit()
 }
 
+// Stamps is how a buffered channel's driver stamps its samples: the value of every sample
+// is the power at its grid instant, but a share of them carry a stamp off the grid, late by
+// up to Late or (EarlyShare of those) early by up to Early, as the H200's
+// nvmlDeviceGetSamples does (results/nvidia-h200/2026-11-21-sensor: 72–73.5 % of the stamps
+// within 1 ms of a rigid 20 ms grid, the rest late by 2–14 ms or early by 3–6 ms). An
+// off-grid offset lies between 2 ms (or half the bound, if less) and the bound: uniformly
+// for early stamps, as lo + (Late − lo)·u³ for late ones (most a few ms late, a thin tail
+// out to Late, which leaves the gap between the latest and the earliest stamps that the
+// grid's fit needs, as on the H200); a sample is in the buffer from the later of its grid
+// instant and its stamp. Every draw is fixed by the seed.
+type Stamps struct {
+	Share      float64       // off_grid: the share of samples stamped off the grid, 0 to 1
+	Late       time.Duration // off_grid_late_s: the latest stamp after the grid instant
+	Early      time.Duration // off_grid_early_s: the earliest stamp before it
+	EarlyShare float64       // off_grid_early_share: the share of the off-grid stamps that are early
+}
+
+// Validate checks s against the channel's period: the stamps must stay in order.
+func (s Stamps) Validate(period time.Duration) error {
+	switch {
+	case !(s.Share >= 0 && s.Share <= 1):
+		return fmt.Errorf("off_grid: want 0 to 1, got %g", s.Share)
+	case !(s.EarlyShare >= 0 && s.EarlyShare <= 1):
+		return fmt.Errorf("off_grid_early_share: want 0 to 1, got %g", s.EarlyShare)
+	case s.Late < 0 || s.Early < 0:
+		return fmt.Errorf("off_grid_late_s, off_grid_early_s: want >= 0, got %g and %g", s.Late.Seconds(), s.Early.Seconds())
+	case s.Late+s.Early > period:
+		return fmt.Errorf("off_grid_late_s + off_grid_early_s: want at most the period (%g s) so that the stamps stay in order, got %g", period.Seconds(), (s.Late + s.Early).Seconds())
+	}
+	return nil
+}
+
+// SetStamps sets how the driver stamps the samples (Stamps). Call it before the channel
+// is read.
+func (b *Buffered) SetStamps(s Stamps) error {
+	if err := s.Validate(b.m.Period); err != nil {
+		return fmt.Errorf("channel %s: %w", b.ch.Name, err)
+	}
+	b.stamps = s
+	return nil
+}
+
+// Stamp returns the driver's stamp of sample k (its grid instant is UpdateTime(k)).
+func (b *Buffered) Stamp(k int) time.Duration {
+	t := b.sched.at(k)
+	s := b.stamps
+	if s.Share <= 0 || uniform(b.seed, b.stream, k, saltStamp) >= s.Share {
+		return t
+	}
+	bound, sign := s.Late, time.Duration(1)
+	if uniform(b.seed, b.stream, k, saltStampE) < s.EarlyShare {
+		bound, sign = s.Early, -1
+	}
+	lo := min(2*time.Millisecond, bound/2)
+	u := uniform(b.seed, b.stream, k, saltStampV)
+	if sign > 0 {
+		u = u * u * u // most late stamps a few ms late, a thin tail out to Late
+	}
+	off := lo + time.Duration(u*float64(bound-lo))
+	return t + sign*off
+}
+
+// lastIn is the index of the newest sample in the buffer at now.
+func (b *Buffered) lastIn(now time.Duration) int {
+	k := b.sched.index(now)
+	if b.stamps.Share > 0 && b.Stamp(k) > now {
+		k-- // stamped late: not out yet (the one before is, its stamp within a period of its instant)
+	}
+	return k
+}
+
 // Ring returns the number of samples the buffer keeps.
 func (b *Buffered) Ring() int { return b.ring }
 
@@ -207,7 +334,7 @@ func (b *Buffered) ValueAt(k int) float64 { return b.sampleValue(k) }
 // Read implements sensor.Sensor.
 func (b *Buffered) Read(dst []sensor.Reading) ([]sensor.Reading, error) {
 	now := b.clk.Now()
-	kNow := b.sched.index(now)
+	kNow := b.lastIn(now)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.started {
@@ -217,7 +344,7 @@ func (b *Buffered) Read(dst []sensor.Reading) ([]sensor.Reading, error) {
 	lo := max(b.last+1, kNow-b.ring+1)
 	epochUS := b.clk.Epoch().UnixMicro()
 	for k := lo; k <= kNow; k++ {
-		t := b.sched.at(k)
+		t := b.Stamp(k)
 		dst = append(dst, sensor.Reading{
 			Timed:    true,
 			T:        t,
