@@ -272,7 +272,7 @@ func Run(ctx context.Context, opt Options) (*Results, error) {
 		res.Stages = append(res.Stages, info)
 	}
 	if ctx.Err() != nil {
-		res.MarkIncomplete("interrupted")
+		res.MarkIncomplete(status.Interrupted(ctx))
 		if len(res.NotRun) > 0 {
 			res.MarkIncomplete("stages not run: " + strings.Join(res.NotRun, ", "))
 		}

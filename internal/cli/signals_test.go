@@ -122,7 +122,7 @@ func TestSignalAtEveryCharacterizeStage(t *testing.T) {
 	}
 	cut := func(t *testing.T, res characterize.Results, stage string) {
 		t.Helper()
-		if !res.Incomplete || !strings.Contains(res.Reason, "interrupted") {
+		if !res.Incomplete || !strings.Contains(res.Reason, "interrupted by SIGTERM") {
 			t.Errorf("results.json: incomplete %v, reason %q; want it marked interrupted", res.Incomplete, res.Reason)
 		}
 		if s := res.Stage(stage); s == nil || s.Status == characterize.StatusDone || s.Status == characterize.StatusNotRun {

@@ -357,7 +357,7 @@ func (s Suite) Tell(ctx context.Context, st *status.Status, code status.Code) []
 	}
 	if s.Err != nil {
 		if ctx.Err() != nil {
-			st.MarkIncomplete("interrupted")
+			st.MarkIncomplete(status.Interrupted(ctx))
 		} else {
 			st.MarkIncomplete(s.Err.Error())
 		}

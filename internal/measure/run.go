@@ -313,10 +313,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 // SIGTERM while the command ran" where a signal ended it (the context's cause says which),
 // else "interrupted while ...".
 func interrupted(ctx context.Context, where string) string {
-	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
-		return c.Error() + " " + where
-	}
-	return "interrupted " + where
+	return status.Interrupted(ctx) + " " + where
 }
 
 // counterGuard is how long to keep recording after the command so that every energy

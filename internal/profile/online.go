@@ -10,6 +10,7 @@ import (
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/status"
 )
 
 // MaxSyncAge is how long the online variant trusts a clock sync: the paper found the
@@ -171,7 +172,7 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 	}
 	analyse(res, pts, tex, opt)
 	if ctx.Err() != nil {
-		res.MarkIncomplete(fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
+		res.MarkIncomplete(fmt.Sprintf("%s after %d of %d runs", status.Interrupted(ctx), len(runs), opt.Runs))
 	}
 	return res, nil
 }
@@ -307,7 +308,7 @@ func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.
 	}
 	analyse(res, pts, tex, opt)
 	if ctx.Err() != nil {
-		res.MarkIncomplete(fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
+		res.MarkIncomplete(fmt.Sprintf("%s after %d of %d runs", status.Interrupted(ctx), len(runs), opt.Runs))
 	}
 	return res, nil
 }

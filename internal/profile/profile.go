@@ -333,7 +333,7 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 	res.Dropped = dropped
 	analyse(res, pts, tex, opt)
 	if ctx.Err() != nil {
-		res.MarkIncomplete(fmt.Sprintf("interrupted after %d of %d runs", len(runs), opt.Runs))
+		res.MarkIncomplete(fmt.Sprintf("%s after %d of %d runs", status.Interrupted(ctx), len(runs), opt.Runs))
 	}
 	return res, nil
 }

@@ -5,6 +5,7 @@ package status
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -310,4 +311,14 @@ func WriteText(w io.Writer, indent string, lines []string) {
 	for _, l := range lines {
 		fmt.Fprintf(w, "%s! %s\n", indent, l)
 	}
+}
+
+// Interrupted says what cut a run short, for its incomplete reason: "interrupted by
+// SIGTERM" where a signal ended ctx (its cause, set by the cli, says which), else
+// "interrupted".
+func Interrupted(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
+		return c.Error()
+	}
+	return "interrupted"
 }

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -120,5 +121,22 @@ func TestGroupPercentOneDecimal(t *testing.T) {
 	got := Group(ws, 0)
 	if len(got) != 1 || !strings.Contains(got[0], "-7.0 … +13.0 %") {
 		t.Errorf("got %q, want the range as -7.0 … +13.0 %%", got)
+	}
+}
+
+type sigCause struct{}
+
+func (sigCause) Error() string { return "interrupted by SIGTERM" }
+
+func TestInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := Interrupted(ctx); got != "interrupted" {
+		t.Errorf("plain cancel: %q", got)
+	}
+	ctx, cancelCause := context.WithCancelCause(context.Background())
+	cancelCause(sigCause{})
+	if got := Interrupted(ctx); got != "interrupted by SIGTERM" {
+		t.Errorf("a signal's cause: %q, want it named", got)
 	}
 }
