@@ -81,6 +81,23 @@ func TestFullDisk(t *testing.T) {
 		}
 		assertFiles(t, out, []string{"results.json", "sensor.json"}, []string{"report.html"})
 	})
+	t.Run("report", func(t *testing.T) {
+		diskFull(t, "page.html")
+		dir := filepath.Join(t.TempDir(), "ch")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		res := `{"format":"` + characterize.Format + `","gpu":{"name":"sim"}}`
+		if err := os.WriteFile(filepath.Join(dir, "results.json"), []byte(res), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		page := filepath.Join(filepath.Dir(dir), "page.html")
+		a, _, stderr, ctx := testApp(t)
+		if code := a.Main(ctx, []string{"report", "--out", page, dir}); code != ExitFailure || !strings.Contains(stderr.String(), "no space left on device") {
+			t.Errorf("exit %d, stderr %q; want 1 (a failure, not bad input: it gave 2)", code, stderr)
+		}
+		assertFiles(t, filepath.Dir(dir), nil, []string{"page.html"})
+	})
 	t.Run("micro everything", func(t *testing.T) {
 		diskFull(t, "trace.csv", "trace.json", "results.json", "results.csv", "report.html")
 		out := filepath.Join(t.TempDir(), "micro")

@@ -51,7 +51,11 @@ func (a *App) report(ctx context.Context, args []string) int {
 	}
 	page := characterize.Compare(rs, dirs)
 	if err := page.WriteFile(dest); err != nil {
-		return a.usageError("report", fmt.Errorf("--out %s: %v", dest, unwrapPath(err)))
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+			// A directory that is not there, or not ours: a bad --out.
+			return a.usageError("report", fmt.Errorf("--out %s: %v", dest, unwrapPath(err)))
+		}
+		return a.fail("report", fmt.Errorf("--out %s: %v", dest, err)) // a full disk: a failure
 	}
 	fmt.Fprintf(a.Stdout, "wrote %s\n", dest)
 	return ExitOK
