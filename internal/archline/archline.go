@@ -194,12 +194,14 @@ type Result struct {
 
 // Report is results.json.
 type Report struct {
-	Format         string             `json:"format"`
-	Device         string             `json:"device"`
-	Simulated      bool               `json:"simulated"` // measured on the sim device
-	GPU            trace.GPU          `json:"gpu"`
-	Props          gpu.Props          `json:"props"`
-	IdlePowerW     float64            `json:"idle_power_w"`
+	Format     string    `json:"format"`
+	Device     string    `json:"device"`
+	Simulated  bool      `json:"simulated"` // measured on the sim device
+	GPU        trace.GPU `json:"gpu"`
+	Props      gpu.Props `json:"props"`
+	IdlePowerW float64   `json:"idle_power_w"`
+	// IdleLevel names the idle: "active idle" (gpuwatt's CUDA context is open).
+	IdleLevel      string             `json:"idle_level,omitempty"`
 	ClockTolerance float64            `json:"clock_tolerance"`
 	Intensities    []float64          `json:"intensities"`
 	Occupancies    []float64          `json:"occupancies"`
@@ -392,7 +394,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 	limit := 0.0
 	for _, x := range measured {
 		pts = append(pts, makePoint(x.j, x.me))
-		rep.IdlePowerW = x.me.Region.IdlePowerW
+		rep.IdlePowerW, rep.IdleLevel = x.me.Region.IdlePowerW, x.me.Region.IdleLevel
 		limit = max(limit, x.me.Region.PowerLimitW)
 	}
 	analyse(rep, pts, opt, limit)

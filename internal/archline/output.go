@@ -165,8 +165,12 @@ func pctDiff(v, of float64) string {
 func WriteText(w io.Writer, r *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n Energy roofline (archline) of GPU %d, %s (%s, %d SMs, cc %s)\n", r.GPU.Index, r.GPU.Name, r.Device, r.Props.SMs, r.Props.ComputeCapability)
-	fmt.Fprintf(&b, " idle %.1f W; %d intensities x %d occupancies per precision; warm-up %.2g s, >= %.2g s and %d sensor updates per point\n",
-		r.IdlePowerW, len(r.Intensities), len(r.Occupancies), r.Warmup, r.MinDuration, r.MinUpdates)
+	idle := r.IdleLevel
+	if idle == "" {
+		idle = "idle"
+	}
+	fmt.Fprintf(&b, " %s %.1f W; %d intensities x %d occupancies per precision; warm-up %.2g s, >= %.2g s and %d sensor updates per point\n",
+		idle, r.IdlePowerW, len(r.Intensities), len(r.Occupancies), r.Warmup, r.MinDuration, r.MinUpdates)
 	if r.EnergyNote != "" {
 		fmt.Fprintf(&b, " energy per point: %s\n", r.EnergyNote)
 	}

@@ -148,7 +148,7 @@ func (r *Results) sensorSections() []report.Section {
 	if s == nil {
 		return []report.Section{{Title: TitleSensors, Text: r.notRun(StageSensor)}}
 	}
-	t := &report.Table{Header: []string{"channel", "model (how gpuwatt corrects it)", "update period T (ms)", "window W (ms)", "lag tau (ms)", "delay (ms)", "coverage W/T", "idle (W)", "load (W)", "vs energy counter"}}
+	t := &report.Table{Header: []string{"channel", "model (how gpuwatt corrects it)", "update period T (ms)", "window W (ms)", "lag tau (ms)", "delay (ms)", "coverage W/T", "active idle (W)", "load (W)", "vs energy counter"}}
 	for _, c := range s.Channels {
 		t.Rows = append(t.Rows, []string{c.Name, c.Model, g4(c.PeriodS * 1e3), g4(c.WindowS * 1e3), g4(c.TauS * 1e3), g4(c.DelayS * 1e3),
 			fmt.Sprintf("%.0f %%", 100*c.Coverage), g4(c.IdleW), g4(c.LoadW), g4(c.RatioToCounter)})
@@ -297,7 +297,7 @@ func (r *Results) Headline() [][2]string {
 		}
 	}
 	if m := r.Micro; m != nil {
-		add("idle power (W)", g4(m.IdlePowerW))
+		add("active idle power (W)", g4(m.IdlePowerW))
 		add("pi0 (W)", g4(m.Pi0W))
 		for _, row := range m.Rows {
 			if row.Group == "arith" || row.Group == "memory" {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gpuwatt/internal/clock"
+	"gpuwatt/internal/correct"
 	"gpuwatt/internal/energy"
 	"gpuwatt/internal/gpu"
 	"gpuwatt/internal/kernels"
@@ -265,7 +266,7 @@ func (m *Meter) Stop() (*trace.Trace, error) {
 	// Every measurement's region is estimated on the one trace: each channel prepared once.
 	cache := &energy.Cache{}
 	for _, me := range m.ms {
-		me.Region = region.Summarize(tr, info[me.GPU], me.Start, me.End, me.idle[0], me.idle[1], region.Options{What: "the measurement", Steady: true, Calibration: cals[me.GPU], EnergyCache: cache})
+		me.Region = region.Summarize(tr, info[me.GPU], me.Start, me.End, me.idle[0], me.idle[1], region.Options{What: "the measurement", Steady: true, Calibration: cals[me.GPU], EnergyCache: cache, IdleLevel: correct.ActiveIdle})
 	}
 	return tr, nil
 }

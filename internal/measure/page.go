@@ -35,8 +35,8 @@ func Page(tr *trace.Trace, s *Summary) report.Page {
 		if s.Signal != "" {
 			ended = "was killed by " + s.Signal
 		}
-		sec.Text = fmt.Sprintf("UUID %s. The command ran %.3f s and %s. Energy %s from %s; %s above the idle power of %s; mean power %s.",
-			g.UUID, s.DurationS, ended, units.Energy(g.EnergyJ), g.EnergySource, units.Energy(g.EnergyAboveIdleJ), units.Power(g.IdlePowerW), units.Power(g.MeanPowerW))
+		sec.Text = fmt.Sprintf("UUID %s. The command ran %.3f s and %s. Energy %s from %s; %s above %s (%s, the baseline before the command); mean power %s.",
+			g.UUID, s.DurationS, ended, units.Energy(g.EnergyJ), g.EnergySource, units.Energy(g.EnergyAboveIdleJ), idleName(g.IdleLevel), units.Power(g.IdlePowerW), units.Power(g.MeanPowerW))
 		tab := &report.Table{
 			Caption: "Energy during the command, by channel",
 			Header:  []string{"channel", "energy", "above idle", "idle power", "mean power", "max power", "samples", "update period", "poll interval", "repeats"},

@@ -31,7 +31,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		line(fmtSec(s.DurationS), "duration\t")
 		if g.EnergySource != "" {
 			line(units.Energy(g.EnergyJ).String(), "energy, from "+g.EnergySource+"\t")
-			line(units.Energy(g.EnergyAboveIdleJ).String(), fmt.Sprintf("above idle (idle %s)\t", units.Power(g.IdlePowerW)))
+			line(units.Energy(g.EnergyAboveIdleJ).String(), fmt.Sprintf("above idle (%s %s)\t", idleName(g.IdleLevel), units.Power(g.IdlePowerW)))
 			line(units.Power(g.MeanPowerW).String(), "mean power\t")
 		}
 		if g.MaxPowerSource != "" {
@@ -119,4 +119,12 @@ func rangeText(r *Range, f string) string {
 		return fmt.Sprintf(f, r.Min)
 	}
 	return fmt.Sprintf(f+" – "+f, r.Min, r.Max)
+}
+
+// idleName is the idle level's name for people ("idle at rest"), "idle" where not known.
+func idleName(level string) string {
+	if level == "" {
+		return "idle"
+	}
+	return level
 }

@@ -48,8 +48,10 @@ type Report struct {
 	GPU        trace.GPU `json:"gpu"`
 	Props      gpu.Props `json:"props"`
 	IdlePowerW float64   `json:"idle_power_w"`
-	Pi0W       float64   `json:"pi0_w"`
-	Pi0Source  string    `json:"pi0_source"`
+	// IdleLevel names the idle: "active idle" (gpuwatt's CUDA context is open).
+	IdleLevel string  `json:"idle_level,omitempty"`
+	Pi0W      float64 `json:"pi0_w"`
+	Pi0Source string  `json:"pi0_source"`
 	// Pi0HalfWidthW is pi0's 95 % half-width on the board's scale (the baseline kernel's
 	// energy interval over its time).
 	Pi0HalfWidthW float64 `json:"pi0_half_width_w"`
@@ -179,7 +181,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 	rep.EnergyNote = energy.SourceNote(rep.EnergyCalibration)
 	// The idle power, and pi0 from the baseline kernel (else the idle power, said so).
 	for _, x := range measured {
-		rep.IdlePowerW = x.me.Region.IdlePowerW
+		rep.IdlePowerW, rep.IdleLevel = x.me.Region.IdlePowerW, x.me.Region.IdleLevel
 		break
 	}
 	rep.Pi0W, rep.Pi0Source = rep.IdlePowerW, "idle power (no baseline kernel was run)"

@@ -27,7 +27,7 @@ func PM(v, lo, hi float64) string {
 func WriteText(w io.Writer, r *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n MIPP suite on GPU %d, %s (%s, %d SMs, cc %s)\n", r.GPU.Index, r.GPU.Name, r.Device, r.Props.SMs, r.Props.ComputeCapability)
-	fmt.Fprintf(&b, " idle %s, baseline power pi0 %s ± %s (%s)\n", units.Power(r.IdlePowerW), units.Power(r.Pi0W), units.Power(r.Pi0HalfWidthW), r.Pi0Source)
+	fmt.Fprintf(&b, " %s %s, baseline power pi0 %s ± %s (%s)\n", idleName(r.IdleLevel), units.Power(r.IdlePowerW), units.Power(r.Pi0W), units.Power(r.Pi0HalfWidthW), r.Pi0Source)
 	if r.Incomplete {
 		fmt.Fprintf(&b, " INCOMPLETE: %s\n", r.Reason)
 	}
@@ -249,4 +249,12 @@ func (r *Report) RowWarnings() []status.Warning {
 		ws = append(ws, status.WithSubject(x.Name, x.Warnings)...)
 	}
 	return ws
+}
+
+// idleName is the idle level's name for people ("active idle"), "idle" where not known.
+func idleName(level string) string {
+	if level == "" {
+		return "idle"
+	}
+	return level
 }

@@ -56,17 +56,21 @@ type Summary struct {
 	// EnergyCalibration maps the calibrated channel onto the counter (nil: none).
 	EnergyCalibration *energy.Calibration `json:"energy_calibration,omitempty"`
 	IdlePowerW        float64             `json:"idle_power_w"`
-	EnergyAboveIdleJ  float64             `json:"energy_above_idle_j"`
-	MeanPowerW        float64             `json:"mean_power_w"`
-	MaxPowerW         float64             `json:"max_power_w"`
-	MaxPowerSource    string              `json:"max_power_source,omitempty"`
-	PowerLimitW       float64             `json:"power_limit_w,omitempty"`
-	Channels          []Channel           `json:"channels"`
-	SMClockMHz        *Range              `json:"sm_clock_mhz,omitempty"`
-	MemClockMHz       *Range              `json:"mem_clock_mhz,omitempty"`
-	TemperatureC      *Range              `json:"temperature_c,omitempty"`
-	Throttle          []ReasonShare       `json:"throttle"`
-	Warnings          []status.Warning    `json:"warnings"`
+	// IdleLevel names the idle that IdlePowerW is: "idle at rest" (measure's baseline,
+	// before the command's CUDA context opens) or "active idle" (the idle recording of the
+	// verbs that run gpuwatt's kernels, its context open); absent without a baseline.
+	IdleLevel        string           `json:"idle_level,omitempty"`
+	EnergyAboveIdleJ float64          `json:"energy_above_idle_j"`
+	MeanPowerW       float64          `json:"mean_power_w"`
+	MaxPowerW        float64          `json:"max_power_w"`
+	MaxPowerSource   string           `json:"max_power_source,omitempty"`
+	PowerLimitW      float64          `json:"power_limit_w,omitempty"`
+	Channels         []Channel        `json:"channels"`
+	SMClockMHz       *Range           `json:"sm_clock_mhz,omitempty"`
+	MemClockMHz      *Range           `json:"mem_clock_mhz,omitempty"`
+	TemperatureC     *Range           `json:"temperature_c,omitempty"`
+	Throttle         []ReasonShare    `json:"throttle"`
+	Warnings         []status.Warning `json:"warnings"`
 }
 
 // Channel is the energy seen by one power channel (or the counter) during the region.
@@ -118,6 +122,9 @@ type Options struct {
 	Calibration *energy.Calibration
 	// EnergyCache, where given, is shared by the regions of one trace (energy.Cache).
 	EnergyCache *energy.Cache
+	// IdleLevel names the idle the baseline records (correct.IdleAtRest or
+	// correct.ActiveIdle): Summary.IdleLevel.
+	IdleLevel string
 }
 
 // Summarize describes GPU g over the region [start, end] of a trace, with the idle
@@ -125,6 +132,9 @@ type Options struct {
 func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o Options) Summary {
 	what := o.What
 	gs := Summary{Index: g.Index, Name: g.Name, UUID: g.UUID, PowerLimitW: g.PowerLimitW, Throttle: []ReasonShare{}, Warnings: []status.Warning{}}
+	if b1 > b0 {
+		gs.IdleLevel = o.IdleLevel
+	}
 	dur := end - start
 	add := func(w status.Warning) { gs.Warnings = append(gs.Warnings, w) }
 	warn := func(code status.Code, f string, a ...any) { add(status.Warnf(code, f, a...)) }

@@ -99,7 +99,7 @@ func AnomalyTable(as []*Anomalies) *report.Table {
 // writeAnomalies prints the anomaly tests of every channel, corrected beside naive.
 func writeAnomalies(w io.Writer, as []*Anomalies) {
 	pass := map[bool]string{true: "pass", false: "FAIL"}
-	fmt.Fprintf(w, "\n anomaly tests (seed 003), corrected | naive (idle: each channel's own level before the tests):\n")
+	fmt.Fprintf(w, "\n anomaly tests (seed 003), corrected | naive (active idle: each channel's own level before the tests, gpuwatt's CUDA context open):\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, " channel\tdoubling (2.00 ± 0.04)\t\tback-to-back (± 2 %%)\t\ttail above idle after a kernel\t\n")
 	for _, a := range as {
@@ -129,7 +129,7 @@ func (a *Anomalies) WriteText(w io.Writer) {
 	pass := map[bool]string{true: "pass", false: "FAIL"}
 	fmt.Fprintf(w, "doubling: %.3f× corrected (%s, want 2.00 ± 0.04), %.3f× naive\n", a.DoublingCorrected, pass[a.DoublingPass], a.DoublingNaive)
 	fmt.Fprintf(w, "back-to-back: second run %+.2f %% corrected (%s, want ± 2 %%), %+.2f %% naive\n", 100*a.BackToBackCorrected, pass[a.BackToBackPass], 100*a.BackToBackNaive)
-	fmt.Fprintf(w, "tail after a kernel: %.1f J above idle (%.1f W) over %.2f s corrected (%.1f %% of the kernel's %.1f J); naive %.1f J over %.2f s", a.TailCorrectedJ, a.IdleW, a.TailCorrectedS, 100*a.TailShareOfKernel, a.KernelCorrectedJ, a.TailNaiveJ, a.TailNaiveS)
+	fmt.Fprintf(w, "tail after a kernel: %.1f J above active idle (%.1f W) over %.2f s corrected (%.1f %% of the kernel's %.1f J); naive %.1f J over %.2f s", a.TailCorrectedJ, a.IdleW, a.TailCorrectedS, 100*a.TailShareOfKernel, a.KernelCorrectedJ, a.TailNaiveJ, a.TailNaiveS)
 	if a.TailTrueJ != nil {
 		fmt.Fprintf(w, "; true %.1f J", *a.TailTrueJ)
 	}
