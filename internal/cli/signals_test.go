@@ -136,13 +136,43 @@ func TestSignalAtEveryCharacterizeStage(t *testing.T) {
 		})
 	}
 	t.Run("sensor,micro", func(t *testing.T) {
-		_, d := run(t, "sensor", -1, ExitOK)
-		res, _ := run(t, "sensor,micro", d+time.Second, 143)
+		// The signal comes when micro's progress shows its second kernel.
+		a, _, _, _, _ := signalApp(t, -1, 0)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		stderr := &signalOn{match: "micro: [ 2/", sig: syscall.SIGTERM, cancel: cancel}
+		a.Stderr = stderr
+		out := filepath.Join(t.TempDir(), "ch")
+		if code := a.Main(ctx, []string{"characterize", "--device", "sim", "--quick", "--stages", "sensor,micro", "--out", out}); code != 143 {
+			t.Errorf("exit %d, want 143: %s", code, &stderr.buf)
+		}
+		var res characterize.Results
+		readJSON(t, filepath.Join(out, "results.json"), &res)
 		if s := res.Stage("sensor"); s == nil || s.Status != characterize.StatusDone {
 			t.Errorf("sensor, finished before the signal: %+v; want done", s)
 		}
 		cut(t, res, "micro")
+		if res.Micro == nil || len(res.Micro.Rows) == 0 || res.Micro.Rows[0].EnergyPerLaunchJ <= 0 {
+			t.Errorf("micro's first kernel, measured before the signal, was lost")
+		}
 	})
+}
+
+// signalOn is a stderr that ends the run's context with sig once a progress line holds
+// match: a signal at a chosen step.
+type signalOn struct {
+	buf    bytes.Buffer
+	match  string
+	sig    syscall.Signal
+	cancel context.CancelCauseFunc
+}
+
+func (s *signalOn) Write(p []byte) (int, error) {
+	s.buf.Write(p)
+	if strings.Contains(s.buf.String(), s.match) {
+		s.cancel(Interrupted{s.sig})
+	}
+	return len(p), nil
 }
 
 // TestMeasureCommandExitCodes: a real command that exists but is not executable exits
