@@ -705,21 +705,76 @@ func off(t0, v0, t1, v1, t2, v2 float64) float64 {
 // (Readings flat over less than a window do not say it: after a burst shorter than W they
 // stay flat, above the power, until the burst leaves the window.)
 func (d *dense) steady(a, b float64) (float64, bool) {
-	var cands [][2]float64
-	switch L := b - a; {
-	case L <= d.w:
-		cands = [][2]float64{{b - d.w, b}, {a, a + d.w}}
-	case L <= 2*d.w:
-		cands = [][2]float64{{b - d.w, b}}
-	default:
-		cands = [][2]float64{{a + d.w, b}}
+	if b-a > 2*d.w {
+		return d.flat(d.bracket(a+d.w, b))
 	}
-	for _, c := range cands {
-		if mean, ok := d.flat(d.bracket(c[0], c[1])); ok {
+	// Any window-long stretch [x, x + W] with b − W <= x <= a + W will do: the region lies
+	// in [x − W, x + W]. Try its ends, then the readings between them.
+	lo, hi := b-d.w, a+d.w
+	try := func(x float64) (float64, bool) { return d.flat(d.bracket(x, x+d.w)) }
+	if mean, ok := try(lo); ok {
+		return mean, true
+	}
+	if mean, ok := try(hi); ok {
+		return mean, true
+	}
+	t := d.l.t
+	i := sort.SearchFloat64s(t, lo)
+	j := sort.SearchFloat64s(t, hi)
+	step := max(1, (j-i)/32)
+	for k := i; k < j; k += step {
+		if t[k] <= lo {
+			continue
+		}
+		if mean, ok := try(t[k]); ok {
 			return mean, true
 		}
 	}
-	return 0, false
+	return d.atFloor(a, b)
+}
+
+// atFloor reports whether [a, b] lies in an idle gap too short for a full window of flat
+// readings: readings flat (within tol) over a stretch at least a window less two update
+// periods long (readings every T place the ends of a flat stretch of r only to within T
+// each), whose windows cover [a, b], at the lowest level the readings reach within four
+// windows either side (the power sits at its floor there, so it was not above it in one
+// part of a window and below in another). A burst's tail leaving the window late and the
+// next burst entering it early leave such gaps on an H200 between bursts 2 s apart.
+func (d *dense) atFloor(a, b float64) (float64, bool) {
+	t, v := d.l.t, d.l.v
+	if len(t) < 3 {
+		return 0, false
+	}
+	T := (t[len(t)-1] - t[0]) / float64(len(t)-1)
+	i := sort.SearchFloat64s(t, a-4*d.w)
+	j := sort.SearchFloat64s(t, b+4*d.w)
+	if j-i < 3 || j-i > 4*flatMost {
+		return 0, false
+	}
+	floor := math.Inf(1)
+	for _, x := range v[i:j] {
+		floor = min(floor, x)
+	}
+	// The run of readings at the floor around the first reading at or after b.
+	k := sort.SearchFloat64s(t, b)
+	if k >= len(t) || math.Abs(v[k]-floor) > d.tol {
+		return 0, false
+	}
+	lo, hi := k, k
+	for lo > 0 && math.Abs(v[lo-1]-floor) <= d.tol {
+		lo--
+	}
+	for hi+1 < len(t) && math.Abs(v[hi+1]-floor) <= d.tol {
+		hi++
+	}
+	if t[hi]-t[lo] < d.w-2*T || t[lo]-d.w > a {
+		return 0, false
+	}
+	var sum float64
+	for _, x := range v[lo : hi+1] {
+		sum += x
+	}
+	return sum / float64(hi-lo+1), true
 }
 
 // bracket widens [a, b] to the readings around it: from the last reading at or before a to
