@@ -3,6 +3,7 @@ package cli
 import (
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +52,27 @@ func TestIdleLevelsPerVerb(t *testing.T) {
 	readJSON(t, filepath.Join(out, "results.json"), &rep)
 	if !near(rep.IdlePowerW, float64(truth.Active)) || rep.IdleLevel != "active idle" {
 		t.Errorf("micro: idle %.2f W (%q), want active idle %v (idle at rest is %v)", rep.IdlePowerW, rep.IdleLevel, truth.Active, truth.AtRest)
+	}
+}
+
+// TestEnergyHalfDoneValues: the twin's power.instant publishes a half-done value ~3 ms
+// before 30 % of its updates, as the H200's does; a fast poller records them, and energy
+// drops them and says how many, apart from the stale repeats.
+func TestEnergyHalfDoneValues(t *testing.T) {
+	a, _, stderr, ctx := testApp(t)
+	out := filepath.Join(t.TempDir(), "measure")
+	if code := a.Main(ctx, []string{"measure", "--device", "sim:h200", "--poll", "1ms", "--channels", "power.instant,energy.total", "--out", out, "--", "fake", "3s"}); code != 0 {
+		t.Fatalf("measure: exit %d: %s", code, stderr)
+	}
+	v := energyJSON(t, "--trace", out, "--channel", "power.instant")
+	n, _ := v["half_done_dropped"].(float64)
+	d, _ := v["dropped"].(float64)
+	// About 30 % of the ~50 updates of the recording.
+	if n < 5 || n > 30 || d < n {
+		t.Errorf("half-done values dropped %v (of %v dropped), want ~30 %% of the updates", n, d)
+	}
+	a, stdout, _, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"energy", "--trace", out, "--channel", "power.instant"}); code != 0 || !strings.Contains(stdout.String(), "half-done values dropped") {
+		t.Errorf("exit %d, text:\n%s", code, stdout)
 	}
 }

@@ -70,7 +70,8 @@ type Result struct {
 	IdleWhat  string
 	MeanPower units.Power // Energy / Covered
 	Samples   int         // readings in [From, To] after dedupe
-	Dropped   int         // stale repeats dropped in [From, To]
+	Dropped   int         // readings dropped in [From, To]: stale repeats, and the HalfDone
+	HalfDone  int         // half-done values dropped in [From, To] (a value the next update follows within T/8)
 	// Covered is the part of the region the readings describe; DataCoverage is its share
 	// of the region, SensorCoverage the share of time the sensor sees (W/T for a boxcar
 	// window shorter than its period), Coverage their product.
@@ -136,10 +137,10 @@ type Series struct {
 	idle      units.Power
 	haveIdle  bool
 	idleSrc   string
-	snapped   int           // readings moved onto their grid (snapToGrid)
-	early     int           // half-done values dropped (dropEarly)
-	gaps      []trace.Gap   // of kept, found on first use
-	gapUsual  time.Duration // kept's usual interval between readings
+	snapped   int            // readings moved onto their grid (snapToGrid)
+	early     []trace.Sample // half-done values dropped (dropEarly), in time order
+	gaps      []trace.Gap    // of kept, found on first use
+	gapUsual  time.Duration  // kept's usual interval between readings
 	haveGaps  bool
 }
 
@@ -184,10 +185,10 @@ func Prepare(samples []trace.Sample, m sensormodel.Model, opt Options) *Series {
 // 100 ms updates; the twin too), which held over a period would stand for the update's.
 // The same rule as the sensor verb's transients. Readings of a driver's buffer (with
 // driver stamps) are left alone: their grid, not their spacing, tells them apart.
-func dropEarly(s []trace.Sample, period time.Duration) ([]trace.Sample, int) {
+func dropEarly(s []trace.Sample, period time.Duration) (kept, dropped []trace.Sample) {
 	gap := period / 8
 	if len(s) < 2 || gap <= 0 || s[0].DriverUS != 0 {
-		return s, 0
+		return s, nil
 	}
 	var out []trace.Sample
 	for i, x := range s {
@@ -195,6 +196,7 @@ func dropEarly(s []trace.Sample, period time.Duration) ([]trace.Sample, int) {
 			if out == nil {
 				out = append(make([]trace.Sample, 0, len(s)), s[:i]...)
 			}
+			dropped = append(dropped, x)
 			continue
 		}
 		if out != nil {
@@ -202,9 +204,9 @@ func dropEarly(s []trace.Sample, period time.Duration) ([]trace.Sample, int) {
 		}
 	}
 	if out == nil {
-		return s, 0
+		return s, nil
 	}
-	return out, len(s) - len(out)
+	return out, dropped
 }
 
 // snapToGrid moves the readings of a driver's sample buffer (those with driver stamps, as
@@ -328,6 +330,7 @@ func (s *Series) Energy(from, to time.Duration) Result {
 	r.EnergyRaw = trace.Integrate(s.raw, from, to).Energy
 	r.Samples = countIn(s.kept, from, to)
 	r.Dropped = countIn(s.raw, from, to) - r.Samples
+	r.HalfDone = countIn(s.early, from, to)
 	r.SensorCoverage = m.Coverage(s.period)
 	if s.inv == nil {
 		warn(CodeNoReadings, "no readings: nothing to integrate")

@@ -57,6 +57,9 @@ type Report struct {
 	MeanPowerW   float64 `json:"mean_power_w"`
 	Samples      int     `json:"samples"`
 	Dropped      int     `json:"dropped"`
+	// HalfDone of Dropped are half-done values (a value the next update follows within
+	// T/8, as before 30 % of the H200's power.instant updates).
+	HalfDone int `json:"half_done_dropped,omitempty"`
 
 	UpdatePeriodS  float64 `json:"update_period_s"`
 	PeriodSource   string  `json:"update_period_source,omitempty"`
@@ -84,7 +87,7 @@ func NewReport(path string, tr *trace.Trace, g int, ch string, c correct.Choice,
 		EnergyJ: est.EnergyJ, ChannelEnergyJ: r.Energy.Joules(), EnergyRawJ: r.EnergyRaw.Joules(), EnergyActiveJ: r.EnergyActive.Joules(),
 		IdlePowerW: float64(r.Idle), IdleEstimated: r.IdleEstimated, MeanPowerW: float64(r.MeanPower),
 		IdleSource: r.IdleSource, IdleLevel: r.IdleLevel,
-		Samples: r.Samples, Dropped: r.Dropped,
+		Samples: r.Samples, Dropped: r.Dropped, HalfDone: r.HalfDone,
 		UpdatePeriodS: r.Period.Seconds(), PeriodSource: r.PeriodSource,
 		Coverage: r.Coverage, DataCoverage: r.DataCoverage, SensorCoverage: r.SensorCoverage, Gaps: r.Gaps,
 		Model: c.Model.String(), ModelSource: c.Source, ModelGuess: c.Guess,
@@ -166,7 +169,11 @@ func WriteText(w io.Writer, rep Report) error {
 	}
 	line(units.Energy(rep.EnergyActiveJ).String(), "above idle ("+idle+")")
 	line(units.Power(rep.MeanPowerW).String(), "mean power")
-	line(fmt.Sprint(rep.Samples), fmt.Sprintf("readings in the region (%d stale repeats dropped)", rep.Dropped))
+	if rep.HalfDone > 0 {
+		line(fmt.Sprint(rep.Samples), fmt.Sprintf("readings in the region (%d stale repeats and %d half-done values dropped)", rep.Dropped-rep.HalfDone, rep.HalfDone))
+	} else {
+		line(fmt.Sprint(rep.Samples), fmt.Sprintf("readings in the region (%d stale repeats dropped)", rep.Dropped))
+	}
 	if rep.UpdatePeriodS > 0 {
 		from := map[string]string{"model": "the model's", "trace": "from the trace's metadata", "readings": "learned from the readings"}[rep.PeriodSource]
 		line(fmtSecs(rep.UpdatePeriodS), fmt.Sprintf("update period (%s), coverage %.0f %%", from, 100*rep.SensorCoverage))
