@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -75,17 +73,5 @@ func loadResults(dir string) (*characterize.Results, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, unwrapPath(err))
 	}
-	var r characterize.Results
-	if err := json.Unmarshal(b, &r); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, fmt.Errorf("%s: not valid JSON at byte %d: %v", path, se.Offset, err)
-		}
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	if r.Format != characterize.Format {
-		return nil, fmt.Errorf("%s: format %q, want %q (the results.json of gpuwatt characterize)", path, r.Format, characterize.Format)
-	}
-	r.Upgrade()
-	return &r, nil
+	return characterize.ParseResults(b, path)
 }
