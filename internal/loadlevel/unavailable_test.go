@@ -75,7 +75,7 @@ func TestOffTargetHint(t *testing.T) {
 	if len(res.Invalid) == 0 || strings.Contains(strings.Join(res.Invalid, "\n"), hint) {
 		t.Errorf("virtual clock: %q", res.Invalid)
 	}
-	iv := Intervals{Calibrations: 2, Record: 40 * time.Millisecond, Idle: 10 * time.Millisecond}
+	iv := Intervals{Calibrations: 2, Record: 100 * time.Millisecond, Idle: 10 * time.Millisecond}
 	g, _ := NewFFT(64)
 	res, err = Run(context.Background(), Config{Tx: g, Users: 1, Levels: []float64{0.5}, Intervals: iv, Clock: clock.NewReal(), Seed: 1, LoadTolerance: 1e-9})
 	if err != nil {
