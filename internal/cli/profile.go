@@ -56,6 +56,7 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	r.done()
 	if res == nil {
 		if ctx.Err() != nil {
+			fmt.Fprintf(a.Stderr, "gpuwatt profile: %s before a run was profiled: nothing to write\n", status.Interrupted(ctx))
 			return interruptedCode(ctx)
 		}
 		if errors.Is(perr, status.ErrInput) {

@@ -39,6 +39,26 @@ func (a *App) sensor(ctx context.Context, args []string) int {
 	defer r.close()
 	rep, err := opt.Run(ctx, r.env)
 	r.done()
+	var cut *sensorchar.Cut
+	if errors.As(err, &cut) && ctx.Err() != nil {
+		// Interrupted: what was recorded is kept (the trace, marked incomplete); there is
+		// nothing to analyse.
+		why := status.Interrupted(ctx) + " before every phase was recorded"
+		cut.Trace.Meta.Incomplete, cut.Trace.Meta.IncompleteWhy = true, why
+		kept := "nothing analysed (the recording is kept with --out)"
+		if sh.out != "" {
+			werr := writeFiles(sh.out, nil, nil, outFile{"trace.csv and trace.json", func(dir string) error {
+				return a.saveTrace(dir, cut.Trace, r.env.System, "sensor", args)
+			}})
+			if werr != nil {
+				fmt.Fprintf(a.Stderr, "gpuwatt sensor: --out %s: %v\n", sh.out, werr)
+			} else {
+				kept = "the recording is kept in " + filepath.Join(sh.out, "trace.csv") + ", not analysed"
+			}
+		}
+		fmt.Fprintf(a.Stderr, "gpuwatt sensor: %s: %s\n", why, kept)
+		return interruptedCode(ctx)
+	}
 	if errors.Is(err, status.ErrInput) {
 		return a.exitFor("sensor", err)
 	}

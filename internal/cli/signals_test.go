@@ -19,6 +19,7 @@ import (
 	"gpuwatt/internal/characterize"
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/measure"
+	"gpuwatt/internal/trace"
 )
 
 // canceller ends a run's context with a signal's cause at a virtual time: a signal that
@@ -98,6 +99,54 @@ func TestSignalAtEveryMeasureStage(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSignalEndsEveryVerb: SIGHUP 1.5 s (virtual) into each verb that runs gpuwatt's own
+// workloads: exit 129, what was measured written and marked incomplete. sensor gave exit 1,
+// "context canceled", and wrote nothing: its recording is now kept (not analysed).
+func TestSignalEndsEveryVerb(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		files []string
+		says  string // on stderr
+	}{
+		{[]string{"sensor", "--device", "sim", "--quick"}, []string{"trace.csv", "trace.json"}, "interrupted by SIGHUP before every phase was recorded: the recording is kept in"},
+		{[]string{"micro", "--device", "sim", "--only", "int32.add,fp32.fma"}, []string{"results.json", "results.csv", "report.html", "trace.csv"}, ""},
+		{[]string{"archline", "--device", "sim", "--quick"}, []string{"results.json", "report.html", "trace.csv"}, ""},
+		{[]string{"loadlevel", "--device", "sim"}, []string{"results.json", "report.html"}, ""},
+		{[]string{"profile", "--device", "sim"}, nil, "interrupted by SIGHUP before a run was profiled: nothing to write"},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			a, _, stderr, ctx, _ := signalApp(t, 1500*time.Millisecond, syscall.SIGHUP)
+			out := filepath.Join(t.TempDir(), "o")
+			if code := a.Main(ctx, append(tc.args, "--quiet", "--out", out)); code != 129 {
+				t.Errorf("exit %d, want 129: %s", code, stderr)
+			}
+			assertFiles(t, out, tc.files, nil)
+			if !strings.Contains(stderr.String(), tc.says) {
+				t.Errorf("stderr %q, want %q", stderr, tc.says)
+			}
+			if len(tc.files) > 0 && tc.files[0] == "results.json" {
+				var st struct {
+					Incomplete bool   `json:"incomplete"`
+					Reason     string `json:"incomplete_reason"`
+				}
+				readJSON(t, filepath.Join(out, "results.json"), &st)
+				if !st.Incomplete || !strings.Contains(st.Reason, "interrupted") {
+					t.Errorf("results.json: incomplete %v, reason %q", st.Incomplete, st.Reason)
+				}
+			}
+			if tc.files != nil && tc.files[0] == "trace.csv" {
+				tr, err := trace.Load(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !tr.Meta.Incomplete || len(tr.Samples) == 0 {
+					t.Errorf("trace: incomplete %v, %d samples; want the recording kept, marked", tr.Meta.Incomplete, len(tr.Samples))
+				}
+			}
+		})
 	}
 }
 

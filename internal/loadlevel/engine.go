@@ -293,9 +293,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.FailedTransactions, res.TransactionErrors = e.txFailed.Load(), e.txErrors
 	e.finish(res)
 	if err != nil {
-		res.MarkIncomplete(err.Error())
+		why := err.Error()
+		if ctx.Err() != nil {
+			why = status.Interrupted(ctx) // "interrupted by SIGTERM", not "context canceled"
+		}
+		res.MarkIncomplete(why)
 		res.Valid = false
-		res.Invalid = append(res.Invalid, "incomplete: "+err.Error())
+		res.Invalid = append(res.Invalid, "incomplete: "+why)
 	}
 	return res, err
 }

@@ -129,7 +129,11 @@ func RunSweep(ctx context.Context, s Sweep) (*Report, error) {
 					}
 				}
 				if err != nil {
-					rep.MarkIncomplete(err.Error())
+					if ctx.Err() != nil {
+						rep.MarkIncomplete(status.Interrupted(ctx))
+					} else {
+						rep.MarkIncomplete(err.Error())
+					}
 					rep.Valid = false
 					cr.CV = cvs(cr.Runs)
 					return rep, err

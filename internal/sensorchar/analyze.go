@@ -181,6 +181,9 @@ func (r *Report) Profile() correct.Profile {
 func Run(ctx context.Context, clk clock.Clock, dev gpu.Device, exec gpu.Executor, opt Options) (*Report, error) {
 	rec, err := record(ctx, clk, dev, exec, opt)
 	if err != nil {
+		if rec != nil && rec.tr != nil {
+			return nil, &Cut{Trace: rec.tr, Err: err}
+		}
 		return nil, err
 	}
 	info := dev.Info()
@@ -196,6 +199,16 @@ func Run(ctx context.Context, clk clock.Clock, dev gpu.Device, exec gpu.Executor
 	analyze(rep, info.Index, truth)
 	return rep, nil
 }
+
+// Cut is Run's error when its context ended the recording part-way (a signal): the
+// recording so far, which is kept but cannot be analysed (the analysis needs every phase).
+type Cut struct {
+	Trace *trace.Trace
+	Err   error
+}
+
+func (c *Cut) Error() string { return "the recording was cut short: " + c.Err.Error() }
+func (c *Cut) Unwrap() error { return c.Err }
 
 func secs(s float64) time.Duration { return time.Duration(math.Round(s*1e6)) * time.Microsecond }
 

@@ -88,7 +88,7 @@ func channels(dev gpu.Device) []sensor.Sensor {
 }
 
 // record runs the experiment on dev while a Sampler records its power channels.
-func record(ctx context.Context, clk clock.Clock, dev gpu.Device, exec gpu.Executor, opt Options) (*recording, error) {
+func record(ctx context.Context, clk clock.Clock, dev gpu.Device, exec gpu.Executor, opt Options) (out *recording, err error) {
 	p := opt.plan()
 	props := exec.Props()
 	kd := kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}
@@ -135,6 +135,11 @@ func record(ctx context.Context, clk clock.Clock, dev gpu.Device, exec gpu.Execu
 			Channels: chans, Unavailable: smp.Unavailable(), Marks: marks, GPUs: []trace.GPU{dev.Info()}}, Samples: samples}
 	}
 	defer stop()
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			out = rec // cut short: the recording so far (stop, deferred before, fills its trace)
+		}
+	}()
 
 	load := func(d time.Duration) (segment, error) {
 		n := max(1, int(math.Round(float64(d)/float64(per))))
