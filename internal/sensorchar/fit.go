@@ -241,7 +241,14 @@ func (s *schedule) fit(rc bool, ts, ys []float64, pLo, pHi, dMax float64) fitRes
 	dStep := dMax / float64(nd-1)
 	for range 40 {
 		improved := false
-		for _, c := range [][2]float64{{pStep, 0}, {1 / pStep, 0}, {1, dStep}, {1, -dStep}} {
+		// Besides each coordinate, moves along the valley where p and the delay trade off:
+		// the response's centre (D + W/2 for a boxcar, D + tau for a lag) kept.
+		share := 0.5
+		if rc {
+			share = 1
+		}
+		for _, c := range [][2]float64{{pStep, 0}, {1 / pStep, 0}, {1, dStep}, {1, -dStep},
+			{pStep, -share * best.p * (pStep - 1)}, {1 / pStep, share * best.p * (1 - 1/pStep)}} {
 			p, d := best.p*c[0], best.delay+c[1]
 			if p < pLo/2 || p > pHi*2 || d < 0 || d > dMax*1.5 {
 				continue
@@ -330,55 +337,98 @@ func (s *schedule) fitBoxRC(ts, ys []float64, wLo, wHi, tLo, tHi, dMax float64) 
 	return best
 }
 
-// intervals returns the 95 % profile-likelihood intervals of a one-shape fit's p (window
-// or tau) and delay: the values where the least residual sum of squares over the other
-// parameter (and the levels) stays within rss·(1 + 3.84/(n − 5)), the F-test of one
-// parameter of five (three levels, p, delay) with independent noise. The other parameter
-// is re-fitted on a coarse grid around its best value, so the intervals are nearly the
-// conditional ones: a floor. ok is false for a bound not reached within p/4 to 4p (or 4
-// update periods of delay): the data do not pin the parameter down there.
-func (s *schedule) intervals(f fitResult, ts, ys []float64, period float64) (p, d [2]float64, okP, okD bool) {
-	if f.tau > 0 || f.n <= 5 || !(f.rss > 0) {
-		return p, d, false, false
+// intervals returns the 95 % profile-likelihood intervals of a fit's shape parameters:
+// p (window or tau), the lag in front of a boxcar's window where it has one, and the delay.
+// Each is the range where the least residual sum of squares over the other parameters (and
+// the levels) stays within rss·(1 + k²·3.84/(n − m)), the F-test of one parameter of m
+// (three levels and the shape's), with k the AR(1) inflation of the fit's residuals in
+// time order (lsq.SerialInflation): a model that misses the readings misses neighbouring
+// ones alike, and n such readings say less than n independent ones. The other parameters
+// are re-fitted on a coarse grid around their best values, so the intervals are nearly the
+// profile ones. Each is then widened by res on either side: the readings are stamped to
+// within the poller's resolution, and a fit cannot place a time finer than that. ok[i] is
+// false for a bound not reached within p/4 to 4p (or 4 update periods of delay): the data
+// do not pin the parameter down there.
+func (s *schedule) intervals(f fitResult, ts, ys []float64, period, res float64) (iv [3][2]float64, ok [3]bool) {
+	if f.n <= 6 || !(f.rss > 0) {
+		return iv, ok
 	}
-	limit := f.rss * (1 + 3.84/float64(f.n-5))
-	rss := func(p, d float64) float64 {
-		_, r := solveLevels(s.weights(f.rc, p, max(d, 0), ts), ys)
+	box := !f.rc && f.tau > 0
+	np := 5.0
+	if box {
+		np = 6
+	}
+	// The residuals of the best fit, in time order, for their serial correlation.
+	pred := s.predict(f, ts)
+	r := lsq.Result{Resid: make([]float64, len(ts))}
+	for i := range ts {
+		r.Resid[i] = ys[i] - pred[i]
+	}
+	k := r.SerialInflation()
+	limit := f.rss * (1 + k*k*3.84/(float64(f.n)-np))
+	rss := func(x [3]float64) float64 {
+		var ws [][3]float64
+		if box {
+			ws = s.weightsLag(false, x[0], x[1], max(x[2], 0), ts)
+		} else {
+			ws = s.weights(f.rc, x[0], max(x[2], 0), ts)
+		}
+		_, r := solveLevels(ws, ys)
 		return r
 	}
-	dStep := max(f.delay/20, 1e-4)
-	minOverD := func(p float64) float64 {
-		best := math.Inf(1)
-		for j := -4; j <= 4; j++ {
-			best = min(best, rss(p, f.delay+float64(j)*dStep))
+	best := [3]float64{f.p, f.tau, f.delay}
+	// around returns the coarse grid of the parameters other than j around best.
+	steps := [3]float64{f.p * 0.01, f.tau * 0.02, max(f.delay/20, 1e-4)}
+	prof := func(j int, x float64) float64 {
+		lo := math.Inf(1)
+		var others []int
+		for i := range 3 {
+			if i != j && (i != 1 || box) {
+				others = append(others, i)
+			}
 		}
-		return best
-	}
-	minOverP := func(d float64) float64 {
-		best := math.Inf(1)
-		for j := -6; j <= 6; j++ {
-			best = min(best, rss(f.p*math.Pow(1.01, float64(j)), d))
+		grid := []float64{-4, -2, -1, 0, 1, 2, 4}
+		if len(others) == 2 {
+			grid = []float64{-2, -1, 0, 1, 2}
 		}
-		return best
+		var walk func(i int, cur [3]float64)
+		walk = func(i int, cur [3]float64) {
+			if i == len(others) {
+				cur[j] = x
+				lo = min(lo, rss(cur))
+				return
+			}
+			o := others[i]
+			for _, g := range grid {
+				c := cur
+				c[o] = best[o] + g*steps[o]
+				if c[o] < 0 || (o != 2 && c[o] <= 0) {
+					continue
+				}
+				walk(i+1, c)
+			}
+		}
+		walk(0, best)
+		return lo
 	}
 	// edge finds, from x0 in direction dir, the last value whose profile stays within the
 	// limit: steps doubling from first until one leaves it (or reaches span: false), then
 	// bisection.
-	edge := func(x0, dir, first, span float64, prof func(float64) float64) (float64, bool) {
+	edge := func(j int, x0, dir, first, span float64) (float64, bool) {
 		in, step := 0.0, first
 		for {
 			if step > span {
 				return x0 + dir*span, false
 			}
-			if prof(x0+dir*step) > limit {
+			if prof(j, x0+dir*step) > limit {
 				break
 			}
 			in, step = step, 2*step
 		}
 		out := step
-		for range 30 {
+		for range 24 {
 			mid := (in + out) / 2
-			if prof(x0+dir*mid) > limit {
+			if prof(j, x0+dir*mid) > limit {
 				out = mid
 			} else {
 				in = mid
@@ -386,15 +436,23 @@ func (s *schedule) intervals(f fitResult, ts, ys []float64, period float64) (p, 
 		}
 		return x0 + dir*in, true
 	}
-	lo, ok1 := edge(f.p, -1, f.p*1e-7, 0.75*f.p, minOverD)
-	hi, ok2 := edge(f.p, 1, f.p*1e-7, 3*f.p, minOverD)
-	p, okP = [2]float64{lo, hi}, ok1 && ok2
-	dlo, ok3 := edge(f.delay, -1, 1e-8, f.delay, minOverP)
-	dhi, ok4 := edge(f.delay, 1, 1e-8, 4*period, minOverP)
-	if !ok3 {
-		// the delay's lower bound is 0 itself
-		dlo, ok3 = 0, true
+	for j := range 3 {
+		x0 := best[j]
+		switch {
+		case j == 1 && !box:
+			continue
+		case j == 2:
+			lo, okLo := edge(j, x0, -1, 1e-8, x0)
+			if !okLo {
+				lo, okLo = 0, true // the delay's lower bound is 0 itself
+			}
+			hi, okHi := edge(j, x0, 1, 1e-8, 4*period)
+			iv[j], ok[j] = [2]float64{max(0, lo-res), hi + res}, okLo && okHi
+		default:
+			lo, okLo := edge(j, x0, -1, x0*1e-7, 0.75*x0)
+			hi, okHi := edge(j, x0, 1, x0*1e-7, 3*x0)
+			iv[j], ok[j] = [2]float64{max(0, lo-res), hi + res}, okLo && okHi
+		}
 	}
-	d, okD = [2]float64{dlo, dhi}, ok3 && ok4
-	return p, d, okP, okD
+	return iv, ok
 }

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/status"
 )
 
@@ -61,7 +62,7 @@ func (r *Report) Page() report.Page {
 			plots = append(plots, report.Plot{Title: c.Name + ": square waves (T/2, T/4, several phases)", XLabel: "time since the first wave (s)", YLabel: "power (W)",
 				Series: []report.Series{{Name: "readings", X: wx, Y: wy, Style: report.Points}, {Name: "model", X: wx, Y: wp, Style: report.Points}}})
 		}
-		p.Sections = append(p.Sections, report.Section{Title: c.Name, Plots: plots})
+		p.Sections = append(p.Sections, report.Section{Title: c.Name, Text: c.Intervals(), Plots: plots})
 	}
 	if len(r.Anomalies) > 0 {
 		p.Sections = append(p.Sections, report.Section{Title: "Anomaly tests (seed 003) on every power channel", Text: AnomalyIntro(), Table: AnomalyTable(r.Anomalies), Warnings: status.Group(r.AnomalyWarnings(), len(r.Anomalies))})
@@ -117,6 +118,33 @@ func writeAnomalies(w io.Writer, as []*Anomalies) {
 	tw.Flush()
 }
 
+// Intervals says each fitted parameter with its 95 % interval: "period 100 ms [99.9,
+// 100.1], window 999.3 ms [998.9, 999.8], delay 0.6 ms [0, 1.1], noise 50 mW [37, 64]"
+// ("" when none is known).
+func (c *Channel) Intervals() string {
+	m := c.model
+	var parts []string
+	add := func(name string, v float64, iv sensormodel.Interval, scale float64, unit string) {
+		if !iv.Known() {
+			return
+		}
+		f := "%s %.4g %s [%.4g, %.4g]"
+		if name == "period" {
+			f = "%s %.6g %s [%.6g, %.6g]"
+		}
+		parts = append(parts, fmt.Sprintf(f, name, v*scale, unit, iv.Low*scale, iv.High*scale))
+	}
+	add("period", m.Period.Seconds(), m.CI.Period, 1e3, "ms")
+	add("window", m.Window.Seconds(), m.CI.Window, 1e3, "ms")
+	add("tau", m.Tau.Seconds(), m.CI.Tau, 1e3, "ms")
+	add("delay", m.Delay.Seconds(), m.CI.Delay, 1e3, "ms")
+	add("noise", float64(m.Noise), m.CI.Noise, 1, "W")
+	if len(parts) == 0 {
+		return ""
+	}
+	return "95 % intervals: " + strings.Join(parts, ", ")
+}
+
 func f3(v float64) string {
 	if v == 0 || math.IsNaN(v) {
 		return "–"
@@ -167,6 +195,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		if c.Transients > 0 {
 			fmt.Fprintf(&b, " %s: %d transient readings dropped (the next update came less than T/8 later)\n", c.Name, c.Transients)
+		}
+		if iv := c.Intervals(); iv != "" {
+			fmt.Fprintf(&b, " %s: %s\n", c.Name, iv)
 		}
 		fmt.Fprintf(&b, " %s: residual boxcar %.1f %%, rc %.1f %%", c.Name, 100*c.ResidualBoxcar, 100*c.ResidualRC)
 		if c.ResidualBoxRC != nil {
