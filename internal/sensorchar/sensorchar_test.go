@@ -322,13 +322,16 @@ func TestAnomaliesH200Trace(t *testing.T) {
 	for _, r := range []string{"A", "B", "C", "D"} {
 		rec.runs[r] = seg("run." + r)
 	}
-	for _, name := range []string{"power.samples", "power.usage", "power.average"} {
+	for _, name := range []string{"power.samples", "power.instant", "power.usage", "power.average"} {
 		m := prof.Channels[name].Model
 		s := correct.Channel(tr, 0, name)
 		c := &Channel{Name: name, Model: m.String(), model: m, PeriodS: m.Period.Seconds(),
 			IdleW: meanIn(s, rec.idle.start, rec.idle.end), LoadW: meanIn(s, marks["step.start"]+3*time.Second, marks["step.end"])}
 		a := anomalies(tr, 0, c, rec, nil)
 		t.Logf("%-14s doubling %.3f× (naive %.3f×), back-to-back %+.2f %% (naive %+.2f %%)", name, a.DoublingCorrected, a.DoublingNaive, 100*a.BackToBackCorrected, 100*a.BackToBackNaive)
+		if name == "power.instant" {
+			continue // shown: a 30 ms window every 100 ms samples a run's edges, it does not see them
+		}
 		if !a.DoublingPass {
 			t.Errorf("%s: doubling %.3f× corrected, want 2.00 ± 0.04", name, a.DoublingCorrected)
 		}
