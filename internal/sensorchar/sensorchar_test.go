@@ -18,8 +18,18 @@ import (
 	"gpuwatt/internal/trace"
 )
 
+// quickRuns keeps the --quick characterisation of each preset (seed 1), which several tests
+// read (none changes it): each runs once per test binary.
+var quickRuns = map[string]struct {
+	rep *Report
+	dev *sim.Device
+}{}
+
 func runPreset(t *testing.T, preset string, quick bool) (*Report, *sim.Device) {
 	t.Helper()
+	if r, ok := quickRuns[preset]; ok && quick {
+		return r.rep, r.dev
+	}
 	cfg, err := sim.Preset(preset)
 	if err != nil {
 		t.Fatal(err)
@@ -29,6 +39,12 @@ func runPreset(t *testing.T, preset string, quick bool) (*Report, *sim.Device) {
 	rep, err := Run(context.Background(), clk, dev, dev, Options{Quick: quick})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if quick {
+		quickRuns[preset] = struct {
+			rep *Report
+			dev *sim.Device
+		}{rep, dev}
 	}
 	return rep, dev
 }
