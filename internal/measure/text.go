@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"gpuwatt/internal/energy"
 	"gpuwatt/internal/status"
 	"gpuwatt/internal/units"
 )
@@ -30,9 +31,20 @@ func WriteText(w io.Writer, s *Summary) error {
 		line := func(v, what string) { fmt.Fprintf(tw, "%s\t  %s\n", v, what) }
 		line(fmtSec(s.DurationS), "duration\t")
 		if g.EnergySource != "" {
-			line(units.Energy(g.EnergyJ).String(), "energy, from "+g.EnergySource+"\t")
+			u := g.Uncertainty
+			if g.EnergyHighJ > 0 {
+				line(energy.FmtPM(g.EnergyJ, u.HalfWidthJ), "energy (95 %, this board), from "+g.EnergySource+"\t")
+				line(units.Energy(u.AbsoluteLowJ).String()+" – "+units.Energy(u.AbsoluteHighJ).String(),
+					fmt.Sprintf("with the board's ±%.0f %% gain error (absolute)\t", 100*u.GainErrorFraction))
+			} else {
+				line(units.Energy(g.EnergyJ).String(), "energy, from "+g.EnergySource+"\t")
+			}
 			line(units.Energy(g.EnergyAboveIdleJ).String(), fmt.Sprintf("above idle (%s %s)\t", idleName(g.IdleLevel), units.Power(g.IdlePowerW)))
-			line(units.Power(g.MeanPowerW).String(), "mean power\t")
+			if g.EnergyHighJ > 0 && s.DurationS > 0 {
+				line(units.Power(g.MeanPowerW).String()+" ± "+units.Power(u.HalfWidthJ/s.DurationS).String(), "mean power\t")
+			} else {
+				line(units.Power(g.MeanPowerW).String(), "mean power\t")
+			}
 		}
 		if g.MaxPowerSource != "" {
 			extra := ""
