@@ -112,7 +112,10 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 		}
 	}
 	res.EnergyJ, res.EnergyAboveBaselineJ = e, ea
-	res.EnergyLowJ, res.EnergyHighJ = e-1.96*math.Sqrt(max(ev, 0)), e+1.96*math.Sqrt(max(ev, 0))
+	res.EnergyStatHalfWidthJ = 1.96 * math.Sqrt(max(ev, 0))
+	res.EnergyModelHalfWidthJ, res.EnergyModelNote = modelSpread(pts, ts, m, e, opt.Sensor)
+	hw := math.Hypot(res.EnergyStatHalfWidthJ, res.EnergyModelHalfWidthJ)
+	res.EnergyLowJ, res.EnergyHighJ = e-hw, e+hw
 	if h > ts/4 {
 		res.Warnf(CodeCoarse, "coarse profile: %d bins over the kernel; run more (--runs)", m)
 	}
@@ -123,6 +126,41 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	if lowP < 0.5*x[0] || highP > 3*x[0]+1000 {
 		res.Warnf(CodeImplausible, "implausible powers in the profile (%.0f .. %.0f W against a baseline of %.0f W): the sensor model (%s) is likely wrong for this channel", lowP, highP, x[0], res.Model)
 	}
+}
+
+// modelSpread is the sensor model's part of the energy's interval: the profile fitted again
+// (same bins) with the window and the lag at each end of their 95 % intervals, the largest
+// change of the energy per run. The delay's interval is not propagated (it moves which
+// readings belong to a run, fixed before the fit); a model without intervals says so.
+func modelSpread(pts []Point, ts float64, m int, e float64, s sensormodel.Model) (float64, string) {
+	W, tau := s.Window.Seconds(), s.Tau.Seconds()
+	var tries [][2]float64
+	if iv := s.CI.Window; iv.Known() && W > 0 {
+		tries = append(tries, [2]float64{max(iv.Low, 0), tau}, [2]float64{iv.High, tau})
+	}
+	if iv := s.CI.Tau; iv.Known() && tau > 0 {
+		tries = append(tries, [2]float64{W, max(iv.Low, 0)}, [2]float64{W, iv.High})
+	}
+	if len(tries) == 0 {
+		if W == 0 && tau == 0 {
+			return 0, "point samples without a lag: no model parameter to propagate"
+		}
+		return 0, "the sensor model carries no interval (pass a sensor.json from gpuwatt sensor): its own uncertainty is not included"
+	}
+	h := ts / float64(m)
+	hw := 0.0
+	for _, t := range tries {
+		x, _, _, ok := fit(pts, ts, m, t[0], t[1])
+		if !ok {
+			continue
+		}
+		var ev float64
+		for j := 0; j < m; j++ {
+			ev += x[j+1] * h
+		}
+		hw = max(hw, math.Abs(ev-e))
+	}
+	return hw, "the profile fitted again with the window and the lag at each end of their intervals (the delay's is not propagated)"
 }
 
 // MaxBand is the widest median 95 % band (half-width, as a share of the kernel's mean power

@@ -51,7 +51,10 @@ func WriteText(w io.Writer, r *Result) error {
 	}
 	if len(r.Profile) > 0 {
 		fmt.Fprintf(&b, "effective resolution %.3g ms: %s\n", r.ResolutionS*1e3, r.ResolutionWhy)
-		fmt.Fprintf(&b, "baseline %.1f W; energy per run %.4g J (95 %%: %.4g .. %.4g J), %.4g J above the baseline\n", r.BaselineW, r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ, r.EnergyAboveBaselineJ)
+		fmt.Fprintf(&b, "baseline %.1f W; energy per run %.4g J (95 %%: %.4g .. %.4g J; fit ±%.2g J, sensor model ±%.2g J), %.4g J above the baseline\n", r.BaselineW, r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ, r.EnergyStatHalfWidthJ, r.EnergyModelHalfWidthJ, r.EnergyAboveBaselineJ)
+		if r.EnergyModelHalfWidthJ == 0 && r.EnergyModelNote != "" {
+			fmt.Fprintf(&b, "  (sensor model: %s)\n", r.EnergyModelNote)
+		}
 		if r.LongRun != nil {
 			fmt.Fprintf(&b, "long back-to-back runs (%d launches): %.4g J per launch", r.LongRun.Launches, r.LongRun.EnergyPerLaunchJ)
 			if r.EnergyDiff != nil {

@@ -152,11 +152,17 @@ type Result struct {
 	BaselineW     float64 `json:"baseline_w"`
 	// EnergyJ is the profile's integral over the kernel (energy per run), with its 95 %
 	// band; EnergyAboveBaselineJ the part above the baseline.
-	EnergyJ              float64  `json:"energy_j"`
-	EnergyLowJ           float64  `json:"energy_low_j"`
-	EnergyHighJ          float64  `json:"energy_high_j"`
-	EnergyAboveBaselineJ float64  `json:"energy_above_baseline_j"`
-	LongRun              *LongRun `json:"long_run,omitempty"`
+	EnergyJ     float64 `json:"energy_j"`
+	EnergyLowJ  float64 `json:"energy_low_j"`
+	EnergyHighJ float64 `json:"energy_high_j"`
+	// EnergyStatHalfWidthJ is the fit's statistical part of the 95 % interval,
+	// EnergyModelHalfWidthJ the sensor model's (EnergyModelNote says how, or why not);
+	// LowJ and HighJ combine them (root sum of squares).
+	EnergyStatHalfWidthJ  float64  `json:"energy_statistical_half_width_j"`
+	EnergyModelHalfWidthJ float64  `json:"energy_model_half_width_j"`
+	EnergyModelNote       string   `json:"energy_model_note"`
+	EnergyAboveBaselineJ  float64  `json:"energy_above_baseline_j"`
+	LongRun               *LongRun `json:"long_run,omitempty"`
 	// EnergyDiff is (EnergyJ − LongRun energy per launch) / LongRun energy per launch.
 	EnergyDiff *float64 `json:"energy_diff,omitempty"`
 	Profile    []Bin    `json:"profile"` // deconvolved
