@@ -50,7 +50,60 @@ func ReadMeta(r io.Reader) (Meta, error) {
 	case m.Format != Format:
 		return Meta{}, &ParseError{Msg: fmt.Sprintf("format %q is not supported: this gpuwatt reads %q (was the trace written by another version?)", m.Format, Format)}
 	}
+	if err := checkMeta(m); err != nil {
+		return Meta{}, err
+	}
 	return m, nil
+}
+
+// checkMeta refuses figures in a sidecar that no recording has, naming the field: each
+// would reach a figure (an update period, a power limit) or overflow a time.
+func checkMeta(m Meta) error {
+	const (
+		maxS     = 9e9 // s: a time.Duration holds ±292 years
+		maxRateS = 1e6 // s: an update period, poll interval or call latency of under 12 days
+	)
+	bad := func(field string, v float64, want string) error {
+		return &ParseError{Msg: fmt.Sprintf("field %q is %g: expected %s", field, v, want)}
+	}
+	in := func(v, lo, hi float64) bool { return v >= lo && v <= hi }
+	if !in(m.Duration, 0, maxS) {
+		return bad("duration_s", m.Duration, "seconds from 0 to 9e9")
+	}
+	if !in(m.Poll.Interval, 0, maxRateS) {
+		return bad("poll.interval_s", m.Poll.Interval, "seconds from 0 to 1e6")
+	}
+	if !in(m.SamplerCPUSecs, 0, maxS) {
+		return bad("sampler_cpu_s", m.SamplerCPUSecs, "seconds from 0 to 9e9")
+	}
+	for i, g := range m.GPUs {
+		if !in(g.PowerLimitW, 0, MaxBoardPowerW) {
+			return bad(fmt.Sprintf("gpus[%d].power_limit_w", i), g.PowerLimitW, fmt.Sprintf("0 to %d W", MaxBoardPowerW))
+		}
+		if !in(g.DefaultPowerLimit, 0, MaxBoardPowerW) {
+			return bad(fmt.Sprintf("gpus[%d].default_power_limit_w", i), g.DefaultPowerLimit, fmt.Sprintf("0 to %d W", MaxBoardPowerW))
+		}
+	}
+	for i, mk := range m.Marks {
+		if !in(mk.T, -maxS, maxS) {
+			return bad(fmt.Sprintf("marks[%d].t_s", i), mk.T, "seconds within ±9e9")
+		}
+	}
+	for i, c := range m.Channels {
+		st := c.Stats
+		if st == nil {
+			continue
+		}
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"update_period_s", st.UpdatePeriod}, {"poll_interval_s", st.PollInterval}, {"call_latency_s", st.CallLatency}} {
+			if !in(f.v, 0, maxRateS) {
+				return bad(fmt.Sprintf("channels[%d].stats.%s", i, f.name), f.v, "seconds from 0 to 1e6")
+			}
+		}
+	}
+	return nil
 }
 
 // Save writes tr into dir (created if needed) as trace.csv and trace.json. Each file is

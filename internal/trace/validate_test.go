@@ -183,3 +183,27 @@ func TestGaps(t *testing.T) {
 		t.Errorf("two readings: %v %v", g, u)
 	}
 }
+
+// A sidecar with a figure no recording has is refused naming the field.
+func TestReadMetaRefusesImplausible(t *testing.T) {
+	base := `{"format":"gpuwatt-trace/1","gpuwatt_version":"x","host":"h","device":"nvml","start":"2026-01-01T00:00:00Z","duration_s":%s,"poll":{"mode":"adaptive"},` +
+		`"gpus":[{"index":0,"name":"g","uuid":"u","power_limit_w":%s}],"marks":[{"t_s":%s,"name":"m"}],` +
+		`"channels":[{"gpu":0,"name":"power.usage","quantity":"power","unit":"W","description":"d","stats":{"polls":1,"samples":1,"repeats":0,"errors":0,"update_period_s":%s,"poll_interval_s":0,"call_latency_s":0,"missed_updates_estimate":0}}],"incomplete":false}`
+	ok := []string{"1", "700", "0.5", "0.1"}
+	for i, tc := range []struct{ v, want string }{
+		{"-1", `field "duration_s" is -1`},
+		{"1e308", `field "gpus[0].power_limit_w" is 1e+308: expected 0 to 5000 W`},
+		{"1e300", `field "marks[0].t_s" is 1e+300`},
+		{"1e300", `field "channels[0].stats.update_period_s" is 1e+300: expected seconds from 0 to 1e6`},
+	} {
+		args := append([]string(nil), ok...)
+		args[i] = tc.v
+		_, err := trace.ReadMeta(strings.NewReader(fmt.Sprintf(base, args[0], args[1], args[2], args[3])))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.want, err, tc.want)
+		}
+	}
+	if _, err := trace.ReadMeta(strings.NewReader(fmt.Sprintf(base, ok[0], ok[1], ok[2], ok[3]))); err != nil {
+		t.Errorf("a plausible sidecar: %v", err)
+	}
+}
