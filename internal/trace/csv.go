@@ -312,6 +312,7 @@ type csvChan struct {
 	name      string
 	unit      string
 	unitLine  int
+	firstLine int  // the line of the channel's first row
 	powerOnly bool // some row gave power_w without value
 }
 
@@ -403,7 +404,7 @@ func readCSVRows(rr *recordReader, c csvCols) (*Trace, error) {
 				}
 			}
 			if cur == nil {
-				cur = &csvChan{gpu: s.GPU, name: string(name)}
+				cur = &csvChan{gpu: s.GPU, name: string(name), firstLine: line}
 				chans = append(chans, cur)
 				byName[cur.name] = append(byName[cur.name], cur)
 			}
@@ -438,6 +439,25 @@ func readCSVRows(rr *recordReader, c csvCols) (*Trace, error) {
 		list.add(s)
 	}
 	samples := list.slice()
+	// A channel whose unit is first given after some of its rows: those rows were checked
+	// by the channel's name; check them again by its unit.
+	for _, ch := range chans {
+		if ch.unitLine <= ch.firstLine {
+			continue
+		}
+		q := quantityOfUnit(ch.unit)
+		if q == "" || q == QuantityOf(ch.name) {
+			continue
+		}
+		for _, x := range samples {
+			if x.GPU == ch.gpu && x.Channel == ch.name {
+				if msg := checkValue(q, x.Value); msg != "" {
+					return nil, &ParseError{Line: ch.firstLine, Msg: fmt.Sprintf("gpu %d channel %q: the value %g at t = %s %s (its unit %s is given on line %d)",
+						ch.gpu, ch.name, x.Value, fmtSeconds(x.T), msg, ch.unit, ch.unitLine)}
+				}
+			}
+		}
+	}
 	tr := &Trace{Samples: samples}
 	if w, ok := order.warning(); ok {
 		slices.SortStableFunc(samples, cmpT)

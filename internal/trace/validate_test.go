@@ -207,3 +207,11 @@ func TestReadMetaRefusesImplausible(t *testing.T) {
 		t.Errorf("a plausible sidecar: %v", err)
 	}
 }
+
+// A channel's unit given only after a row of it: that row is checked by the unit too.
+func TestReadUnitGivenLate(t *testing.T) {
+	_, err := trace.ReadCSV(strings.NewReader("t_s,channel,power_w,value,unit\n0,foo,,-5,\n0.1,foo,,3,W\n"))
+	if err == nil || !strings.Contains(err.Error(), `line 2: gpu 0 channel "foo": the value -5 at t = 0 s is a negative power`) || !strings.Contains(err.Error(), "its unit W is given on line 3") {
+		t.Errorf("%v", err)
+	}
+}
