@@ -73,7 +73,7 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 	b0 := max(r.Start-baseline, 0)
 	s.BaselineS = (r.Start - b0).Seconds()
 	for _, g := range m.GPUs {
-		s.GPUs = append(s.GPUs, region.Summarize(tr, g, r.Start, r.End, b0, r.Start, region.Options{What: "the command", IdleLevel: correct.IdleAtRest}))
+		s.GPUs = append(s.GPUs, region.Summarize(tr, g, r.Start, r.End, b0, r.Start, region.Options{What: "the command", IdleLevel: correct.IdleAtRest, ChannelIntervals: true, EnergyCache: &energy.Cache{}}))
 	}
 	return s
 }

@@ -76,17 +76,22 @@ func WriteText(w io.Writer, s *Summary) error {
 		if len(g.Channels) > 0 {
 			fmt.Fprintf(&b, "\n")
 			tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(tw, "   channel\tenergy\tabove idle\tidle\tmean\tmax\tsamples\tupdate\tpoll\t\n")
+			fmt.Fprintf(tw, "   channel\tcorrected (95 %%)\traw\tabove idle\tidle\tmean\tmax\tsamples\tupdate\tpoll\t\n")
 			for _, c := range g.Channels {
 				maxs := "-"
 				if c.MaxPowerW != 0 {
 					maxs = units.Power(c.MaxPowerW).String()
 				}
-				fmt.Fprintf(tw, "   %s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", c.Channel,
+				corr := "-"
+				if c.CorrectedEnergyJ != nil {
+					corr = energy.FmtPM(*c.CorrectedEnergyJ, (*c.CorrectedEnergyHighJ-*c.CorrectedEnergyLowJ)/2)
+				}
+				fmt.Fprintf(tw, "   %s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", c.Channel, corr,
 					units.Energy(c.EnergyJ), units.Energy(c.EnergyAboveIdleJ), units.Power(c.IdlePowerW),
 					units.Power(c.MeanPowerW), maxs, c.Samples, fmtDur(c.UpdatePeriodS), pollCell(c.PollIntervalS, s.Poll.Mode))
 			}
 			tw.Flush()
+			fmt.Fprintf(&b, "   corrected: the channel's sensor model inverted, ± its 95 %% interval on the board's scale; raw: its readings integrated as recorded (above idle, mean: raw)\n")
 		}
 		if ws := status.Group(append(slices.Clone(s.Warnings), g.Warnings...), 0); len(ws) > 0 {
 			fmt.Fprintf(&b, "\n   warnings:\n")

@@ -88,6 +88,13 @@ type Channel struct {
 	Polls            int     `json:"polls"`
 	Repeats          int     `json:"repeats"`
 	MissedUpdates    int     `json:"missed_updates_estimate"`
+	// CorrectedEnergyJ is a board power channel's own corrected energy (its sensor model
+	// inverted; EnergyJ is its readings integrated as recorded), with its 95 % interval on
+	// the board's scale; absent where not computed (Options.ChannelIntervals) or where the
+	// inversion gives no figure.
+	CorrectedEnergyJ     *float64 `json:"corrected_energy_j,omitempty"`
+	CorrectedEnergyLowJ  *float64 `json:"corrected_energy_low_j,omitempty"`
+	CorrectedEnergyHighJ *float64 `json:"corrected_energy_high_j,omitempty"`
 }
 
 // Range is the span of a quantity during the run.
@@ -125,6 +132,10 @@ type Options struct {
 	// IdleLevel names the idle the baseline records (correct.IdleAtRest or
 	// correct.ActiveIdle): Summary.IdleLevel.
 	IdleLevel string
+	// ChannelIntervals gives every board power channel its own corrected energy with its
+	// 95 % interval (energy.Region with that channel's model inverted): measure's table.
+	// The measurement loop leaves it off (its rows use the headline only).
+	ChannelIntervals bool
 }
 
 // Summarize describes GPU g over the region [start, end] of a trace, with the idle
@@ -202,6 +213,27 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 	sort.SliceStable(names, func(i, j int) bool { return rank(names[i], order) < rank(names[j], order) })
 	for _, n := range names {
 		gs.Channels = append(gs.Channels, byName[n])
+	}
+
+	if o.ChannelIntervals {
+		for _, n := range boardChannels {
+			c, ok := byName[n]
+			if !ok || c.Samples == 0 {
+				continue
+			}
+			e := energy.Region(tr, g.Index, start, end, energy.Options{What: what, Method: energy.Inversion, Channel: n, Cache: o.EnergyCache})
+			if e.Method != energy.Inversion {
+				continue
+			}
+			v, lo, hi := e.EnergyJ, e.LowJ, e.HighJ
+			c.CorrectedEnergyJ, c.CorrectedEnergyLowJ, c.CorrectedEnergyHighJ = &v, &lo, &hi
+			byName[n] = c
+			for i := range gs.Channels {
+				if gs.Channels[i].Channel == n {
+					gs.Channels[i] = c
+				}
+			}
+		}
 	}
 
 	// The headline: internal/energy's one estimator.
