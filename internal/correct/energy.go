@@ -250,6 +250,38 @@ func snapToGrid(s []trace.Sample, period time.Duration) ([]trace.Sample, int) {
 // Period is the update period in use: the model's, else Options.Period, else learned.
 func (s *Series) Period() time.Duration { return s.period }
 
+// QuickMean is the corrected mean power over [from, to] computed the cheap way the idle
+// floor is (the inverter's binEnergies: a long window's deconvolution cut short after a few
+// windows), for what needs a size, not a figure: the interval's edge and sparse parts. ok
+// is false where the readings describe less than half of it.
+func (s *Series) QuickMean(from, to time.Duration) (float64, bool) {
+	if s.inv == nil || to <= from {
+		return 0, false
+	}
+	lo, hi := s.inv.span()
+	a, b := max(from.Seconds(), lo), min(to.Seconds(), hi)
+	if b <= a || (b-a) < 0.5*(to-from).Seconds() {
+		return 0, false
+	}
+	e := s.inv.binEnergies([]interval{{a, b}})[0]
+	return e / (b - a), true
+}
+
+// Joules is Energy(from, to).Energy alone, without the idle floor, the raw integral and the
+// warnings Energy works out: for the many re-evaluations of an interval's model part. ok is
+// false where no reading describes the region.
+func (s *Series) Joules(from, to time.Duration) (float64, bool) {
+	if s.inv == nil || to <= from {
+		return 0, false
+	}
+	lo, hi := s.inv.span()
+	a, b := max(from.Seconds(), lo), min(to.Seconds(), hi)
+	if b <= a {
+		return 0, false
+	}
+	return s.inv.energy(a, b), true
+}
+
 // Options are the options the Series was prepared with (defaults filled in).
 func (s *Series) Options() Options { return s.opt }
 

@@ -718,16 +718,36 @@ func (d *dense) steady(a, b float64) (float64, bool) {
 	if mean, ok := try(hi); ok {
 		return mean, true
 	}
-	t := d.l.t
+	// The readings between lo and hi + W: a flat run among them at least a window long
+	// (bracketed: from the last reading at or before its start) that starts in (lo, hi].
+	t, v := d.l.t, d.l.v
 	i := sort.SearchFloat64s(t, lo)
-	j := sort.SearchFloat64s(t, hi)
-	step := max(1, (j-i)/32)
-	for k := i; k < j; k += step {
-		if t[k] <= lo {
+	j := sort.SearchFloat64s(t, hi+d.w)
+	if j < len(t) {
+		j++ // the reading at or after hi + W brackets the last window
+	}
+	for k := i; k < j; k++ {
+		if t[k] <= lo || t[k] > hi {
 			continue
 		}
-		if mean, ok := try(t[k]); ok {
-			return mean, true
+		// the window [t[k], t[k] + W], bracketed: from reading k−1 (at or before t[k]:
+		// t[k] itself) to the first reading at or after t[k] + W
+		mn, mx, sum, n := v[k], v[k], 0.0, 0
+		ok := false
+		for q := k; q < len(t); q++ {
+			mn, mx = min(mn, v[q]), max(mx, v[q])
+			if mx-mn > d.tol || n >= flatMost {
+				break
+			}
+			sum += v[q]
+			n++
+			if t[q] >= t[k]+d.w {
+				ok = n >= 2
+				break
+			}
+		}
+		if ok {
+			return sum / float64(n), true
 		}
 	}
 	return d.atFloor(a, b)

@@ -490,8 +490,9 @@ const CodeFewReadings status.Code = "few_readings_in_region"
 func modelComponent(samples []trace.Sample, m sensormodel.Model, copt correct.Options, r correct.Result, from, to time.Duration, gain float64) Component {
 	hw, known := 0.0, false
 	for _, v := range modelVariants(m) {
-		rv := correct.Prepare(samples, v, copt).Energy(from, to)
-		hw, known = max(hw, math.Abs(rv.Energy.Joules()-r.Energy.Joules())), true
+		if e, ok := correct.Prepare(samples, v, copt).Joules(from, to); ok {
+			hw, known = max(hw, math.Abs(e-r.Energy.Joules())), true
+		}
 	}
 	c := Component{Name: "model", HalfWidthJ: math.Abs(gain) * hw, Known: known,
 		Note: "the energy again at each end of the model's parameter intervals (" + ciNames(m) + ")"}
@@ -654,10 +655,10 @@ func sparseComponent(ser *correct.Series, r correct.Result, from, to time.Durati
 	}
 	T := max(r.Period, time.Millisecond)
 	lo, hi := math.Inf(1), math.Inf(-1)
+	mean := meanPower(ser, r.Model, r.Period)
 	for a := from - 2*T; a < to+2*T; a += T {
-		x := ser.Energy(a, a+T)
-		if x.DataCoverage > 0.5 {
-			lo, hi = min(lo, float64(x.MeanPower)), max(hi, float64(x.MeanPower))
+		if p, ok := mean(a, a+T); ok {
+			lo, hi = min(lo, p), max(hi, p)
 		}
 	}
 	c := Component{Name: "sparse", Note: fmt.Sprintf("%d readings inside: the power may be anything the corrected power spans over the update periods around the region", r.Samples)}
@@ -752,6 +753,21 @@ func prepareChannel(tr *trace.Trace, gpu int, name string, o Options, autoFallba
 	return correct.Prepare(samples, choice.Model, copt), choice, samples, copt, nil
 }
 
+// meanPower is the corrected mean power over [a, b] (ok false where the readings describe
+// less than half of it), for the sizes the interval's edge and sparse parts need: for a
+// long window (W >= 2 T) the cheap way (correct.Series.QuickMean: its deconvolution cut
+// short after a few windows, which a region far from steady power would otherwise follow
+// back to the trace's start at every call), else the full inversion.
+func meanPower(ser *correct.Series, m sensormodel.Model, period time.Duration) func(a, b time.Duration) (float64, bool) {
+	if m.Kind() == sensormodel.Boxcar && period > 0 && m.Window >= 2*period {
+		return ser.QuickMean
+	}
+	return func(a, b time.Duration) (float64, bool) {
+		x := ser.Energy(a, b)
+		return float64(x.MeanPower), x.DataCoverage > 0.5
+	}
+}
+
 // seriesEdges is the edges component of an inverted channel: a power change at an edge
 // is placed within correct.EdgeUncertainty of it; its size is the inverted power's change
 // across the edge.
@@ -760,10 +776,7 @@ func seriesEdges(ser *correct.Series, m sensormodel.Model, period time.Duration,
 		return Component{Name: "edges", Note: "the update period is unknown"}
 	}
 	u := correct.EdgeUncertainty(m, period)
-	mean := func(a, b time.Duration) (float64, bool) {
-		x := ser.Energy(a, b)
-		return float64(x.MeanPower), x.DataCoverage > 0.5
-	}
+	mean := meanPower(ser, m, period)
 	w := max(2*period, m.Window)
 	c := edgeComponent(mean, from, to, w, u, gain, fmt.Sprintf("a power change at an edge is placed within %s (its size: the inverted power over %s on either side)", fmtDur(u), fmtDur(w)))
 	if m.Kind() == sensormodel.Boxcar && m.Window >= 2*period && c.Known {
@@ -776,6 +789,9 @@ func seriesEdges(ser *correct.Series, m sensormodel.Model, period time.Duration,
 		for k := 1; k <= 20 && from-time.Duration(k)*m.Window > lo; k++ {
 			back := time.Duration(k) * m.Window
 			ck := edgeComponent(mean, from-back, to-back, ws, u, gain, "")
+			if ck.HalfWidthJ == 0 {
+				break // no change there: the deconvolution's chain stops at steady power
+			}
 			ss += ck.HalfWidthJ * ck.HalfWidthJ
 		}
 		c.HalfWidthJ = math.Sqrt(ss)
