@@ -655,10 +655,11 @@ func sparseComponent(ser *correct.Series, r correct.Result, from, to time.Durati
 	}
 	T := max(r.Period, time.Millisecond)
 	lo, hi := math.Inf(1), math.Inf(-1)
-	mean := meanPower(ser, r.Model, r.Period)
+	// The full inversion: the cheap one cut short (QuickMean) understates the swings a
+	// short region's neighbours hold (a power.usage burst of 0.1 s on an H200 fell outside).
 	for a := from - 2*T; a < to+2*T; a += T {
-		if p, ok := mean(a, a+T); ok {
-			lo, hi = min(lo, p), max(hi, p)
+		if x := ser.Energy(a, a+T); x.DataCoverage > 0.5 {
+			lo, hi = min(lo, float64(x.MeanPower)), max(hi, float64(x.MeanPower))
 		}
 	}
 	c := Component{Name: "sparse", Note: fmt.Sprintf("%d readings inside: the power may be anything the corrected power spans over the update periods around the region", r.Samples)}
@@ -754,7 +755,7 @@ func prepareChannel(tr *trace.Trace, gpu int, name string, o Options, autoFallba
 }
 
 // meanPower is the corrected mean power over [a, b] (ok false where the readings describe
-// less than half of it), for the sizes the interval's edge and sparse parts need: for a
+// less than half of it), for the sizes the interval's edge part needs: for a
 // long window (W >= 2 T) the cheap way (correct.Series.QuickMean: its deconvolution cut
 // short after a few windows, which a region far from steady power would otherwise follow
 // back to the trace's start at every call), else the full inversion.
@@ -789,9 +790,6 @@ func seriesEdges(ser *correct.Series, m sensormodel.Model, period time.Duration,
 		for k := 1; k <= 20 && from-time.Duration(k)*m.Window > lo; k++ {
 			back := time.Duration(k) * m.Window
 			ck := edgeComponent(mean, from-back, to-back, ws, u, gain, "")
-			if ck.HalfWidthJ == 0 {
-				break // no change there: the deconvolution's chain stops at steady power
-			}
 			ss += ck.HalfWidthJ * ck.HalfWidthJ
 		}
 		c.HalfWidthJ = math.Sqrt(ss)
