@@ -206,7 +206,10 @@ func measureAll(t *testing.T, opt sensor.Options, presets []string) []outcome {
 
 // TestSimPresets records every preset through the script (Sampler busy-polling, so that
 // timestamps are exact to 0.1 ms), for four phases of the script against the sensors'
-// updates, and measures every region with each board channel's own sensor model:
+// updates, and measures every region with each board channel's own sensor model (the
+// generating one: this tests the inversions' algebra on step-shaped truth, not the method;
+// the method, with models fitted by gpuwatt sensor on a separate twin and loads of ramps,
+// fast square waves, cap steps and bursts, is internal/energy's TestIntervalCalibration):
 //
 //   - the K20's RC channel and the 1 s moving averages: within 2 % of the truth for every
 //     region of 200 ms or more, on or around load changes, where the naive integration
