@@ -314,3 +314,55 @@ func TestH200UsageBursts(t *testing.T) {
 		}
 	}
 }
+
+// TestBadInputIntervals (issue 12): a --sensor model given without intervals still gives a
+// figure, and its interval says the model's own uncertainty is not included (partial); a
+// region with too few readings of the channel gets a warning and an interval that says so
+// and is not narrow (it holds the truth).
+func TestBadInputIntervals(t *testing.T) {
+	sm := simtest.Open(t, "h100")
+	sm.Dev.AddLoad(2*time.Second, 2300*time.Millisecond, 650)
+	sm.Dev.AddLoad(2300*time.Millisecond, 4*time.Second, 300)
+	tr := sm.Record(t, []string{trace.ChPowerUsage, trace.ChPowerInstant}, sensor.Options{}, 6*time.Second)
+
+	sp, err := correct.ParseSpec("boxcar:window=1s,period=100ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := energy.Region(tr, 0, time.Second, 5*time.Second, energy.Options{Method: energy.Inversion, Channel: trace.ChPowerUsage, Sensor: &sp})
+	if est.Method != energy.Inversion || est.EnergyJ <= 0 {
+		t.Fatalf("no figure with a model without intervals: %s %v", est.Method, est.Warnings)
+	}
+	said := false
+	for _, c := range est.Uncertainty.Components {
+		if c.Name == "model" && !c.Known && strings.Contains(c.Note, "not included") {
+			said = true
+		}
+	}
+	if !said || !est.Uncertainty.Partial {
+		t.Errorf("a model without intervals: the interval does not say its uncertainty is left out: partial %v, %+v", est.Uncertainty.Partial, est.Uncertainty.Components)
+	}
+
+	// 150 ms across the 650 W burst's end: power.instant (every 100 ms) has one or two
+	// readings there.
+	inst, _ := correct.ParseSpec("boxcar:window=25ms,period=100ms")
+	from, to := 2200*time.Millisecond, 2350*time.Millisecond
+	few := energy.Region(tr, 0, from, to, energy.Options{Method: energy.Inversion, Channel: trace.ChPowerInstant, Sensor: &inst})
+	warned := false
+	for _, w := range few.Warnings {
+		if w.Code == energy.CodeFewReadings {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("%d readings inside: no few-readings warning: %v", few.Readings, few.Warnings)
+	}
+	m, _ := sm.Dev.Model(trace.ChPowerInstant)
+	truth := m.Gain*sm.Dev.TrueEnergy(from, to).Joules() + float64(m.Offset)*(to-from).Seconds()
+	if !(few.LowJ <= truth && truth <= few.HighJ) {
+		t.Errorf("few readings: truth %.2f J outside [%.2f, %.2f] J", truth, few.LowJ, few.HighJ)
+	}
+	if few.HalfWidthJ() < 0.1*truth {
+		t.Errorf("few readings: a narrow interval ±%.2f J on %.2f J", few.HalfWidthJ(), truth)
+	}
+}
