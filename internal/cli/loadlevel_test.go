@@ -22,8 +22,12 @@ func TestLoadlevelJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	goldenJSONBytes(t, "loadlevel.json", stdout.Bytes(), dir)
-	wantProgress(t, stderr.String(), "gpuwatt loadlevel: [1/9] warm-up (000_warmup)",
-		"gpuwatt loadlevel: [5/9] level 100 % (004_lvl)", "gpuwatt loadlevel: [9/9] active idle (008_idle)")
+	// The steps in words, without the intervals' internal labels (issue 20: "_004_lvl_").
+	wantProgress(t, stderr.String(), "gpuwatt loadlevel: [1/9] warm-up",
+		"gpuwatt loadlevel: [5/9] level 100 %", "gpuwatt loadlevel: [9/9] active idle")
+	if strings.Contains(stderr.String(), "_lvl") || strings.Contains(stderr.String(), "_idle") {
+		t.Errorf("progress shows internal labels:\n%s", stderr)
+	}
 	var got struct {
 		Levels []struct {
 			TargetLoad float64 `json:"target_load"`

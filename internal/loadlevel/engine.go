@@ -502,7 +502,7 @@ func (e *engine) progress(it interval) {
 	if iv.Warmup > 0 {
 		n, i = n+1, i+1
 	}
-	e.cfg.Progress.Emit(status.Event{Stage: "loadlevel", Step: it.what, Detail: strings.Trim(it.label, "_"), I: i, N: n})
+	e.cfg.Progress.Emit(status.Event{Stage: "loadlevel", Step: it.what, I: i, N: n})
 }
 
 // beginMeters and endMeters bracket the recording period.
