@@ -213,7 +213,7 @@ func writeLoadlevelText(a *App, rep *loadlevel.Report) {
 					fmt.Fprintf(w, "active idle\t-\t-\t0\t%s\t-\t\t%s\n", pw, ex)
 					continue
 				}
-				fmt.Fprintf(w, "%s\t%.0f %%\t%.2f %%\t%.4g\t%s\t%s\t%v\t%s\n", l.Label, 100*l.TargetLoad, 100*l.ActualLoad, l.TxPerS, pw, tj, l.Valid, ex)
+				fmt.Fprintf(w, "%s\t%.0f %%\t%.2f %%\t%.4g\t%s\t%s\t%v\t%s\n", fmt.Sprintf("level %.0f %%", 100*l.TargetLoad), 100*l.TargetLoad, 100*l.ActualLoad, l.TxPerS, pw, tj, l.Valid, ex)
 			}
 			w.Flush()
 			for k, o := range others {
