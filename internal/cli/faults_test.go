@@ -81,6 +81,24 @@ func TestFullDisk(t *testing.T) {
 		}
 		assertFiles(t, out, []string{"results.json", "sensor.json"}, []string{"report.html"})
 	})
+	t.Run("sensor report.html", func(t *testing.T) {
+		diskFull(t, "report.html")
+		out := filepath.Join(t.TempDir(), "s")
+		a, _, stderr, ctx := testApp(t)
+		code := a.Main(ctx, []string{"sensor", "--device", "sim", "--quick", "--quiet", "--out", out})
+		if code != ExitFailure || !strings.Contains(stderr.String(), "report.html: no space left on device") {
+			t.Errorf("exit %d, stderr %q; want 1 and report.html named", code, stderr)
+		}
+		var res struct {
+			Incomplete bool   `json:"incomplete"`
+			Reason     string `json:"reason"`
+		}
+		readJSON(t, filepath.Join(out, "results.json"), &res)
+		if !res.Incomplete || !strings.Contains(res.Reason, "report.html not written") {
+			t.Errorf("results.json: incomplete %v, reason %q; want report.html named (it had no incomplete field)", res.Incomplete, res.Reason)
+		}
+		assertFiles(t, out, []string{"results.json", "sensor.json", "trace.csv"}, []string{"report.html"})
+	})
 	t.Run("report", func(t *testing.T) {
 		diskFull(t, "page.html")
 		dir := filepath.Join(t.TempDir(), "ch")

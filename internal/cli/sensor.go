@@ -74,11 +74,15 @@ func (a *App) sensor(ctx context.Context, args []string) int {
 
 func (a *App) writeSensor(dir string, rep *sensorchar.Report, sys gpu.System, args []string) error {
 	tr := rep.Trace()
-	return writeFiles(dir, nil, []outFile{
+	var st status.Status
+	return writeFiles(dir, &st, []outFile{
 		{"trace.csv and trace.json", func(dir string) error { return a.saveTrace(dir, tr, sys, "sensor", args) }},
 		{"sensor.json", func(dir string) error {
 			return atomicfile.Write(filepath.Join(dir, "sensor.json"), func(w io.Writer) error { return correct.WriteProfile(w, rep.Profile()) })
 		}},
 		{"report.html", func(dir string) error { return rep.Page().WriteFile(filepath.Join(dir, "report.html")) }},
-	}, outFile{"results.json", func(dir string) error { return report.WriteJSON(filepath.Join(dir, "results.json"), rep) }})
+	}, outFile{"results.json", func(dir string) error {
+		rep.Incomplete, rep.Reason = st.Incomplete, st.Reason
+		return report.WriteJSON(filepath.Join(dir, "results.json"), rep)
+	}})
 }

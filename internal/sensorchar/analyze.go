@@ -158,6 +158,10 @@ type Report struct {
 	// channel first.
 	Anomalies AnomalyList      `json:"anomalies"`
 	Warnings  []status.Warning `json:"warnings"`
+	// Incomplete says a file of the output could not be written (Reason names it): the
+	// figures here are whole, what is missing is elsewhere.
+	Incomplete bool   `json:"incomplete"`
+	Reason     string `json:"reason,omitempty"`
 
 	rec *recording
 }
