@@ -282,6 +282,29 @@ func (s *Series) Joules(from, to time.Duration) (float64, bool) {
 	return s.inv.energy(a, b), true
 }
 
+// WithModel is the Series prepared for model m on the same readings (stale repeats already
+// dropped, the period kept unless m names its own): what Prepare(samples, m, opt) gives,
+// without deduplicating again, for re-evaluating an interval's model part.
+func (s *Series) WithModel(m sensormodel.Model) *Series {
+	v := &Series{raw: s.raw, kept: s.kept, m: m, opt: s.opt, period: s.period, periodSrc: s.periodSrc}
+	if m.Period > 0 {
+		v.period, v.periodSrc = m.Period, "model"
+	}
+	if d, ok := s.inv.(*dense); ok && denseBoxcar(m, v.period) {
+		// the same readings collapsed the same way (collapseBursts at period/4)
+		if v.period == s.period {
+			v.inv = d.with(m.Window.Seconds(), m.Delay.Seconds()+m.Tau.Seconds())
+		}
+	}
+	if v.inv == nil && len(v.kept) > 0 {
+		v.inv = newInverter(v.kept, m, v.period)
+	}
+	if s.opt.IdleSet {
+		v.idle, v.haveIdle = s.opt.Idle, true
+	}
+	return v
+}
+
 // Options are the options the Series was prepared with (defaults filled in).
 func (s *Series) Options() Options { return s.opt }
 

@@ -75,14 +75,28 @@ func collapseBursts(s []trace.Sample, gap time.Duration) []trace.Sample {
 
 // linear is the piecewise-linear interpolant of readings, with its running integral.
 type linear struct {
-	t, v []float64
-	cum  []float64 // cum[i] = integral from t[0] to t[i]
+	t, v  []float64
+	cum   []float64 // cum[i] = integral from t[0] to t[i]
+	shift float64   // the readings' times less t
+}
+
+// shifted is l with its readings placed at their times less shift instead: v and cum (a
+// sum of differences of t) are shared, only t is new.
+func (l *linear) shifted(shift float64) *linear {
+	if shift == l.shift {
+		return l
+	}
+	t := make([]float64, len(l.t))
+	for i, x := range l.t {
+		t[i] = x + l.shift - shift
+	}
+	return &linear{t: t, v: l.v, cum: l.cum, shift: shift}
 }
 
 // newLinear places reading i at s[i].T − shift.
 func newLinear(s []trace.Sample, shift float64) *linear {
 	n := len(s)
-	l := &linear{t: make([]float64, n), v: make([]float64, n), cum: make([]float64, n)}
+	l := &linear{t: make([]float64, n), v: make([]float64, n), cum: make([]float64, n), shift: shift}
 	for i := range s {
 		l.t[i] = s[i].T.Seconds() - shift
 		l.v[i] = s[i].Value
@@ -579,6 +593,12 @@ const (
 	binLevels      = 4
 	flatMost       = 512 // the most readings a steadiness check looks at
 )
+
+// with is d for another window and delay on the same readings: the noise, its tolerance
+// and the readings' arrays shared (an interval's model part re-inverts per parameter).
+func (d *dense) with(w, delay float64) *dense {
+	return &dense{l: d.l.shifted(delay), w: w, tol: d.tol, sigma: d.sigma}
+}
 
 func newDense(s []trace.Sample, w, delay float64) *dense {
 	d := &dense{l: newLinear(s, delay), w: w}

@@ -337,8 +337,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 		est.add(Component{Name: "calibration", HalfWidthJ: cal.EnergyHalfWidth(calRaw, dur), Known: cal.GainSE > 0,
 			Note: "the standard errors of the gain and offset fitted against the counter"})
 		if !o.Steady {
-			calSamples := correct.Channel(tr, gpu, cal.Channel)
-			est.add(modelComponent(calSamples, calChoice.Model, calSer.Options(), calRes, from, to, cal.Gain))
+			est.add(modelComponent(calSer, calChoice.Model, calRes, from, to, cal.Gain))
 			est.add(seriesEdges(calSer, calChoice.Model, calRes.Period, from, to, cal.Gain))
 			est.add(coverageComponent(calSer, calChoice.Model, calRes, from, to, cal.Gain))
 		}
@@ -418,7 +417,7 @@ func (est *Estimate) invert(tr *trace.Trace, gpu int, o Options, what string, wa
 		}
 		name = n
 	}
-	ser, choice, samples, copt, err := prepare(tr, gpu, name, o, false)
+	ser, choice, samples, _, err := prepare(tr, gpu, name, o, false)
 	if err != nil {
 		if samples != nil {
 			warn(CodeInversion, name, "%v", err)
@@ -438,7 +437,7 @@ func (est *Estimate) invert(tr *trace.Trace, gpu int, o Options, what string, wa
 	}
 	est.add(noiseComponent(samples, est.From, est.To, 1))
 	m := choice.Model
-	est.add(modelComponent(samples, m, copt, r, est.From, est.To, 1))
+	est.add(modelComponent(ser, m, r, est.From, est.To, 1))
 	if r.Period > 0 {
 		est.add(seriesEdges(ser, m, r.Period, est.From, est.To, 1))
 	}
@@ -487,10 +486,10 @@ const CodeFewReadings status.Code = "few_readings_in_region"
 
 // modelComponent is the sensor model's parameters propagated: the energy again with each
 // parameter that carries an interval at either end of it (the largest change, × gain).
-func modelComponent(samples []trace.Sample, m sensormodel.Model, copt correct.Options, r correct.Result, from, to time.Duration, gain float64) Component {
+func modelComponent(ser *correct.Series, m sensormodel.Model, r correct.Result, from, to time.Duration, gain float64) Component {
 	hw, known := 0.0, false
 	for _, v := range modelVariants(m) {
-		if e, ok := correct.Prepare(samples, v, copt).Joules(from, to); ok {
+		if e, ok := ser.WithModel(v).Joules(from, to); ok {
 			hw, known = max(hw, math.Abs(e-r.Energy.Joules())), true
 		}
 	}
