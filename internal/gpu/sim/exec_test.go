@@ -526,7 +526,7 @@ func TestSensorsFollowShortKernels(t *testing.T) {
 	cfg := quiet(t, "h200")
 	cfg.GPUs = 2
 	// The check below is the plain window mean: without the h200's measured lag and delay.
-	for _, n := range []string{"power.instant", "power.samples"} {
+	for _, n := range []string{"power.instant", "power.samples", "power.usage", "power.average"} {
 		sc := cfg.Sensors[n]
 		sc.Model.Tau, sc.Model.Delay = 0, 0
 		cfg.Sensors[n] = sc

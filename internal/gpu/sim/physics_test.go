@@ -30,7 +30,7 @@ const (
 )
 
 // h200Delayed is the h200 preset with its 1 s averages published H200AverageDelay late,
-// as the H200 does (the preset leaves the delay out: see H200AverageDelay).
+// as the H200 does (the preset now does the same; kept explicit for the test).
 func h200Delayed(t *testing.T) Config {
 	t.Helper()
 	cfg := mustPreset(t, "h200")
