@@ -91,7 +91,7 @@ func TestFullDisk(t *testing.T) {
 		}
 		var res struct {
 			Incomplete bool   `json:"incomplete"`
-			Reason     string `json:"reason"`
+			Reason     string `json:"incomplete_reason"`
 		}
 		readJSON(t, filepath.Join(out, "results.json"), &res)
 		if !res.Incomplete || !strings.Contains(res.Reason, "report.html not written") {
@@ -116,6 +116,34 @@ func TestFullDisk(t *testing.T) {
 		}
 		assertFiles(t, filepath.Dir(dir), nil, []string{"page.html"})
 	})
+	// The other verbs that write --out: the page fails, the status file says so.
+	for _, v := range []struct {
+		name, status string
+		args         []string
+	}{
+		{"profile", "profile.json", []string{"profile", "--device", "sim:h100", "--channel", "power.instant", "--kernel", "5ms", "--runs", "200", "--quiet"}},
+		{"archline", "results.json", []string{"archline", "--device", "sim:h200", "--quick", "--quiet"}},
+		{"loadlevel", "results.json", append([]string{"loadlevel", "--device", "sim:h100", "--size", "64", "--quiet"}, loadlevelArgs...)},
+	} {
+		t.Run(v.name+" report.html", func(t *testing.T) {
+			diskFull(t, "report.html")
+			out := filepath.Join(t.TempDir(), v.name)
+			a, _, stderr, ctx := testApp(t)
+			code := a.Main(ctx, append(v.args, "--out", out))
+			if code != ExitFailure || !strings.Contains(stderr.String(), "report.html: no space left on device") {
+				t.Errorf("exit %d, stderr %q; want 1 and report.html named", code, stderr)
+			}
+			var res struct {
+				Incomplete bool   `json:"incomplete"`
+				Reason     string `json:"incomplete_reason"`
+			}
+			readJSON(t, filepath.Join(out, v.status), &res)
+			if !res.Incomplete || !strings.Contains(res.Reason, "report.html not written") {
+				t.Errorf("%s: incomplete %v, reason %q; want report.html named", v.status, res.Incomplete, res.Reason)
+			}
+			assertFiles(t, out, []string{v.status}, []string{"report.html"})
+		})
+	}
 	t.Run("micro everything", func(t *testing.T) {
 		diskFull(t, "trace.csv", "trace.json", "results.json", "results.csv", "report.html")
 		out := filepath.Join(t.TempDir(), "micro")

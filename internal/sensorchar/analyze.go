@@ -161,7 +161,7 @@ type Report struct {
 	// Incomplete says a file of the output could not be written (Reason names it): the
 	// figures here are whole, what is missing is elsewhere.
 	Incomplete bool   `json:"incomplete"`
-	Reason     string `json:"reason,omitempty"`
+	Reason     string `json:"incomplete_reason,omitempty"`
 
 	rec *recording
 }
