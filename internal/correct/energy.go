@@ -291,8 +291,13 @@ func (s *Series) WithModel(m sensormodel.Model) *Series {
 		v.period, v.periodSrc = m.Period, "model"
 	}
 	if d, ok := s.inv.(*dense); ok && denseBoxcar(m, v.period) {
-		// the same readings collapsed the same way (collapseBursts at period/4)
-		if v.period == s.period {
+		// the same readings collapsed the same way (collapseBursts at period/4): the same
+		// period, or no bursts to merge at either period
+		same := v.period == s.period
+		if !same && len(d.l.t) == len(s.kept) {
+			same = len(collapseBursts(v.kept, v.period/4)) == len(s.kept)
+		}
+		if same {
 			v.inv = d.with(m.Window.Seconds(), m.Delay.Seconds()+m.Tau.Seconds())
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"gpuwatt/internal/sensormodel"
@@ -111,7 +110,7 @@ func (l *linear) span() (float64, float64) { return l.t[0], l.t[len(l.t)-1] }
 
 // seg returns i with t[i] <= x < t[i+1] (clamped to [0, n−2]); n >= 2.
 func (l *linear) seg(x float64) int {
-	i := sort.SearchFloat64s(l.t, x) // first t >= x
+	i := searchF(l.t, x) // first t >= x
 	if i < len(l.t) && l.t[i] == x {
 		return min(i, len(l.t)-2)
 	}
@@ -232,7 +231,7 @@ func (h *hold) cumAt(x float64) float64 {
 	if x >= h.edges[n] {
 		return h.cum[n]
 	}
-	k := sort.SearchFloat64s(h.edges, x) // first edge >= x: x lies in cell k−1
+	k := searchF(h.edges, x) // first edge >= x: x lies in cell k−1
 	k = min(max(k-1, 0), n-1)
 	return h.cum[k] + h.cellEnergy(k, x)
 }
@@ -327,11 +326,11 @@ func (r *rcInv) pieces(a, b float64) (float64, bool) {
 		return 0, false
 	}
 	// Interval k is [t(k−1), t(k)], k = 1..n−1.
-	ka := min(max(sort.SearchFloat64s(t, a), 1), n-1) // first t >= a
+	ka := min(max(searchF(t, a), 1), n-1) // first t >= a
 	if t[ka] == a && ka < n-1 {
 		ka++ // a on a reading: it starts the next interval
 	}
-	kb := min(max(sort.SearchFloat64s(t, b), 1), n-1) // first t >= b: b in interval kb
+	kb := min(max(searchF(t, b), 1), n-1) // first t >= b: b in interval kb
 	if ka >= kb {
 		return 0, false
 	}
@@ -451,7 +450,7 @@ func (r *rcInv) notes() []string { return nil }
 func (r *rcInv) level(x float64, scan bool) float64 {
 	t, v := r.l.t, r.l.v
 	n := len(t)
-	i := sort.SearchFloat64s(t, x)
+	i := searchF(t, x)
 	lo, hi := max(0, i-rcSide), min(n, i+rcSide)
 	reach := rcReach * r.tau
 	for lo < i && x-t[lo] > reach {
@@ -741,8 +740,8 @@ func (d *dense) steady(a, b float64) (float64, bool) {
 	// The readings between lo and hi + W: a flat run among them at least a window long
 	// (bracketed: from the last reading at or before its start) that starts in (lo, hi].
 	t, v := d.l.t, d.l.v
-	i := sort.SearchFloat64s(t, lo)
-	j := sort.SearchFloat64s(t, hi+d.w)
+	i := searchF(t, lo)
+	j := searchF(t, hi+d.w)
 	if j < len(t) {
 		j++ // the reading at or after hi + W brackets the last window
 	}
@@ -786,8 +785,8 @@ func (d *dense) atFloor(a, b float64) (float64, bool) {
 		return 0, false
 	}
 	T := (t[len(t)-1] - t[0]) / float64(len(t)-1)
-	i := sort.SearchFloat64s(t, a-4*d.w)
-	j := sort.SearchFloat64s(t, b+4*d.w)
+	i := searchF(t, a-4*d.w)
+	j := searchF(t, b+4*d.w)
 	if j-i < 3 || j-i > 4*flatMost {
 		return 0, false
 	}
@@ -796,7 +795,7 @@ func (d *dense) atFloor(a, b float64) (float64, bool) {
 		floor = min(floor, x)
 	}
 	// The run of readings at the floor around the first reading at or after b.
-	k := sort.SearchFloat64s(t, b)
+	k := searchF(t, b)
 	if k >= len(t) || math.Abs(v[k]-floor) > d.tol {
 		return 0, false
 	}
@@ -821,11 +820,11 @@ func (d *dense) atFloor(a, b float64) (float64, bool) {
 // the first at or after b, the readings that the interpolated r on [a, b] is made of.
 func (d *dense) bracket(a, b float64) (float64, float64) {
 	t := d.l.t
-	i := sort.SearchFloat64s(t, a) // first t >= a
+	i := searchF(t, a) // first t >= a
 	if i < len(t) && t[i] > a && i > 0 {
 		i--
 	}
-	j := sort.SearchFloat64s(t, b) // first t >= b
+	j := searchF(t, b) // first t >= b
 	j = min(j, len(t)-1)
 	return t[min(i, len(t)-1)], t[j]
 }
@@ -834,8 +833,8 @@ func (d *dense) bracket(a, b float64) (float64, float64) {
 // tol of each other, and their mean.
 func (d *dense) flat(lo, hi float64) (float64, bool) {
 	t, v := d.l.t, d.l.v
-	i := sort.SearchFloat64s(t, lo)
-	j := sort.SearchFloat64s(t, hi) // readings i..j−1 (t < hi), plus one at hi
+	i := searchF(t, lo)
+	j := searchF(t, hi) // readings i..j−1 (t < hi), plus one at hi
 	if j < len(t) && t[j] == hi {
 		j++
 	}
@@ -918,4 +917,19 @@ func median(v []float64) float64 {
 	}
 	slices.Sort(v)
 	return v[len(v)/2]
+}
+
+// searchF is sort.SearchFloat64s without its closure (the deconvolution's hot path): the
+// first index i with a[i] >= x, len(a) if none.
+func searchF(a []float64, x float64) int {
+	lo, hi := 0, len(a)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a[m] < x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
