@@ -310,9 +310,6 @@ func (s *Series) WithModel(m sensormodel.Model) *Series {
 	return v
 }
 
-// Options are the options the Series was prepared with (defaults filled in).
-func (s *Series) Options() Options { return s.opt }
-
 // Readings returns the kept readings (stale repeats dropped) with from <= T <= to, on the
 // readings' own time axis. The slice is shared: do not modify it.
 func (s *Series) Readings(from, to time.Duration) []trace.Sample {

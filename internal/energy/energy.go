@@ -592,6 +592,9 @@ func intervalSpread(s []trace.Sample) float64 {
 	return 1.4826 * median(iv)
 }
 
+// median is the middle of v, the mean of the two middle values for an even count (not
+// correct's, which takes the upper one and samples long slices: the spread of a few
+// hundred intervals wants the exact figure). v is not modified.
 func median(v []float64) float64 {
 	w := append([]float64(nil), v...)
 	sort.Float64s(w)

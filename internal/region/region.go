@@ -208,13 +208,6 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 		byName[ch.Name] = cs
 		names = append(names, ch.Name)
 	}
-	// Channels in a stable, meaningful order: counter, board channels, then the rest.
-	order := trace.CounterPreference
-	sort.SliceStable(names, func(i, j int) bool { return rank(names[i], order) < rank(names[j], order) })
-	for _, n := range names {
-		gs.Channels = append(gs.Channels, byName[n])
-	}
-
 	if o.ChannelIntervals {
 		for _, n := range boardChannels {
 			c, ok := byName[n]
@@ -228,12 +221,14 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 			v, lo, hi := e.EnergyJ, e.LowJ, e.HighJ
 			c.CorrectedEnergyJ, c.CorrectedEnergyLowJ, c.CorrectedEnergyHighJ = &v, &lo, &hi
 			byName[n] = c
-			for i := range gs.Channels {
-				if gs.Channels[i].Channel == n {
-					gs.Channels[i] = c
-				}
-			}
 		}
+	}
+
+	// Channels in a stable, meaningful order: counter, board channels, then the rest.
+	order := trace.CounterPreference
+	sort.SliceStable(names, func(i, j int) bool { return rank(names[i], order) < rank(names[j], order) })
+	for _, n := range names {
+		gs.Channels = append(gs.Channels, byName[n])
 	}
 
 	// The headline: internal/energy's one estimator.

@@ -771,18 +771,6 @@ func (c *Channel) periodCI(s []trace.Sample, rec *recording) (lo, hi float64, ok
 	return T - half, T + half, true
 }
 
-// stdIn is the standard deviation of the readings in [from, to] (0 for fewer than 2).
-func stdIn(s []trace.Sample, from, to time.Duration) float64 {
-	var v []float64
-	for _, x := range s {
-		if x.T >= from && x.T <= to {
-			v = append(v, x.Value)
-		}
-	}
-	_, sd := meanSD(v)
-	return sd
-}
-
 // PartialCoverage is the coverage below which a channel is flagged as seeing part of the time.
 const PartialCoverage = 0.9
 
