@@ -109,8 +109,11 @@ func newLinear(s []trace.Sample, shift float64) *linear {
 func (l *linear) span() (float64, float64) { return l.t[0], l.t[len(l.t)-1] }
 
 // seg returns i with t[i] <= x < t[i+1] (clamped to [0, n−2]); n >= 2.
-func (l *linear) seg(x float64) int {
-	i := searchF(l.t, x) // first t >= x
+func (l *linear) seg(x float64) int { return l.segFrom(x, nil) }
+
+// segFrom is seg searching from cursor c (nil: a binary search).
+func (l *linear) segFrom(x float64, c *cursor) int {
+	i := c.ge(l.t, x) // first t >= x
 	if i < len(l.t) && l.t[i] == x {
 		return min(i, len(l.t)-2)
 	}
@@ -118,7 +121,10 @@ func (l *linear) seg(x float64) int {
 }
 
 // at is the interpolated reading at x, held constant beyond the ends.
-func (l *linear) at(x float64) float64 {
+func (l *linear) at(x float64) float64 { return l.atFrom(x, nil) }
+
+// atFrom is at searching from cursor c.
+func (l *linear) atFrom(x float64, c *cursor) float64 {
 	n := len(l.t)
 	switch {
 	case n == 1 || x <= l.t[0]:
@@ -126,7 +132,7 @@ func (l *linear) at(x float64) float64 {
 	case x >= l.t[n-1]:
 		return l.v[n-1]
 	}
-	i := l.seg(x)
+	i := l.segFrom(x, c)
 	dt := l.t[i+1] - l.t[i]
 	if dt <= 0 {
 		return l.v[i+1]
@@ -618,7 +624,7 @@ func (d *dense) energy(a, b float64) float64 {
 		// more than the noise. (A change after the start moves the readings of the first
 		// window too; it says nothing of the power before the first reading.)
 		t := d.l.t
-		_, steady := d.flat(t[0], t[min(1, len(t)-1)])
+		_, steady := d.flat(t[0], t[min(1, len(t)-1)], nil, nil)
 		d.unsteadyStart = !steady && len(t) > 1
 	}
 	return e
@@ -626,8 +632,9 @@ func (d *dense) energy(a, b float64) float64 {
 
 func (d *dense) binEnergies(bins []interval) []float64 {
 	out := make([]float64, len(bins))
+	var ca, cb cursor // the bins come in time order
 	for i, x := range bins {
-		out[i], _ = d.deconvolve(x.a, x.b, binLevels)
+		out[i], _ = d.deconvolveFrom(x.a, x.b, binLevels, &ca, &cb)
 	}
 	return out
 }
@@ -652,19 +659,27 @@ const (
 )
 
 func (d *dense) deconvolve(a, b float64, maxLevels int) (float64, ending) {
+	var ca, cb cursor
+	return d.deconvolveFrom(a, b, maxLevels, &ca, &cb)
+}
+
+// deconvolveFrom is deconvolve searching the readings from cursors ca (near a) and cb
+// (near b): each window back moves them a window's readings back, where a binary search
+// over the whole trace at every step made most of the cost of a long trace.
+func (d *dense) deconvolveFrom(a, b float64, maxLevels int, ca, cb *cursor) (float64, ending) {
 	var e float64
 	t0 := d.l.t[0]
 	for j := 0; ; j++ {
 		if b <= t0 {
 			return e + d.l.v[0]*(b-a), endStart
 		}
-		if mean, ok := d.steady(a, b); ok {
+		if mean, ok := d.steady(a, b, ca, cb); ok {
 			return e + mean*(b-a), endSteady
 		}
 		if j == maxLevels {
 			return e + d.shifted(a, b), endCapped
 		}
-		e += d.w * (d.at(b) - d.at(a))
+		e += d.w * (d.at(b, cb) - d.at(a, ca))
 		a -= d.w
 		b -= d.w
 	}
@@ -677,35 +692,35 @@ func (d *dense) deconvolve(a, b float64, maxLevels int) (float64, ending) {
 // a straight line over three readings (within the noise or a sixteenth of the bend): when
 // both bend too, the kinks lie closer together than the readings can resolve, and it is
 // the chord, as it is for a bend within the noise.
-func (d *dense) at(x float64) float64 {
+func (d *dense) at(x float64, c *cursor) float64 {
 	t, v := d.l.t, d.l.v
 	n := len(t)
 	if n < 6 || x <= t[2] || x >= t[n-3] {
-		return d.l.at(x)
+		return d.l.atFrom(x, c)
 	}
-	k := d.l.seg(x) // t[k] <= x < t[k+1]
+	k := d.l.segFrom(x, c) // t[k] <= x < t[k+1]
 	if k < 2 || k+3 >= n {
-		return d.l.at(x)
+		return d.l.atFrom(x, c)
 	}
 	dl, dm, dr := t[k]-t[k-1], t[k+1]-t[k], t[k+2]-t[k+1]
 	if !(dl > 0 && dm > 0 && dr > 0 && t[k-1] > t[k-2] && t[k+3] > t[k+2]) {
-		return d.l.at(x)
+		return d.l.atFrom(x, c)
 	}
 	sl, sm, sr := (v[k]-v[k-1])/dl, (v[k+1]-v[k])/dm, (v[k+2]-v[k+1])/dr
 	bend := math.Abs(sl-sr) * min(dl, dr)
 	// A bend: the chord's slope between the outer ones, and more than the noise can make.
 	if !(sl < sm && sm < sr || sl > sm && sm > sr) || bend < 4*d.sigma {
-		return d.l.at(x)
+		return d.l.atFrom(x, c)
 	}
 	tol := max(3*d.sigma, bend/16)
 	if off(t[k-2], v[k-2], t[k-1], v[k-1], t[k], v[k]) > tol && off(t[k+1], v[k+1], t[k+2], v[k+2], t[k+3], v[k+3]) > tol {
-		return d.l.at(x)
+		return d.l.atFrom(x, c)
 	}
-	c := (v[k+1] - v[k] - sr*t[k+1] + sl*t[k]) / (sl - sr)
-	if !(c > t[k] && c < t[k+1]) {
-		return d.l.at(x)
+	kink := (v[k+1] - v[k] - sr*t[k+1] + sl*t[k]) / (sl - sr)
+	if !(kink > t[k] && kink < t[k+1]) {
+		return d.l.atFrom(x, c)
 	}
-	if x <= c {
+	if x <= kink {
 		return v[k] + sl*(x-t[k])
 	}
 	return v[k+1] + sr*(x-t[k+1])
@@ -723,14 +738,18 @@ func off(t0, v0, t1, v1, t2, v2 float64) float64 {
 // window is not taken for one, and the power was constant there, at the readings' level.
 // (Readings flat over less than a window do not say it: after a burst shorter than W they
 // stay flat, above the power, until the burst leaves the window.)
-func (d *dense) steady(a, b float64) (float64, bool) {
+func (d *dense) steady(a, b float64, ca, cb *cursor) (float64, bool) {
 	if b-a > 2*d.w {
-		return d.flat(d.bracket(a+d.w, b))
+		lo, hi := d.bracket(a+d.w, b, ca, cb)
+		return d.flat(lo, hi, ca, cb)
 	}
 	// Any window-long stretch [x, x + W] with b − W <= x <= a + W will do: the region lies
 	// in [x − W, x + W]. Try its ends, then the readings between them.
 	lo, hi := b-d.w, a+d.w
-	try := func(x float64) (float64, bool) { return d.flat(d.bracket(x, x+d.w)) }
+	try := func(x float64) (float64, bool) {
+		lo, hi := d.bracket(x, x+d.w, ca, cb)
+		return d.flat(lo, hi, ca, cb)
+	}
 	if mean, ok := try(lo); ok {
 		return mean, true
 	}
@@ -740,8 +759,8 @@ func (d *dense) steady(a, b float64) (float64, bool) {
 	// The readings between lo and hi + W: a flat run among them at least a window long
 	// (bracketed: from the last reading at or before its start) that starts in (lo, hi].
 	t, v := d.l.t, d.l.v
-	i := searchF(t, lo)
-	j := searchF(t, hi+d.w)
+	i := ca.ge(t, lo)
+	j := cb.ge(t, hi+d.w)
 	if j < len(t) {
 		j++ // the reading at or after hi + W brackets the last window
 	}
@@ -769,7 +788,7 @@ func (d *dense) steady(a, b float64) (float64, bool) {
 			return sum / float64(n), true
 		}
 	}
-	return d.atFloor(a, b)
+	return d.atFloor(a, b, ca, cb)
 }
 
 // atFloor reports whether [a, b] lies in an idle gap too short for a full window of flat
@@ -779,14 +798,14 @@ func (d *dense) steady(a, b float64) (float64, bool) {
 // windows either side (the power sits at its floor there, so it was not above it in one
 // part of a window and below in another). A burst's tail leaving the window late and the
 // next burst entering it early leave such gaps on an H200 between bursts 2 s apart.
-func (d *dense) atFloor(a, b float64) (float64, bool) {
+func (d *dense) atFloor(a, b float64, ca, cb *cursor) (float64, bool) {
 	t, v := d.l.t, d.l.v
 	if len(t) < 3 {
 		return 0, false
 	}
 	T := (t[len(t)-1] - t[0]) / float64(len(t)-1)
-	i := searchF(t, a-4*d.w)
-	j := searchF(t, b+4*d.w)
+	i := ca.ge(t, a-4*d.w)
+	j := cb.ge(t, b+4*d.w)
 	if j-i < 3 || j-i > 4*flatMost {
 		return 0, false
 	}
@@ -795,7 +814,7 @@ func (d *dense) atFloor(a, b float64) (float64, bool) {
 		floor = min(floor, x)
 	}
 	// The run of readings at the floor around the first reading at or after b.
-	k := searchF(t, b)
+	k := cb.ge(t, b)
 	if k >= len(t) || math.Abs(v[k]-floor) > d.tol {
 		return 0, false
 	}
@@ -818,23 +837,23 @@ func (d *dense) atFloor(a, b float64) (float64, bool) {
 
 // bracket widens [a, b] to the readings around it: from the last reading at or before a to
 // the first at or after b, the readings that the interpolated r on [a, b] is made of.
-func (d *dense) bracket(a, b float64) (float64, float64) {
+func (d *dense) bracket(a, b float64, ca, cb *cursor) (float64, float64) {
 	t := d.l.t
-	i := searchF(t, a) // first t >= a
+	i := ca.ge(t, a) // first t >= a
 	if i < len(t) && t[i] > a && i > 0 {
 		i--
 	}
-	j := searchF(t, b) // first t >= b
+	j := cb.ge(t, b) // first t >= b
 	j = min(j, len(t)-1)
 	return t[min(i, len(t)-1)], t[j]
 }
 
 // flat reports whether the readings in [lo, hi] (at least two, at most flatMost) lie within
 // tol of each other, and their mean.
-func (d *dense) flat(lo, hi float64) (float64, bool) {
+func (d *dense) flat(lo, hi float64, ca, cb *cursor) (float64, bool) {
 	t, v := d.l.t, d.l.v
-	i := searchF(t, lo)
-	j := searchF(t, hi) // readings i..j−1 (t < hi), plus one at hi
+	i := ca.ge(t, lo)
+	j := cb.ge(t, hi) // readings i..j−1 (t < hi), plus one at hi
 	if j < len(t) && t[j] == hi {
 		j++
 	}
@@ -931,5 +950,54 @@ func searchF(a []float64, x float64) int {
 			hi = m
 		}
 	}
+	return lo
+}
+
+// cursor remembers where the last search in a sorted slice ended, so that a search near it
+// (the deconvolution steps back a window's readings at a time) looks there first and
+// gallops out: a few comparisons instead of a binary search over the whole trace. A nil
+// cursor searches the whole slice. Its answers are searchF's.
+type cursor struct{ i int }
+
+// ge is searchF(a, x) (the first index i with a[i] >= x, len(a) if none), starting from
+// where c ended last.
+func (c *cursor) ge(a []float64, x float64) int {
+	if c == nil || x != x { // (NaN: searchF's answer)
+		return searchF(a, x)
+	}
+	n := len(a)
+	i := min(c.i, n)
+	var lo, hi int // the answer lies in [lo, hi]
+	switch {
+	case i < n && a[i] < x: // forward: the answer is past i
+		lo, hi = i+1, n
+		for step := 1; i+step < n; step *= 2 {
+			if a[i+step] >= x {
+				hi = i + step
+				break
+			}
+			lo = i + step + 1
+		}
+	case i > 0 && a[i-1] >= x: // backward: the answer is at or before i−1
+		lo, hi = 0, i-1
+		for step := 2; i-step >= 0; step *= 2 {
+			if a[i-step] < x {
+				lo = i - step + 1
+				break
+			}
+			hi = i - step
+		}
+	default:
+		return i
+	}
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a[m] < x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	c.i = lo
 	return lo
 }
