@@ -50,6 +50,9 @@ type App struct {
 	// WrapSystem, if set, wraps every opened system: the fault-injection tests make its
 	// sensors or kernels fail part-way through a run (a GPU lost, a launch that fails).
 	WrapSystem func(gpu.System) gpu.System
+	// HangTimeout, if set, replaces measure's sensor.DefaultHangTimeout (the fault tests
+	// shorten the wait for a driver call that hangs).
+	HangTimeout time.Duration
 }
 
 type verb struct {

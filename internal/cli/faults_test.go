@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -350,4 +351,115 @@ func TestLaunchFailsInMicro(t *testing.T) {
 		t.Errorf("results.json failed = %v", rep.Failed)
 	}
 	assertFiles(t, out, []string{"trace.csv", "results.csv", "report.html"}, nil)
+}
+
+// hangingSensor's Read blocks, as a driver call that never returns, once the clock has
+// passed at, until release is closed.
+type hangingSensor struct {
+	sensor.Sensor
+	clk     clock.Clock
+	at      time.Duration
+	release chan struct{}
+}
+
+func (s *hangingSensor) Read(dst []sensor.Reading) ([]sensor.Reading, error) {
+	if s.clk.Now() >= s.at {
+		<-s.release
+	}
+	return s.Sensor.Read(dst)
+}
+
+type hangingSystem struct {
+	gpu.System
+	wrap func(sensor.Sensor) sensor.Sensor
+}
+
+func (h *hangingSystem) Devices() []gpu.Device {
+	var out []gpu.Device
+	for _, d := range h.System.Devices() {
+		out = append(out, &hangingDevice{Device: d, h: h})
+	}
+	return out
+}
+
+type hangingDevice struct {
+	gpu.Device
+	h *hangingSystem
+}
+
+func (d *hangingDevice) Sensors() []sensor.Sensor {
+	var out []sensor.Sensor
+	for _, s := range d.Device.Sensors() {
+		out = append(out, d.h.wrap(s))
+	}
+	return out
+}
+
+// realSleepRunner runs measure's command "sleep D" as a sleep of D on the real clock.
+type realSleepRunner struct{}
+
+func (realSleepRunner) Run(ctx context.Context, argv []string) (int, error) {
+	d, err := time.ParseDuration(argv[1])
+	if err != nil {
+		return 127, err
+	}
+	select {
+	case <-time.After(d):
+		return 0, nil
+	case <-ctx.Done():
+		return 130, nil
+	}
+}
+
+// TestHungCallDuringMeasure: the energy counter's driver call stops returning while the
+// command runs (on a real clock: a call that never returns cannot be had on a virtual
+// one). measure still ends, within the wait for the hung call (HangTimeout) at the
+// command's end and again at the recording's; every file is written; summary.json and
+// trace.json are marked incomplete naming the call's channel; the exit code is 1 (the
+// command's own where it failed). Before, measure waited for ever.
+func TestHungCallDuringMeasure(t *testing.T) {
+	a, _, stderr, ctx := testApp(t)
+	clk := clock.NewReal()
+	a.NewClock = func() clock.Clock { return clk }
+	a.Runner = realSleepRunner{}
+	a.HangTimeout = 150 * time.Millisecond
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	a.WrapSystem = func(s gpu.System) gpu.System {
+		return &hangingSystem{System: s, wrap: func(sn sensor.Sensor) sensor.Sensor {
+			if sn.Channel().Name != trace.ChEnergyTotal {
+				return sn
+			}
+			return &hangingSensor{Sensor: sn, clk: clk, at: 250 * time.Millisecond, release: release}
+		}}
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	t0 := time.Now()
+	code := a.Main(ctx, []string{"measure", "--device", "sim", "--baseline", "200ms", "--tail", "100ms", "--out", out, "--", "sleep", "200ms"})
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Errorf("measure took %v with a driver call hung", d)
+	}
+	if code != ExitFailure {
+		t.Errorf("exit %d, want %d: %s", code, ExitFailure, stderr)
+	}
+	if !strings.Contains(stderr.String(), "(energy.total) on GPU 0 hangs") {
+		t.Errorf("stderr does not name the hung call: %s", stderr)
+	}
+	var sum measure.Summary
+	readJSON(t, filepath.Join(out, "summary.json"), &sum)
+	if !sum.Incomplete || !strings.Contains(sum.Reason, "a driver call hangs: ") || !strings.Contains(sum.Reason, "energy.total") {
+		t.Errorf("summary.json: incomplete %v, %q; want the hung call named", sum.Incomplete, sum.Reason)
+	}
+	tr, err := trace.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Meta.Incomplete || len(tr.Samples) == 0 {
+		t.Errorf("trace: incomplete %v, %d samples; want what was read kept, marked incomplete", tr.Meta.Incomplete, len(tr.Samples))
+	}
+	for _, f := range []string{"trace.csv", "report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
 }

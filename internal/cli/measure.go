@@ -39,6 +39,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.usageError("measure", err)
 	}
+	popt.HangTimeout = a.HangTimeout
 	gpuIdx, err := parseIndices(*gpus)
 	if err != nil {
 		return a.usageError("measure", err)

@@ -272,6 +272,19 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		}
 	}
 	chans, samples := smp.Stop()
+	if hung := smp.Hung(); len(hung) > 0 {
+		// A driver call that never returned: the run ends anyway, with what was read
+		// before it, marked incomplete, and fails unless something else did first.
+		why := "a driver call hangs: " + strings.Join(hung, "; ")
+		if incomplete != "" {
+			incomplete += "; " + why
+		} else {
+			incomplete = why
+		}
+		if runErr == nil {
+			runErr = errors.New("the recording is incomplete: " + why)
+		}
+	}
 	_, end := smp.Span()
 	meta := trace.Meta{
 		Format:        trace.Format,

@@ -57,7 +57,16 @@ type Options struct {
 	// VirtualStep is the busy-poll interval on a virtual clock, where calls take no time
 	// (default 100 µs).
 	VirtualStep time.Duration
+	// HangTimeout is how long, on a real clock, Stop and Poke wait for a lane whose call
+	// has not returned before they take the call as hung and go on without it (default
+	// DefaultHangTimeout): a driver call that never returns must not hold up the end of
+	// a run (Sampler.Hung names it).
+	HangTimeout time.Duration
 }
+
+// DefaultHangTimeout is Options.HangTimeout's default: a thousand times the slowest call
+// seen on an H200 (the energy counter, ~3.8 ms; a busy driver has taken 0.1 s).
+const DefaultHangTimeout = 2 * time.Second
 
 func (o Options) withDefaults() Options {
 	if o.Divisor <= 0 {
@@ -80,6 +89,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.VirtualStep <= 0 {
 		o.VirtualStep = 100 * time.Microsecond
+	}
+	if o.HangTimeout <= 0 {
+		o.HangTimeout = DefaultHangTimeout
 	}
 	return o
 }

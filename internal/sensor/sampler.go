@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,10 +32,10 @@ type Sampler struct {
 
 	mu       sync.Mutex
 	running  bool
-	pokes    []chan chan struct{} // one per lane on a real clock
-	laneDone <-chan struct{}      // closed when the lanes are told to stop
+	lanes    []*lane         // on a real clock
+	laneDone <-chan struct{} // closed when the lanes are told to stop
 	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	hung     []string // the calls Stop gave up waiting for
 	virt     *virtualLane
 	start    time.Duration
 	end      time.Duration
@@ -63,11 +64,27 @@ const (
 	locked              // sleeping between windows around the expected updates
 )
 
+// lane is the channels one goroutine polls on a real clock.
+type lane struct {
+	chans []*chanState
+	poke  chan chan struct{}
+	done  chan struct{} // closed when the goroutine returns
+	// mu is held while a poll files what its call returned (not during the call): Stop
+	// takes it to read the channels of a lane it gave up waiting for.
+	mu        sync.Mutex
+	abandoned bool        // Stop gave up on the lane: what a late call returns is dropped
+	stuck     atomic.Bool // a Poke went unanswered: later Pokes do not wait for the lane
+}
+
 type chanState struct {
 	s    Sensor
 	ch   trace.Channel
 	kind chanKind
 	hint time.Duration
+
+	lane   *lane        // nil on a virtual clock
+	inCall atomic.Int64 // the clock's time + 1 ns at the start of the call under way, 0 between calls
+	hung   string       // the call Stop gave up waiting for
 
 	interval time.Duration
 	due      time.Duration
@@ -185,10 +202,12 @@ func (s *Sampler) Start(ctx context.Context) error {
 		lanes[key] = append(lanes[key], cs)
 	}
 	for _, k := range order {
-		poke := make(chan chan struct{})
-		s.pokes = append(s.pokes, poke)
-		s.wg.Add(1)
-		go s.runLane(ctx, lanes[k], poke)
+		l := &lane{chans: lanes[k], poke: make(chan chan struct{}), done: make(chan struct{})}
+		for _, cs := range l.chans {
+			cs.lane = l
+		}
+		s.lanes = append(s.lanes, l)
+		go s.runLane(ctx, l)
 	}
 	return nil
 }
@@ -209,20 +228,36 @@ func (s *Sampler) Poke() {
 		}
 		return
 	}
-	pokes, stop := s.pokes, s.laneDone
+	lanes, stop := s.lanes, s.laneDone
 	s.mu.Unlock()
-	var dones []chan struct{}
-	for _, p := range pokes {
+	// A lane whose call hangs takes no poke: each is given HangTimeout in all, then
+	// passed over (and not waited for again; Stop names the call).
+	timeout := time.NewTimer(s.opt.HangTimeout)
+	defer timeout.Stop()
+	dones := make([]chan struct{}, len(lanes))
+	for i, l := range lanes {
+		if l.stuck.Load() {
+			continue
+		}
 		d := make(chan struct{})
 		select {
-		case p <- d:
-			dones = append(dones, d)
+		case l.poke <- d:
+			dones[i] = d
 		case <-stop:
 			return
+		case <-timeout.C:
+			l.stuck.Store(true)
 		}
 	}
-	for _, d := range dones {
-		<-d // a lane that took the poke closes d even if it is stopping
+	for i, d := range dones {
+		if d == nil {
+			continue
+		}
+		select {
+		case <-d: // a lane that took the poke closes d even if it is stopping
+		case <-timeout.C:
+			lanes[i].stuck.Store(true)
+		}
 	}
 }
 
@@ -237,14 +272,18 @@ func (s *Sampler) Stop() ([]trace.Channel, []trace.Sample) {
 		}
 		if s.virt != nil {
 			s.clk.(*clock.Virtual).Remove(s.virt)
+			s.mu.Unlock()
+			// A last read of every channel, so the recording reaches the moment of Stop.
+			for _, cs := range s.chans {
+				s.poll(cs)
+			}
+		} else {
+			s.mu.Unlock()
+			// Each lane makes a last read of its channels and returns; one whose call
+			// does not return within HangTimeout is left behind, its readings so far kept.
+			s.waitLanes()
 		}
-		s.mu.Unlock()
-		s.wg.Wait()
 		s.mu.Lock()
-		// A last read of every channel, so the recording reaches the moment of Stop.
-		for _, cs := range s.chans {
-			s.poll(cs)
-		}
 		s.end = s.clk.Now()
 		s.cpu = processCPU() - s.cpu0
 	}
@@ -252,6 +291,9 @@ func (s *Sampler) Stop() ([]trace.Channel, []trace.Sample) {
 	var chans []trace.Channel
 	var all []trace.Sample
 	for _, cs := range s.chans {
+		if l := cs.lane; l != nil {
+			l.mu.Lock() // an abandoned lane's goroutine may still be running
+		}
 		ch := cs.ch
 		ch.Stats = cs.stats()
 		if cs.polls > 1 && s.end > s.start {
@@ -259,9 +301,75 @@ func (s *Sampler) Stop() ([]trace.Channel, []trace.Sample) {
 		}
 		chans = append(chans, ch)
 		all = append(all, cs.samples...)
+		if l := cs.lane; l != nil {
+			l.mu.Unlock()
+		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].T < all[j].T })
 	return chans, all
+}
+
+// waitLanes waits for the lanes (told to stop) to return, HangTimeout at most in all; a
+// lane still inside a call then is abandoned, and the call named in s.hung.
+func (s *Sampler) waitLanes() {
+	timeout := time.NewTimer(s.opt.HangTimeout)
+	defer timeout.Stop()
+	expired := false
+	for _, l := range s.lanes {
+		if !expired {
+			select {
+			case <-l.done:
+				continue
+			case <-timeout.C:
+				expired = true
+			}
+		}
+		select {
+		case <-l.done:
+			continue
+		default:
+		}
+		l.mu.Lock()
+		l.abandoned = true
+		var calls, others []string
+		last := time.Duration(0)
+		for _, cs := range l.chans {
+			if t0 := cs.inCall.Load(); t0 != 0 {
+				what := cs.ch.Name
+				if cs.ch.Source != "" {
+					what = cs.ch.Source + " (" + cs.ch.Name + ")"
+				}
+				cs.hung = fmt.Sprintf("%s on GPU %d hangs: the call made at %.3f s had not returned %s after the recording was told to stop", what, cs.ch.GPU, time.Duration(t0-1).Seconds(), s.opt.HangTimeout)
+				cs.errs++
+				cs.lastErr = cs.hung
+				calls = append(calls, cs.hung)
+				last = max(last, cs.lastPoll)
+			} else {
+				others = append(others, cs.ch.Name)
+			}
+		}
+		why := strings.Join(calls, "; ")
+		if why == "" {
+			why = fmt.Sprintf("a lane of GPU %d did not stop within %s", l.chans[0].ch.GPU, s.opt.HangTimeout)
+		}
+		if len(others) > 0 {
+			if len(others) > 4 {
+				others = append(others[:3], fmt.Sprintf("and %d more", len(others)-3))
+			}
+			why += fmt.Sprintf("; the %d other channel(s) polled with it (%s) were not read after %.3f s", len(l.chans)-len(calls), strings.Join(others, ", "), last.Seconds())
+		}
+		s.hung = append(s.hung, why)
+		l.mu.Unlock()
+	}
+}
+
+// Hung says which driver calls had not returned when Stop gave up waiting for them (and
+// which channels went unread behind them), one line each; nil when none: the recording
+// of those channels ends early, and is incomplete. Call it after Stop.
+func (s *Sampler) Hung() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.hung)
 }
 
 // UpdatePeriod is the update period learned so far for a channel (its hint before it has
@@ -305,8 +413,15 @@ func (s *Sampler) Span() (start, end time.Duration) {
 	return s.start, s.end
 }
 
-func (s *Sampler) runLane(ctx context.Context, chans []*chanState, poke chan chan struct{}) {
-	defer s.wg.Done()
+func (s *Sampler) runLane(ctx context.Context, l *lane) {
+	defer close(l.done)
+	chans, poke := l.chans, l.poke
+	defer func() {
+		// A last read of every channel, so the recording reaches the moment of Stop.
+		for _, cs := range chans {
+			s.poll(cs)
+		}
+	}()
 	busy := s.opt.Mode == Max
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -318,6 +433,9 @@ func (s *Sampler) runLane(ctx context.Context, chans []*chanState, poke chan cha
 	}
 	for ctx.Err() == nil {
 		next := s.pollDue(chans, s.clk.Now())
+		if l.stuck.Load() {
+			l.stuck.Store(false) // back: Poke waits for it again
+		}
 		if busy {
 			select {
 			case done := <-poke:
@@ -364,9 +482,18 @@ func (s *Sampler) pollDue(chans []*chanState, now time.Duration) time.Duration {
 
 func (s *Sampler) poll(cs *chanState) {
 	t0 := s.clk.Now()
-	var err error
-	cs.buf, err = cs.s.Read(cs.buf[:0])
+	cs.inCall.Store(int64(t0) + 1)
+	buf, err := cs.s.Read(cs.buf[:0])
 	t1 := s.clk.Now()
+	if l := cs.lane; l != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.abandoned {
+			return // Stop has read the channel: a call that hung and came back too late
+		}
+	}
+	cs.inCall.Store(0)
+	cs.buf = buf
 	cs.polls++
 	cs.addLatency(t1 - t0)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"gpuwatt/internal/clock"
 	"gpuwatt/internal/gpu"
@@ -14,6 +15,9 @@ import (
 	"gpuwatt/internal/sensor/nvmlsensor"
 	"gpuwatt/internal/trace"
 )
+
+// CloseTimeout is how long Close waits for the driver: sensor.DefaultHangTimeout.
+var CloseTimeout = sensor.DefaultHangTimeout
 
 // System is the set of GPUs NVML sees. It holds one nvmlInit_v2 until Close.
 type System struct {
@@ -109,17 +113,29 @@ func (s *System) NVMLVersion() string { return s.nvmlVersion }
 // Devices implements gpu.System.
 func (s *System) Devices() []gpu.Device { return s.devices }
 
-// Close shuts NVML down (once; later calls return the first result).
+// Close shuts NVML down (once; later calls return the first result). A driver that does
+// not answer (a call that hangs holds NVML up, Sampler.Hung) is waited for CloseTimeout at
+// most: the run's files are written by then, and gpuwatt exits without it.
 func (s *System) Close() error {
 	s.closeOnce.Do(func() {
-		var errs []error
-		for _, d := range s.devices {
-			if dd, ok := d.(*Device); ok {
-				errs = append(errs, dd.exec.close())
+		done := make(chan error, 1)
+		go func() {
+			var errs []error
+			for _, d := range s.devices {
+				if dd, ok := d.(*Device); ok {
+					errs = append(errs, dd.exec.close())
+				}
 			}
+			errs = append(errs, s.lib.Shutdown())
+			done <- errors.Join(errs...)
+		}()
+		t := time.NewTimer(CloseTimeout)
+		defer t.Stop()
+		select {
+		case s.closeErr = <-done:
+		case <-t.C:
+			s.closeErr = fmt.Errorf("shutting NVML down: the driver did not answer within %s (a call hangs); left as it is", CloseTimeout)
 		}
-		errs = append(errs, s.lib.Shutdown())
-		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
 }

@@ -84,3 +84,31 @@ func TestOpenWithoutDriver(t *testing.T) {
 		t.Errorf("error %v, want ErrLibraryNotFound and a clear message", err)
 	}
 }
+
+// TestCloseWhenDriverHangs: nvmlShutdown does not return (the driver is held up by a call
+// that hangs): Close gives up after CloseTimeout with an error saying so, instead of
+// holding gpuwatt's exit for ever.
+func TestCloseWhenDriverHangs(t *testing.T) {
+	path := nvmltest.Build(t)
+	lib, err := nvml.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := nvmltest.Control(t, path)
+	sys, err := nvmlgpu.OpenLib(lib, clock.NewVirtual(time.Time{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := nvmlgpu.CloseTimeout
+	nvmlgpu.CloseTimeout = 100 * time.Millisecond
+	t.Cleanup(func() { nvmlgpu.CloseTimeout = old; fake.SetHang("") })
+	fake.SetHang("nvmlShutdown")
+	t0 := time.Now()
+	err = sys.Close()
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	if err == nil || !strings.Contains(err.Error(), "did not answer within 100ms") {
+		t.Errorf("Close: %v; want the hang said", err)
+	}
+}

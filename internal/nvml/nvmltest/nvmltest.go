@@ -80,6 +80,7 @@ type Fake struct {
 	clearSamples func()
 	initCount    func() int32
 	setLost      func(int32)
+	setHang      func(string)
 }
 
 // Control opens the fake at path (the same library nvml.Open(path) loads) and returns its
@@ -93,6 +94,7 @@ func Control(t testing.TB, path string) *Fake {
 		"fakeClearSamples": &f.clearSamples,
 		"fakeInitCount":    &f.initCount,
 		"fakeSetLost":      &f.setLost,
+		"fakeSetHang":      &f.setHang,
 	})
 	return f
 }
@@ -118,3 +120,7 @@ func (f *Fake) SetLost(lost bool) {
 	}
 	f.setLost(v)
 }
+
+// SetHang makes every later call of the NVML function fn block, as a driver call that
+// never returns, until SetHang("") lets the calls go on.
+func (f *Fake) SetHang(fn string) { f.setHang(fn) }

@@ -395,3 +395,47 @@ func TestGPULostMidRun(t *testing.T) {
 		}
 	}
 }
+
+// TestHungCallDoesNotBlockStop (issue 20's fault suite): the fake driver's energy counter
+// call stops returning part-way through a recording on a real clock. Poke and Stop return
+// within their bound (HangTimeout), the readings before the hang are kept, and Hung names
+// the call, its channel and the channels polled behind it. Before, Stop waited for ever.
+func TestHungCallDoesNotBlockStop(t *testing.T) {
+	f := setup(t)
+	dev, err := f.lib.DeviceByIndex(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewReal()
+	smp := sensor.New(clk, nvmlsensor.Sensors(dev, 0, clk), sensor.Options{HangTimeout: 200 * time.Millisecond})
+	if err := smp.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.fake.SetHang("") }) // let the abandoned call go at the end
+	time.Sleep(50 * time.Millisecond)
+	f.fake.SetHang("nvmlDeviceGetTotalEnergyConsumption")
+	time.Sleep(50 * time.Millisecond)
+	t0 := time.Now()
+	smp.Poke()
+	smp.Poke() // the stuck lane is not waited for again
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("Poke took %v with a call hung; want about the 200ms bound", d)
+	}
+	t0 = time.Now()
+	chans, samples := smp.Stop()
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("Stop took %v with a call hung; want about the 200ms bound", d)
+	}
+	if len(samples) == 0 {
+		t.Error("no samples kept from before the hang")
+	}
+	hung := strings.Join(smp.Hung(), "\n")
+	if !strings.Contains(hung, "nvmlDeviceGetTotalEnergyConsumption (energy.total) on GPU 0 hangs") {
+		t.Errorf("Hung() = %q; want the call and its channel named", hung)
+	}
+	for _, ch := range chans {
+		if ch.Name == "energy.total" && !strings.Contains(ch.Stats.LastError, "hangs") {
+			t.Errorf("energy.total's stats: last error %q; want the hang", ch.Stats.LastError)
+		}
+	}
+}

@@ -23,6 +23,7 @@
  */
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -134,11 +135,26 @@ EXPORT void fakeAddSample(unsigned long long ts, unsigned int mw) {
 static int lost = 0;
 EXPORT void fakeSetLost(int v) { lost = v; }
 
-#define NEED_DEV(d) do { NEED_INIT(); if ((d) != &devs[0] && (d) != &devs[1]) return NVML_ERROR_INVALID_ARGUMENT; if (lost) return NVML_ERROR_GPU_IS_LOST; } while (0)
+/* fakeSetHang("nvmlDeviceGetTotalEnergyConsumption"): every later call of that function
+   blocks, as a driver call that never returns, until fakeSetHang("") lets it go. */
+static volatile int hangOn = 0;
+static char hangFn[96];
+EXPORT void fakeSetHang(const char *fn) {
+    if (fn != NULL && fn[0] != 0) {
+        strncpy(hangFn, fn, sizeof hangFn - 1);
+        hangOn = 1;
+    } else {
+        hangOn = 0;
+    }
+}
+#define HANG() do { while (hangOn && strcmp(hangFn, __func__) == 0) usleep(1000); } while (0)
+
+#define NEED_DEV(d) do { HANG(); NEED_INIT(); if ((d) != &devs[0] && (d) != &devs[1]) return NVML_ERROR_INVALID_ARGUMENT; if (lost) return NVML_ERROR_GPU_IS_LOST; } while (0)
 
 EXPORT nvmlReturn_t nvmlInit_v2(void) { initCount++; return NVML_SUCCESS; }
 
 EXPORT nvmlReturn_t nvmlShutdown(void) {
+    HANG();
     NEED_INIT();
     initCount--;
     return NVML_SUCCESS;
