@@ -1,6 +1,7 @@
 package correct_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/gpu/sim"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/sensorchar"
 	"gpuwatt/internal/sensormodel"
 	"gpuwatt/internal/testkit/simtest"
 	"gpuwatt/internal/trace"
@@ -152,7 +154,8 @@ type outcome struct {
 	preset, ch string
 	phase      time.Duration
 	rg         region
-	m          sensormodel.Model
+	m          sensormodel.Model // the generating model (the test's knowledge)
+	used       sensormodel.Model // the model that corrected: fitted by gpuwatt sensor
 	truth      float64
 	corr, raw  float64 // relative errors
 	nChanges   int     // power changes that move the readings inside the region
@@ -160,10 +163,19 @@ type outcome struct {
 	bound      float64 // J, for partial channels: the sampling limit
 }
 
-func measureAll(t *testing.T, opt sensor.Options, presets []string) []outcome {
+func measureAll(t *testing.T, opt sensor.Options, presets []string, fitted bool) []outcome {
 	t.Helper()
 	var out []outcome
 	for _, preset := range presets {
+		var fit map[string]sensormodel.Model
+		if fitted {
+			fit = fittedModels(t, preset)
+			for _, ch := range boardChannels {
+				if m, ok := fit[ch]; ok {
+					t.Logf("%s %s: fitted %s", preset, ch, m)
+				}
+			}
+		}
 		for _, ph := range phases {
 			r := record(t, preset, opt, ph)
 			for _, ch := range boardChannels {
@@ -172,13 +184,21 @@ func measureAll(t *testing.T, opt sensor.Options, presets []string) []outcome {
 					continue
 				}
 				sm, _ := r.dev.Model(ch)
-				m := simModel(sm)
-				ser := correct.Prepare(s, m, correct.Options{})
+				m := simModel(sm) // the truth's: for what the test knows of the channel
+				use := m          // what corrects: the fitted model
+				if fitted {
+					fm, ok := fit[ch]
+					if !ok {
+						t.Fatalf("%s: the characterisation fitted no model for %s", preset, ch)
+					}
+					use = fm
+				}
+				ser := correct.Prepare(s, use, correct.Options{})
 				for _, rg := range regions {
 					a, b := rg.a+ph, rg.b+ph
 					res := ser.Energy(a, b)
 					tr := r.truth(ch, a, b)
-					o := outcome{preset: preset, ch: ch, phase: ph, rg: rg, m: m, truth: tr,
+					o := outcome{preset: preset, ch: ch, phase: ph, rg: rg, m: m, used: use, truth: tr,
 						corr: (res.Energy.Joules() - tr) / tr, raw: (res.EnergyRaw.Joules() - tr) / tr}
 					// Changes that move the readings of the region: up to a window (or
 					// three time constants) before it.
@@ -206,16 +226,18 @@ func measureAll(t *testing.T, opt sensor.Options, presets []string) []outcome {
 
 // TestSimPresets records every preset through the script (Sampler busy-polling, so that
 // timestamps are exact to 0.1 ms), for four phases of the script against the sensors'
-// updates, and measures every region with each board channel's own sensor model (the
-// generating one: this tests the inversions' algebra on step-shaped truth, not the method;
-// the method, with models fitted by gpuwatt sensor on a separate twin and loads of ramps,
-// fast square waves, cap steps and bursts, is internal/energy's TestIntervalCalibration):
+// updates, and measures every region with each board channel's model as gpuwatt's own
+// `sensor --quick` fitted it on a separate twin (fittedModels: tau, window and delay a
+// little off the generating ones, never those). The truth stays step-shaped here; ramps,
+// fast square waves, cap steps and the intervals are internal/energy's
+// TestIntervalCalibration. With the fitted models:
 //
 //   - the K20's RC channel and the 1 s moving averages: within 2 % of the truth for every
-//     region of 200 ms or more, on or around load changes, where the naive integration
-//     misses by 5 % to 200 %;
-//   - the 20 ms buffer whose windows tile the time (Hopper, A100): within 2 %;
-//   - the H200's power.samples (a 14 ms lag read every 20 ms): within 2 %, also on regions
+//     region of 500 ms or more and within 3 % for the 200–300 ms bursts measured on their
+//     edges (a fitted delay a few ms off shifts both edges: 4 ms is 2 % of 200 ms), where
+//     the naive integration misses by 5 % to 200 %;
+//   - the 20 ms buffer whose windows tile the time (Hopper, A100): the same;
+//   - the H200's power.samples (a 14 ms lag read every 20 ms): the same, also on regions
 //     whose edges fall on a step of the power (inverted with the edges as breakpoints);
 //   - the partial windows (25 ms of every 100 ms on A100/H100/H200, 10 of 20 ms on the
 //     V100): within 2 % where the power is steady; where it changes inside or near the
@@ -224,14 +246,14 @@ func measureAll(t *testing.T, opt sensor.Options, presets []string) []outcome {
 //     on a 200 ms burst measured on its edges, 20 % on 500 ms right after a step down, 23 %
 //     on 500 ms around a 40 ms blip (docs/energy.md has the figures).
 func TestSimPresets(t *testing.T) {
-	outs := measureAll(t, sensor.Options{Mode: sensor.Max}, sim.Presets())
+	outs := measureAll(t, sensor.Options{Mode: sensor.Max}, sim.Presets(), true)
 	for _, o := range outs {
-		what := fmt.Sprintf("%s %s (%s), phase %v, %s [%v, %v]: truth %.2f J, corrected %+.2f %%, naive %+.2f %%",
-			o.preset, o.ch, o.m, o.phase, o.rg.name, o.rg.a+o.phase, o.rg.b+o.phase, o.truth, 100*o.corr, 100*o.raw)
+		what := fmt.Sprintf("%s %s (fitted %s), phase %v, %s [%v, %v]: truth %.2f J, corrected %+.2f %%, naive %+.2f %%",
+			o.preset, o.ch, o.used, o.phase, o.rg.name, o.rg.a+o.phase, o.rg.b+o.phase, o.truth, 100*o.corr, 100*o.raw)
 		switch classOf(o.m) {
 		case classRC, classDense, classTiled:
-			if math.Abs(o.corr) > 0.02 {
-				t.Errorf("%s: want within 2 %%", what)
+			if tol := fittedTolerance(o.rg); math.Abs(o.corr) > tol {
+				t.Errorf("%s: want within %.0f %%", what, 100*tol)
 			}
 		case classPartial:
 			if o.nChanges == 0 && o.bound == 0 && math.Abs(o.corr) > 0.02 {
@@ -253,9 +275,9 @@ func TestSimPresets(t *testing.T) {
 	logSummary(t, "exact timestamps (--poll max)", outs)
 }
 
-// TestSimPresetsAdaptivePoll is TestSimPresets with the Sampler's default adaptive polling,
-// whose timestamps are off by up to ±T/16 × 1.25 (±8 ms for a 100 ms channel). The K20's
-// RC channel keeps within 2 %. A 1 s boxcar's deconvolution multiplies a timestamp error δ
+// TestSimPresetsAdaptivePoll is TestSimPresets (fitted models) with the Sampler's default
+// adaptive polling, whose timestamps are off by up to ±T/16 × 1.25 (±8 ms for a 100 ms
+// channel). The K20's RC channel keeps within TestSimPresets' tolerance. A 1 s boxcar's deconvolution multiplies a timestamp error δ
 // on a ramp into an energy error of ΔP·δ per reading it uses near a change: it keeps
 // within 2 % + 2 × ΔP × 8 ms per change in reach (up to about 10 % on a 500 ms region right
 // after a 350 W step), still far below the naive integration's 40–200 %.
@@ -263,19 +285,20 @@ func TestSimPresetsAdaptivePoll(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a second pass over the presets")
 	}
-	outs := measureAll(t, sensor.Options{}, []string{"h100", "k20"})
+	outs := measureAll(t, sensor.Options{}, []string{"h100", "k20"}, true)
 	for _, o := range outs {
-		what := fmt.Sprintf("%s %s (%s), phase %v, %s: truth %.2f J, corrected %+.2f %%, naive %+.2f %%",
-			o.preset, o.ch, o.m, o.phase, o.rg.name, o.truth, 100*o.corr, 100*o.raw)
+		what := fmt.Sprintf("%s %s (fitted %s), phase %v, %s: truth %.2f J, corrected %+.2f %%, naive %+.2f %%",
+			o.preset, o.ch, o.used, o.phase, o.rg.name, o.truth, 100*o.corr, 100*o.raw)
+		tol := fittedTolerance(o.rg)
 		switch classOf(o.m) {
 		case classRC, classTiled:
-			if math.Abs(o.corr) > 0.02 {
-				t.Errorf("%s: want within 2 %%", what)
+			if math.Abs(o.corr) > tol {
+				t.Errorf("%s: want within %.0f %%", what, 100*tol)
 			}
 		case classDense:
 			lim := 2 * o.stepSum * 0.008
-			if math.Abs(o.corr*o.truth) > 0.02*o.truth+lim {
-				t.Errorf("%s: want within 2 %% + %.2f J", what, lim)
+			if math.Abs(o.corr*o.truth) > tol*o.truth+lim {
+				t.Errorf("%s: want within %.0f %% + %.2f J", what, 100*tol, lim)
 			}
 		}
 	}
@@ -314,4 +337,32 @@ func logSummary(t *testing.T, title string, outs []outcome) {
 		fmt.Fprintf(&b, "  %-28s corrected %+7.2f %%   naive %+8.2f %%\n", k.rg, 100*w[k].corr, 100*w[k].raw)
 	}
 	t.Log(b.String())
+}
+
+// fittedTolerance is the error allowed with fitted models: 2 %, or 3 % on regions shorter
+// than 500 ms (a fitted delay a few ms off moves both edges of a 200 ms burst).
+func fittedTolerance(rg region) float64 {
+	if rg.b-rg.a < 500*time.Millisecond {
+		return 0.03
+	}
+	return 0.02
+}
+
+// fittedModels characterises preset's sensors with gpuwatt's own `sensor` (quick) on a twin
+// of its own (another seed than the recordings'), as a user would before correcting: the
+// models carry fitted values, a few per cent off the generating ones, never those.
+func fittedModels(t testing.TB, preset string) map[string]sensormodel.Model {
+	t.Helper()
+	cfg := simtest.Preset(t, preset)
+	cfg.Seed += 1000
+	sm := simtest.OpenConfig(t, cfg)
+	rep, err := sensorchar.Run(context.Background(), sm.Clock, sm.Dev, sm.Dev, sensorchar.Options{Quick: true})
+	if err != nil {
+		t.Fatalf("%s: characterising the twin: %v", preset, err)
+	}
+	out := map[string]sensormodel.Model{}
+	for name, c := range rep.Profile().Channels {
+		out[name] = c.Model
+	}
+	return out
 }
