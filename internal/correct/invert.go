@@ -677,10 +677,10 @@ func (d *dense) deconvolveFrom(a, b float64, maxLevels int, ca, cb *cursor) (flo
 	// interpolations' error (on the H200's 2 s bursts, +4.5 % against the counter; peeled,
 	// 0.4 %: docs/energy.md).
 	for b-a >= d.w && b-d.w > t0 {
-		if _, ok := d.steady(a, b); ok {
+		if _, ok := d.steady(a, b, ca, cb); ok {
 			break
 		}
-		e += d.w * d.at(b)
+		e += d.w * d.at(b, cb)
 		b -= d.w
 	}
 	for j := 0; ; j++ {
