@@ -98,7 +98,8 @@ func (a *App) energy(ctx context.Context, args []string) int {
 		return bad("--gpu %d: want a GPU index >= 0", *gpu)
 	}
 
-	tr, err := trace.Load(*path)
+	// Compact: the readings by channel, 16 bytes each (docs/robustness.md).
+	tr, err := trace.LoadCompact(*path)
 	if err != nil {
 		var pe *trace.ParseError
 		if errors.As(err, &pe) {
@@ -222,8 +223,8 @@ func parseWatts(s string) (float64, error) {
 func pickGPU(tr *trace.Trace, want int, set bool) (int, error) {
 	seen := map[int]bool{}
 	first := -1
-	for i := range tr.Samples {
-		g := tr.Samples[i].GPU
+	for _, k := range tr.Keys() {
+		g := k.GPU
 		if !seen[g] {
 			seen[g] = true
 			if first < 0 || g < first {

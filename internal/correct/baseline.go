@@ -48,13 +48,7 @@ func TraceBaseline(tr *trace.Trace, gpu int) (Baseline, bool) {
 			at[m.Name] = time.Duration(m.T * float64(time.Second))
 		}
 	}
-	var start time.Duration
-	first := true
-	for _, s := range tr.Samples {
-		if s.GPU == gpu && (first || s.T < start) {
-			start, first = s.T, false
-		}
-	}
+	start, haveReadings := tr.FirstReading(gpu)
 	pick := func(from, to time.Duration, level, what string) (Baseline, bool) {
 		b := Baseline{From: from, To: to, Level: level, What: what}
 		return b, b.Set()
@@ -69,7 +63,7 @@ func TraceBaseline(tr *trace.Trace, gpu int) (Baseline, bool) {
 			return pick(s, e, ActiveIdle, "before the sensor's steps")
 		}
 	}
-	if c, ok := at["cmd.start"]; ok && !first {
+	if c, ok := at["cmd.start"]; ok && haveReadings {
 		return pick(max(start, 0), c, IdleAtRest, "before the command")
 	}
 	return Baseline{}, false

@@ -14,12 +14,7 @@ var BoardChannels = trace.PowerPreference
 
 // PickChannel returns the best board power channel of GPU gpu that has readings in tr.
 func PickChannel(tr *trace.Trace, gpu int) (string, error) {
-	have := map[string]bool{}
-	for i := range tr.Samples {
-		if x := &tr.Samples[i]; x.GPU == gpu {
-			have[x.Channel] = true
-		}
-	}
+	have := channelsOf(tr, gpu)
 	if n, ok := trace.Preferred(BoardChannels, func(n string) bool { return have[n] }); ok {
 		return n, nil
 	}
@@ -29,12 +24,7 @@ func PickChannel(tr *trace.Trace, gpu int) (string, error) {
 
 // PowerChannels lists the power channels of GPU gpu in tr that have readings, by name.
 func PowerChannels(tr *trace.Trace, gpu int) []string {
-	have := map[string]bool{}
-	for i := range tr.Samples {
-		if x := &tr.Samples[i]; x.GPU == gpu {
-			have[x.Channel] = true
-		}
-	}
+	have := channelsOf(tr, gpu)
 	var out []string
 	for n := range have {
 		if IsPower(tr, gpu, n) {
@@ -55,6 +45,17 @@ func IsPower(tr *trace.Trace, gpu int, name string) bool {
 		return q == trace.QPower && !c.Setting && name != trace.ChPowerLimit
 	}
 	return trace.QuantityOf(name) == trace.QPower && name != trace.ChPowerLimit
+}
+
+// channelsOf is the set of GPU gpu's channels that have readings in tr.
+func channelsOf(tr *trace.Trace, gpu int) map[string]bool {
+	have := map[string]bool{}
+	for _, k := range tr.Keys() {
+		if k.GPU == gpu {
+			have[k.Name] = true
+		}
+	}
+	return have
 }
 
 func listOr(s []string, none string) string {

@@ -597,6 +597,9 @@ func trimFloat(s float64) string {
 // Channel returns the samples of one channel of tr in time order, like tr.Series, without
 // copying when the trace holds that channel alone (a plain t_s,power_w CSV).
 func Channel(tr *trace.Trace, gpu int, name string) []trace.Sample {
+	if tr.Compact() {
+		return tr.Series(gpu, name)
+	}
 	n := 0
 	for i := range tr.Samples {
 		if x := &tr.Samples[i]; x.GPU == gpu && x.Channel == name {

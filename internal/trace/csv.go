@@ -300,7 +300,7 @@ func ReadCSV(r io.Reader) (*Trace, error) {
 		err.(*ParseError).Line = rr.start
 		return nil, err
 	}
-	return readCSVRows(rr, cols)
+	return readCSVRows(rr, cols, false)
 }
 
 // defaultChannel is the channel of rows of a CSV without a channel column.
@@ -316,9 +316,9 @@ type csvChan struct {
 	powerOnly bool // some row gave power_w without value
 }
 
-func readCSVRows(rr *recordReader, c csvCols) (*Trace, error) {
+func readCSVRows(rr *recordReader, c csvCols, compact bool) (*Trace, error) {
 	var (
-		list   sampleList
+		list   = sampleList{compact: compact}
 		chans  []*csvChan
 		byName = map[string][]*csvChan{}
 		order  orderCheck
@@ -438,7 +438,7 @@ func readCSVRows(rr *recordReader, c csvCols) (*Trace, error) {
 		order.see(s.T, line)
 		list.add(s)
 	}
-	samples := list.slice()
+	tr := list.trace()
 	// A channel whose unit is first given after some of its rows: those rows were checked
 	// by the channel's name; check them again by its unit.
 	for _, ch := range chans {
@@ -449,18 +449,20 @@ func readCSVRows(rr *recordReader, c csvCols) (*Trace, error) {
 		if q == "" || q == QuantityOf(ch.name) {
 			continue
 		}
-		for _, x := range samples {
-			if x.GPU == ch.gpu && x.Channel == ch.name {
-				if msg := checkValue(q, x.Value); msg != "" {
-					return nil, &ParseError{Line: ch.firstLine, Msg: fmt.Sprintf("gpu %d channel %q: the value %g at t = %s %s (its unit %s is given on line %d)",
-						ch.gpu, ch.name, x.Value, fmtSeconds(x.T), msg, ch.unit, ch.unitLine)}
-				}
+		var bad *ParseError
+		tr.each(Key{ch.gpu, ch.name}, func(x Sample) bool {
+			if msg := checkValue(q, x.Value); msg != "" {
+				bad = &ParseError{Line: ch.firstLine, Msg: fmt.Sprintf("gpu %d channel %q: the value %g at t = %s %s (its unit %s is given on line %d)",
+					ch.gpu, ch.name, x.Value, fmtSeconds(x.T), msg, ch.unit, ch.unitLine)}
 			}
+			return bad == nil
+		})
+		if bad != nil {
+			return nil, bad
 		}
 	}
-	tr := &Trace{Samples: samples}
 	if w, ok := order.warning(); ok {
-		slices.SortStableFunc(samples, cmpT)
+		tr.sortByTime()
 		tr.Warnings = append(tr.Warnings, w)
 	}
 
@@ -479,7 +481,7 @@ func readCSVRows(rr *recordReader, c csvCols) (*Trace, error) {
 			tr.Meta.GPUs = append(tr.Meta.GPUs, GPU{Index: ch.gpu})
 		}
 	}
-	tr.Meta.Duration = duration(samples)
+	tr.Meta.Duration = tr.span()
 	return tr, nil
 }
 
@@ -523,9 +525,24 @@ func sniff(header []string) inputKind {
 type sampleList struct {
 	full [][]Sample
 	cur  []Sample
+
+	// compact: the samples go to columns by channel instead (a compact trace)
+	compact bool
+	cols    []*column
+	byKey   map[Key]*column // with many channels
+	last    *column
 }
 
 func (l *sampleList) add(s Sample) {
+	if l.compact {
+		c := l.last
+		if c == nil || c.key.GPU != s.GPU || c.key.Name != s.Channel {
+			c = l.column(Key{s.GPU, s.Channel})
+			l.last = c
+		}
+		c.add(s)
+		return
+	}
 	if len(l.cur) == cap(l.cur) {
 		l.grow()
 	}
@@ -537,6 +554,40 @@ func (l *sampleList) grow() {
 		l.full = append(l.full, l.cur)
 	}
 	l.cur = make([]Sample, 0, min(2*cap(l.cur)+256, 1<<16))
+}
+
+// column returns the column of channel k, a new one the first time.
+func (l *sampleList) column(k Key) *column {
+	if l.byKey != nil {
+		if c, ok := l.byKey[k]; ok {
+			return c
+		}
+	} else {
+		for _, c := range l.cols {
+			if c.key == k {
+				return c
+			}
+		}
+	}
+	c := &column{key: k}
+	l.cols = append(l.cols, c)
+	if l.byKey == nil && len(l.cols) > 16 {
+		l.byKey = map[Key]*column{}
+		for _, x := range l.cols {
+			l.byKey[x.key] = x
+		}
+	} else if l.byKey != nil {
+		l.byKey[k] = c
+	}
+	return c
+}
+
+// trace returns a trace holding the samples (as columns where compact), nothing else set.
+func (l *sampleList) trace() *Trace {
+	if l.compact {
+		return &Trace{cols: append([]*column{}, l.cols...)}
+	}
+	return &Trace{Samples: l.slice()}
 }
 
 // slice returns all samples in one slice.

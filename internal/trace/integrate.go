@@ -204,18 +204,22 @@ func Stats(s []Sample, from, to time.Duration) (min, max, mean float64, n int) {
 // more than within after it. A sensor that updates every T but is read more often repeats
 // its last value; Dedupe with within a little under T keeps one reading per update, while
 // a value that truly stays the same for longer is still kept once per within. s is not
-// modified.
+// modified; where nothing is dropped, kept is s itself (not a copy).
 func Dedupe(s []Sample, within time.Duration) (kept []Sample, dropped int) {
-	kept = make([]Sample, 0, len(s))
-	for i, x := range s {
-		if i > 0 {
-			p := kept[len(kept)-1]
-			if x.Value == p.Value && x.T-p.T <= within {
-				dropped++
-				continue
+	for i := 1; i < len(s); i++ {
+		if s[i].Value == s[i-1].Value && s[i].T-s[i-1].T <= within {
+			// the first repeat: copy what came before it, then filter the rest
+			kept = append(make([]Sample, 0, len(s)-1), s[:i]...)
+			for _, x := range s[i:] {
+				p := kept[len(kept)-1]
+				if x.Value == p.Value && x.T-p.T <= within {
+					dropped++
+					continue
+				}
+				kept = append(kept, x)
 			}
+			return kept, dropped
 		}
-		kept = append(kept, x)
 	}
-	return kept, dropped
+	return s, 0
 }

@@ -123,11 +123,11 @@ func Save(dir string, tr *Trace) error {
 // columns) from an nvidia-smi --format=csv log by the header. name (a file name) is used in
 // error messages.
 func Read(r io.Reader, name string) (*Trace, error) {
-	tr, _, err := read(r, name)
+	tr, _, err := read(r, name, false)
 	return tr, err
 }
 
-func read(r io.Reader, name string) (*Trace, inputKind, error) {
+func read(r io.Reader, name string, compact bool) (*Trace, inputKind, error) {
 	rr := newRecordReader(r)
 	header, err := rr.header()
 	if err == io.EOF {
@@ -144,10 +144,10 @@ func read(r io.Reader, name string) (*Trace, inputKind, error) {
 			err.(*ParseError).Line = rr.start
 			return nil, kind, named(err, name)
 		}
-		tr, err = readCSVRows(rr, cols)
+		tr, err = readCSVRows(rr, cols, compact)
 		return tr, kind, named(err, name)
 	case kindSMI:
-		tr, err = readSMIRows(rr, header, rr.start)
+		tr, err = readSMIRows(rr, header, rr.start, compact)
 		return tr, kind, named(err, name)
 	}
 	return nil, kindUnknown, named(&ParseError{Line: rr.start,
@@ -167,7 +167,9 @@ const expectedInput = "expected gpuwatt's trace CSV, a CSV whose header names t_
 //
 // Without a sidecar, the metadata is rebuilt from the data. Channels found in the data but
 // not described by the sidecar are added to Meta.Channels, described from their names.
-func Load(path string) (*Trace, error) {
+func Load(path string) (*Trace, error) { return load(path, false) }
+
+func load(path string, compact bool) (*Trace, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -193,7 +195,7 @@ func Load(path string) (*Trace, error) {
 		return nil, err
 	}
 	defer f.Close()
-	tr, kind, err := read(f, csvPath)
+	tr, kind, err := read(f, csvPath, compact)
 	if err != nil {
 		return nil, err
 	}

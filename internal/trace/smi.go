@@ -111,7 +111,7 @@ func ReadSMI(r io.Reader) (*Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readSMIRows(rr, header, rr.start)
+	return readSMIRows(rr, header, rr.start, false)
 }
 
 // smiCol is a sampled column.
@@ -130,7 +130,7 @@ type smiGPU struct {
 	marker               map[string]string // first "[N/A]"-like marker of each channel
 }
 
-func readSMIRows(rr *recordReader, header []string, headerLine int) (*Trace, error) {
+func readSMIRows(rr *recordReader, header []string, headerLine int, compact bool) (*Trace, error) {
 	tsCol, indexCol, nameCol, uuidCol, busCol, drvCol, defLimCol := -1, -1, -1, -1, -1, -1, -1
 	var cols []smiCol
 	for i, h := range header {
@@ -172,7 +172,7 @@ func readSMIRows(rr *recordReader, header []string, headerLine int) (*Trace, err
 	var (
 		start  time.Time
 		haveT0 bool
-		list   sampleList
+		list   = sampleList{compact: compact}
 		gpus   = map[int]*smiGPU{}
 		order  []int
 		idOf   = map[string]int{} // bus id or uuid → GPU when there is no index column
@@ -302,20 +302,20 @@ func readSMIRows(rr *recordReader, header []string, headerLine int) (*Trace, err
 			}
 		}
 	}
-	samples := list.slice()
+	tr := list.trace()
 	if clockBack > 0 {
 		clockBackWarn.Value, clockBackWarn.Unit = float64(clockBack), "rows"
 		warns = append(warns, clockBackWarn)
 	}
 	if w, ok := tord.warning(); ok {
-		slices.SortStableFunc(samples, cmpT)
+		tr.sortByTime()
 		warns = append(warns, w)
 	}
 
 	meta.Format = Format
 	meta.SourceFormat = "nvidia-smi"
 	meta.Start = start
-	meta.Duration = duration(samples)
+	meta.Duration = tr.span()
 	slices.Sort(order)
 	for _, gi := range order {
 		g := gpus[gi]
@@ -334,7 +334,8 @@ func readSMIRows(rr *recordReader, header []string, headerLine int) (*Trace, err
 			meta.Channels = append(meta.Channels, ch)
 		}
 	}
-	return &Trace{Meta: meta, Samples: samples, Warnings: warns}, nil
+	tr.Meta, tr.Warnings = meta, warns
+	return tr, nil
 }
 
 // isMarker tells whether an nvidia-smi cell says there is no value: "[N/A]",

@@ -161,6 +161,8 @@ type Trace struct {
 	// of time order, a clock change in an nvidia-smi log); a verb reporting on the trace
 	// passes them on.
 	Warnings []status.Warning
+	// cols holds the readings of a compact trace (ReadCompact) instead of Samples.
+	cols []*column
 }
 
 // Channel returns the metadata of a channel, or false.
@@ -173,8 +175,16 @@ func (tr *Trace) Channel(gpu int, name string) (Channel, bool) {
 	return Channel{}, false
 }
 
-// Series returns the samples of one channel in time order.
+// Series returns the samples of one channel in time order (a new slice).
 func (tr *Trace) Series(gpu int, name string) []Sample {
+	if tr.cols != nil {
+		for _, c := range tr.cols {
+			if c.key == (Key{gpu, name}) {
+				return c.samples()
+			}
+		}
+		return nil
+	}
 	var out []Sample
 	for _, s := range tr.Samples {
 		if s.GPU == gpu && s.Channel == name {
