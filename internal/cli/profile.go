@@ -23,7 +23,7 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	var sh shared
 	sh.register(fs, withAll, "")
 	o := profile.DefaultOptions()
-	fs.StringVar(&o.Kernel, "kernel", o.Kernel, "a kernel of the micro suite (gpuwatt micro --list), or a duration: an fp32.fma kernel that long")
+	fs.StringVar(&o.Kernel, "kernel", o.Kernel, "a kernel of the micro suite (gpuwatt micro --list), a duration (an fp32.fma kernel that long), or two durations A+B such as 4ms+4ms: a two-phase kernel, fp32.fma for A then dram.read for B, each phase's steady power measured apart and the profile checked against it")
 	fs.IntVar(&o.Runs, "runs", 0, "kernel runs (default: 1000 on a buffered channel such as power.samples, else 400)")
 	fs.StringVar(&o.Channel, "channel", "", "power channel to read (default: the one with the finest resolution that works: power.samples, else power.instant, else power.usage)")
 	fs.BoolVar(&o.Online, "online", false, "the online variant: sync to sensor updates, one reading per run")

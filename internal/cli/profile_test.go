@@ -38,7 +38,8 @@ func TestProfileOnSim(t *testing.T) {
 			if res.Format != profile.Format || res.Channel != "power.instant" || res.Device != "sim:h100" || len(res.Profile) == 0 || res.LongRun == nil || res.EnergyDiff == nil {
 				t.Fatalf("profile.json: %+v", res)
 			}
-			if res.ResolutionS > 1e-3 || math.Abs(*res.EnergyDiff) > 0.03 || res.WindowS != 0.025 {
+			// the resolution measured on a step (profile.Result.ResolutionS): ~1 ms here
+			if res.ResolutionS > 1.5e-3 || math.Abs(*res.EnergyDiff) > 0.03 || res.WindowS != 0.025 {
 				t.Errorf("resolution %.3g ms, energy diff %+.2f %%, window %g s", res.ResolutionS*1e3, 100**res.EnergyDiff, res.WindowS)
 			}
 			csv, err := os.ReadFile(filepath.Join(out, "profile.csv"))

@@ -3,10 +3,9 @@ package profile
 import (
 	"fmt"
 	"math"
-	"slices"
+	"strings"
 	"time"
 
-	"gpuwatt/internal/lsq"
 	"gpuwatt/internal/sensormodel"
 )
 
@@ -38,50 +37,114 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 			prec = 1e-3
 		}
 	}
-	// The finest resolution at which every bin is seen by MinEdges window edges, no finer
-	// than twice the precision of the stamps, and whose 95 % bands are at most a tenth of
-	// the kernel's mean power above the baseline (wider bands mean nothing: coarser bins).
-	maxM := max(1, min(200, int(ts/(2*prec))))
-	var (
-		m      int
-		counts []int
-		x      []float64
-		cov    [][]float64
-		band   float64
-		tried  int
-	)
-	for k := maxM; k >= 1; k-- {
-		c := edgeCounts(pts, ts, k, W)
-		if minInt(c) < opt.MinEdges {
-			continue
-		}
-		xk, ck, _, ok := fit(pts, ts, k, W, tau)
-		if !ok {
-			continue
-		}
-		tried++
-		// the median half-width of the bins' bands, against the mean height above baseline
-		var hw []float64
-		above := 0.0
-		for j := 0; j < k; j++ {
-			hw = append(hw, 1.96*math.Sqrt(max(ck[j+1][j+1], 0)))
-			above += (xk[j+1] - xk[0]) / float64(k)
-		}
-		slices.Sort(hw)
-		band = hw[len(hw)/2]
-		m, counts, x, cov = k, c, xk, ck
-		if band <= MaxBand*math.Abs(above) || k == 1 || tried >= 40 {
+	// The bins: the kernel's run and a margin either side (the delay's interval, power
+	// that outlasts the kernel), as fine as the stamps allow (twice their precision), at
+	// most 100, and each crossed by MinEdges window edges (a bin no edge falls in is only
+	// interpolated).
+	margin := max(5e-4, 0.1*ts)
+	if iv := opt.Sensor.CI.Delay; iv.Known() {
+		D := opt.Sensor.Delay.Seconds()
+		margin = max(margin, D-iv.Low, iv.High-D)
+	}
+	margin = min(margin, 0.5*ts+2e-3)
+	var g bins
+	var counts []int
+	for k := max(1, min(100, int(ts/(2*prec)))); k >= 1; k-- {
+		// k bins over the kernel (its start and end on bin boundaries), whole bins of the
+		// margin either side
+		h := ts / float64(k)
+		nm := int(math.Ceil(margin/h - 1e-9))
+		gk := bins{a0: -float64(nm) * h, h: h, m: k + 2*nm}
+		c := edgeCounts(pts, gk, W)
+		if minInt(c) >= opt.MinEdges {
+			g, counts = gk, c
 			break
 		}
 	}
-	if m == 0 {
+	margin = -g.a0
+	span := float64(g.m) * g.h
+	m := g.m
+	nominal := variant{W: W, tau: tau, name: "nominal"}
+	// The kernel's edges are left free of the penalty within a bin and the delay's
+	// uncertainty.
+	free := g.h
+	if iv := opt.Sensor.CI.Delay; iv.Known() {
+		D := opt.Sensor.Delay.Seconds()
+		free += max(D-iv.Low, iv.High-D)
+	}
+	q := penalty(g, ts, free)
+	var sol solution
+	ok := m > 0
+	if ok {
+		sol, ok = gcvSolve(buildNormal(pts, nil, g, nominal), q)
+	}
+	if !ok {
 		res.Warnf(CodeNoProfile, "the kernel (%s) is not seen by %d readings anywhere, or the deconvolution is singular: too few runs", tex, opt.MinEdges)
 		res.Profile = []Bin{}
 		return
 	}
-	h := ts / float64(m)
+	x, cov := sol.x, sol.cov
+	h := g.h
+	// The energy per run: the baseline over the kernel's run and all the profile holds
+	// above it, margins included (c·x: c_0 = t_ex − span, c_j = h).
+	energyOf := func(x []float64) float64 {
+		e := x[0] * (ts - span)
+		for j := 0; j < m; j++ {
+			e += x[j+1] * h
+		}
+		return e
+	}
 	res.BaselineW = x[0]
-	res.ResolutionS = h
+	res.BinS = h
+	res.Lambda, res.EffectiveParams = sol.lambda, sol.df
+	// The sensor model's part of the bands: the profile solved again (same bins, same λ)
+	// at each end of each parameter's 95 % interval; per parameter the larger change, the
+	// parameters combined as independent (root sum of squares).
+	vars := modelVariants(opt.Sensor)
+	modelBin := make([]float64, m)
+	modelE := 0.0
+	var varied []string
+	for _, pair := range vars {
+		dBin := make([]float64, m)
+		dE := 0.0
+		used := false
+		for _, v := range pair {
+			vs, ok := solveAt(buildNormal(pts, nil, g, v), q, sol.lambda)
+			if !ok {
+				continue
+			}
+			used = true
+			for j := 0; j < m; j++ {
+				dBin[j] = max(dBin[j], math.Abs(vs.x[j+1]-x[j+1]))
+			}
+			dE = max(dE, math.Abs(energyOf(vs.x)-energyOf(x)))
+		}
+		if used {
+			varied = append(varied, pair[0].name)
+		}
+		for j := range dBin {
+			modelBin[j] = math.Hypot(modelBin[j], dBin[j])
+		}
+		modelE = math.Hypot(modelE, dE)
+	}
+	// The resolution, measured on a known shape: a step at the kernel's middle, read at
+	// these readings' own phases through the nominal model and through each end of the
+	// model's intervals, deconvolved as the readings were.
+	above := (energyOf(x) - x[0]*ts) / ts
+	// The delay's error moves the whole profile by as much (the placement); the window's
+	// and the lag's change its shape (the width).
+	truths := []variant{nominal}
+	shift := 0.0
+	for _, pair := range vars {
+		if pair[0].name == "delay" {
+			shift = max(math.Abs(pair[0].dD), math.Abs(pair[1].dD))
+			continue
+		}
+		truths = append(truths, pair...)
+	}
+	st := measureStep(pts, ts, free, g, nominal, truths, x[0], above, sol.sigma, opt.Seed)
+	res.ResolutionS = max(st.width, h)
+	res.PlacementS = st.offset + shift
 	edge := "window edges (a reading's window start or end)"
 	if W == 0 {
 		edge = "sample instants"
@@ -99,81 +162,84 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	if res.Grid != nil {
 		stamps = fmt.Sprintf("sample times are the driver's, on their %.4g ms grid (%d of %d moved onto it)", res.Grid.PeriodS*1e3, res.Grid.Snapped, len(pts))
 	}
-	res.ResolutionWhy = fmt.Sprintf("%d readings; %d bins of %.3g ms over the %.3g ms kernel, each seen by >= %d %s (fewest %d), median 95 %% band ±%.3g W; %s, undone by least squares; %s",
-		len(pts), m, h*1e3, ts*1e3, opt.MinEdges, edge, minInt(counts), band, how, stamps)
-	var e, ea, ev float64
+	models := fmt.Sprintf("the nominal model (its lag and window carry no intervals), the step at %d places across a bin", StepPositions)
+	if len(truths) > 1 {
+		models = fmt.Sprintf("the nominal model and each end of its lag's and window's intervals (%d models, the step at %d places across a bin each; widest: %s)", len(truths), StepPositions, st.worst)
+	}
+	place := "; the delay carries no interval"
+	if shift > 0 {
+		place = fmt.Sprintf(", and the delay's interval moves the whole profile by up to %.3g ms more", shift*1e3)
+	}
+	res.ResolutionWhy = fmt.Sprintf("the 10-90 %% width of a step (down by a quarter of the kernel's mean power above the baseline, near the kernel's middle) read at these %d readings' own phases through %s, with noise of the fit's %.3g W, and deconvolved as the readings were; its middle lands within %.3g ms of the true step%s. %d bins of %.3g ms over the %.3g ms kernel and %.3g ms either side, each crossed by >= %d %s (fewest %d); %s; Tikhonov-regularised least squares on first differences, lambda by GCV (%.1f effective parameters); %s",
+		len(pts), models, sol.sigma, st.offset*1e3, place, m, h*1e3, ts*1e3, margin*1e3, opt.MinEdges, edge, minInt(counts), how, sol.df, stamps)
 	for j := 0; j < m; j++ {
 		sd := math.Sqrt(max(cov[j+1][j+1], 0))
-		res.Profile = append(res.Profile, Bin{StartS: float64(j) * h, EndS: float64(j+1) * h, N: counts[j], PowerW: x[j+1], LowW: x[j+1] - 1.96*sd, HighW: x[j+1] + 1.96*sd})
-		e += x[j+1] * h
-		ea += (x[j+1] - x[0]) * h
-		for k := 0; k < m; k++ {
-			ev += cov[j+1][k+1] * h * h
+		hw := math.Hypot(1.96*sd, modelBin[j])
+		res.Profile = append(res.Profile, Bin{StartS: g.start(j), EndS: g.start(j + 1), N: counts[j], PowerW: x[j+1], LowW: x[j+1] - hw, HighW: x[j+1] + hw,
+			StatHalfW: 1.96 * sd, ModelHalfW: modelBin[j]})
+	}
+	c := make([]float64, m+1)
+	c[0] = ts - span
+	for j := 1; j <= m; j++ {
+		c[j] = h
+	}
+	ev := 0.0
+	for a := range c {
+		for b := range c {
+			ev += c[a] * cov[a][b] * c[b]
 		}
 	}
-	res.EnergyJ, res.EnergyAboveBaselineJ = e, ea
+	e := energyOf(x)
+	res.EnergyJ, res.EnergyAboveBaselineJ = e, e-x[0]*ts
 	res.EnergyStatHalfWidthJ = 1.96 * math.Sqrt(max(ev, 0))
-	res.EnergyModelHalfWidthJ, res.EnergyModelNote = modelSpread(pts, ts, m, e, opt.Sensor)
+	res.EnergyModelHalfWidthJ = modelE
+	switch {
+	case len(varied) > 0:
+		res.EnergyModelNote = fmt.Sprintf("the profile solved again at each end of the %s intervals (same bins and lambda); the parameters' parts combined as independent", strings.Join(varied, ", "))
+	case W == 0 && tau == 0:
+		res.EnergyModelNote = "point samples without a lag: no model parameter to propagate"
+	default:
+		res.EnergyModelNote = "the sensor model carries no interval (pass a sensor.json from gpuwatt sensor): its own uncertainty is not included"
+	}
 	hw := math.Hypot(res.EnergyStatHalfWidthJ, res.EnergyModelHalfWidthJ)
 	res.EnergyLowJ, res.EnergyHighJ = e-hw, e+hw
-	if h > ts/4 {
-		res.Warnf(CodeCoarse, "coarse profile: %d bins over the kernel; run more (--runs)", m)
+	if res.ResolutionS > ts/2 {
+		res.Warnf(CodeCoarse, "coarse profile: a step is reproduced over %.3g ms of the %.3g ms kernel; run more (--runs) or narrow the model's intervals", res.ResolutionS*1e3, ts*1e3)
 	}
 	lowP, highP := math.Inf(1), math.Inf(-1)
 	for _, b := range res.Profile {
-		lowP, highP = min(lowP, b.PowerW), max(highP, b.PowerW)
+		if b.StartS >= 0 && b.EndS <= ts { // the margins only catch what the model misplaces
+			lowP, highP = min(lowP, b.PowerW), max(highP, b.PowerW)
+		}
 	}
 	if lowP < 0.5*x[0] || highP > 3*x[0]+1000 {
 		res.Warnf(CodeImplausible, "implausible powers in the profile (%.0f .. %.0f W against a baseline of %.0f W): the sensor model (%s) is likely wrong for this channel", lowP, highP, x[0], res.Model)
 	}
 }
 
-// modelSpread is the sensor model's part of the energy's interval: the profile fitted again
-// (same bins) with the window and the lag at each end of their 95 % intervals, the largest
-// change of the energy per run. The delay's interval is not propagated (it moves which
-// readings belong to a run, fixed before the fit); a model without intervals says so.
-func modelSpread(pts []Point, ts float64, m int, e float64, s sensormodel.Model) (float64, string) {
-	W, tau := s.Window.Seconds(), s.Tau.Seconds()
-	var tries [][2]float64
+// modelVariants are the models at the two ends of each parameter's 95 % interval (the
+// window, the lag and the delay, where the model carries one), in pairs.
+func modelVariants(s sensormodel.Model) [][]variant {
+	W, tau, D := s.Window.Seconds(), s.Tau.Seconds(), s.Delay.Seconds()
+	var out [][]variant
 	if iv := s.CI.Window; iv.Known() && W > 0 {
-		tries = append(tries, [2]float64{max(iv.Low, 0), tau}, [2]float64{iv.High, tau})
+		out = append(out, []variant{{W: max(iv.Low, 0), tau: tau, name: "window"}, {W: iv.High, tau: tau, name: "window"}})
 	}
 	if iv := s.CI.Tau; iv.Known() && tau > 0 {
-		tries = append(tries, [2]float64{W, max(iv.Low, 0)}, [2]float64{W, iv.High})
+		out = append(out, []variant{{W: W, tau: max(iv.Low, 0), name: "tau"}, {W: W, tau: iv.High, name: "tau"}})
 	}
-	if len(tries) == 0 {
-		if W == 0 && tau == 0 {
-			return 0, "point samples without a lag: no model parameter to propagate"
-		}
-		return 0, "the sensor model carries no interval (pass a sensor.json from gpuwatt sensor): its own uncertainty is not included"
+	if iv := s.CI.Delay; iv.Known() {
+		out = append(out, []variant{{W: W, tau: tau, dD: max(iv.Low, 0) - D, name: "delay"}, {W: W, tau: tau, dD: iv.High - D, name: "delay"}})
 	}
-	h := ts / float64(m)
-	hw := 0.0
-	for _, t := range tries {
-		x, _, _, ok := fit(pts, ts, m, t[0], t[1])
-		if !ok {
-			continue
-		}
-		var ev float64
-		for j := 0; j < m; j++ {
-			ev += x[j+1] * h
-		}
-		hw = max(hw, math.Abs(ev-e))
-	}
-	return hw, "the profile fitted again with the window and the lag at each end of their intervals (the delay's is not propagated)"
+	return out
 }
 
-// MaxBand is the widest median 95 % band (half-width, as a share of the kernel's mean power
-// above the baseline) at which a bin width is accepted.
-const MaxBand = 0.1
-
-// edgeCounts counts, per bin of [0, tex) cut into m, the readings whose window end (or
-// start) falls in it.
-func edgeCounts(pts []Point, tex float64, m int, W float64) []int {
-	c := make([]int, m)
+// edgeCounts counts, per bin of g, the readings whose window end (or start) falls in it.
+func edgeCounts(pts []Point, g bins, W float64) []int {
+	c := make([]int, g.m)
 	add := func(t float64) {
-		if t >= 0 && t < tex {
-			c[min(m-1, int(t/tex*float64(m)))]++
+		if k := int(math.Floor((t - g.a0) / g.h)); k >= 0 && k < g.m {
+			c[k]++
 		}
 	}
 	for _, p := range pts {
@@ -194,20 +260,18 @@ func minInt(c []int) int {
 }
 
 // row returns the model's coefficients for one reading: [baseline, bin 0..m-1]. The
-// reading sees the kernel of its own run at phase p.PhaseS and of earlier runs at
+// reading sees the profile of its own run at phase p.PhaseS and of earlier runs at
 // p.others; the rest of what it sees is the baseline.
-func row(dst []float64, p Point, tex float64, m int, W, tau float64) []float64 {
+func row(dst []float64, p Point, g bins, W, tau float64) []float64 {
 	dst = dst[:0]
-	dst = append(dst, 0)
-	for range m {
+	for range g.m + 1 {
 		dst = append(dst, 0)
 	}
-	h := tex / float64(m)
 	sum := 0.0
 	add := func(ph float64) {
-		prev := sensormodel.StepResponse(ph, W, tau)
-		for j := 0; j < m; j++ {
-			next := sensormodel.StepResponse(ph-float64(j+1)*h, W, tau)
+		prev := sensormodel.StepResponse(ph-g.a0, W, tau)
+		for j := 0; j < g.m; j++ {
+			next := sensormodel.StepResponse(ph-g.a0-float64(j+1)*g.h, W, tau)
 			c := prev - next
 			prev = next
 			dst[j+1] += c
@@ -220,31 +284,6 @@ func row(dst []float64, p Point, tex float64, m int, W, tau float64) []float64 {
 	}
 	dst[0] = 1 - sum
 	return dst
-}
-
-// fit solves the least-squares deconvolution (lsq's QR); it returns the estimate, its
-// covariance (σ² (AᵀA)⁻¹ with σ² = RSS / max(1, points − parameters)) and the residual
-// standard deviation.
-func fit(pts []Point, tex float64, m int, W, tau float64) (x []float64, cov [][]float64, sigma float64, ok bool) {
-	p := m + 1
-	rows := make([][]float64, len(pts))
-	y := make([]float64, len(pts))
-	for n, pt := range pts {
-		rows[n], y[n] = row(nil, pt, tex, m, W, tau), pt.PowerW
-	}
-	r, err := lsq.Solve(rows, y)
-	if err != nil {
-		return nil, nil, 0, false
-	}
-	dof := max(1, len(pts)-p)
-	sigma = math.Sqrt(r.RSS / float64(dof))
-	cov = r.Unscaled()
-	for i := range cov {
-		for j := range cov[i] {
-			cov[i][j] *= sigma * sigma
-		}
-	}
-	return r.Coef, cov, sigma, true
 }
 
 // rawBins bins the cloud at the windows' middles: bins of at least 20 readings (at most

@@ -62,6 +62,9 @@ func WriteText(w io.Writer, r *Result) error {
 			}
 			b.WriteString("\n")
 		}
+		for _, l := range phaseLines(r) {
+			fmt.Fprintf(&b, "%s\n", l)
+		}
 		fmt.Fprintf(&b, "%10s %10s %10s %21s\n", "from (ms)", "to (ms)", "power (W)", "95 % band (W)")
 		for _, bin := range r.Profile {
 			fmt.Fprintf(&b, "%10.3f %10.3f %10.1f %10.1f .. %7.1f\n", bin.StartS*1e3, bin.EndS*1e3, bin.PowerW, bin.LowW, bin.HighW)
@@ -99,7 +102,7 @@ func Page(r *Result) report.Page {
 	}
 	add("readings", fmt.Sprintf("%d (%d updates not tied to a run)", len(r.Points), r.Dropped))
 	if len(r.Profile) > 0 {
-		add("effective resolution", fmt.Sprintf("%.3g ms", r.ResolutionS*1e3))
+		add("resolution (measured on a step)", fmt.Sprintf("%.3g ms (bins of %.3g ms; placed within %.3g ms)", r.ResolutionS*1e3, r.BinS*1e3, r.PlacementS*1e3))
 		add("baseline", fmt.Sprintf("%.1f W", r.BaselineW))
 		add("energy per run (profile)", fmt.Sprintf("%.4g J (95 %%: %.4g .. %.4g J)", r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ))
 		add("energy above the baseline", fmt.Sprintf("%.4g J", r.EnergyAboveBaselineJ))
@@ -110,9 +113,12 @@ func Page(r *Result) report.Page {
 			add("profile vs long runs", fmt.Sprintf("%+.2f %%", 100**r.EnergyDiff))
 		}
 	}
-	text := "Each point is one sensor update, placed at the middle of its averaging window relative to the kernel's start; the step line is the cloud binned (mean and 95 % band): the kernel smeared by the window. The deconvolved profile undoes the window by least squares."
+	text := "Each point is one sensor update, placed at the middle of its averaging window relative to the kernel's start; the step line is the cloud binned (mean and 95 % band): the kernel smeared by the window. The deconvolved profile undoes the sensor's model by regularised least squares (Tikhonov, strength by generalised cross-validation); its band holds the fit's statistics and the sensor model's intervals."
 	if r.ResolutionWhy != "" {
 		text += "\n\nResolution: " + r.ResolutionWhy + "."
+	}
+	if pl := phaseLines(r); len(pl) > 0 {
+		text += "\n\nTwo-phase kernel: " + strings.Join(pl, "; ") + "."
 	}
 	p.Sections = append(p.Sections, report.Section{Title: "Summary", Text: text, Table: tab, Warnings: warnLines(r)})
 
@@ -153,8 +159,41 @@ func Page(r *Result) report.Page {
 	if len(r.Profile) > 0 {
 		prof.HLines = []report.HLine{{Y: r.BaselineW, Label: fmt.Sprintf("baseline %.0f W", r.BaselineW), Color: "grey"}}
 	}
+	for _, ph := range r.Phases {
+		prof.HLines = append(prof.HLines, report.HLine{Y: ph.SteadyW, Label: fmt.Sprintf("%s steady %.0f W", ph.Name, ph.SteadyW)})
+	}
+	if t := r.Transition; t != nil {
+		prof.VLines = append(prof.VLines, report.VLine{X: t.AtS * 1e3, Label: "phase boundary"})
+	}
 	p.Sections = append(p.Sections, report.Section{Title: "Profile", Plots: []report.Plot{cloud, prof}})
 	return p
+}
+
+// phaseLines describe a two-phase kernel's phases against their steady powers, and the
+// transition.
+func phaseLines(r *Result) []string {
+	var out []string
+	for _, p := range r.Phases {
+		l := fmt.Sprintf("phase %s [%.3f, %.3f) ms: steady %.1f W (%s); ", p.Name, p.StartS*1e3, p.EndS*1e3, p.SteadyW, p.SteadySource)
+		switch {
+		case p.Bins == 0:
+			l += fmt.Sprintf("no bin clear of its edges by half the resolution and the placement (%.3g ms): not resolved", (r.ResolutionS/2+r.PlacementS)*1e3)
+		case p.Resolved:
+			l += fmt.Sprintf("profile %.1f W ±%.1f W over %d bins (%+.1f %%): resolved", p.ProfileW, p.BandW, p.Bins, 100*p.Diff)
+		default:
+			l += fmt.Sprintf("profile %.1f W ±%.1f W over %d bins (%+.1f %%): more than %.0f %% off, not resolved", p.ProfileW, p.BandW, p.Bins, 100*p.Diff, 100*MaxPhaseDiff)
+		}
+		out = append(out, l)
+	}
+	if t := r.Transition; t != nil {
+		within := "within"
+		if !t.Within {
+			within = "beyond"
+		}
+		out = append(out, fmt.Sprintf("transition at %.3f ms: shown at %.3f ms, 10-90 %% over %.3g ms (%s the stated resolution %.3g ms and placement %.3g ms)",
+			t.AtS*1e3, t.MidS*1e3, t.WidthS*1e3, within, r.ResolutionS*1e3, r.PlacementS*1e3))
+	}
+	return out
 }
 
 // warnLines are the page's warnings: incomplete first, then the warnings grouped.

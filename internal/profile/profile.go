@@ -109,8 +109,12 @@ type Bin struct {
 	EndS   float64 `json:"end_s"`
 	N      int     `json:"n"` // readings in the bin (raw) or window edges in it (deconvolved)
 	PowerW float64 `json:"power_w"`
-	LowW   float64 `json:"low_w"`  // 95 % band
+	LowW   float64 `json:"low_w"`  // 95 % band: the fit's and the sensor model's parts
 	HighW  float64 `json:"high_w"` //
+	// StatHalfW and ModelHalfW are the band's two parts (deconvolved bins only): the fit's
+	// statistics and the sensor model's intervals (the bin solved again at their ends).
+	StatHalfW  float64 `json:"stat_half_w,omitempty"`
+	ModelHalfW float64 `json:"model_half_w,omitempty"`
 }
 
 // LongRun is the energy per launch over long back-to-back runs of the same kernel.
@@ -146,10 +150,20 @@ type Result struct {
 	PollS    float64 `json:"poll_s"`
 	// Syncs counts the online variant's clock syncs.
 	Syncs int `json:"syncs,omitempty"`
-	// ResolutionS is the effective resolution: the deconvolved profile's bin width.
+	// ResolutionS is the resolution measured on a known shape: the 10-90 % width over which
+	// a step in the kernel's middle, read at the run's own phases through the model and
+	// through each end of its intervals, is reproduced (ResolutionWhy says how); never less
+	// than BinS, the bins' width. PlacementS is how far the reproduced step's middle
+	// landed from the true one, at most.
 	ResolutionS   float64 `json:"resolution_s"`
 	ResolutionWhy string  `json:"resolution_why"`
-	BaselineW     float64 `json:"baseline_w"`
+	BinS          float64 `json:"bin_s"`
+	PlacementS    float64 `json:"placement_s"`
+	// Lambda is the regularisation's strength chosen by generalised cross-validation,
+	// EffectiveParams the trace of the influence matrix at it.
+	Lambda          float64 `json:"lambda"`
+	EffectiveParams float64 `json:"effective_params"`
+	BaselineW       float64 `json:"baseline_w"`
 	// EnergyJ is the profile's integral over the kernel (energy per run), with its 95 %
 	// band; EnergyAboveBaselineJ the part above the baseline.
 	EnergyJ     float64 `json:"energy_j"`
@@ -165,10 +179,14 @@ type Result struct {
 	LongRun               *LongRun `json:"long_run,omitempty"`
 	// EnergyDiff is (EnergyJ − LongRun energy per launch) / LongRun energy per launch.
 	EnergyDiff *float64 `json:"energy_diff,omitempty"`
-	Profile    []Bin    `json:"profile"` // deconvolved
-	Raw        []Bin    `json:"raw"`     // readings binned at their window's middle
-	Points     []Point  `json:"points"`
-	Dropped    int      `json:"dropped"` // updates not tied to any run
+	// Phases and Transition: a two-phase kernel's phases against their steady powers, and
+	// the step between them (CheckPhases).
+	Phases     []Phase     `json:"phases,omitempty"`
+	Transition *Transition `json:"transition,omitempty"`
+	Profile    []Bin       `json:"profile"` // deconvolved
+	Raw        []Bin       `json:"raw"`     // readings binned at their window's middle
+	Points     []Point     `json:"points"`
+	Dropped    int         `json:"dropped"` // updates not tied to any run
 	// Status: the warnings, and whether the runs were cut short (interrupted).
 	status.Status
 }

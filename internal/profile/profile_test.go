@@ -208,7 +208,13 @@ func TestOfflineLateStamps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Grid == nil || res.Grid.OnGrid > 0.9 || (!online && res.Grid.Snapped == 0) || res.ResolutionS > 1.01e-3 {
+		// the resolution measured on a step: offline ~0.5 ms; online (one sample per run,
+		// half the readings) ~2.5 ms
+		maxRes := 1e-3
+		if online {
+			maxRes = 3e-3
+		}
+		if res.Grid == nil || res.Grid.OnGrid > 0.9 || (!online && res.Grid.Snapped == 0) || res.ResolutionS > maxRes {
 			t.Errorf("grid %+v, resolution %.3g ms", res.Grid, res.ResolutionS*1e3)
 		}
 		check(t, su, res, 0.05, 0.03)

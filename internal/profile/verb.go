@@ -52,6 +52,9 @@ func (o Options) Validate() error {
 	case o.Poll > 0 && o.Poll < sensor.MinFixedInterval:
 		return fmt.Errorf("--poll %s: shorter than the %s a poll interval can keep", o.Poll, sensor.MinFixedInterval)
 	}
+	if _, _, ok, err := ParseTwoPhase(o.Kernel); ok {
+		return err
+	}
 	_, err := ParseKernel(o.Kernel)
 	return err
 }
@@ -146,8 +149,30 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	props := exec.Props()
 	kdev := kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}
 	launch, _ := ParseKernel(o.Kernel)
+	pa, pb, two, _ := ParseTwoPhase(o.Kernel)
 	var desc kernels.Descriptor
-	if launch > 0 {
+	var phaseK [2]gpu.Kernel
+	var ch *chain
+	if two {
+		da, err := kernels.Arith(kernels.FP32FMA, kernels.Opts{Device: kdev, LaunchTime: pa})
+		if err != nil {
+			return nil, err
+		}
+		db, err := kernels.DRAMRead(kernels.Opts{Device: kdev, LaunchTime: pb, Bytes: 256 << 20})
+		if err != nil {
+			return nil, err
+		}
+		for i, d := range []kernels.Descriptor{da, db} {
+			if phaseK[i], err = exec.Prepare(d); err != nil {
+				if i == 1 {
+					phaseK[0].Close()
+				}
+				return nil, err
+			}
+		}
+		ch = &chain{a: phaseK[0], b: phaseK[1]}
+		desc.Name = fmt.Sprintf("two-phase %s %s + %s %s", da.Name, pa, db.Name, pb)
+	} else if launch > 0 {
 		if desc, err = kernels.Arith(kernels.FP32FMA, kernels.Opts{Device: kdev, LaunchTime: launch}); err != nil {
 			return nil, err
 		}
@@ -162,9 +187,11 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		}
 		desc = ds[0]
 	}
-	k, err := exec.Prepare(desc)
-	if err != nil {
-		return nil, err
+	var k gpu.Kernel = ch
+	if ch == nil {
+		if k, err = exec.Prepare(desc); err != nil {
+			return nil, err
+		}
 	}
 	defer k.Close()
 
@@ -178,6 +205,21 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		m.Stop()
 		return nil, err
 	}
+	// A two-phase kernel: each phase's steady power, from long back-to-back runs of it alone
+	// on the profiled channel.
+	var steady []*loop.Measurement
+	if ch != nil {
+		for i, pk := range phaseK {
+			emit("steady state of "+TwoPhaseNames[i]+" alone", i+1, 2)
+			mp, err := m.Measure(ctx, dev.Info().Index, pk, TwoPhaseNames[i], loop.Options{})
+			if err != nil {
+				m.Stop()
+				return nil, err
+			}
+			steady = append(steady, mp)
+		}
+		ch.reset()
+	}
 	var sens sensormodel.Model
 	var warn []status.Warning
 	sens.Period = o.Period
@@ -190,6 +232,16 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	// The long runs' Sampler stops here: it must not read the channel while the profile
 	// does (a buffered channel hands each sample to one reader only).
 	_, stopErr := m.Stop()
+	var phases []Phase
+	for i, mp := range steady { // their regions are filled by Stop
+		p := Phase{Name: TwoPhaseNames[i], SteadyW: mp.Region.MeanPowerW, SteadySource: "mean power of the long runs (" + mp.Region.EnergySource + ")"}
+		for _, c := range mp.Region.Channels {
+			if c.Channel == name && c.MeanPowerW > 0 {
+				p.SteadyW, p.SteadySource = c.MeanPowerW, fmt.Sprintf("mean of %s over %d back-to-back launches (%.3g ms each)", name, mp.Launches, mp.PerLaunch*1e3)
+			}
+		}
+		phases = append(phases, p)
+	}
 	// The channel's model: the sensor profile, else the twin's own model, else the board's
 	// known model (correct.Auto: measured boards, Yang et al.), else W = T.
 	var base sensormodel.Model
@@ -215,15 +267,16 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if sens.Period == 0 && base.Period > 0 {
 		sens.Period = base.Period
 	}
-	sens.Window, sens.Tau, sens.Delay = base.Window, base.Tau, base.Delay
+	// The model's values and their intervals; a parameter set by a flag has none.
+	sens.Window, sens.Tau, sens.Delay, sens.CI = base.Window, base.Tau, base.Delay, base.CI
 	if o.Window >= 0 {
-		sens.Window = o.Window
+		sens.Window, sens.CI.Window = o.Window, sensormodel.Interval{}
 	}
 	if o.Tau >= 0 {
-		sens.Tau = o.Tau
+		sens.Tau, sens.CI.Tau = o.Tau, sensormodel.Interval{}
 	}
 	if o.Delay >= 0 {
-		sens.Delay = o.Delay
+		sens.Delay, sens.CI.Delay = o.Delay, sensormodel.Interval{}
 	}
 	if me.PerLaunch > 0 && sens.Tau.Seconds() > 20*me.PerLaunch {
 		warn = append(warn, status.Warnf(CodeLongLag, "the lag of %s (tau %s) is far longer than the kernel: the profile will be coarse or noisy", name, sens.Tau))
@@ -250,6 +303,12 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		return nil, perr
 	}
 	res.Device, res.Simulated = env.System.Name(), env.System.Simulated()
+	if ch != nil {
+		endA, startB := ch.boundary()
+		phases[0].StartS, phases[0].EndS = 0, endA
+		phases[1].StartS, phases[1].EndS = startB, res.KernelS
+		res.CheckPhases(phases)
+	}
 	res.ChannelWhy = fmt.Sprintf("%s: %s; model from %s", name, why, modelFrom)
 	res.Warnings = append(append([]status.Warning{}, warn...), res.Warnings...)
 	if me.Launches > 0 {
