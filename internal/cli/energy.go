@@ -5,12 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"gpuwatt/internal/atomicfile"
 	"gpuwatt/internal/correct"
 	"gpuwatt/internal/device"
 	"gpuwatt/internal/energy"
@@ -20,7 +22,7 @@ import (
 	"gpuwatt/internal/units"
 )
 
-const energySynopsis = "--trace FILE [--from T1] [--to T2] [--sensor SPEC] [--channel NAME] [--method M] [--gpu N] [--idle W] [--json]"
+const energySynopsis = "--trace FILE [--from T1] [--to T2] [--sensor SPEC] [--channel NAME] [--method M] [--gpu N] [--idle W] [--series FILE.csv] [--json]"
 
 // energy is `gpuwatt energy`: the energy of a region of a recorded trace from the one
 // estimator (internal/energy: counter, calibrated ring, or the sensor's model inverted).
@@ -36,6 +38,7 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	channel := fs.String("channel", "", "the power channel (default: the best present of "+strings.Join(correct.BoardChannels, ", ")+")")
 	methodS := fs.String("method", "auto", "where the figure comes from: auto (the energy counter, else the best channel calibrated to it, else --channel's model inverted), counter, calibrated, or inversion (--channel's sensor model inverted, for comparing a channel with the counter)")
 	gpu := fs.Int("gpu", 0, "the GPU (default: the first in the trace)")
+	seriesPath := fs.String("series", "", "write the channel's corrected power over the region to this CSV (t_s, power_w, low_w, high_w: one row per update period, its sensor model undone, with the 95 % band of each bin's energy)")
 	idleS := fs.String("idle", "", "the idle power to subtract for the energy above idle, in W (default: the trace's own baseline where it records one, else the lowest decile of its power)")
 	if code, ok := a.parseFlags(fs, args, energySynopsis); !ok {
 		return code
@@ -178,6 +181,16 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	// What the reader found wrong with the trace but read anyway (rows out of order, a
 	// daylight-saving change in an nvidia-smi log) comes first.
 	rep.Warnings = append(slices.Clone(tr.Warnings), rep.Warnings...)
+	if *seriesPath != "" {
+		ser, err := energy.PowerSeries(tr, g, from, to, 0, energy.Options{Channel: name, Sensor: &sp, Correct: opt})
+		if err != nil {
+			return a.fail("energy", fmt.Errorf("--series: %v", err))
+		}
+		if err := atomicfile.Write(*seriesPath, func(w io.Writer) error { return energy.WriteSeriesCSV(w, ser) }); err != nil {
+			return a.fail("energy", fmt.Errorf("--series %s: %v", *seriesPath, err))
+		}
+		rep.Series = &energy.SeriesFile{File: *seriesPath, Channel: ser.Channel, Model: ser.Model, StepS: ser.StepS, Bins: len(ser.Points)}
+	}
 	if sh.json {
 		err = report.WriteJSONTo(a.Stdout, rep)
 	} else {

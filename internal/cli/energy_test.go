@@ -426,3 +426,44 @@ func TestEnergyIdleAbovePower(t *testing.T) {
 		t.Errorf("exit %d, text:\n%s", code, stdout)
 	}
 }
+
+// TestEnergySeries (issue 13): --series FILE.csv writes the channel's corrected power over
+// the region (t_s, power_w, low_w, high_w), one row per update period; the JSON names it;
+// on the H100 fixture's burst (650 W over [1 s, 1.3 s] on power.samples, a 20 ms boxcar)
+// the rows inside the burst away from its edges hold the truth on the channel's scale in
+// their band, and the rows add up to the region's corrected energy.
+func TestEnergySeries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "series.csv")
+	v := energyJSON(t, "--trace", h100Fixture, "--from", "800ms", "--to", "1700ms", "--channel", "power.samples", "--series", path)
+	sv, ok := v["series"].(map[string]any)
+	if !ok || sv["file"] != path || sv["channel"] != "power.samples" || sv["step_s"].(float64) < 0.019 || sv["step_s"].(float64) > 0.021 {
+		t.Fatalf("series %v", v["series"])
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if lines[0] != "t_s,power_w,low_w,high_w" || len(lines)-1 != int(sv["bins"].(float64)) {
+		t.Fatalf("%d lines, header %q, bins %v", len(lines), lines[0], sv["bins"])
+	}
+	step := sv["step_s"].(float64)
+	truth := 1.021*650 - 1.2
+	sum, inside := 0.0, 0
+	for _, l := range lines[1:] {
+		var ts, p, lo, hi float64
+		if _, err := fmt.Sscanf(strings.ReplaceAll(l, ",", " "), "%g %g %g %g", &ts, &p, &lo, &hi); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		sum += p * step
+		if ts > 1.05 && ts < 1.25 {
+			inside++
+			if !(lo <= truth && truth <= hi) {
+				t.Errorf("t %.3f s: %.1f W [%.1f, %.1f], truth %.1f W", ts, p, lo, hi, truth)
+			}
+		}
+	}
+	if inside < 5 || !near(sum, v["channel_energy_j"].(float64), 0.01) {
+		t.Errorf("%d rows inside the burst; rows add to %.2f J, the channel's corrected energy %v J", inside, sum, v["channel_energy_j"])
+	}
+}

@@ -70,12 +70,24 @@ type Report struct {
 	// out of CoveredS and the coverage; the power across them is interpolated.
 	Gaps []trace.Gap `json:"gaps,omitempty"`
 
-	Model       string           `json:"model"`
-	ModelSource string           `json:"model_source"`
-	ModelGuess  bool             `json:"model_guess"`
-	Method      string           `json:"method"`
-	Assumptions []string         `json:"assumptions"`
-	Warnings    []status.Warning `json:"warnings"`
+	Model       string   `json:"model"`
+	ModelSource string   `json:"model_source"`
+	ModelGuess  bool     `json:"model_guess"`
+	Method      string   `json:"method"`
+	Assumptions []string `json:"assumptions"`
+	// Series names the corrected power series written by --series, where one was.
+	Series   *SeriesFile      `json:"series,omitempty"`
+	Warnings []status.Warning `json:"warnings"`
+}
+
+// SeriesFile is what `energy --series FILE.csv` wrote: the channel's corrected power in
+// Bins bins of StepS over the region (PowerSeries), with their 95 % bands.
+type SeriesFile struct {
+	File    string  `json:"file"`
+	Channel string  `json:"channel"`
+	Model   string  `json:"model"`
+	StepS   float64 `json:"step_s"`
+	Bins    int     `json:"bins"`
 }
 
 // NewReport describes est, with the inversion r of channel ch (model c) of GPU g of the
@@ -192,6 +204,9 @@ func WriteText(w io.Writer, rep Report) error {
 	fmt.Fprintf(&b, "   %s\n", rep.Method)
 	for _, a := range rep.Assumptions {
 		fmt.Fprintf(&b, "   assumes %s\n", a)
+	}
+	if s := rep.Series; s != nil {
+		fmt.Fprintf(&b, "\n corrected power series: %s, %d bins of %s (%s through %s, 95 %% bands)\n", s.File, s.Bins, fmtSecs(s.StepS), s.Channel, s.Model)
 	}
 	if len(rep.Warnings) > 0 {
 		fmt.Fprintf(&b, "\n warnings:\n")

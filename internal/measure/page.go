@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"gpuwatt/internal/energy"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
@@ -53,6 +55,9 @@ func Page(tr *trace.Trace, s *Summary) report.Page {
 		}
 		sec.Table = tab
 		sec.Plots = gpuPlots(tr, g, marks, band)
+		if pl, ok := seriesPlot(tr, g, s, marks, band); ok {
+			sec.Plots = append(sec.Plots, pl)
+		}
 		p.Sections = append(p.Sections, sec)
 	}
 	p.Sections = append(p.Sections, channelSection(m))
@@ -108,6 +113,29 @@ func gpuPlots(tr *trace.Trace, g GPUSummary, marks []report.VLine, band []report
 		}
 	}
 	return plots
+}
+
+// seriesPlot is the corrected power during the command (energy.PowerSeries: the best
+// board channel with its sensor model undone, one bin per update period, each with the
+// 95 % band of its energy), the curve `gpuwatt energy --series` writes.
+func seriesPlot(tr *trace.Trace, g GPUSummary, s *Summary, marks []report.VLine, band []report.Band) (report.Plot, bool) {
+	from, to := time.Duration(s.StartS*1e9), time.Duration(s.EndS*1e9)
+	ser, err := energy.PowerSeries(tr, g.Index, from, to, 0, energy.Options{What: "the command"})
+	if err != nil || len(ser.Points) == 0 {
+		return report.Plot{}, false
+	}
+	var x, y, lo, hi []float64
+	for _, p := range ser.Points {
+		x, y, lo, hi = append(x, p.StartS), append(y, p.PowerW), append(lo, p.LowW), append(hi, p.HighW)
+	}
+	last := ser.Points[len(ser.Points)-1]
+	x, y, lo, hi = append(x, last.EndS), append(y, last.PowerW), append(lo, last.LowW), append(hi, last.HighW)
+	return report.Plot{
+		Title:  fmt.Sprintf("GPU %d: corrected power during the command (%s through %s, bins of %s)", g.Index, ser.Channel, ser.Model, fmtDur(ser.StepS)),
+		XLabel: "time (s)", YLabel: "power (W)", VLines: marks, Bands: band,
+		XMin: report.Float(0), XMax: report.Float(tr.Meta.Duration),
+		Series: []report.Series{{Name: "corrected power, 95 % band", X: x, Y: y, YLow: lo, YHigh: hi, Style: report.Step}},
+	}, true
 }
 
 // channelSection explains every channel: what it is, how it was polled, what failed.
