@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,8 +17,10 @@ import (
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loop"
 	"gpuwatt/internal/micro"
+	"gpuwatt/internal/micro/sass"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/sensor"
+	"gpuwatt/internal/status"
 	"gpuwatt/internal/trace"
 )
 
@@ -30,7 +33,11 @@ func (a *App) micro(ctx context.Context, args []string) int {
 	minUpdates := fs.Int("min-updates", 50, "sensor updates each measurement must span")
 	warmup := fs.Duration("warmup", time.Second, "back-to-back launches before each measurement")
 	poll := fs.String("poll", "adaptive", "Sampler poll mode (see gpuwatt measure --help)")
-	if code, ok := a.parseFlags(fs, args, "[--device ...] [--gpu N] [--list] [--only K1,K2] [--out DIR] [--json]"); !ok {
+	operands := fs.String("operands", "", "operand patterns of the arithmetic classes that have them: zeros,const,random or all (default random)")
+	ptxDir := fs.String("ptx", "", "write each kernel's PTX and kernels.json (the counts per launch and per loop iteration) to `DIR` for the default device (or --cc), and exit")
+	cc := fs.String("cc", "", "with --ptx: the compute capability to generate for (default 9.0)")
+	check := fs.String("check", "", "check the SASS dumps and Nsight Compute tables that bench/gpu/micro_verify.sh recorded in `DIR` against gpuwatt's counts (markdown, or --json), and exit: 1 if a check fails")
+	if code, ok := a.parseFlags(fs, args, "[--device ...] [--gpu N] [--list] [--only K1,K2] [--operands zeros,const,random] [--out DIR] [--json] | --ptx DIR"); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
@@ -40,8 +47,30 @@ func (a *App) micro(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.usageError("micro", err)
 	}
+	if *check != "" {
+		return a.microCheck(*check, sh.json)
+	}
+	var pats []kernels.Operands
+	if *operands != "" {
+		if pats, err = kernels.ParseOperands(*operands); err != nil {
+			return a.usageError("micro", fmt.Errorf("--operands: %v", err))
+		}
+	}
+	if *ptxDir != "" {
+		var names []string
+		if *only != "" {
+			names = strings.Split(*only, ",")
+		}
+		if err := micro.WritePTX(*ptxDir, kernels.SuiteOpts{Device: kernels.Device{CC: *cc}, Operands: pats}, names); err != nil {
+			if errors.Is(err, status.ErrInput) {
+				return a.usageError("micro", err)
+			}
+			return a.fail("micro", err)
+		}
+		return ExitOK
+	}
 	if *list {
-		ds, err := kernels.Default(kernels.SuiteOpts{})
+		ds, err := kernels.Default(kernels.SuiteOpts{Operands: pats})
 		if err != nil {
 			return a.fail("micro", err)
 		}
@@ -56,7 +85,7 @@ func (a *App) micro(ctx context.Context, args []string) int {
 		}
 		return ExitOK
 	}
-	opt := micro.Options{Loop: loop.Options{Warmup: *warmup, MinUpdates: *minUpdates}, GPU: sh.gpu, Poll: popt}
+	opt := micro.Options{Loop: loop.Options{Warmup: *warmup, MinUpdates: *minUpdates}, GPU: sh.gpu, Poll: popt, Operands: pats}
 	if *only != "" {
 		opt.Only = strings.Split(*only, ",")
 	}
@@ -76,6 +105,38 @@ func (a *App) micro(ctx context.Context, args []string) int {
 		return code
 	}
 	return a.suiteExit(ctx, "micro", rep.Failed, runErr)
+}
+
+// microCheck is micro --check DIR.
+func (a *App) microCheck(dir string, asJSON bool) int {
+	rep, err := sass.CheckDir(dir)
+	if err != nil {
+		return a.usageError("micro", fmt.Errorf("--check %s: %v", dir, err))
+	}
+	if asJSON {
+		err = report.WriteJSONTo(a.Stdout, rep)
+	} else {
+		err = sass.WriteMarkdown(a.Stdout, rep)
+	}
+	if err != nil {
+		return a.fail("micro", err)
+	}
+	bad := 0
+	for _, x := range rep.SASS {
+		if !x.OK {
+			bad++
+		}
+	}
+	for _, x := range rep.NCU {
+		if !x.OK {
+			bad++
+		}
+	}
+	if bad > 0 {
+		fmt.Fprintf(a.Stderr, "gpuwatt micro: --check %s: %d check(s) failed\n", dir, bad)
+		return ExitFailure
+	}
+	return ExitOK
 }
 
 func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu.System, args []string) error {

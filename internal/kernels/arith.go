@@ -13,14 +13,18 @@ import (
 // and one store happens if any matched: the chains stay live, and no thread stores.
 //
 // Two patterns keep ptxas from folding the sequence:
-//   - floating point (add, fma, special functions): x = op(x, params). IEEE arithmetic
-//     does not reassociate, and the operands are kernel parameters.
+//   - floating point (add, fma, special functions): x = op(x, params); the FMAs are
+//     x = x*x + c. IEEE arithmetic does not reassociate, and the operands are kernel
+//     parameters.
 //   - integer (add, mad, shift, logic, min/max, 64-bit add): s[i] = op(s[i], s[i+1]), the
 //     chains rotating through each other. Integer arithmetic does reassociate, so an op
 //     with a loop-invariant operand could be folded (x+b+b = x+2b; x^k^k = x); here every
 //     result is used twice (by its own chain and by its neighbour), which also keeps
 //     ptxas from merging two logic ops into one LOP3 or two adds into one IADD3.
 // popc is unary: x = popc(x).
+//
+// The classes of PatternsFor take their data from an operand pattern (operands.go): zeros,
+// a constant, or random bits that keep toggling. Only parameters differ between patterns.
 
 // arithKind describes one class's registers and operands.
 type arithKind struct {
@@ -50,8 +54,10 @@ var arithKinds = map[OpClass]arithKind{
 	BF16FMA:    {prefix: "%r", typ: "b32", magic: U32, seed: "u8", instr: "fma.rn.bf16x2"},
 }
 
-// The operands of the floating-point chains: x = x*a + b converges to b/(1-a) = 1 from
-// any finite start, so the values stay normal and finite; add alternates +b and -b.
+// The operands of the kernels without an operand pattern (the roofline kernels' too,
+// roofline.go): x = x*a + b converges to b/(1-a) = 1 from any finite start, so the values
+// stay normal and finite, and their bits hardly toggle; add alternates +b and -b. The
+// kernels with a pattern take their data from it (operands.go).
 const (
 	fmaA32, fmaB32 = 0.9999, 0.0001
 	fmaA64, fmaB64 = 0.9999999, 0.0000001
@@ -96,34 +102,53 @@ func Arith(class OpClass, o Opts) (Descriptor, error) {
 		iters = s.sizeIters(float64(s.unroll) / perThread)
 	}
 
+	// pattern "": the kernel of before the patterns (FMA chains x = x*a + b converging to 1,
+	// data not controlled), which archline's flop points share with its roofline kernels.
+	pattern := o.Operands
+	if pats := PatternsFor(class); pattern != "" && !supports(class, pattern) {
+		if pats == nil {
+			return Descriptor{}, fmt.Errorf("kernels: %s: its operands are not controlled (no operand pattern)", class)
+		}
+		return Descriptor{}, fmt.Errorf("kernels: %s has no %q operand pattern (it has %v)", class, pattern, pats)
+	}
+	ov := operandsFor(class, pattern)
+
+	if pattern != "" {
+		name = PatternName(class, pattern)
+	}
 	e := newEmitter(entryName(name))
 	outSize := int64(8)
 	pOut := e.param(Param{Name: "out", Kind: Buffer, Size: outSize})
 	pIters := e.param(Param{Name: "iters", Kind: U32, Int: uint64(iters)})
 	var operandParams []string
-	switch class {
-	case Int32Mul:
-		operandParams = append(operandParams, e.param(Param{Name: "k", Kind: U32, Int: madK}))
-	case FP32Add:
+	switch {
+	case pattern == "":
+		operandParams = legacyOperands(e, class)
+	case class == Int32Mul:
+		operandParams = append(operandParams, e.param(Param{Name: "k", Kind: U32, Int: ov.cInt}))
+	case class == FP32Add:
 		operandParams = append(operandParams,
-			e.param(Param{Name: "b", Kind: F32, Real: addB32}),
-			e.param(Param{Name: "c", Kind: F32, Real: -addB32}))
-	case FP32FMA:
-		operandParams = append(operandParams,
-			e.param(Param{Name: "a", Kind: F32, Real: fmaA32}),
-			e.param(Param{Name: "b", Kind: F32, Real: fmaB32}))
-	case FP64FMA:
-		operandParams = append(operandParams,
-			e.param(Param{Name: "a", Kind: F64, Real: fmaA64}),
-			e.param(Param{Name: "b", Kind: F64, Real: fmaB64}))
-	case FP16FMA:
-		operandParams = append(operandParams,
-			e.param(Param{Name: "a", Kind: U32, Int: fmaAf16}),
-			e.param(Param{Name: "b", Kind: U32, Int: fmaBf16}))
-	case BF16FMA:
-		operandParams = append(operandParams,
-			e.param(Param{Name: "a", Kind: U32, Int: fmaAbf16}),
-			e.param(Param{Name: "b", Kind: U32, Int: fmaBbf16}))
+			e.param(Param{Name: "b", Kind: F32, Real: ov.c}),
+			e.param(Param{Name: "c", Kind: F32, Real: 0 - ov.c})) // +0, not -0, for zeros
+	case class == FP32FMA:
+		operandParams = append(operandParams, e.param(Param{Name: "c", Kind: F32, Real: ov.c}))
+	case class == FP64FMA:
+		operandParams = append(operandParams, e.param(Param{Name: "c", Kind: F64, Real: ov.c}))
+	case class == FP16FMA || class == BF16FMA:
+		operandParams = append(operandParams, e.param(Param{Name: "c", Kind: U32, Int: ov.cInt}))
+	}
+	// The seeds' parameters: a chain starts from the bits ((clock+tid) & mask) | or (fp64:
+	// the low word; the high word from mask_hi and or_hi).
+	var seedParams []string
+	if pattern != "" {
+		seedParams = append(seedParams,
+			e.param(Param{Name: "seed_mask", Kind: U32, Int: ov.mask}),
+			e.param(Param{Name: "seed_or", Kind: U32, Int: ov.or}))
+		if class == FP64FMA {
+			seedParams = append(seedParams,
+				e.param(Param{Name: "seed_mask_hi", Kind: U32, Int: ov.maskHi}),
+				e.param(Param{Name: "seed_or_hi", Kind: U32, Int: ov.orHi}))
+		}
 	}
 	magicP := Param{Name: "magic", Kind: k.magic}
 	switch k.magic {
@@ -142,18 +167,26 @@ func Arith(class OpClass, o Opts) (Descriptor, error) {
 	e.raw("ld.param.u32 %s, [%s]", rIters, pIters)
 	ldType := map[ParamKind]string{U32: "u32", U64: "u64", F32: "f32", F64: "f64"}
 	regFor := map[ParamKind]string{U32: "%r", U64: "%rd", F32: "%f", F64: "%fd"}
-	var operands []string
-	for i, pn := range operandParams {
-		kind := e.params[2+i].P.Kind
-		r := e.reg(regFor[kind])
-		e.raw("ld.param.%s %s, [%s]", ldType[kind], r, pn)
-		operands = append(operands, r)
+	load := func(names []string, first int) []string {
+		var rs []string
+		for i, pn := range names {
+			kind := e.params[first+i].P.Kind
+			r := e.reg(regFor[kind])
+			e.raw("ld.param.%s %s, [%s]", ldType[kind], r, pn)
+			rs = append(rs, r)
+		}
+		return rs
 	}
+	operands := load(operandParams, 2)
+	seeds := load(seedParams, 2+len(operandParams))
 	rMagic := e.reg(regFor[k.magic])
 	e.raw("ld.param.%s %s, [%s]", ldType[k.magic], rMagic, pMagic)
 
 	e.comment("seed the %d chains from %%clock + %%tid.x: run-time values the JIT cannot fold,", s.chains)
 	e.comment("different in every thread (else ptxas computes warp-uniform chains in uniform registers)")
+	if pattern != "" {
+		e.comment("operands %q: the seed parameters and the chains' constant set the data; the code is the same for every pattern", string(pattern))
+	}
 	tid := e.reg("%r")
 	e.raw("mov.u32 %s, %%tid.x", tid)
 	chains := e.regsN(k.prefix, s.chains)
@@ -161,7 +194,36 @@ func Arith(class OpClass, o Opts) (Descriptor, error) {
 		clk := e.reg("%r")
 		e.raw("mov.u32 %s, %%clock", clk)
 		e.op(Int32Add, "add.s32 %s, %s, %s", clk, clk, tid)
+		if pattern != "" {
+			// Successive clock reads differ in their low bits only: hash them (Knuth's
+			// multiplier, then the high half folded in), so that every chain's seed differs
+			// in about half its bits.
+			sh := e.reg("%r")
+			e.op(Int32Mul, "mul.lo.s32 %s, %s, %d", clk, clk, seedHashK)
+			e.op(Int32Shift, "shr.u32 %s, %s, 16", sh, clk)
+			e.op(Int32Logic, "xor.b32 %s, %s, %s", clk, clk, sh)
+		}
 		switch {
+		case pattern != "" && class == FP64FMA:
+			lo, hi := e.reg("%r"), e.reg("%r")
+			e.op(Int32Logic, "and.b32 %s, %s, %s", lo, clk, seeds[0])
+			e.op(Int32Logic, "or.b32 %s, %s, %s", lo, lo, seeds[1])
+			e.op(Int32Logic, "and.b32 %s, %s, %s", hi, clk, seeds[2])
+			e.op(Int32Logic, "or.b32 %s, %s, %s", hi, hi, seeds[3])
+			e.raw("mov.b64 %s, {%s, %s}", x, lo, hi)
+		case pattern != "" && k.prefix == "%rd":
+			m := e.reg("%r")
+			e.op(Int32Logic, "and.b32 %s, %s, %s", m, clk, seeds[0])
+			e.op(Int32Logic, "or.b32 %s, %s, %s", m, m, seeds[1])
+			e.raw("cvt.u64.u32 %s, %s", x, m)
+		case pattern != "" && k.prefix == "%r":
+			e.op(Int32Logic, "and.b32 %s, %s, %s", x, clk, seeds[0])
+			e.op(Int32Logic, "or.b32 %s, %s, %s", x, x, seeds[1])
+		case pattern != "": // f32 bits
+			m := e.reg("%r")
+			e.op(Int32Logic, "and.b32 %s, %s, %s", m, clk, seeds[0])
+			e.op(Int32Logic, "or.b32 %s, %s, %s", m, m, seeds[1])
+			e.raw("mov.b32 %s, %s", x, m)
 		case k.prefix == "%r":
 			if k.seed == "u8" { // a half in [0, 255], packed twice
 				h8, h := e.reg("%h"), e.reg("%h")
@@ -206,7 +268,11 @@ func Arith(class OpClass, o Opts) (Descriptor, error) {
 		case FP32Add:
 			e.measure(class, "%s %s, %s, %s", k.instr, x, x, operands[round%2])
 		case FP32FMA, FP64FMA, FP16FMA, BF16FMA:
-			e.measure(class, "%s %s, %s, %s, %s", k.instr, x, x, operands[0], operands[1])
+			if pattern == "" { // x = x*a + b
+				e.measure(class, "%s %s, %s, %s, %s", k.instr, x, x, operands[0], operands[1])
+			} else { // x = x*x + c
+				e.measure(class, "%s %s, %s, %s, %s", k.instr, x, x, x, operands[0])
+			}
 		case Int32Popc, FP32Sin, FP32Ex2, FP32Rsqrt:
 			e.measure(class, "%s %s, %s", k.instr, x, x)
 		default: // rotating binary ops
@@ -248,12 +314,40 @@ func Arith(class OpClass, o Opts) (Descriptor, error) {
 		fmt.Sprintf("Measures %s: %d threads (%d blocks x %d) x iters x %d instructions.", class, s.total, s.blocks, s.threads, s.unroll),
 		fmt.Sprintf("Parameters: %s.", paramList(e.params)),
 	}
+	var data *DataPattern
+	if pattern != "" {
+		dp := dataPattern(class, pattern, s.chains)
+		data = &dp
+		notes = append(notes, fmt.Sprintf("Operands %s: %.0f %% of the source-operand bits toggle from one instruction to the next and %.0f %% are set (emulated).",
+			pattern, 100*dp.ToggleEmulated, 100*dp.DensityEmulated))
+	}
 	return Descriptor{
 		Name: name, Group: "arith", PTX: e.render(name, s.target, s, comments), Entry: e.entry,
 		Blocks: s.blocks, Threads: s.threads, Params: e.descParams(),
 		Ops: ops, Measured: class, Overhead: overhead, Bytes: map[MemLevel]int64{},
+		Data: data, Unroll: s.unroll, Iters: int64(iters),
 		Notes: strings.Join(notes, " "),
 	}.check(measured), nil
+}
+
+// legacyOperands declares the operand parameters of the kernels without a pattern: x*a + b
+// converging to 1 (fma), +b and -b alternating (add), the mad chains' odd addend.
+func legacyOperands(e *emitter, class OpClass) []string {
+	switch class {
+	case Int32Mul:
+		return []string{e.param(Param{Name: "k", Kind: U32, Int: madK})}
+	case FP32Add:
+		return []string{e.param(Param{Name: "b", Kind: F32, Real: addB32}), e.param(Param{Name: "c", Kind: F32, Real: -addB32})}
+	case FP32FMA:
+		return []string{e.param(Param{Name: "a", Kind: F32, Real: fmaA32}), e.param(Param{Name: "b", Kind: F32, Real: fmaB32})}
+	case FP64FMA:
+		return []string{e.param(Param{Name: "a", Kind: F64, Real: fmaA64}), e.param(Param{Name: "b", Kind: F64, Real: fmaB64})}
+	case FP16FMA:
+		return []string{e.param(Param{Name: "a", Kind: U32, Int: fmaAf16}), e.param(Param{Name: "b", Kind: U32, Int: fmaBf16})}
+	case BF16FMA:
+		return []string{e.param(Param{Name: "a", Kind: U32, Int: fmaAbf16}), e.param(Param{Name: "b", Kind: U32, Int: fmaBbf16})}
+	}
+	return nil
 }
 
 // check panics if the tally disagrees with itself (a bug in a generator).
@@ -270,14 +364,14 @@ var arithNotes = map[OpClass][]string{
 	Int32Logic: {"Ops cycle xor/or/and; values soon settle (and/or), which the hardware's timing does not see."},
 	Int32Cmp:   {"min.s32/max.s32 alternate (SASS IMNMX/VIMNMX); setp is not this class."},
 	Int64Add:   {"add.s64 is not native: SASS is two 32-bit adds (IADD3 + IADD3.X), so the spec table has no row for it."},
-	FP32Add:    {"x = x + b and x = x + c alternate, with c = -b from a parameter: the value stays in [0, 65536]."},
-	FP32FMA:    {"x = x*a + b with a = 0.9999, b = 0.0001 (parameters): converges to 1, never denormal. Flops = 2 × Ops."},
+	FP32Add:    {"x = x + b and x = x + c alternate, with c = -b from a parameter (random: b = 1.4142135, seeds in [0.5, 1))."},
+	FP32FMA:    {"x = x*x + c with c a parameter (random: c = -1.99, chaotic on [-1.99, 1.97]; const: x = 1.75, c = -1.3125, an exact fixed point; zeros: 0). Flops = 2 × Ops."},
 	FP32Sin:    {"sin.approx.ftz.f32 is FMUL.RZ (range scaling) + MUFU.SIN in SASS: the MUFU pipe (16/clock/SM) is the limit."},
 	FP32Ex2:    {"ex2.approx.ftz.f32 chains grow to +Inf within a few steps and stay there; MUFU.EX2's timing does not depend on values."},
 	FP32Rsqrt:  {"rsqrt.approx.ftz.f32 chains converge to 1."},
-	FP64FMA:    {"x = x*a + b with a = 1-1e-7, b = 1e-7: converges to 1. Flops = 2 × Ops."},
-	FP16FMA:    {"One op = one fma.rn.f16x2 = 2 FMAs = 4 flops; a = 1-2^-11, b = 2^-11 per half: converges to 1."},
-	BF16FMA:    {"One op = one fma.rn.bf16x2 = 2 FMAs = 4 flops; a = 1-2^-8, b = 2^-8 per half: converges to 1."},
+	FP64FMA:    {"x = x*x + c as fp32.fma. Flops = 2 × Ops."},
+	FP16FMA:    {"One op = one fma.rn.f16x2 = 2 FMAs = 4 flops; x = x*x + c per half as fp32.fma (random: c = -1.990234375)."},
+	BF16FMA:    {"One op = one fma.rn.bf16x2 = 2 FMAs = 4 flops; x = x*x + c per half as fp32.fma (random: c = -1.9921875)."},
 }
 
 // sizingRate is the per-SM per-clock rate used to size a launch: the spec where known,

@@ -136,6 +136,16 @@ type Descriptor struct {
 	// (coalescing and access-size variants): useful bytes over moved bytes is the efficiency.
 	Requested int64
 
+	// Data is the operand pattern of an arithmetic kernel whose data is controlled (nil:
+	// not controlled, or no arithmetic kernel). The sim device's energy per instruction
+	// depends on it.
+	Data *DataPattern
+	// Unroll and Iters are an arithmetic kernel's measured instructions per loop iteration
+	// and thread, and the loop's trip count (0 for other kernels): what a check of the
+	// SASS counts per iteration.
+	Unroll int
+	Iters  int64
+
 	// Variant holds the swept parameter of an intensity variant: "coalescing" (threads per
 	// transaction, 1..32), "access_bytes" (1..16), "conflicts" (0..31), "occupancy"...
 	Variant map[string]float64

@@ -259,7 +259,7 @@ func (e *emitter) descParams() []Param {
 
 // entryName turns a kernel name into a PTX identifier: gw_fp32_fma.
 func entryName(name string) string {
-	r := strings.NewReplacer(".", "_", "/", "_", "-", "_")
+	r := strings.NewReplacer(".", "_", "/", "_", "-", "_", "@", "_")
 	return "gw_" + r.Replace(name)
 }
 

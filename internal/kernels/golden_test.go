@@ -19,6 +19,11 @@ func TestGolden(t *testing.T) {
 		gen  func() (Descriptor, error)
 	}{
 		{"fp32.fma.ptx", func() (Descriptor, error) { return Arith(FP32FMA, goldenOpts) }},
+		{"fp32.fma@random.ptx", func() (Descriptor, error) {
+			o := goldenOpts
+			o.Operands = OperandsRandom
+			return Arith(FP32FMA, o)
+		}},
 		{"coalesce.1_16.ptx", func() (Descriptor, error) { return Coalescing(2, goldenOpts) }},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

@@ -171,9 +171,9 @@ func splitOperands(s string) []string {
 // class; unknown opcodes fail the test.
 func classOf(op string) (OpClass, bool, error) {
 	classes := map[string]OpClass{
-		"add.s32": Int32Add, "mad.lo.s32": Int32Mul, "mul.wide.u32": Int32Mul,
+		"add.s32": Int32Add, "mad.lo.s32": Int32Mul, "mul.lo.s32": Int32Mul, "mul.wide.u32": Int32Mul,
 		"popc.b32": Int32Popc, "shl.b32": Int32Shift, "shr.u32": Int32Shift,
-		"lop3.b32": Int32Logic, "xor.b32": Int32Logic, "and.b32": Int32Logic,
+		"lop3.b32": Int32Logic, "xor.b32": Int32Logic, "and.b32": Int32Logic, "or.b32": Int32Logic,
 		"min.s32": Int32Cmp, "min.u32": Int32Cmp, "max.u32": Int32Cmp,
 		"add.s64": Int64Add, "add.rn.f32": FP32Add, "fma.rn.f32": FP32FMA,
 		"sin.approx.ftz.f32": FP32Sin, "ex2.approx.ftz.f32": FP32Ex2, "rsqrt.approx.ftz.f32": FP32Rsqrt,
@@ -466,12 +466,18 @@ func run(m *ptxModule, d Descriptor, ctaid, tid int64) (addr int64, size int64, 
 			r = 0 // conversions of seeds
 		case op == "and.b32":
 			r = a[0] & a[1]
+		case op == "or.b32":
+			r = a[0] | a[1]
 		case op == "shr.u32":
 			r = int64(uint32(a[0]) >> a[1])
 		case op == "shl.b32":
 			r = int64(uint32(a[0] << a[1]))
 		case op == "min.u32":
 			r = min(a[0], a[1])
+		case op == "mul.lo.s32":
+			r = int64(int32(a[0] * a[1]))
+		case op == "xor.b32":
+			r = a[0] ^ a[1]
 		case op == "mad.lo.s32":
 			r = int64(int32(a[0]*a[1] + a[2]))
 		case op == "mul.wide.u32":

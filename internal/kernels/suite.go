@@ -16,6 +16,12 @@ type SuiteOpts struct {
 	// Conflicts are the bank-conflict counts of the bank-conflict variants (default
 	// 0, 1, 2, 3, 7, 15, 31).
 	Conflicts []int
+	// Operands are the operand patterns each arithmetic class with patterns runs under, in
+	// this order (nil: the kernels without a pattern, Opts.Operands ""; micro asks for
+	// DefaultOperands). A class runs under those of its patterns that are listed
+	// (PatternsFor); one with none listed, or none at all, runs once without a pattern. A
+	// kernel under a pattern other than DefaultOperands is named "<class>@<pattern>".
+	Operands []Operands
 }
 
 // DefaultConflicts are the bank-conflict variants of the default suite.
@@ -57,19 +63,39 @@ func Names() []string {
 	return ns
 }
 
+// PatternName is the name of class c's kernel under operand pattern p: the class, with
+// "@<pattern>" unless p is DefaultOperands (or "").
+func PatternName(c OpClass, p Operands) string {
+	if p == "" || p == DefaultOperands {
+		return string(c)
+	}
+	return string(c) + "@" + string(p)
+}
+
+// BaseName is a kernel's name without its operand pattern ("fp32.fma@zeros" -> "fp32.fma").
+func BaseName(name string) string {
+	b, _, _ := strings.Cut(name, "@")
+	return b
+}
+
 // ByName returns the descriptors whose names match any of the patterns, in the order of
 // ds (for --only). A pattern is a name or a path.Match pattern ("coalesce.*",
-// "int32.*"; '*' matches '/' too); one that matches nothing is an error naming it.
+// "int32.*"; '*' matches '/' too), matched against the name and the name without its
+// operand pattern (BaseName: "fp32.fma" selects fp32.fma@zeros too); one that matches
+// nothing is an error naming it.
 func ByName(ds []Descriptor, patterns ...string) ([]Descriptor, error) {
 	used := make([]bool, len(patterns))
 	var out []Descriptor
 	for _, d := range ds {
 		for i, p := range patterns {
-			ok := p == d.Name
-			if !ok {
+			ok := p == d.Name || p == BaseName(d.Name)
+			for _, name := range []string{d.Name, BaseName(d.Name)} {
+				if ok {
+					break
+				}
 				// '*' matches the '/' of "coalesce.1/16" too.
 				slash := strings.NewReplacer("/", "|")
-				m, err := path.Match(slash.Replace(p), slash.Replace(d.Name))
+				m, err := path.Match(slash.Replace(p), slash.Replace(name))
 				if err != nil {
 					return nil, fmt.Errorf("kernels: bad pattern %q: %w", p, err)
 				}
@@ -114,8 +140,24 @@ func suite(o SuiteOpts) []suiteEntry {
 	}
 	es := []suiteEntry{{name: "baseline", gen: func() (Descriptor, error) { return Baseline(base) }}}
 	for _, c := range ArithClasses {
-		es = append(es, suiteEntry{name: string(c), skip: c == BF16FMA && sm < 80,
-			gen: func() (Descriptor, error) { return Arith(c, opts) }})
+		pats := []Operands{""}
+		if PatternsFor(c) != nil && len(o.Operands) > 0 {
+			pats = nil
+			for _, p := range o.Operands {
+				if supports(c, p) {
+					pats = append(pats, p)
+				}
+			}
+			if len(pats) == 0 {
+				pats = []Operands{""}
+			}
+		}
+		for _, p := range pats {
+			ao := opts
+			ao.Operands = p
+			es = append(es, suiteEntry{name: PatternName(c, p), skip: c == BF16FMA && sm < 80,
+				gen: func() (Descriptor, error) { return Arith(c, ao) }})
+		}
 	}
 	es = append(es,
 		suiteEntry{name: "dram.read", gen: func() (Descriptor, error) { return DRAMRead(opts) }},

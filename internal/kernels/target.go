@@ -152,6 +152,11 @@ type Opts struct {
 	Bytes int64
 	// LaunchTime is the duration the default Iters aims at (default 5 ms).
 	LaunchTime time.Duration
+	// Operands is an arithmetic kernel's operand pattern (PatternsFor). "" gives the
+	// kernel without a pattern, whose data is not controlled (FMA chains converging to 1):
+	// archline's flop points, which share their data with its roofline kernels. Other
+	// kernels ignore it.
+	Operands Operands
 }
 
 // shape is a checked Opts: the launch geometry and the loop sizes.

@@ -38,6 +38,9 @@ type Options struct {
 	Only []string
 	GPU  int
 	Poll sensor.Options
+	// Operands are the operand patterns the arithmetic classes with patterns run under
+	// (kernels.SuiteOpts.Operands; nil: kernels.DefaultOperands only).
+	Operands []kernels.Operands
 }
 
 // Report is results.json.
@@ -61,7 +64,10 @@ type Report struct {
 	EnergyCalibration *energy.Calibration `json:"energy_calibration,omitempty"`
 	EnergyNote        string              `json:"energy_note"`
 	Rows              []Row               `json:"rows"`
-	Failed            []string            `json:"failed,omitempty"` // kernels that could not be measured
+	// Data is the operand data's effect: for each class measured under more than one
+	// operand pattern, its energy per instruction under each and the ratios random/zeros.
+	Data   []DataEffect `json:"data_effect,omitempty"`
+	Failed []string     `json:"failed,omitempty"` // kernels that could not be measured
 	// Status: the run-wide warnings (a kernel's own are in its row), and whether the run
 	// was cut short.
 	status.Status
@@ -81,6 +87,12 @@ type Row struct {
 	What    string             `json:"what"` // the instruction class or memory level measured
 	Unit    string             `json:"unit"` // "op" (one thread-level instruction) or "B"
 	Variant map[string]float64 `json:"variant,omitempty"`
+	// Operands is the operand pattern of an arithmetic kernel whose data is controlled
+	// (kernels.Operands), with the share of source-operand bits that toggle from one
+	// instruction to the next and that are set (emulated: kernels.DataPattern).
+	Operands       string  `json:"operands,omitempty"`
+	OperandToggle  float64 `json:"operand_toggle,omitempty"`
+	OperandDensity float64 `json:"operand_density,omitempty"`
 
 	Launches       int     `json:"launches"`
 	TimePerLaunchS float64 `json:"time_per_launch_s"`
@@ -200,7 +212,94 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 		row := makeRow(x.d, x.me, rep.Props, rep.Pi0W, rep.Pi0HalfWidthW)
 		rep.Rows = append(rep.Rows, row)
 	}
+	rep.Data = DataEffects(rep.Rows)
 	return rep, tr, runErr
+}
+
+// DataEffect is one instruction class's energy under each operand pattern it was measured
+// with.
+type DataEffect struct {
+	Class    string          `json:"class"`
+	Patterns []PatternEnergy `json:"patterns"`
+	// RandomOverZeros is the energy per instruction with random operands over that with
+	// zeros, in all and above pi0, each with its 95 % interval (the two rows' intervals
+	// combined as independent); 0 where either pattern is missing.
+	RandomOverZeros           float64    `json:"random_over_zeros,omitempty"`
+	RandomOverZerosCI         [2]float64 `json:"random_over_zeros_ci"`
+	RandomOverZerosAbovePi0   float64    `json:"random_over_zeros_above_pi0,omitempty"`
+	RandomOverZerosAbovePi0CI [2]float64 `json:"random_over_zeros_above_pi0_ci"`
+}
+
+// PatternEnergy is a class's energy per instruction under one operand pattern.
+type PatternEnergy struct {
+	Operands       string     `json:"operands"`
+	Row            string     `json:"row"`
+	Toggle         float64    `json:"operand_toggle"`
+	PJPerOp        float64    `json:"pj_per_op"`
+	PJPerOpCI      [2]float64 `json:"pj_per_op_ci"`
+	PJAbovePi0     float64    `json:"pj_per_op_above_pi0"`
+	PJAbovePi0CI   [2]float64 `json:"pj_per_op_above_pi0_ci"`
+	PerCycleSM     float64    `json:"per_cycle_per_sm"`
+	MeanPowerW     float64    `json:"mean_power_w"`
+	TimePerLaunchS float64    `json:"time_per_launch_s"`
+}
+
+// DataEffects gathers the rows of each class measured under more than one operand
+// pattern, in the order of kernels.OperandPatterns.
+func DataEffects(rows []Row) []DataEffect {
+	byClass := map[string]map[string]Row{}
+	var order []string
+	for _, r := range rows {
+		if r.Operands == "" {
+			continue
+		}
+		if byClass[r.What] == nil {
+			byClass[r.What] = map[string]Row{}
+			order = append(order, r.What)
+		}
+		byClass[r.What][r.Operands] = r
+	}
+	var out []DataEffect
+	for _, c := range order {
+		m := byClass[c]
+		if len(m) < 2 {
+			continue
+		}
+		d := DataEffect{Class: c}
+		for _, p := range kernels.OperandPatterns {
+			r, ok := m[string(p)]
+			if !ok {
+				continue
+			}
+			d.Patterns = append(d.Patterns, PatternEnergy{Operands: string(p), Row: r.Name, Toggle: r.OperandToggle,
+				PJPerOp: r.PJPerUnit, PJPerOpCI: [2]float64{r.PJPerUnitLow, r.PJPerUnitHigh},
+				PJAbovePi0: r.PJPerUnitAbovePi0, PJAbovePi0CI: [2]float64{r.PJPerUnitAbovePi0Low, r.PJPerUnitAbovePi0High},
+				PerCycleSM: r.PerCycleSM, MeanPowerW: r.MeanPowerW, TimePerLaunchS: r.TimePerLaunchS})
+		}
+		rnd, ok1 := m[string(kernels.OperandsRandom)]
+		zer, ok2 := m[string(kernels.OperandsZeros)]
+		if ok1 && ok2 {
+			d.RandomOverZeros, d.RandomOverZerosCI = ratio(rnd.PJPerUnit, rnd.PJPerUnitLow, rnd.PJPerUnitHigh, zer.PJPerUnit, zer.PJPerUnitLow, zer.PJPerUnitHigh)
+			d.RandomOverZerosAbovePi0, d.RandomOverZerosAbovePi0CI = ratio(rnd.PJPerUnitAbovePi0, rnd.PJPerUnitAbovePi0Low, rnd.PJPerUnitAbovePi0High,
+				zer.PJPerUnitAbovePi0, zer.PJPerUnitAbovePi0Low, zer.PJPerUnitAbovePi0High)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// ratio is a/b with its 95 % interval from the two figures' intervals (relative
+// half-widths added in quadrature); the interval is [0, 0] where either has none.
+func ratio(a, alo, ahi, b, blo, bhi float64) (float64, [2]float64) {
+	if b <= 0 || a <= 0 {
+		return 0, [2]float64{}
+	}
+	q := a / b
+	if ahi == 0 || bhi == 0 {
+		return q, [2]float64{}
+	}
+	rel := math.Hypot((ahi-alo)/2/a, (bhi-blo)/2/b)
+	return q, [2]float64{q * (1 - rel), q * (1 + rel)}
 }
 
 // makeRow turns a measurement into the row's figures.
@@ -214,6 +313,9 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0, pi0HW
 		CalibratedEnergyJ: r.CalibratedEnergyJ, CalibratedReadings: r.CalibratedReadings, CounterDiffPct: r.CounterDiffPct,
 		StartS: me.StartS, EndS: me.EndS,
 		Throttle: r.Throttle, Warnings: append(append([]status.Warning{}, me.Warnings...), r.Warnings...),
+	}
+	if d.Data != nil {
+		row.Operands, row.OperandToggle, row.OperandDensity = string(d.Data.Pattern), d.Data.ToggleEmulated, d.Data.DensityEmulated
 	}
 	if me.Launches > 0 {
 		row.EnergyPerLaunchJ = r.EnergyJ / float64(me.Launches)

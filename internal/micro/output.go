@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/status"
 	"gpuwatt/internal/units"
@@ -50,12 +51,46 @@ func WriteText(w io.Writer, r *Report) error {
 			PM(x.PJPerUnitAbovePi0, x.PJPerUnitAbovePi0Low, x.PJPerUnitAbovePi0High))
 	}
 	tw.Flush()
+	writeData(&b, r.Data)
 	b.WriteString("\n pJ/unit: energy per instruction (op) or byte (B) in all; pi0 share: the baseline power's part; above pi0: what the work adds.\n")
 	b.WriteString(" ±: the 95 % interval on this board's scale (readings, calibration, edges; pi0's too above pi0); the board's ±5 % gain error comes on top between boards.\n")
 	status.WriteText(&b, " ", status.Group(append(r.RowWarnings(), r.Warnings...), len(r.Rows)))
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeData prints the operand data's effect: pJ per instruction above pi0 under each
+// pattern, and random over zeros.
+func writeData(b *strings.Builder, ds []DataEffect) {
+	if len(ds) == 0 {
+		return
+	}
+	b.WriteString("\n Operand data: pJ per instruction above pi0 (in all), and random over zeros\n\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, " class\tzeros\tconst\trandom\trandom/zeros above pi0\tin all\t\n")
+	for _, d := range ds {
+		cells := map[string]string{}
+		for _, p := range d.Patterns {
+			cells[p.Operands] = fmt.Sprintf("%s (%.4g)", PM(p.PJAbovePi0, p.PJAbovePi0CI[0], p.PJAbovePi0CI[1]), p.PJPerOp)
+		}
+		cell := func(k string) string {
+			if c, ok := cells[k]; ok {
+				return c
+			}
+			return "-"
+		}
+		ratio := func(v float64, ci [2]float64) string {
+			if v == 0 {
+				return "-"
+			}
+			return PM(v, ci[0], ci[1])
+		}
+		fmt.Fprintf(tw, " %s\t%s\t%s\t%s\t%s\t%s\t\n", d.Class, cell("zeros"), cell("const"), cell("random"),
+			ratio(d.RandomOverZerosAbovePi0, d.RandomOverZerosAbovePi0CI), ratio(d.RandomOverZeros, d.RandomOverZerosCI))
+	}
+	tw.Flush()
+	b.WriteString(" zeros: every operand 0; const: a fixed non-zero pattern; random: chains whose bits keep toggling (kernels.Operands).\n")
 }
 
 func throughput(x Row) string {
@@ -85,7 +120,7 @@ var CSVHeader = []string{"name", "group", "what", "unit", "launches", "time_per_
 	"per_s", "flops_per_s", "per_cycle_per_sm", "spec_per_cycle_per_sm", "sm_clock_mhz", "mean_power_w", "max_power_w",
 	"energy_per_launch_j", "pj_per_unit", "pj_per_unit_low", "pj_per_unit_high", "pj_per_unit_pi0", "pj_per_unit_above_pi0",
 	"pj_per_unit_above_pi0_low", "pj_per_unit_above_pi0_high", "per_joule", "mips_per_watt_per_sm",
-	"energy_source", "useful_bytes_per_launch", "pj_per_useful_byte", "variant"}
+	"energy_source", "useful_bytes_per_launch", "pj_per_useful_byte", "variant", "operands", "operand_toggle"}
 
 // WriteCSV writes results.csv: one row per kernel.
 func WriteCSV(w io.Writer, r *Report) error {
@@ -104,7 +139,8 @@ func WriteCSV(w io.Writer, r *Report) error {
 			g(x.PerSecond), g(x.FlopsPerSecond), g(x.PerCycleSM), g(x.SpecPerCycleSM), g(x.ClockMHz), g(x.MeanPowerW), g(x.MaxPowerW),
 			g(x.EnergyPerLaunchJ), g(x.PJPerUnit), g(x.PJPerUnitLow), g(x.PJPerUnitHigh), g(x.PJPerUnitPi0), g(x.PJPerUnitAbovePi0),
 			g(x.PJPerUnitAbovePi0Low), g(x.PJPerUnitAbovePi0High), g(x.PerJoule), g(x.MIPSPerWattPerSM),
-			x.EnergySource, strconv.FormatInt(x.UsefulPerLaunch, 10), g(x.PJPerUsefulByte), strings.Join(vs, ";")}
+			x.EnergySource, strconv.FormatInt(x.UsefulPerLaunch, 10), g(x.PJPerUsefulByte), strings.Join(vs, ";"),
+			x.Operands, g(x.OperandToggle)}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -142,8 +178,20 @@ func Page(r *Report) report.Page {
 			sec.Text = intro
 		}
 		var named []status.Warning
-		kernels := 0
+		nKernels := 0
 		tab := &report.Table{Header: []string{"kernel", "unit", "time/launch", "throughput", "per clk/SM", "spec", "clock (MHz)", "mean power", "max power", "energy/launch", "pJ/unit", "pi0 share", "above pi0"}}
+		// The data dependence: random over zeros above pi0, beside each row of a class
+		// measured under both (only where some class was).
+		dataCol := gr.match == "arith" && len(r.Data) > 0
+		ratios := map[string]string{}
+		if dataCol {
+			tab.Header = append(tab.Header, "operands", "random/zeros above pi0")
+			for _, d := range r.Data {
+				if d.RandomOverZerosAbovePi0 > 0 {
+					ratios[d.Class] = PM(d.RandomOverZerosAbovePi0, d.RandomOverZerosAbovePi0CI[0], d.RandomOverZerosAbovePi0CI[1])
+				}
+			}
+		}
 		for _, x := range r.Rows {
 			if x.Group != gr.match {
 				continue
@@ -155,14 +203,24 @@ func Page(r *Report) report.Page {
 			tab.Rows = append(tab.Rows, []string{x.Name, x.Unit, fmtSec(x.TimePerLaunchS), throughput(x), fmt.Sprintf("%.1f", x.PerCycleSM), spec,
 				fmt.Sprintf("%.0f", x.ClockMHz), units.Power(x.MeanPowerW).String(), units.Power(x.MaxPowerW).String(), units.Energy(x.EnergyPerLaunchJ).String(),
 				PM(x.PJPerUnit, x.PJPerUnitLow, x.PJPerUnitHigh), fmt.Sprintf("%.4g", x.PJPerUnitPi0), PM(x.PJPerUnitAbovePi0, x.PJPerUnitAbovePi0Low, x.PJPerUnitAbovePi0High)})
+			if dataCol {
+				ratio := ""
+				if x.Operands == string(kernels.DefaultOperands) {
+					ratio = ratios[x.What]
+				}
+				tab.Rows[len(tab.Rows)-1] = append(tab.Rows[len(tab.Rows)-1], x.Operands, ratio)
+			}
 			named = append(named, status.WithSubject(x.Name, x.Warnings)...)
-			kernels++
+			nKernels++
 		}
-		sec.Warnings = status.Group(named, kernels)
+		sec.Warnings = status.Group(named, nKernels)
 		if len(tab.Rows) > 0 {
 			sec.Table = tab
 			p.Sections = append(p.Sections, sec)
 		}
+	}
+	if sec, ok := dataSection(r); ok {
+		p.Sections = append(p.Sections, sec)
 	}
 	for _, v := range []struct{ title, group, key, xlabel string }{
 		{"DRAM coalescing (MIPP Fig. 6)", "coalescing", "coalescing", "threads per transaction"},
@@ -177,6 +235,28 @@ func Page(r *Report) report.Page {
 		p.Sections = append(p.Sections, report.Section{Title: "Warnings", Warnings: status.Group(r.Warnings, 0)})
 	}
 	return p
+}
+
+// dataSection is the operand data's effect: each class measured under more than one
+// operand pattern, its energy per instruction under each, and random over zeros.
+func dataSection(r *Report) (report.Section, bool) {
+	if len(r.Data) == 0 {
+		return report.Section{}, false
+	}
+	tab := &report.Table{Header: []string{"class", "operands", "bits toggling", "per clk/SM", "mean power", "pJ/op", "above pi0", "random/zeros", "random/zeros above pi0"}}
+	for _, d := range r.Data {
+		for i, p := range d.Patterns {
+			row := []string{d.Class, p.Operands, fmt.Sprintf("%.0f %%", 100*p.Toggle), fmt.Sprintf("%.1f", p.PerCycleSM), units.Power(p.MeanPowerW).String(),
+				PM(p.PJPerOp, p.PJPerOpCI[0], p.PJPerOpCI[1]), PM(p.PJAbovePi0, p.PJAbovePi0CI[0], p.PJAbovePi0CI[1]), "", ""}
+			if i == len(d.Patterns)-1 && d.RandomOverZeros > 0 {
+				row[7] = PM(d.RandomOverZeros, d.RandomOverZerosCI[0], d.RandomOverZerosCI[1])
+				row[8] = PM(d.RandomOverZerosAbovePi0, d.RandomOverZerosAbovePi0CI[0], d.RandomOverZerosAbovePi0CI[1])
+			}
+			tab.Rows = append(tab.Rows, row)
+		}
+	}
+	text := "The same kernel (the same PTX and SASS) under each operand pattern: zeros (every operand 0), const (a fixed non-zero bit pattern, each chain on an exact fixed point) and random (chains whose bits keep toggling: FMAs x = x*x + c with c = -1.99, chaotic; integer sums, products and Keccak's chi over rotating chains, seeded from a hash of the clock). Bits toggling: the share of source-operand bits that change from one instruction to the next in a thread's issue order, emulated. The ratios' intervals combine the two rows' as independent."
+	return report.Section{Title: "Operand data: energy per instruction by operand pattern", Text: text, Table: tab}, true
 }
 
 // variantSection plots one intensity variant: throughput, mean and max power, and energy

@@ -25,7 +25,7 @@ func (o Options) Validate() error {
 	}
 	if len(o.Only) > 0 {
 		// The names are checked against the suite as a default device builds it.
-		suite, err := kernels.Default(kernels.SuiteOpts{})
+		suite, err := kernels.Default(kernels.SuiteOpts{Operands: o.Operands})
 		if err != nil {
 			return err
 		}
@@ -48,7 +48,10 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, *trace.Trace
 		return nil, nil, err
 	}
 	props := exec.Props()
-	suite, err := kernels.Default(kernels.SuiteOpts{Device: kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}})
+	if o.Operands == nil {
+		o.Operands = []kernels.Operands{kernels.DefaultOperands}
+	}
+	suite, err := kernels.Default(kernels.SuiteOpts{Device: kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}, Operands: o.Operands})
 	if err != nil {
 		return nil, nil, err
 	}

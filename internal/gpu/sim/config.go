@@ -90,6 +90,14 @@ type Config struct {
 	// EpsMemRail is the part of EpsMemPerByte drawn on the memory rail, which the
 	// power.memory.* channels observe (eps_mem_rail_pj_per_byte).
 	EpsMemRail units.Energy
+	// OperandToggleShare and OperandDensityShare are the shares of an instruction's energy
+	// that scale with the share of its operand bits that toggle from one instruction to the
+	// next, and that are set (operand_toggle_share, operand_density_share): an instruction
+	// whose descriptor says its data (kernels.DataPattern: toggle t, density d) costs
+	// eps_c × (1 − s_t − s_d + 2 s_t·t + 2 s_d·d), eps_c at t = d = 0.5 (random data, and
+	// any kernel whose data is not described).
+	OperandToggleShare  float64
+	OperandDensityShare float64
 }
 
 // opClasses are the instruction classes of kernels/descriptor.go, in its order: the
@@ -120,6 +128,16 @@ func (c Config) OpEnergy(op kernels.OpClass) (units.Energy, bool) {
 		return 2 * c.EpsFlopFP64, true
 	}
 	return 0, false
+}
+
+// DataFactor is the factor on an instruction's energy for the operand data d (nil: not
+// described, 1): 1 − s_t − s_d + 2 s_t·toggle + 2 s_d·density.
+func (c *Config) DataFactor(d *kernels.DataPattern) float64 {
+	if d == nil {
+		return 1
+	}
+	st, sd := c.OperandToggleShare, c.OperandDensityShare
+	return 1 - st - sd + 2*st*d.Toggle + 2*sd*d.Density
 }
 
 // ByteEnergy returns the energy of one byte moved at level l: EpsMemPerByte for DRAM,
@@ -235,6 +253,8 @@ type configFile struct {
 	EpsOpPJ                json.RawMessage `json:"eps_op_pj"`
 	EpsLevelPJPerByte      json.RawMessage `json:"eps_level_pj_per_byte"`
 	EpsMemRailPJPerByte    *float64        `json:"eps_mem_rail_pj_per_byte"`
+	OperandToggleShare     *float64        `json:"operand_toggle_share"`
+	OperandDensityShare    *float64        `json:"operand_density_share"`
 	Load                   json.RawMessage `json:"load"`
 	Sensors                json.RawMessage `json:"sensors"`
 }
@@ -287,6 +307,7 @@ func (c Config) file() configFile {
 		OpsPerCycleSM:   rawMap(ops), BandwidthBytesPerS: rawMap(bw),
 		Pi0W: ptr(float64(c.Pi0)), EpsFlopFP32PJ: pj(c.EpsFlopFP32), EpsFlopFP64PJ: pj(c.EpsFlopFP64), EpsMemPJPerByte: pj(c.EpsMemPerByte),
 		EpsOpPJ: rawMap(epsOp), EpsLevelPJPerByte: rawMap(epsLevel), EpsMemRailPJPerByte: pj(c.EpsMemRail),
+		OperandToggleShare: ptr(c.OperandToggleShare), OperandDensityShare: ptr(c.OperandDensityShare),
 		Load: load, Sensors: sensors,
 	}
 }
@@ -294,6 +315,8 @@ func (c Config) file() configFile {
 // apply overrides c's settings with those f sets.
 func (f configFile) apply(c *Config) error {
 	setPtr(&c.Seed, f.Seed)
+	setPtr(&c.OperandToggleShare, f.OperandToggleShare)
+	setPtr(&c.OperandDensityShare, f.OperandDensityShare)
 	setPtr(&c.GPUs, f.GPUs)
 	setPtr(&c.Name, f.Name)
 	setPtr(&c.IdleSteps, f.IdleSteps)
@@ -931,6 +954,9 @@ func (c Config) validateExec() error {
 		return fmt.Errorf("launch_overhead_s: want > 0 (at least 1 ns), got %g", c.LaunchOverhead.Seconds())
 	case c.Pi0 >= c.PowerLimit:
 		return fmt.Errorf("pi0_w: want below power_limit_w (%g W), got %g", float64(c.PowerLimit), float64(c.Pi0))
+	case !(c.OperandToggleShare >= 0 && c.OperandDensityShare >= 0 && c.OperandToggleShare+c.OperandDensityShare <= 1):
+		return fmt.Errorf("operand_toggle_share %g, operand_density_share %g: want each >= 0 and their sum at most 1",
+			c.OperandToggleShare, c.OperandDensityShare)
 	case c.EpsMemRail > c.EpsMemPerByte:
 		return fmt.Errorf("eps_mem_rail_pj_per_byte: want at most eps_mem_pj_per_byte (%g), got %g",
 			float64(c.EpsMemPerByte/units.Picojoule), float64(c.EpsMemRail/units.Picojoule))

@@ -119,6 +119,9 @@
 //	eps_level_pj_per_byte  {level: pJ per byte} for l2, shared, const
 //	eps_mem_rail_pj_per_byte
 //	                       the part of eps_mem_pj_per_byte drawn on the memory rail
+//	operand_toggle_share, operand_density_share
+//	                       the shares s_t, s_d of an instruction's energy that scale with
+//	                       its operand bits that toggle and that are set (presets: 0.4, 0.1)
 //
 // The classes are those of internal/kernels: int32.add, int32.mad, int32.popc, int32.shift,
 // int32.logic, int32.cmp, int64.add, fp32.add, fp32.fma, fp32.sin, fp32.ex2, fp32.rsqrt,
@@ -157,7 +160,10 @@
 //	E_dyn  = Σ_c ops_c × eps_c + Σ_l bytes_l × eps_l
 //	E      = E_dyn + pi0 × T,    P = E / T = pi0 + E_dyn / T
 //
-// with eps_c from eps_op_pj (or the eps_flop keys), eps_dram = eps_mem_pj_per_byte and the
+// with eps_c from eps_op_pj (or the eps_flop keys), for the measured class of a kernel
+// whose operand data is described (kernels.DataPattern: toggle t, density d) times
+// 1 − s_t − s_d + 2 s_t·t + 2 s_d·d (1 at random data, t = d = 0.5; zeros 1 − s_t − s_d),
+// eps_dram = eps_mem_pj_per_byte and the
 // others from eps_level_pj_per_byte; the memory rail draws memory_idle_w + bytes_dram ×
 // eps_mem_rail_pj_per_byte / T.
 //

@@ -262,7 +262,11 @@ func (c *Config) launch(desc kernels.Descriptor) (LaunchTruth, error) {
 		e, _ := c.OpEnergy(op)
 		work = true
 		compute += float64(n) / (rate * sms)
-		dyn += float64(n) * float64(e)
+		f := 1.0
+		if op == desc.Measured { // the data is that of the measured instructions
+			f = c.DataFactor(desc.Data)
+		}
+		dyn += float64(n) * float64(e) * f
 	}
 	compute /= occ
 	// Shared memory and the constant cache are per SM and in the SM clock's domain, like
