@@ -385,7 +385,10 @@ func poll() sensor.Options {
 }
 
 func runMicro(ctx context.Context, opt Options, props gpu.Props, res *Results) (bool, error) {
-	suite, err := kernels.Default(kernels.SuiteOpts{Device: kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}})
+	// Each class with operand patterns runs with zeros and with random operands: the
+	// datasheet's data-dependence column (micro.DataEffect).
+	suite, err := kernels.Default(kernels.SuiteOpts{Device: kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz},
+		Operands: []kernels.Operands{kernels.OperandsZeros, kernels.OperandsRandom}})
 	if err != nil {
 		return false, err
 	}

@@ -178,7 +178,7 @@ func (r *Results) microSections() []report.Section {
 		return []report.Section{{Title: TitleMicro, Text: r.notRun(StageMicro)}}
 	}
 	plot, names := microPlot(m)
-	secs := []report.Section{{Title: TitleMicro, Text: "The MIPP microbenchmark suite: each kernel exercises one instruction class or one memory level; its energy per unit of work (pJ per instruction or per byte) is split into the baseline power's share and what the work adds above it.\n\nThe kernels in the plot: " + strings.Join(names, " · ") + ".",
+	secs := []report.Section{{Title: TitleMicro, Text: "The MIPP microbenchmark suite: each kernel exercises one instruction class or one memory level; its energy per unit of work (pJ per instruction or per byte) is split into the baseline power's share and what the work adds above it. The classes whose operand data gpuwatt controls run twice, with zeroed and with random operands (the same code): the column random/zeros above pi0 is the data dependence of their energy.\n\nThe kernels in the plot: " + strings.Join(names, " · ") + ".",
 		Plots: []report.Plot{plot}}}
 	for _, s := range micro.Page(m).Sections {
 		if s.Title == "Warnings" {
@@ -302,6 +302,13 @@ func (r *Results) Headline() [][2]string {
 		for _, row := range m.Rows {
 			if row.Group == "arith" || row.Group == "memory" {
 				add(fmt.Sprintf("%s (pJ/%s)", row.Name, row.Unit), g4(row.PJPerUnit))
+			}
+		}
+		// The data dependence: each class's energy above pi0 with random operands over
+		// that with zeros.
+		for _, d := range m.Data {
+			if d.RandomOverZerosAbovePi0 > 0 {
+				add(d.Class+" data dependence (random/zeros above pi0)", micro.PM(d.RandomOverZerosAbovePi0, d.RandomOverZerosAbovePi0CI[0], d.RandomOverZerosAbovePi0CI[1]))
 			}
 		}
 	}
