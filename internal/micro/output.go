@@ -9,7 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/report"
 	"gpuwatt/internal/status"
 	"gpuwatt/internal/units"
@@ -180,18 +179,6 @@ func Page(r *Report) report.Page {
 		var named []status.Warning
 		nKernels := 0
 		tab := &report.Table{Header: []string{"kernel", "unit", "time/launch", "throughput", "per clk/SM", "spec", "clock (MHz)", "mean power", "max power", "energy/launch", "pJ/unit", "pi0 share", "above pi0"}}
-		// The data dependence: random over zeros above pi0, beside each row of a class
-		// measured under both (only where some class was).
-		dataCol := gr.match == "arith" && len(r.Data) > 0
-		ratios := map[string]string{}
-		if dataCol {
-			tab.Header = append(tab.Header, "operands", "random/zeros above pi0")
-			for _, d := range r.Data {
-				if d.RandomOverZerosAbovePi0 > 0 {
-					ratios[d.Class] = PM(d.RandomOverZerosAbovePi0, d.RandomOverZerosAbovePi0CI[0], d.RandomOverZerosAbovePi0CI[1])
-				}
-			}
-		}
 		for _, x := range r.Rows {
 			if x.Group != gr.match {
 				continue
@@ -203,13 +190,6 @@ func Page(r *Report) report.Page {
 			tab.Rows = append(tab.Rows, []string{x.Name, x.Unit, fmtSec(x.TimePerLaunchS), throughput(x), fmt.Sprintf("%.1f", x.PerCycleSM), spec,
 				fmt.Sprintf("%.0f", x.ClockMHz), units.Power(x.MeanPowerW).String(), units.Power(x.MaxPowerW).String(), units.Energy(x.EnergyPerLaunchJ).String(),
 				PM(x.PJPerUnit, x.PJPerUnitLow, x.PJPerUnitHigh), fmt.Sprintf("%.4g", x.PJPerUnitPi0), PM(x.PJPerUnitAbovePi0, x.PJPerUnitAbovePi0Low, x.PJPerUnitAbovePi0High)})
-			if dataCol {
-				ratio := ""
-				if x.Operands == string(kernels.DefaultOperands) {
-					ratio = ratios[x.What]
-				}
-				tab.Rows[len(tab.Rows)-1] = append(tab.Rows[len(tab.Rows)-1], x.Operands, ratio)
-			}
 			named = append(named, status.WithSubject(x.Name, x.Warnings)...)
 			nKernels++
 		}
