@@ -17,7 +17,7 @@ import (
 	"gpuwatt/internal/status"
 )
 
-const loadlevelSynopsis = "[--device ...] [--variant auto|gpu|cufft|cpu] [--size 64,512] [--contexts 1,2,4] [--levels default|ssj|100,50] [--spec] [--runs N] [--ptd HOST:PORT] [--out DIR] [--json]"
+const loadlevelSynopsis = "[--device ...] [--preset serve|seed] [--workload auto|gemm|fft] [--variant auto|gpu|cufft|cublas|cpu] [--size 64,512] [--batch N] [--contexts 1,2,4] [--levels default|ssj|100,50] [--spec] [--runs N] [--ptd HOST:PORT] [--out DIR] [--json]"
 
 // loadlevel is `gpuwatt loadlevel`: flags to loadlevel.Options; the policy (variant, users,
 // power sources) is loadlevel's.
@@ -26,8 +26,13 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	var sh shared
 	sh.register(fs, withAll, "")
 	d := loadlevel.DefaultOptions()
-	variant := fs.String("variant", "auto", "workload variant: gpu (gpuwatt's own FFT in PTX), cufft (NVIDIA's cuFFT, loaded at run time), cpu (Go FFT across goroutines), or auto: gpu on a real NVIDIA GPU, else cpu. The sim device runs no FFT kernels: there the cpu variant runs, on the virtual clock, and its transactions drive the sim device's power, which is read through the sim's sensors")
-	sizes := fs.String("size", "64", "FFT points per transaction, a power of two from 64 to 4096; a list sweeps (64,512,4096)")
+	preset := fs.String("preset", "", "a named workload: serve (the default on a GPU: a batch of 256 tokens of 4096 features through 8 dense layers, TF32 GEMMs through cuBLAS; loads the GPU) or seed (the seed paper's transactions: one 64-point FFT each; on a modern GPU bound by the host's round trip, and labelled so)")
+	workload := fs.String("workload", "auto", "gemm (dense layers through cuBLAS), fft, or auto: gemm on a real GPU, fft elsewhere")
+	variant := fs.String("variant", "auto", "workload variant: gpu (gpuwatt's own FFT in PTX), cufft (NVIDIA's cuFFT, loaded at run time), cublas (the gemm workload), cpu (Go FFT across goroutines), or auto: the workload's GPU variant on a real NVIDIA GPU, else cpu. The sim device runs no FFT kernels: there the cpu variant runs, on the virtual clock, and its transactions drive the sim device's power, which is read through the sim's sensors")
+	sizes := fs.String("size", "auto", "FFT points per transaction (a power of two from 64 to 4194304), or the gemm's width (features); a list sweeps (64,512,4096); auto: 64 for fft, 4096 for gemm")
+	fs.IntVar(&d.Batch, "batch", 0, "FFTs per transaction, or the gemm's rows (tokens) per transaction; 0: 1 for fft, 256 for gemm")
+	fs.IntVar(&d.Layers, "layers", 0, "gemm: dense layers per transaction (0: 8)")
+	fs.StringVar(&d.Math, "math", "", "gemm: tf32 (TF32 tensor cores, the default) or fp32")
 	contexts := fs.String("contexts", "auto", fmt.Sprintf("users (host goroutines submitting transactions); a list sweeps (1,2,4,8); auto: %d for the GPU variants (the H200's run-to-run CV was lowest there), the host's cores for cpu", loadlevel.DefaultGPUUsers))
 	levels := fs.String("levels", "default", "target loads in %: default (100,75,50,25), ssj (100..10 step 10) or a list; active idle always follows")
 	specIv := fs.Bool("spec", false, "SPECpower interval lengths: 30 s warm-up, 3 calibrations, 30 s pre, 240 s recording, 30 s post, 240 s active idle")
@@ -54,10 +59,21 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	if fs.NArg() > 0 {
 		return bad(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	d.Variant, d.GPU, d.LoadTolerance = *variant, sh.gpu, *loadTol/100
+	d.Workload, d.Variant, d.GPU, d.LoadTolerance = *workload, *variant, sh.gpu, *loadTol/100
 	var err error
-	if d.Sizes, err = loadlevel.ParseInts(*sizes); err != nil {
-		return bad(fmt.Errorf("--size %v", err))
+	switch *preset {
+	case "":
+	case loadlevel.PresetSeed:
+		d.Workload, d.Sizes, d.Batch = loadlevel.WorkloadFFT, []int{64}, 1
+	case loadlevel.PresetServe:
+		d.Workload = loadlevel.WorkloadGEMM
+	default:
+		return bad(fmt.Errorf("--preset %q: want serve or seed", *preset))
+	}
+	if *sizes != "auto" {
+		if d.Sizes, err = loadlevel.ParseInts(*sizes); err != nil {
+			return bad(fmt.Errorf("--size %v", err))
+		}
 	}
 	if *contexts != "auto" {
 		if d.Contexts, err = loadlevel.ParseInts(*contexts); err != nil {
@@ -166,8 +182,15 @@ func openGPUFFT(uuid string) (loadlevel.GPURuntime, error) {
 
 type gpuFFT struct{ *gpufft.Runtime }
 
-func (g gpuFFT) NewTx(variant string, n int) (loadlevel.Transaction, error) {
-	tx, err := g.Runtime.NewTx(variant, n)
+func (g gpuFFT) NewTx(w loadlevel.Work) (loadlevel.Transaction, error) {
+	if w.Workload == loadlevel.WorkloadGEMM {
+		tx, err := g.Runtime.NewGemm(w.Size, w.Batch, w.Layers, w.Math)
+		if err != nil {
+			return nil, err
+		}
+		return tx, nil
+	}
+	tx, err := g.Runtime.NewTx(w.Variant, w.Size, w.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -175,8 +198,12 @@ func (g gpuFFT) NewTx(variant string, n int) (loadlevel.Transaction, error) {
 }
 
 func (g gpuFFT) Check(variant string) error {
-	if variant == gpufft.CuFFT {
+	switch variant {
+	case gpufft.CuFFT:
 		_, err := g.CuFFT()
+		return err
+	case gpufft.CuBLAS:
+		_, err := g.CuBLAS()
 		return err
 	}
 	return nil

@@ -84,7 +84,7 @@ func TestLoadlevelText(t *testing.T) {
 func TestLoadlevelBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"--size", "100"},
-		{"--size", "8192"},
+		{"--size", "8388608"},
 		{"--contexts", "0"},
 		{"--levels", "150"},
 		{"--calibrations", "1"},

@@ -44,6 +44,7 @@ type ctaMachine struct {
 	counts  map[string]int64 // opcode -> executions
 	sharedN int64            // bytes moved through shared memory
 	l2N     int64            // bytes loaded with ld.global.nc beyond the input (twiddles)
+	ctaid   uint64           // %ctaid.x of the CTA being run
 }
 
 func decodeCTA(m *ptxModule, sharedSym string) ([]ctaInstr, int, error) {
@@ -66,6 +67,8 @@ func decodeCTA(m *ptxModule, sharedSym string) ([]ctaInstr, int, error) {
 			switch {
 			case o == "%tid.x":
 				d.kind = 't'
+			case o == "%ctaid.x":
+				d.kind = 'c'
 			case o == sharedSym:
 				d.kind = 'i' // the shared window starts at 0
 			case strings.HasPrefix(o, "{"):
@@ -141,6 +144,8 @@ func (c *ctaMachine) run(threads int) error {
 					return r[o.reg]
 				case 't':
 					return uint64(t)
+				case 'c':
+					return c.ctaid
 				}
 				return uint64(o.imm)
 			}
@@ -165,6 +170,14 @@ func (c *ctaMachine) run(threads int) error {
 						return fail(fmt.Errorf("no parameter %s", a[1].name))
 					}
 					r[a[0].reg] = v
+				case "ld.param.u32":
+					v, ok := c.params[a[1].name]
+					if !ok {
+						return fail(fmt.Errorf("no parameter %s", a[1].name))
+					}
+					r[a[0].reg] = uint64(uint32(v))
+				case "mad.lo.s32":
+					r[a[0].reg] = uint64(uint32(val(a[1])*val(a[2]) + val(a[3])))
 				case "cvta.to.global.u64":
 					r[a[0].reg] = val(a[1])
 				case "add.s32":
@@ -198,7 +211,7 @@ func (c *ctaMachine) run(threads int) error {
 					// float64, then to float32: a double rounding, within tolerance.
 					x, y, z := float64(f32(val(a[1]))), float64(f32(val(a[2]))), float64(f32(val(a[3])))
 					r[a[0].reg] = b32(float32(math.FMA(x, y, z)))
-				case "ld.global.nc.v2.f32", "st.global.v2.f32", "ld.shared.v2.f32", "st.shared.v2.f32":
+				case "ld.global.nc.v2.f32", "ld.global.v2.f32", "st.global.v2.f32", "ld.shared.v2.f32", "st.shared.v2.f32":
 					store := strings.HasPrefix(op, "st.")
 					mo, vo := a[1], a[0]
 					if store {

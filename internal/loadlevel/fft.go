@@ -11,10 +11,10 @@ import (
 // FFT sizes the workload accepts.
 const (
 	MinFFTSize = 64
-	MaxFFTSize = 4096
+	MaxFFTSize = 1 << 22
 )
 
-// CheckFFTSize reports whether n is a power of two in [64, 4096].
+// CheckFFTSize reports whether n is a power of two in [64, 2^22].
 func CheckFFTSize(n int) error {
 	if n < MinFFTSize || n > MaxFFTSize || n&(n-1) != 0 {
 		return fmt.Errorf("FFT size %d: want a power of two from %d to %d", n, MinFFTSize, MaxFFTSize)

@@ -19,7 +19,42 @@ const (
 	VariantCPU   = "cpu"
 	VariantGPU   = "gpu"   // gpuwatt's own FFT in PTX (gpufft.Own)
 	VariantCuFFT = "cufft" // NVIDIA's cuFFT (gpufft.CuFFT)
+	// VariantCuBLAS is the GEMM workload's GPU variant: cuBLAS's Sgemm (gpufft.CuBLAS).
+	VariantCuBLAS = "cublas"
 )
+
+// Workloads.
+const (
+	WorkloadAuto = "auto" // gemm on a real GPU, fft elsewhere
+	WorkloadFFT  = "fft"
+	WorkloadGEMM = "gemm"
+)
+
+// Presets (--preset): named workloads. PresetSeed is the seed paper's transactions (one
+// small FFT each: on a modern GPU they are bound by the host's round trip, and the report
+// says so); PresetServe is the default on a GPU, a batch of tokens through dense layers
+// that loads the GPU (the H200's 100 % level reached RESULT of its power limit).
+const (
+	PresetSeed  = "seed"
+	PresetServe = "serve"
+)
+
+// Serve preset's shape: width, batch (rows per transaction) and layers.
+const (
+	ServeWidth  = 4096
+	ServeBatch  = 256
+	ServeLayers = 8
+)
+
+// Work is one workload configuration handed to a GPU runtime.
+type Work struct {
+	Workload string // fft or gemm
+	Variant  string // gpu, cufft (fft); cublas (gemm)
+	Size     int    // FFT points, or the GEMM's width (features)
+	Batch    int    // FFTs per transaction, or the GEMM's rows (tokens) per transaction
+	Layers   int    // GEMM: dense layers per transaction
+	Math     string // GEMM: tf32 or fp32
+}
 
 // DefaultGPUUsers is the users of the GPU variants when none are asked: the H200 runs had
 // the lowest run-to-run CV with 8.
@@ -29,9 +64,9 @@ const DefaultGPUUsers = 8
 // so the command line hands its opener in through Options.OpenGPU).
 type GPURuntime interface {
 	Name() string
-	// NewTx returns the transaction of a GPU variant for n points.
-	NewTx(variant string, n int) (Transaction, error)
-	// Check says why variant cannot run (cuFFT not found), or nil.
+	// NewTx returns the transaction of a GPU variant.
+	NewTx(w Work) (Transaction, error)
+	// Check says why variant cannot run (cuFFT or cuBLAS not found), or nil.
 	Check(variant string) error
 	Close() error
 }
@@ -39,9 +74,13 @@ type GPURuntime interface {
 // Options are one `gpuwatt loadlevel` run: the workload, the sweep, the intervals and the
 // power sources. Start from DefaultOptions.
 type Options struct {
-	Variant   string // auto, cpu, gpu, cufft
+	Workload  string // auto, fft, gemm
+	Variant   string // auto, cpu, gpu, cufft, cublas
 	GPU       int    // the GPU (index in the opened system) that runs GPU variants and is measured
-	Sizes     []int  // FFT points per transaction
+	Sizes     []int  // FFT points, or GEMM width, per transaction
+	Batch     int    // FFTs per transaction, or GEMM rows; 0: 1 for fft, ServeBatch for gemm
+	Layers    int    // GEMM layers; 0: ServeLayers
+	Math      string // GEMM math: tf32 (default) or fp32
 	Contexts  []int  // users; nil: DefaultGPUUsers for the GPU variants, the host's cores for cpu
 	Levels    []float64
 	Intervals Intervals
@@ -61,25 +100,50 @@ type Options struct {
 
 // DefaultOptions are the quick defaults of the command line.
 func DefaultOptions() Options {
-	return Options{Variant: VariantAuto, Sizes: []int{64}, Levels: append([]float64(nil), DefaultLevels...),
+	return Options{Workload: WorkloadAuto, Variant: VariantAuto, Levels: append([]float64(nil), DefaultLevels...),
 		Intervals: QuickIntervals(), Runs: 1, RAPLRoot: "/sys/class/powercap", NsPerOp: 100,
 		VerifyFraction: 0.01, Tolerance: DefaultTolerance, LoadTolerance: 0.02, Seed: 1}
 }
 
 // Validate checks the options without running anything; its errors name the flag.
 func (o Options) Validate() error {
-	switch o.Variant {
-	case VariantAuto, VariantCPU, VariantGPU, VariantCuFFT:
+	switch o.Workload {
+	case WorkloadAuto, WorkloadFFT, WorkloadGEMM, "":
 	default:
-		return fmt.Errorf("--variant %q: want auto, gpu, cufft or cpu", o.Variant)
+		return fmt.Errorf("--workload %q: want auto, fft or gemm", o.Workload)
+	}
+	switch o.Variant {
+	case VariantAuto, VariantCPU, VariantGPU, VariantCuFFT, VariantCuBLAS:
+	default:
+		return fmt.Errorf("--variant %q: want auto, gpu, cufft, cublas or cpu", o.Variant)
+	}
+	if o.Workload == WorkloadGEMM && (o.Variant == VariantGPU || o.Variant == VariantCuFFT) {
+		return fmt.Errorf("--variant %s is an FFT variant: the gemm workload runs cublas", o.Variant)
+	}
+	if o.Workload == WorkloadFFT && o.Variant == VariantCuBLAS {
+		return fmt.Errorf("--variant cublas is the gemm workload's: the fft workload runs gpu, cufft or cpu")
 	}
 	if o.GPU < 0 {
 		return fmt.Errorf("--gpu %d: want a GPU index from 0", o.GPU)
 	}
-	if len(o.Sizes) == 0 {
-		return fmt.Errorf("--size: want at least one size")
+	if o.Batch < 0 || o.Batch > 1<<16 {
+		return fmt.Errorf("--batch %d: want 1 to 65536", o.Batch)
+	}
+	if o.Layers < 0 || o.Layers > 1024 {
+		return fmt.Errorf("--layers %d: want 1 to 1024", o.Layers)
+	}
+	switch o.Math {
+	case "", "tf32", "fp32":
+	default:
+		return fmt.Errorf("--math %q: want tf32 or fp32", o.Math)
 	}
 	for _, n := range o.Sizes {
+		if o.Workload == WorkloadGEMM {
+			if n < 16 || n > 1<<15 {
+				return fmt.Errorf("--size %d: the gemm workload's width: want 16 to 32768", n)
+			}
+			continue
+		}
 		if err := CheckFFTSize(n); err != nil {
 			return fmt.Errorf("--size: %v", err)
 		}
@@ -146,17 +210,59 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 		}
 		dev = devs[o.GPU]
 	}
-	variant := o.Variant
-	gpuVariant := variant == VariantGPU || variant == VariantCuFFT
+	variant, workload := o.Variant, o.Workload
+	switch variant {
+	case VariantGPU, VariantCuFFT:
+		workload = WorkloadFFT
+	case VariantCuBLAS:
+		workload = WorkloadGEMM
+	}
+	realGPU := dev != nil && !simulated && o.OpenGPU != nil
+	if workload == WorkloadAuto || workload == "" {
+		workload = WorkloadFFT
+		if realGPU && variant == VariantAuto {
+			workload = WorkloadGEMM
+		}
+	}
+	if workload == WorkloadGEMM && variant == VariantAuto {
+		variant = VariantCuBLAS
+	}
+	gpuVariant := variant == VariantGPU || variant == VariantCuFFT || variant == VariantCuBLAS
 	switch {
 	case gpuVariant && (simulated || dev == nil):
 		return nil, usageErr("--variant %s runs on a real NVIDIA GPU: the sim device runs the cpu variant (its transactions drive the sim's power)", variant)
 	case virtual && !simulated:
 		return nil, usageErr("the virtual clock needs the sim device (--device sim)")
-	case variant == VariantAuto && dev != nil && !simulated && o.OpenGPU != nil:
+	case variant == VariantAuto && realGPU:
 		variant, gpuVariant = VariantGPU, true
 	case variant == VariantAuto:
 		variant = VariantCPU
+	}
+	if workload == WorkloadGEMM && variant == VariantCPU {
+		return nil, usageErr("--workload gemm runs on a GPU (cuBLAS): there is none here; --workload fft runs on the host's cores")
+	}
+	sizes := o.Sizes
+	if len(sizes) == 0 {
+		sizes = []int{64}
+		if workload == WorkloadGEMM {
+			sizes = []int{ServeWidth}
+		}
+	}
+	batch, layers, math := o.Batch, o.Layers, o.Math
+	if batch == 0 {
+		batch = 1
+		if workload == WorkloadGEMM {
+			batch = ServeBatch
+		}
+	}
+	if layers == 0 {
+		layers = ServeLayers
+	}
+	if math == "" {
+		math = "tf32"
+	}
+	if batch > 1 && variant == VariantCPU {
+		return nil, usageErr("--batch %d: the cpu variant runs one FFT per transaction", batch)
 	}
 	var warnings []status.Warning
 	users := o.Contexts
@@ -234,12 +340,12 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 			warnings = append(warnings, status.Warnf(CodeCPUVariant, "the cpu variant runs Go FFT transactions on the host's cores: these figures describe the host, not the GPU"))
 		}
 	}
-	sw := Sweep{Sizes: o.Sizes, Contexts: users, Runs: o.Runs, Variant: variant, Device: deviceName,
+	sw := Sweep{Workload: workload, Sizes: sizes, Contexts: users, Runs: o.Runs, Variant: variant, Device: deviceName,
 		Base: Config{Levels: o.Levels, Intervals: o.Intervals, Clock: env.Clock, Meters: meters, Seed: o.Seed,
 			VerifyFraction: o.VerifyFraction, Tolerance: o.Tolerance, LoadTolerance: o.LoadTolerance, Busy: busy},
 		NewTx: func(n int) (Transaction, error) {
 			if rt != nil {
-				return rt.NewTx(variant, n)
+				return rt.NewTx(Work{Workload: workload, Variant: variant, Size: n, Batch: batch, Layers: layers, Math: math})
 			}
 			f, err := NewFFT(n)
 			if f != nil {

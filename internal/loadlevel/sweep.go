@@ -89,6 +89,8 @@ type Report struct {
 
 // Sweep describes the configurations to run.
 type Sweep struct {
+	// Workload names the workload in the report: fft (default) or gemm.
+	Workload        string
 	Sizes, Contexts []int
 	Runs            int
 	// Variant names the workload's variant in the report: cpu (default), gpu, cufft.
@@ -124,7 +126,10 @@ func RunSweep(ctx context.Context, s Sweep) (*Report, error) {
 					cr.Runs = append(cr.Runs, res)
 					rep.Valid = rep.Valid && res.Valid
 					if rep.Workload == "" {
-						rep.Workload = "fft"
+						rep.Workload = s.Workload
+						if rep.Workload == "" {
+							rep.Workload = WorkloadFFT
+						}
 						rep.Levels, rep.OverallScore, rep.ScoreUnavailable = res.Levels, res.OverallScore, res.ScoreUnavailable
 					}
 				}

@@ -19,11 +19,13 @@ package gpufft
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"unsafe"
 
 	"gpuwatt/internal/cuda"
+	"gpuwatt/internal/cuda/cublas"
 	"gpuwatt/internal/cuda/cufft"
 	"gpuwatt/internal/kernels"
 	"gpuwatt/internal/loadlevel"
@@ -37,8 +39,8 @@ const (
 
 // Options of Open.
 type Options struct {
-	// CUDAPaths and CUFFTPaths override where the libraries are looked for (tests).
-	CUDAPaths, CUFFTPaths []string
+	// CUDAPaths, CUFFTPaths and CUBLASPaths override where the libraries are looked for (tests).
+	CUDAPaths, CUFFTPaths, CUBLASPaths []string
 	// UUID selects the CUDA device with this UUID (the NVML device measured); "" takes
 	// device 0.
 	UUID string
@@ -52,10 +54,13 @@ type Runtime struct {
 	cc   string
 
 	mu   sync.Mutex
-	fns  map[int]*cuda.Function // own FFT kernel per size, loaded once
+	fns  map[string]*cuda.Function // own kernels by descriptor name, loaded once
 	fft  *cufft.Lib
 	ferr error
 	fone sync.Once
+	blas *cublas.Lib
+	berr error
+	bone sync.Once
 }
 
 // Open loads libcuda, finds the device and opens its context.
@@ -99,7 +104,7 @@ func Open(o Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runtime{opt: o, ctx: ctx, name: p.Name, cc: p.ComputeCapability(), fns: map[int]*cuda.Function{}}, nil
+	return &Runtime{opt: o, ctx: ctx, name: p.Name, cc: p.ComputeCapability(), fns: map[string]*cuda.Function{}}, nil
 }
 
 // Name is the GPU's name.
@@ -114,15 +119,14 @@ func (r *Runtime) CuFFT() (*cufft.Lib, error) {
 	return r.fft, r.ferr
 }
 
-// kernel returns the own FFT kernel for n points, JIT-compiling it on first use.
-func (r *Runtime) kernel(n int) (*cuda.Function, kernels.Descriptor, error) {
-	d, err := kernels.FFT(n, kernels.Device{CC: r.cc})
+// load returns the kernel of descriptor d, JIT-compiling it on first use.
+func (r *Runtime) load(d kernels.Descriptor, err error) (*cuda.Function, kernels.Descriptor, error) {
 	if err != nil {
 		return nil, d, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if f, ok := r.fns[n]; ok {
+	if f, ok := r.fns[d.Name]; ok {
 		return f, d, nil
 	}
 	m, err := r.ctx.LoadPTX(d.PTX)
@@ -133,22 +137,26 @@ func (r *Runtime) kernel(n int) (*cuda.Function, kernels.Descriptor, error) {
 	if err != nil {
 		return nil, d, err
 	}
-	r.fns[n] = f
+	r.fns[d.Name] = f
 	return f, d, nil
 }
 
-// Tx is the FFT transaction of n points on the GPU: generate the input on the CPU into the
-// user's pinned buffer, copy it in (cuMemcpyHtoDAsync), transform, copy the result out
-// (cuMemcpyDtoHAsync), synchronise the user's stream.
+// Tx is the FFT transaction of batch transforms of n points on the GPU: generate the input
+// on the CPU into the user's pinned buffer, copy it in (cuMemcpyHtoDAsync), transform,
+// copy the result out (cuMemcpyDtoHAsync), synchronise the user's stream.
 type Tx struct {
 	r       *Runtime
 	variant string
 	n       int
+	batch   int
 	fn      *cuda.Function
 	desc    kernels.Descriptor
-	fft     *cufft.Lib
-	tw      []float32
-	ref     *loadlevel.FFT // verification against the float64 reference
+	// fnRev and fnStage are the own FFT's global-memory passes above kernels.FFTMaxSize.
+	fnRev, fnStage     *cuda.Function
+	descRev, descStage kernels.Descriptor
+	fft                *cufft.Lib
+	tw                 []float32
+	ref                *loadlevel.FFT // verification against the float64 reference
 	// Corrupt, when set, plants a wrong result (tests of the verification).
 	Corrupt func(user int, seq int64) bool
 }
@@ -159,17 +167,30 @@ var (
 	_ loadlevel.ContextCloser = (*Tx)(nil)
 )
 
-// NewTx returns the transaction of variant (Own or CuFFT) for n points.
-func (r *Runtime) NewTx(variant string, n int) (*Tx, error) {
+// NewTx returns the transaction of variant (Own or CuFFT) for batch transforms of n points.
+func (r *Runtime) NewTx(variant string, n, batch int) (*Tx, error) {
 	ref, err := loadlevel.NewFFT(n)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tx{r: r, variant: variant, n: n, ref: ref}
+	if batch < 1 || int64(n)*int64(batch) > 1<<28 {
+		return nil, fmt.Errorf("batch %d of %d points: want 1 to %d", batch, n, (1<<28)/n)
+	}
+	t := &Tx{r: r, variant: variant, n: n, batch: batch, ref: ref}
+	dev := kernels.Device{CC: r.cc}
 	switch variant {
 	case Own:
-		if t.fn, t.desc, err = r.kernel(n); err != nil {
-			return nil, err
+		if n <= kernels.FFTMaxSize {
+			if t.fn, t.desc, err = r.load(kernels.FFT(n, dev)); err != nil {
+				return nil, err
+			}
+		} else {
+			if t.fnRev, t.descRev, err = r.load(kernels.FFTBitrev(n, batch, dev)); err != nil {
+				return nil, err
+			}
+			if t.fnStage, t.descStage, err = r.load(kernels.FFTStage(n, batch, dev)); err != nil {
+				return nil, err
+			}
 		}
 		t.tw = kernels.FFTTwiddles(n)
 	case CuFFT:
@@ -182,8 +203,14 @@ func (r *Runtime) NewTx(variant string, n int) (*Tx, error) {
 	return t, nil
 }
 
-// Name implements loadlevel.Transaction: "fft-64/gpu", "fft-64/cufft".
-func (t *Tx) Name() string { return fmt.Sprintf("fft-%d/%s", t.n, t.variant) }
+// Name implements loadlevel.Transaction: "fft-64/gpu", "fft-64/cufft", "fft-1048576x16/cufft"
+// (16 transforms per transaction).
+func (t *Tx) Name() string {
+	if t.batch > 1 {
+		return fmt.Sprintf("fft-%dx%d/%s", t.n, t.batch, t.variant)
+	}
+	return fmt.Sprintf("fft-%d/%s", t.n, t.variant)
+}
 
 // user is a User's execution context.
 type user struct {
@@ -192,6 +219,7 @@ type user struct {
 	din, dout, dtw  cuda.DevicePtr
 	hin, hout       *cuda.HostBuffer
 	in, out         []complex64 // views of hin and hout
+	pool            []complex64 // random points the inputs of large transactions are drawn from
 	plan            *cufft.Plan
 	bytes           int
 	closed, corrupt bool
@@ -211,7 +239,7 @@ func (t *Tx) NewContext() any {
 // table is uploaded here, once per user.
 func (t *Tx) OpenContext() (any, error) {
 	c := t.r.ctx
-	u := &user{bytes: 8 * t.n}
+	u := &user{bytes: 8 * t.n * t.batch}
 	var err error
 	fail := func(e error) (any, error) {
 		_ = t.CloseContext(u)
@@ -232,8 +260,11 @@ func (t *Tx) OpenContext() (any, error) {
 	if u.hout, err = c.AllocHost(u.bytes, cuda.HostAllocDefault); err != nil {
 		return fail(err)
 	}
-	u.in = unsafe.Slice((*complex64)(unsafe.Pointer(unsafe.SliceData(u.hin.Bytes()))), t.n)
-	u.out = unsafe.Slice((*complex64)(unsafe.Pointer(unsafe.SliceData(u.hout.Bytes()))), t.n)
+	u.in = unsafe.Slice((*complex64)(unsafe.Pointer(unsafe.SliceData(u.hin.Bytes()))), t.n*t.batch)
+	u.out = unsafe.Slice((*complex64)(unsafe.Pointer(unsafe.SliceData(u.hout.Bytes()))), t.n*t.batch)
+	if t.n*t.batch > largeInput {
+		u.pool = randomPoints(t.n, uint64(len(t.tw))+uint64(t.n)*7919+uint64(t.batch))
+	}
 	if u.w, err = c.NewWorker(); err != nil {
 		return fail(err)
 	}
@@ -247,7 +278,7 @@ func (t *Tx) OpenContext() (any, error) {
 		}
 	case CuFFT:
 		err = u.w.Run(func(*cuda.Thread) error {
-			p, err := t.fft.Plan1d(t.n, 1)
+			p, err := t.fft.Plan1d(t.n, t.batch)
 			if err != nil {
 				return err
 			}
@@ -290,17 +321,47 @@ func (t *Tx) CloseContext(ctx any) error {
 	return errors.Join(errs...)
 }
 
-// input is one transaction's input: the user's pinned buffer.
-type input struct{ data []complex64 }
+// input is one transaction's input: the user's pinned buffer, and which of its transforms
+// is copied for verification if the result is picked.
+type input struct {
+	data []complex64
+	pick int
+}
+
+// largeInput is the number of points above which a transaction's input is drawn from the
+// user's pool rather than generated point by point: generating 2^20 random points takes
+// milliseconds of the host, longer than the GPU's transform.
+const largeInput = 1 << 16
+
+// randomPoints returns n uniform random points in [-1,1)².
+func randomPoints(n int, seed uint64) []complex64 {
+	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	p := make([]complex64, n)
+	for i := range p {
+		p[i] = complex(float32(2*r.Float64()-1), float32(2*r.Float64()-1))
+	}
+	return p
+}
 
 // Generate implements loadlevel.Transaction: uniform random points in [-1,1)² written
-// straight into the user's pinned input buffer.
+// straight into the user's pinned input buffer. Above largeInput points in all, each
+// transform's input is the user's pool of n random points rotated by a random offset (two
+// copies instead of n random draws).
 func (t *Tx) Generate(u *loadlevel.User) any {
 	c := u.Context.(*user)
-	for i := range c.in {
-		c.in[i] = complex(float32(2*u.Rand.Float64()-1), float32(2*u.Rand.Float64()-1))
+	if c.pool == nil {
+		for i := range c.in {
+			c.in[i] = complex(float32(2*u.Rand.Float64()-1), float32(2*u.Rand.Float64()-1))
+		}
+		return input{data: c.in, pick: u.Rand.IntN(t.batch)}
 	}
-	return input{c.in}
+	for b := range t.batch {
+		x := c.in[b*t.n : (b+1)*t.n]
+		off := u.Rand.IntN(t.n)
+		k := copy(x, c.pool[off:])
+		copy(x[k:], c.pool[:off])
+	}
+	return input{data: c.in, pick: u.Rand.IntN(t.batch)}
 }
 
 // Process implements loadlevel.Transaction: copy in, transform, copy out, synchronise,
@@ -315,11 +376,22 @@ func (t *Tx) Process(u *loadlevel.User, _ any) (any, error) {
 		if err := th.CopyHtoDAsync(c.din, c.hin, 0, c.bytes, c.s); err != nil {
 			return err
 		}
-		switch t.variant {
-		case Own:
-			cfg := cuda.LaunchConfig{Grid: cuda.D1(1), Block: cuda.D1(t.desc.Threads), Stream: c.s}
+		switch {
+		case t.variant == Own && t.fn != nil:
+			cfg := cuda.LaunchConfig{Grid: cuda.D1(t.batch), Block: cuda.D1(t.desc.Threads), Stream: c.s}
 			if err := th.Launch(t.fn, cfg, cuda.Ptr(c.din), cuda.Ptr(c.dout), cuda.Ptr(c.dtw)); err != nil {
 				return err
+			}
+		case t.variant == Own:
+			cfg := cuda.LaunchConfig{Grid: cuda.D1(t.descRev.Blocks), Block: cuda.D1(kernels.FFTLargeThreads), Stream: c.s}
+			if err := th.Launch(t.fnRev, cfg, cuda.Ptr(c.din), cuda.Ptr(c.dout)); err != nil {
+				return err
+			}
+			cfg.Grid = cuda.D1(t.descStage.Blocks)
+			for st := 0; 1<<st < t.n; st++ {
+				if err := th.Launch(t.fnStage, cfg, cuda.Ptr(c.dout), cuda.Ptr(c.dtw), cuda.U32(uint32(st))); err != nil {
+					return err
+				}
 			}
 		default:
 			if err := c.plan.ExecC2C(uint64(c.din), uint64(c.dout), cufft.Forward); err != nil {
@@ -340,9 +412,12 @@ func (t *Tx) Process(u *loadlevel.User, _ any) (any, error) {
 	return c.out, nil
 }
 
-// Snapshot implements loadlevel.Transaction: copies of the pinned input and output.
+// Snapshot implements loadlevel.Transaction: copies of one transform's input and output
+// (the one Generate picked at random).
 func (t *Tx) Snapshot(in, out any) (any, any) {
-	return append([]complex64(nil), in.(input).data...), append([]complex64(nil), out.([]complex64)...)
+	x := in.(input)
+	a, b := x.pick*t.n, (x.pick+1)*t.n
+	return append([]complex64(nil), x.data[a:b]...), append([]complex64(nil), out.([]complex64)[a:b]...)
 }
 
 // Verify implements loadlevel.Transaction: against the float64 reference FFT.
