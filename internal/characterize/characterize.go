@@ -461,7 +461,7 @@ func runLoadlevel(ctx context.Context, opt Options, res *Results) (bool, error) 
 	case opt.LoadContexts > 0:
 		lo.Contexts = []int{opt.LoadContexts}
 	case opt.Quick && (opt.System.Simulated() || opt.OpenGPU == nil):
-		lo.Contexts = []int{min(runtime.GOMAXPROCS(0), 4)} // the cpu variant, kept short
+		lo.Contexts = []int{min(runtime.GOMAXPROCS(0), 4)} // kept short
 	}
 	env := device.Env{System: opt.System, Clock: opt.Clock, Progress: opt.Progress}
 	rep, err := lo.Run(ctx, env)

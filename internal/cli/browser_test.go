@@ -189,7 +189,7 @@ func TestReportsInBrowser(t *testing.T) {
 	run("profile", "profile", "--device", "sim:h100", "--channel", "power.instant", "--kernel", "5ms", "--runs", "200")
 	run("micro", "micro", "--device", "sim:h200", "--only", "baseline,fp32.fma,dram.copy,coalesce.*")
 	run("archline", "archline", "--device", "sim:h200", "--quick")
-	run("loadlevel", append([]string{"loadlevel", "--contexts", "1", "--levels", "100,50", "--size", "64,256"}, loadlevelArgs...)...)
+	run("loadlevel", append([]string{"loadlevel", "--contexts", "2", "--levels", "100,50", "--size", "1024,4096"}, loadlevelArgs...)...)
 	run("characterize", "characterize", "--device", "sim:h200", "--quick")
 	// The comparison page of the run and a copy of it: every plot twice, the case where
 	// plots' ids used to collide.

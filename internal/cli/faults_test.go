@@ -124,7 +124,7 @@ func TestFullDisk(t *testing.T) {
 	}{
 		{"profile", "profile.json", []string{"profile", "--device", "sim:h100", "--channel", "power.instant", "--kernel", "5ms", "--runs", "200", "--quiet"}},
 		{"archline", "results.json", []string{"archline", "--device", "sim:h200", "--quick", "--quiet"}},
-		{"loadlevel", "results.json", append([]string{"loadlevel", "--device", "sim:h100", "--size", "64", "--quiet"}, loadlevelArgs...)},
+		{"loadlevel", "results.json", append([]string{"loadlevel", "--device", "sim:h100", "--size", "1024", "--quiet"}, loadlevelArgs...)},
 	} {
 		t.Run(v.name+" report.html", func(t *testing.T) {
 			diskFull(t, "report.html")

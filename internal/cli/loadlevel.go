@@ -162,7 +162,7 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 		for _, cr := range rep.Configs {
 			for _, r := range cr.Runs {
 				for _, why := range r.Invalid {
-					fmt.Fprintf(a.Stderr, "gpuwatt loadlevel: INVALID (fft-%d, %d contexts): %s\n", cr.Size, cr.Contexts, why)
+					fmt.Fprintf(a.Stderr, "gpuwatt loadlevel: INVALID (%s, %d contexts): %s\n", r.Workload, cr.Contexts, why)
 				}
 			}
 		}
@@ -213,7 +213,7 @@ func writeLoadlevelText(a *App, rep *loadlevel.Report) {
 	w := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, cr := range rep.Configs {
 		for i, r := range cr.Runs {
-			fmt.Fprintf(a.Stdout, "fft-%d (%s), %d contexts, run %d: calibrated %.4g tx/s, power from %s\n", cr.Size, rep.Variant, cr.Contexts, i+1, r.CalibratedRate, orDash(r.PowerSource))
+			fmt.Fprintf(a.Stdout, "%s, %d contexts, run %d: calibrated %.4g tx/s, power from %s\n", r.Workload, cr.Contexts, i+1, r.CalibratedRate, orDash(r.PowerSource))
 			var others []string
 			if len(r.PowerSources) > 1 {
 				others = r.PowerSources[1:]
@@ -222,7 +222,11 @@ func writeLoadlevelText(a *App, rep *loadlevel.Report) {
 			for k := range others {
 				extra += fmt.Sprintf("W[%d]\t", k+2)
 			}
-			fmt.Fprintln(w, "level\ttarget\tactual\ttx/s\tpower W\ttx/J\tvalid\t"+extra)
+			host := r.HostPowerSource != ""
+			if host {
+				extra += "GPU W\thost W\tsum W\t"
+			}
+			fmt.Fprintln(w, "level\ttarget\tactual\ttx/s\tpower W\t± W\ttx/J\ttemp C\tvalid\t"+extra)
 			for _, l := range r.Levels {
 				ex := ""
 				for _, o := range others {
@@ -232,19 +236,43 @@ func writeLoadlevelText(a *App, rep *loadlevel.Report) {
 						ex += "-\t"
 					}
 				}
+				if host {
+					ex += fmt.Sprintf("%s\t%s\t%s\t", wOrDash(l.GPUPowerW), wOrDash(l.HostPowerW), wOrDash(l.TotalPowerW))
+				}
 				pw, tj := fmt.Sprintf("%.1f", l.PowerW), fmt.Sprintf("%.4g", l.TxPerJ)
 				if l.PowerUnavailable != "" {
 					pw, tj = "unavailable", "unavailable"
 				}
+				pm := "-"
+				if l.PowerHighW > l.PowerLowW && l.PowerLowW > 0 {
+					pm = fmt.Sprintf("%.1f", (l.PowerHighW-l.PowerLowW)/2)
+				}
+				temp := "-"
+				if l.TemperatureC != nil {
+					temp = fmt.Sprintf("%.0f", l.TemperatureC.Max)
+				}
 				if l.ActiveIdle {
-					fmt.Fprintf(w, "active idle\t-\t-\t0\t%s\t-\t\t%s\n", pw, ex)
+					fmt.Fprintf(w, "active idle\t-\t-\t0\t%s\t%s\t-\t%s\t\t%s\n", pw, pm, temp, ex)
 					continue
 				}
-				fmt.Fprintf(w, "%s\t%.0f %%\t%.2f %%\t%.4g\t%s\t%s\t%v\t%s\n", fmt.Sprintf("level %.0f %%", 100*l.TargetLoad), 100*l.TargetLoad, 100*l.ActualLoad, l.TxPerS, pw, tj, l.Valid, ex)
+				fmt.Fprintf(w, "%s\t%.0f %%\t%.2f %%\t%.4g\t%s\t%s\t%s\t%s\t%v\t%s\n", fmt.Sprintf("level %.0f %%", 100*l.TargetLoad), 100*l.TargetLoad, 100*l.ActualLoad, l.TxPerS, pw, pm, tj, temp, l.Valid, ex)
 			}
 			w.Flush()
 			for k, o := range others {
 				fmt.Fprintf(a.Stdout, "W[%d]: %s\n", k+2, o)
+			}
+			switch {
+			case host:
+				fmt.Fprintf(a.Stdout, "host power from %s; sum W = GPU + host\n", r.HostPowerSource)
+			case r.HostPowerUnavailable != "":
+				fmt.Fprintf(a.Stdout, "host power: cannot be read (%s)\n", r.HostPowerUnavailable)
+			}
+			if r.ScoreUnavailable == "" && len(r.Levels) > 1 {
+				if r.LevelsResolved {
+					fmt.Fprintf(a.Stdout, "levels resolved: power rises with load, adjacent levels more than %d × their uncertainty apart\n", loadlevel.ResolveFactor)
+				} else {
+					fmt.Fprintf(a.Stdout, "levels NOT resolved: the workload does not resolve the levels (%s)\n", r.ResolveNote)
+				}
 			}
 			fmt.Fprintf(a.Stdout, "overall score %s; verified %d results; valid %v\n\n", loadlevel.Score(r), r.Verified, r.Valid)
 		}
@@ -264,6 +292,13 @@ func writeLoadlevelText(a *App, rep *loadlevel.Report) {
 	for _, s := range status.Group(rep.Warnings, 0) {
 		fmt.Fprintf(a.Stdout, "warning: %s\n", s)
 	}
+}
+
+func wOrDash(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", v)
 }
 
 func orDash(s string) string {

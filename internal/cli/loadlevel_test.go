@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"gpuwatt/internal/gpu/sim"
 )
 
 // loadlevelArgs are short intervals on the virtual clock (testApp's NewClock).
@@ -17,7 +19,7 @@ var loadlevelArgs = []string{"--warmup", "1s", "--pre", "1s", "--record", "10s",
 func TestLoadlevelJSON(t *testing.T) {
 	a, stdout, stderr, ctx := testApp(t)
 	dir := t.TempDir()
-	args := append([]string{"--contexts", "2", "--size", "64,256", "--out", dir, "--json"}, loadlevelArgs...)
+	args := append([]string{"--contexts", "2", "--size", "1024,4096", "--out", dir, "--json"}, loadlevelArgs...)
 	if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -69,7 +71,7 @@ func TestLoadlevelJSON(t *testing.T) {
 
 func TestLoadlevelText(t *testing.T) {
 	a, stdout, stderr, ctx := testApp(t)
-	args := append([]string{"--contexts", "1", "--levels", "100,50", "--runs", "2"}, loadlevelArgs...)
+	args := append([]string{"--contexts", "2", "--levels", "100,50", "--runs", "2"}, loadlevelArgs...)
 	if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -93,10 +95,15 @@ func TestLoadlevelBadInput(t *testing.T) {
 		{"--clock", "sundial"},
 		{"--device", "cuda"},
 		{"--device", "sim:p100"},
-		{"--variant", "gpu", "--device", "sim"},
 		{"--clock", "virtual", "--device", "nvml"},
 		{"--variant", "cuda"},
-		{"--variant", "cufft", "--clock", "virtual"},
+		{"--workload", "gemm", "--variant", "cpu", "--device", "sim"},
+		{"--workload", "gemm", "--variant", "cufft"},
+		{"--workload", "dft"},
+		{"--preset", "huge"},
+		{"--batch", "-1"},
+		{"--math", "fp8"},
+		{"--workload", "gemm", "--size", "8"},
 		{"--gpu", "-1"},
 		{"--verify-fraction", "2"},
 		{"--bogus"},
@@ -112,16 +119,17 @@ func TestLoadlevelBadInput(t *testing.T) {
 	}
 }
 
-// Without an NVIDIA GPU, auto is the sim device and the CPU variant, whose power is read
-// from the sim; asking for a GPU variant there is bad input, after auto's notice.
+// Without an NVIDIA GPU, auto is the sim device on its virtual clock, where the default
+// workload (gemm) runs on the sim's execution model and its power is read from the sim;
+// a GPU variant on the real clock there is bad input, after auto's notice.
 func TestLoadlevelNoGPU(t *testing.T) {
 	a, _, stderr, ctx := testApp(t)
 	a.NewClock = nil // the device's own clock
-	if code := a.Main(ctx, []string{"loadlevel", "--variant", "gpu"}); code != ExitUsage {
+	if code := a.Main(ctx, []string{"loadlevel", "--variant", "gpu", "--clock", "real"}); code != ExitUsage {
 		t.Errorf("exit %d, want 2", code)
 	}
 	if lines := strings.Split(strings.TrimSpace(stderr.String()), "\n"); len(lines) != 2 || !strings.Contains(lines[0], "using the sim device") ||
-		!strings.HasPrefix(lines[1], "gpuwatt loadlevel: --variant gpu runs on a real NVIDIA GPU") {
+		!strings.HasPrefix(lines[1], "gpuwatt loadlevel: --variant gpu runs on a GPU") {
 		t.Errorf("stderr %q: want auto's notice, then why", stderr)
 	}
 	a, stdout, stderr, ctx := testApp(t)
@@ -140,7 +148,7 @@ func TestLoadlevelNoGPU(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Variant != "cpu" || len(got.Configs) != 1 || len(got.Configs[0].Runs[0].PowerSources) != 1 {
+	if got.Variant != "cublas" || len(got.Configs) != 1 || len(got.Configs[0].Runs[0].PowerSources) != 1 {
 		t.Errorf("variant %q, configs %+v", got.Variant, got.Configs)
 	}
 }
@@ -148,7 +156,7 @@ func TestLoadlevelNoGPU(t *testing.T) {
 // Without --contexts, the CPU variant runs one user per host core.
 func TestLoadlevelDefaultContexts(t *testing.T) {
 	a, stdout, stderr, ctx := testApp(t)
-	args := append([]string{"--levels", "100", "--json"}, loadlevelArgs...)
+	args := append([]string{"--levels", "100", "--json", "--variant", "cpu"}, loadlevelArgs...)
 	if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -162,5 +170,68 @@ func TestLoadlevelDefaultContexts(t *testing.T) {
 	}
 	if len(got.Configs) != 1 || got.Configs[0].Contexts != runtime.GOMAXPROCS(0) {
 		t.Errorf("configs %+v, want one with %d contexts", got.Configs, runtime.GOMAXPROCS(0))
+	}
+}
+
+// Issue 14's "must show": on the sim H200 the default workload resolves the levels: each
+// within 2 points of its target, active idle present, power rising with load, and the
+// 90 % level at least 30 % of the card's dynamic range (power limit − active idle) above
+// active idle.
+func TestLoadlevelSimH200Levels(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"loadlevel", "--device", "sim:h200", "--levels", "90,60,30", "--json", "--quiet"}); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("--quiet wrote %q", stderr)
+	}
+	var got struct {
+		Workload string `json:"workload"`
+		Levels   []struct {
+			TargetLoad   float64 `json:"target_load"`
+			ActualLoad   float64 `json:"actual_load"`
+			PowerW       float64 `json:"power_w"`
+			ActiveIdle   bool    `json:"active_idle"`
+			TemperatureC *struct {
+				Max float64 `json:"max"`
+			} `json:"temperature_c"`
+		} `json:"levels"`
+		Configs []struct {
+			Runs []struct {
+				LevelsResolved       bool   `json:"levels_resolved"`
+				HostPowerUnavailable string `json:"host_power_unavailable"`
+			} `json:"runs"`
+		} `json:"configs"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Levels) != 4 || !got.Levels[3].ActiveIdle || !strings.HasPrefix(got.Workload, "gemm") {
+		t.Fatalf("workload %q, levels %+v: want gemm, 3 levels and active idle", got.Workload, got.Levels)
+	}
+	cfg, err := sim.Preset("h200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle := got.Levels[3].PowerW
+	span := float64(cfg.PowerLimit) - idle
+	t.Logf("power %.1f / %.1f / %.1f W at 90/60/30 %%, active idle %.1f W, dynamic range %.0f W",
+		got.Levels[0].PowerW, got.Levels[1].PowerW, got.Levels[2].PowerW, idle, span)
+	for i, l := range got.Levels[:3] {
+		if math.Abs(l.ActualLoad-l.TargetLoad) > 0.02 {
+			t.Errorf("level %.0f %%: actual %.2f %%", 100*l.TargetLoad, 100*l.ActualLoad)
+		}
+		if next := got.Levels[i+1].PowerW; !(l.PowerW > next) {
+			t.Errorf("power does not rise with load: %.1f W at %.0f %%, %.1f W below it", l.PowerW, 100*l.TargetLoad, next)
+		}
+		if l.TemperatureC == nil || l.TemperatureC.Max <= 0 {
+			t.Errorf("level %.0f %%: no temperature", 100*l.TargetLoad)
+		}
+	}
+	if above := got.Levels[0].PowerW - idle; above < 0.3*span {
+		t.Errorf("90 %% level %.1f W above active idle: want at least 30 %% of %.0f W", above, span)
+	}
+	if r := got.Configs[0].Runs[0]; !r.LevelsResolved || r.HostPowerUnavailable == "" {
+		t.Errorf("run: resolved %v, host power unavailable %q: want resolved, and why the host's power is not read", r.LevelsResolved, r.HostPowerUnavailable)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,6 +117,9 @@ type Config struct {
 	// Busy, on a virtual clock, is told every transaction's span and when the clock moves
 	// (SimLoad: the sim device draws power from them). Nil on a real clock.
 	Busy BusyObserver
+	// HostUnavailable says why no meter reads the host's power ("" where one does, or
+	// where nobody asked).
+	HostUnavailable string
 }
 
 // BusyObserver follows the transactions on a virtual clock.
@@ -145,8 +149,47 @@ type Level struct {
 	// PowerDetail says, per meter, how its figure was obtained (for the GPU meter: the
 	// channel and the correction), where the meter says.
 	PowerDetail map[string]string `json:"power_detail,omitempty"`
+	// PowerLowW and PowerHighW are power_w's 95 % interval where its meter gives one (the
+	// GPU meter: the region energy estimator's interval over the recording period).
+	PowerLowW  float64 `json:"power_low_w,omitempty"`
+	PowerHighW float64 `json:"power_high_w,omitempty"`
+	// GPUPowerW is the GPU board's power, HostPowerW the host's (RAPL: the CPU packages),
+	// TotalPowerW their sum where both were read; WallPowerW a PTDaemon's analyzer's.
+	GPUPowerW   float64 `json:"gpu_power_w,omitempty"`
+	HostPowerW  float64 `json:"host_power_w,omitempty"`
+	TotalPowerW float64 `json:"total_power_w,omitempty"`
+	WallPowerW  float64 `json:"wall_power_w,omitempty"`
+	// TemperatureC is the GPU's temperature over the recording period (min, max, median).
+	TemperatureC *TempRange `json:"temperature_c,omitempty"`
 	// Delays holds up to 5000 of the exponential start-to-start delays drawn (seconds).
 	Delays []float64 `json:"-"`
+}
+
+// TempRange is a temperature's range over a recording period, °C.
+type TempRange struct {
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	Median float64 `json:"median"`
+}
+
+// Kinds of meter (MeterKind): what a meter's figure covers.
+const (
+	KindGPU  = "gpu"  // a GPU board
+	KindHost = "host" // the host's CPU packages (RAPL)
+	KindWall = "wall" // an external analyzer (PTDaemon): what it is wired to
+)
+
+// MeterKind is implemented by meters that say what their figure covers.
+type MeterKind interface{ Kind() string }
+
+// MeterInterval is implemented by meters whose last End has a 95 % interval.
+type MeterInterval interface {
+	Interval() (low, high float64, ok bool)
+}
+
+// MeterTemperature is implemented by meters that also read the GPU's temperature.
+type MeterTemperature interface {
+	Temperature() (TempRange, bool)
 }
 
 // Result is one run.
@@ -168,6 +211,15 @@ type Result struct {
 	Verified         int64    `json:"verified"`
 	VerifyDropped    int64    `json:"verify_dropped"`
 	VerifyFailures   []string `json:"verify_failures,omitempty"`
+	// HostPowerUnavailable says why the host's power was not read (no RAPL: a VM), where
+	// it was not; HostPowerSource names the meter that read it.
+	HostPowerSource      string `json:"host_power_source,omitempty"`
+	HostPowerUnavailable string `json:"host_power_unavailable,omitempty"`
+	// LevelsResolved says whether power rises with load, each level's power (active idle
+	// the lowest) more than 3 times the combined 95 % uncertainty of the two above the
+	// level below it; ResolveNote says where it does not.
+	LevelsResolved bool   `json:"levels_resolved"`
+	ResolveNote    string `json:"levels_resolved_note,omitempty"`
 	// FailedTransactions counts transactions whose Process returned an error (each one
 	// invalidates the run); TransactionErrors holds the first few.
 	FailedTransactions int64    `json:"failed_transactions,omitempty"`
@@ -187,6 +239,10 @@ const (
 	CodePTD status.Code = "ptd_identity"
 	// CodeCPUVariant: the cpu variant runs, so the figures describe the host's cores.
 	CodeCPUVariant status.Code = "cpu_variant"
+	// CodeUnresolved: the workload's levels' power is not told apart.
+	CodeUnresolved status.Code = "levels_unresolved"
+	// CodeNoHostPower: the host's power could not be read.
+	CodeNoHostPower status.Code = "no_host_power"
 )
 
 // ErrConfig is wrapped by errors in a Config.
@@ -207,6 +263,9 @@ type intervalStats struct {
 	powers    map[string]float64
 	details   map[string]string
 	power     float64
+	low, high float64
+	byKind    map[string]float64
+	temp      *TempRange
 	warn      []status.Warning
 }
 
@@ -337,6 +396,7 @@ func (e *engine) run(ctx context.Context, res *Result) error {
 		it.what = fmt.Sprintf("level %.0f %%", 100*target)
 		st, err := e.interval(ctx, it)
 		lv := Level{Label: it.label, TargetLoad: target, Transactions: st.completed, PowerW: st.power, Power: st.powers, PowerDetail: st.details, Delays: st.delays}
+		st.fill(&lv)
 		lv.TxPerS = float64(st.completed) / iv.Record.Seconds()
 		lv.ActualLoad = lv.TxPerS / res.CalibratedRate
 		res.Warnings = append(res.Warnings, st.warn...)
@@ -350,8 +410,19 @@ func (e *engine) run(ctx context.Context, res *Result) error {
 	it.rec = iv.Idle
 	st, err := e.interval(ctx, it)
 	res.Warnings = append(res.Warnings, st.warn...)
-	res.Levels = append(res.Levels, Level{Label: it.label, ActiveIdle: true, PowerW: st.power, Power: st.powers, PowerDetail: st.details})
+	lv := Level{Label: it.label, ActiveIdle: true, PowerW: st.power, Power: st.powers, PowerDetail: st.details}
+	st.fill(&lv)
+	res.Levels = append(res.Levels, lv)
 	return err
+}
+
+// fill copies the interval's interval, kinds and temperature into its level.
+func (st *intervalStats) fill(l *Level) {
+	l.PowerLowW, l.PowerHighW, l.TemperatureC = st.low, st.high, st.temp
+	l.GPUPowerW, l.HostPowerW, l.WallPowerW = st.byKind[KindGPU], st.byKind[KindHost], st.byKind[KindWall]
+	if l.GPUPowerW > 0 && l.HostPowerW > 0 {
+		l.TotalPowerW = l.GPUPowerW + l.HostPowerW
+	}
 }
 
 func (e *engine) next(kind string, rate float64) interval {
@@ -402,6 +473,18 @@ func (e *engine) finish(res *Result) {
 	case watts > 0:
 		res.OverallScore = ops / watts
 	}
+	res.HostPowerUnavailable = e.cfg.HostUnavailable
+	for _, m := range e.cfg.Meters {
+		if k, ok := m.(MeterKind); ok && k.Kind() == KindHost && res.HostPowerSource == "" {
+			res.HostPowerSource = m.Name()
+		}
+	}
+	if noPower == "" {
+		res.LevelsResolved, res.ResolveNote = Resolve(res.Levels)
+		if !res.LevelsResolved {
+			res.Warnf(CodeUnresolved, "the workload does not resolve the levels: %s", res.ResolveNote)
+		}
+	}
 	for _, f := range e.failures {
 		res.Valid = false
 		res.Invalid = append(res.Invalid, "verification failed: "+f)
@@ -410,6 +493,47 @@ func (e *engine) finish(res *Result) {
 		res.Valid = false
 		res.Invalid = append(res.Invalid, fmt.Sprintf("%d transactions failed; first: %s", n, e.txErrors[0]))
 	}
+}
+
+// ResolveFactor is how many times their combined uncertainty adjacent levels' power
+// must differ by.
+const ResolveFactor = 3
+
+// FallbackUncertainty is the relative uncertainty of a level's power whose meter gives no
+// interval: a board's or analyzer's gain error of 2 %.
+const FallbackUncertainty = 0.02
+
+// Resolve checks that power rises with load: ordered by target load (active idle at 0),
+// each level's power exceeds the one below by more than ResolveFactor times the combined
+// uncertainty of the two, sqrt(u1² + u2²), u the half-width of the 95 % interval
+// (FallbackUncertainty of the power where there is none). It returns whether all pairs
+// pass and, where one does not, which.
+func Resolve(levels []Level) (bool, string) {
+	ls := append([]Level(nil), levels...)
+	sort.SliceStable(ls, func(i, j int) bool { return loadOf(ls[i]) < loadOf(ls[j]) })
+	u := func(l Level) float64 {
+		if l.PowerHighW > l.PowerLowW && l.PowerLowW > 0 {
+			return (l.PowerHighW - l.PowerLowW) / 2
+		}
+		return FallbackUncertainty * l.PowerW
+	}
+	var bad []string
+	for i := 1; i < len(ls); i++ {
+		a, b := ls[i-1], ls[i]
+		d, c := b.PowerW-a.PowerW, ResolveFactor*math.Hypot(u(a), u(b))
+		if !(d > c) {
+			bad = append(bad, fmt.Sprintf("%s draws %.1f W, %s %.1f W: %.1f W apart, not more than %d × their uncertainty (%.1f W)",
+				levelName(b), b.PowerW, levelName(a), a.PowerW, d, ResolveFactor, c))
+		}
+	}
+	return len(bad) == 0, strings.Join(bad, "; ")
+}
+
+func loadOf(l Level) float64 {
+	if l.ActiveIdle {
+		return 0
+	}
+	return l.TargetLoad
 }
 
 // openUsers makes each user's context (OpenContext where the transaction has it).
@@ -537,6 +661,24 @@ func (e *engine) endMeters(label string, w Window, st *intervalStats) {
 			continue
 		}
 		st.powers[m.Name()] = p
+		if k, ok := m.(MeterKind); ok {
+			if st.byKind == nil {
+				st.byKind = map[string]float64{}
+			}
+			if _, seen := st.byKind[k.Kind()]; !seen {
+				st.byKind[k.Kind()] = p
+			}
+		}
+		if tm, ok := m.(MeterTemperature); ok && st.temp == nil {
+			if r, ok := tm.Temperature(); ok {
+				st.temp = &r
+			}
+		}
+		if iv, ok := m.(MeterInterval); ok && i == 0 {
+			if lo, hi, ok := iv.Interval(); ok {
+				st.low, st.high = lo, hi
+			}
+		}
 		if d, ok := m.(interface{ Detail() string }); ok && d.Detail() != "" {
 			if st.details == nil {
 				st.details = map[string]string{}

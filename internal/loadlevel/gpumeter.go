@@ -100,5 +100,27 @@ func (m *GPUMeter) End(Window) (float64, error) {
 	return s.MeanPowerW, nil
 }
 
+// Kind implements MeterKind.
+func (m *GPUMeter) Kind() string { return KindGPU }
+
+// Interval implements MeterInterval: the last period's mean power's 95 % interval, from
+// the region energy estimator's.
+func (m *GPUMeter) Interval() (low, high float64, ok bool) {
+	s := m.Summary
+	if s.EnergyJ <= 0 || s.EnergyLowJ <= 0 || s.EnergyHighJ < s.EnergyLowJ {
+		return 0, 0, false
+	}
+	return s.MeanPowerW * s.EnergyLowJ / s.EnergyJ, s.MeanPowerW * s.EnergyHighJ / s.EnergyJ, true
+}
+
+// Temperature implements MeterTemperature: the GPU's temperature over the last period.
+func (m *GPUMeter) Temperature() (TempRange, bool) {
+	t := m.Summary.TemperatureC
+	if t == nil {
+		return TempRange{}, false
+	}
+	return TempRange{Min: t.Min, Max: t.Max, Median: t.Median}, true
+}
+
 // Detail says which channel gave the last figure and what the others read.
 func (m *GPUMeter) Detail() string { return m.detail }

@@ -19,7 +19,7 @@ import (
 
 func TestFFTAgainstReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for n := MinFFTSize; n <= MaxFFTSize; n *= 2 {
+	for n := MinFFTSize; n <= 1<<16; n *= 2 { // up to MaxFFTSize it only takes longer
 		x := make([]complex128, n)
 		x32 := make([]complex64, n)
 		for i := range x {
@@ -43,7 +43,7 @@ func TestFFTAgainstReference(t *testing.T) {
 			t.Errorf("n=%d: float32 FFT relative error %g", n, e)
 		}
 	}
-	for _, bad := range []int{0, 32, 100, 8192} {
+	for _, bad := range []int{0, 32, 100, 3 << 10, MaxFFTSize * 2} {
 		if _, err := NewFFT(bad); err == nil {
 			t.Errorf("NewFFT(%d) accepted", bad)
 		}

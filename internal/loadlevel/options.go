@@ -46,6 +46,17 @@ const (
 	ServeLayers = 8
 )
 
+// Label names a transaction of w: "gemm-4096x256x8/tf32", "fft-64/gpu", "fft-1048576x8/cufft".
+func (w Work) Label() string {
+	if w.Workload == WorkloadGEMM {
+		return fmt.Sprintf("gemm-%dx%dx%d/%s", w.Size, w.Batch, w.Layers, w.Math)
+	}
+	if w.Batch > 1 {
+		return fmt.Sprintf("fft-%dx%d/%s", w.Size, w.Batch, w.Variant)
+	}
+	return fmt.Sprintf("fft-%d/%s", w.Size, w.Variant)
+}
+
 // Work is one workload configuration handed to a GPU runtime.
 type Work struct {
 	Workload string // fft or gemm
@@ -218,9 +229,13 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 		workload = WorkloadGEMM
 	}
 	realGPU := dev != nil && !simulated && o.OpenGPU != nil
+	// On the sim device on its virtual clock the GPU variants run there: their kernels
+	// take the sim's times and draw its power (SimTx); --variant cpu keeps the Go FFT,
+	// whose modelled times drive the sim's command load (SimLoad).
+	simGPU := simulated && virtual && variant != VariantCPU
 	if workload == WorkloadAuto || workload == "" {
 		workload = WorkloadFFT
-		if realGPU && variant == VariantAuto {
+		if (realGPU || simGPU) && variant == VariantAuto {
 			workload = WorkloadGEMM
 		}
 	}
@@ -229,17 +244,19 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 	}
 	gpuVariant := variant == VariantGPU || variant == VariantCuFFT || variant == VariantCuBLAS
 	switch {
-	case gpuVariant && (simulated || dev == nil):
-		return nil, usageErr("--variant %s runs on a real NVIDIA GPU: the sim device runs the cpu variant (its transactions drive the sim's power)", variant)
 	case virtual && !simulated:
 		return nil, usageErr("the virtual clock needs the sim device (--device sim)")
+	case simGPU && variant == VariantAuto:
+		variant, gpuVariant = VariantGPU, true
+	case gpuVariant && !simGPU && (simulated || dev == nil):
+		return nil, usageErr("--variant %s runs on a GPU: a real NVIDIA GPU, or the sim device on its virtual clock", variant)
 	case variant == VariantAuto && realGPU:
 		variant, gpuVariant = VariantGPU, true
 	case variant == VariantAuto:
 		variant = VariantCPU
 	}
 	if workload == WorkloadGEMM && variant == VariantCPU {
-		return nil, usageErr("--workload gemm runs on a GPU (cuBLAS): there is none here; --workload fft runs on the host's cores")
+		return nil, usageErr("--workload gemm has no cpu variant: it runs on a GPU (cuBLAS) or on the sim device's virtual clock; --workload fft runs on the host's cores")
 	}
 	sizes := o.Sizes
 	if len(sizes) == 0 {
@@ -274,7 +291,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 	}
 	var rt GPURuntime
 	deviceName := ""
-	if gpuVariant {
+	if gpuVariant && !simGPU {
 		if o.OpenGPU == nil {
 			return nil, fmt.Errorf("--variant %s: this build cannot run the GPU variants", variant)
 		}
@@ -301,8 +318,27 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 		meters = append(meters, &PTDMeter{C: pc})
 	}
 	var busy BusyObserver
+	var km KernelModel
+	hostNA := ""
 	switch {
+	case simGPU:
+		var ok bool
+		if km, ok = dev.(KernelModel); !ok {
+			return nil, fmt.Errorf("loadlevel: %s has no execution model", env.System.Name())
+		}
+		if _, ok := dev.(BusyDevice); !ok {
+			return nil, fmt.Errorf("loadlevel: %s cannot be loaded by transactions", env.System.Name())
+		}
+		meters = append(meters, &GPUMeter{Dev: dev, Clock: env.Clock, Simulated: true})
+		deviceName = env.System.Name()
+		what := "the own FFT's kernels"
+		if workload == WorkloadGEMM {
+			what = "the GEMM's FP32 FMAs and DRAM bytes (the sim has no tensor-core class: TF32 is modelled as FP32)"
+		}
+		hostNA = "the sim device models the GPU only: the host's power is not modelled"
+		warnings = append(warnings, status.Warnf(CodeModelledLoad, "sim device: each transaction's kernels (%s) take the time and draw the power of the sim's execution model, on a device the users share; copies in and out take %v of round trip plus bytes at %.0f GB/s; power is read through the device's sensors", what, SimRoundTrip, SimPCIe/1e9))
 	case simulated && virtual:
+		hostNA = "the sim device models the GPU only: the host's power is not modelled"
 		bd, ok := dev.(BusyDevice)
 		if !ok {
 			return nil, fmt.Errorf("loadlevel: %s cannot be loaded by transactions", env.System.Name())
@@ -323,6 +359,8 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 		r, rerr := OpenRAPL(o.RAPLRoot, env.Clock)
 		if rerr == nil {
 			rm = r
+		} else {
+			hostNA = fmt.Sprintf("no RAPL: %v (a virtual machine usually has none); --ptd reads an external analyzer", rerr)
 		}
 		order := []Meter{rm, gm}
 		if gpuVariant {
@@ -342,10 +380,30 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 	}
 	sw := Sweep{Workload: workload, Sizes: sizes, Contexts: users, Runs: o.Runs, Variant: variant, Device: deviceName,
 		Base: Config{Levels: o.Levels, Intervals: o.Intervals, Clock: env.Clock, Meters: meters, Seed: o.Seed,
-			VerifyFraction: o.VerifyFraction, Tolerance: o.Tolerance, LoadTolerance: o.LoadTolerance, Busy: busy},
-		NewTx: func(n int) (Transaction, error) {
+			VerifyFraction: o.VerifyFraction, Tolerance: o.Tolerance, LoadTolerance: o.LoadTolerance, Busy: busy,
+			HostUnavailable: hostNA},
+		NewTx: func(n, users int) (Transaction, error) {
+			w := Work{Workload: workload, Variant: variant, Size: n, Batch: batch, Layers: layers, Math: math}
 			if rt != nil {
-				return rt.NewTx(Work{Workload: workload, Variant: variant, Size: n, Batch: batch, Layers: layers, Math: math})
+				return rt.NewTx(w)
+			}
+			if km != nil {
+				ks, in, out, err := SimKernels(w, km.Props().ComputeCapability)
+				if err != nil {
+					return nil, err
+				}
+				st, err := NewSimTx(w.Label(), km, env.Clock.(*clock.Virtual), ks, in, out, users, &SimLoad{Dev: dev.(BusyDevice)})
+				if err != nil {
+					return nil, err
+				}
+				if workload == WorkloadFFT && batch == 1 && n <= 4096 {
+					f, err := NewFFT(n)
+					if err != nil {
+						return nil, err
+					}
+					st.Inner = f
+				}
+				return st, nil
 			}
 			f, err := NewFFT(n)
 			if f != nil {
@@ -355,6 +413,13 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 		}}
 	if o.VerifyFraction == 0 {
 		sw.Base.VerifyFraction = -1
+	}
+	if hostNA != "" {
+		warnings = append(warnings, status.Warnf(CodeNoHostPower, "host power cannot be read: %s; the figures are the GPU's alone", hostNA))
+	}
+	if simGPU && !(workload == WorkloadFFT && batch == 1) {
+		sw.Base.VerifyFraction = -1
+		warnings = append(warnings, status.Warnf(CodeModelledLoad, "sim device: nothing is computed for these transactions, so no result is verified"))
 	}
 	sw.Base.Progress = env.Progress
 	rep, err := RunSweep(ctx, sw)

@@ -74,6 +74,9 @@ func readUint(path string) (uint64, error) {
 // Name implements Meter.
 func (r *RAPL) Name() string { return "rapl (CPU packages)" }
 
+// Kind implements MeterKind.
+func (r *RAPL) Kind() string { return KindHost }
+
 // Begin implements Meter.
 func (r *RAPL) Begin(string) error {
 	r.start = r.start[:0]
@@ -122,6 +125,9 @@ type PTDMeter struct {
 
 // Name implements Meter.
 func (p *PTDMeter) Name() string { return "ptd (external analyzer)" }
+
+// Kind implements MeterKind.
+func (p *PTDMeter) Kind() string { return KindWall }
 
 // Begin implements Meter.
 func (p *PTDMeter) Begin(label string) error {

@@ -2,6 +2,8 @@ package loadlevel
 
 import (
 	"time"
+
+	"gpuwatt/internal/units"
 )
 
 // BusyDevice is a device that draws power for work it does not run itself: the sim device
@@ -9,6 +11,12 @@ import (
 // starts where the previous one started replaces it.
 type BusyDevice interface {
 	AddBusy(start, end time.Duration, share float64)
+}
+
+// FullBusyDevice is a BusyDevice that takes the power of a fully busy device with each
+// span (*sim.Device).
+type FullBusyDevice interface {
+	AddBusyAt(start, end time.Duration, share float64, full units.Power)
 }
 
 // SimBin is the time resolution of SimLoad: the sim device's power follows the busy share
@@ -24,6 +32,11 @@ const SimBin = time.Millisecond
 type SimLoad struct {
 	Dev   BusyDevice
 	Users int
+	// Full, when positive, is the device's power while fully busy (the transactions'
+	// kernels' power from the sim's execution model), given to a FullBusyDevice with each
+	// bin's share, which may then exceed 1 (several low-occupancy kernels at once); 0: the
+	// device's own command load (AddBusy).
+	Full float64
 
 	started bool
 	bin     time.Duration      // start of the bin being filled
@@ -62,7 +75,7 @@ func (s *SimLoad) Flush(t time.Duration) {
 	for s.bin+SimBin <= t {
 		end := s.bin + SimBin
 		if sh := s.share(s.bin, end); sh > 0 || s.given > s.bin {
-			s.Dev.AddBusy(s.bin, end, sh)
+			s.add(s.bin, end, sh)
 		}
 		s.bin, s.given = end, end
 		s.prune()
@@ -75,10 +88,19 @@ func (s *SimLoad) Flush(t time.Duration) {
 	}
 	if t > s.given && t > s.bin {
 		if sh := s.share(s.bin, t); sh > 0 || s.given > s.bin {
-			s.Dev.AddBusy(s.bin, t, sh)
+			s.add(s.bin, t, sh)
 			s.given = t
 		}
 	}
+}
+
+// add gives the device a span's share.
+func (s *SimLoad) add(a, b time.Duration, share float64) {
+	if f, ok := s.Dev.(FullBusyDevice); ok && s.Full > 0 {
+		f.AddBusyAt(a, b, share, units.Power(s.Full))
+		return
+	}
+	s.Dev.AddBusy(a, b, share)
 }
 
 // prune drops the spans that end before the bin.

@@ -59,9 +59,9 @@ func TestSimLoadShares(t *testing.T) {
 	}
 }
 
-// On the sim device, loadlevel's power comes from the device: at 100 % the users keep it
-// busy and its sensors read about its command load; at active idle, between its idle and
-// its active idle.
+// On the sim device, the cpu variant's power comes from the device: at 100 % the users keep
+// it busy and its sensors read about its command load; at active idle, between its idle
+// and its active idle.
 func TestRunOnSim(t *testing.T) {
 	cfg, err := sim.Preset("h100")
 	if err != nil {
@@ -71,6 +71,7 @@ func TestRunOnSim(t *testing.T) {
 	clk, sys := sm.Clock, sm.Sys
 	o := DefaultOptions()
 	o.Levels, o.Contexts, o.NsPerOp = []float64{1, 0.5}, []int{2}, 2000
+	o.Variant = VariantCPU
 	o.Intervals = Intervals{Warmup: time.Second, Calibrations: 2, Pre: time.Second, Record: 5 * time.Second, Post: time.Second, Idle: 3 * time.Second}
 	rep, err := o.Run(context.Background(), device.Env{System: sys, Clock: clk})
 	if err != nil {
@@ -93,9 +94,10 @@ func TestRunOnSim(t *testing.T) {
 	if idle < id*0.95 || idle > ai*1.05 {
 		t.Errorf("active idle: %.1f W, want between idle %.0f W and active idle %.0f W", idle, id, ai)
 	}
-	// The GPU variants do not run on the sim: bad input.
-	o.Variant = VariantGPU
+	// The gemm workload has no cpu variant: bad input.
+	o.Workload = WorkloadGEMM
 	if _, err := o.Run(context.Background(), device.Env{System: sys, Clock: clk}); err == nil || !errors.Is(err, status.ErrInput) {
-		t.Errorf("gpu variant on the sim: %v, want a usage error", err)
+		t.Errorf("gemm with the cpu variant: %v, want a usage error", err)
 	}
+
 }

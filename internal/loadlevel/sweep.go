@@ -99,8 +99,8 @@ type Sweep struct {
 	Device string
 	// Base is copied for each run; Tx, Users and Seed are set per run.
 	Base Config
-	// NewTx makes the transaction for a dataset size.
-	NewTx func(size int) (Transaction, error)
+	// NewTx makes the transaction for a dataset size and number of users.
+	NewTx func(size, users int) (Transaction, error)
 }
 
 // RunSweep runs every size × contexts configuration Runs times.
@@ -114,12 +114,15 @@ func RunSweep(ctx context.Context, s Sweep) (*Report, error) {
 			cr := &ConfigResult{Size: size, Contexts: n}
 			rep.Configs = append(rep.Configs, cr)
 			for r := range max(s.Runs, 1) {
-				tx, err := s.NewTx(size)
+				tx, err := s.NewTx(size, n)
 				if err != nil {
 					return nil, err
 				}
 				cfg := s.Base
 				cfg.Tx, cfg.Users = tx, n
+				if st, ok := tx.(*SimTx); ok && st.Load != nil {
+					cfg.Busy = simBusy{st.Load}
+				}
 				cfg.Seed = s.Base.Seed + uint64(r)*1000003 + uint64(size)*31 + uint64(n)
 				res, err := Run(ctx, cfg)
 				if res != nil {
@@ -215,13 +218,31 @@ func (rep *Report) Page(subtitle string) report.Page {
 		p.Notice = "INVALID run: see the reasons below."
 	}
 	var loadPlot = report.Plot{Title: "Power over load level", XLabel: "target load (%)", YLabel: "power (W)"}
+	var effPlot = report.Plot{Title: "Efficiency over load level", XLabel: "target load (%)", YLabel: "transactions per joule (tx/J)"}
 	for _, cr := range rep.Configs {
 		for ri, r := range cr.Runs {
-			sec := report.Section{Title: fmt.Sprintf("FFT %d points (%s), %d contexts, run %d", cr.Size, rep.Variant, cr.Contexts, ri+1)}
+			sec := report.Section{Title: fmt.Sprintf("%s, %d contexts, run %d", r.Workload, cr.Contexts, ri+1)}
 			sec.Text = fmt.Sprintf("Workload %s%s. Clock: %s. Power (power_w, tx/J) from: %s. Calibration rates %s tx/s; the 100 %% rate is the mean of all but the first: %s tx/s. Overall score %s. Verified %d results (%d picks dropped).",
 				r.Workload, onDevice(rep.Device), r.Clock, orNone(r.PowerSource), joinF(r.CalibrationRates), f3(r.CalibratedRate), Score(r), r.Verified, r.VerifyDropped)
 			others := otherSources(r)
-			header := []string{"level", "target load", "actual load", "tx/s", "power (W)", "tx/J", "valid"}
+			header := []string{"level", "target load", "actual load", "tx/s", "power (W)", "95 % interval (W)", "tx/J", "GPU (°C)", "valid"}
+			host := r.HostPowerSource != ""
+			if host {
+				header = append(header, "GPU (W)", "host (W)", "GPU + host (W)")
+			}
+			switch {
+			case host:
+				sec.Text += fmt.Sprintf(" Host power from %s.", r.HostPowerSource)
+			case r.HostPowerUnavailable != "":
+				sec.Text += fmt.Sprintf(" Host power cannot be read: %s.", r.HostPowerUnavailable)
+			}
+			if r.ScoreUnavailable == "" && len(r.Levels) > 1 {
+				if r.LevelsResolved {
+					sec.Text += fmt.Sprintf(" The levels are resolved: power rises with load, adjacent levels more than %d times their combined uncertainty apart.", ResolveFactor)
+				} else {
+					sec.Text += " The workload does NOT resolve the levels: " + r.ResolveNote + "."
+				}
+			}
 			for _, o := range others {
 				header = append(header, o+" (W)")
 			}
@@ -229,7 +250,7 @@ func (rep *Report) Page(subtitle string) report.Page {
 				sec.Text += " Further meters are shown in their own columns; power_w is the first source's."
 			}
 			t := &report.Table{Header: header}
-			var xs, ys []float64
+			var xs, ys, ex, ey []float64
 			for _, l := range r.Levels {
 				tl, al := "-", "-"
 				switch {
@@ -237,6 +258,7 @@ func (rep *Report) Page(subtitle string) report.Page {
 					tl, al = fmt.Sprintf("%.1f %%", 100*l.TargetLoad), fmt.Sprintf("%.2f %%", 100*l.ActualLoad)
 					if l.PowerUnavailable == "" {
 						xs, ys = append(xs, 100*l.TargetLoad), append(ys, l.PowerW)
+						ex, ey = append(ex, 100*l.TargetLoad), append(ey, l.TxPerJ)
 					}
 				case l.PowerUnavailable == "":
 					xs, ys = append(xs, 0), append(ys, l.PowerW)
@@ -248,7 +270,17 @@ func (rep *Report) Page(subtitle string) report.Page {
 				if l.ActiveIdle {
 					tj = "-"
 				}
-				row := []string{levelName(l), tl, al, f3(l.TxPerS), pw, tj, strconv.FormatBool(l.Valid)}
+				ci, temp := "-", "-"
+				if l.PowerHighW > l.PowerLowW && l.PowerLowW > 0 {
+					ci = fmt.Sprintf("%s to %s", f3(l.PowerLowW), f3(l.PowerHighW))
+				}
+				if l.TemperatureC != nil {
+					temp = fmt.Sprintf("%.0f to %.0f", l.TemperatureC.Min, l.TemperatureC.Max)
+				}
+				row := []string{levelName(l), tl, al, f3(l.TxPerS), pw, ci, tj, temp, strconv.FormatBool(l.Valid)}
+				if host {
+					row = append(row, wDash(l.GPUPowerW), wDash(l.HostPowerW), wDash(l.TotalPowerW))
+				}
 				for _, o := range others {
 					if v, ok := l.Power[o]; ok {
 						row = append(row, f3(v))
@@ -267,7 +299,9 @@ func (rep *Report) Page(subtitle string) report.Page {
 			sec.Warnings = append(append([]string(nil), r.Invalid...), status.Group(r.Warnings, 0)...)
 			p.Sections = append(p.Sections, sec)
 			if ri == 0 {
-				loadPlot.Series = append(loadPlot.Series, report.Series{Name: fmt.Sprintf("%d pts, %d ctx", cr.Size, cr.Contexts), X: xs, Y: ys, Style: report.Line})
+				name := fmt.Sprintf("%s, %d ctx", r.Workload, cr.Contexts)
+				loadPlot.Series = append(loadPlot.Series, report.Series{Name: name, X: xs, Y: ys, Style: report.Line})
+				effPlot.Series = append(effPlot.Series, report.Series{Name: name, X: ex, Y: ey, Style: report.Line})
 			}
 		}
 		if len(cr.CV) > 0 {
@@ -275,14 +309,14 @@ func (rep *Report) Page(subtitle string) report.Page {
 			for _, c := range cr.CV {
 				t.Rows = append(t.Rows, []string{levelName(Level{TargetLoad: c.TargetLoad, ActiveIdle: c.ActiveIdle}), fmt.Sprintf("%.2f %%", 100*c.TxCV), fmt.Sprintf("%.2f %%", 100*c.PowerCV)})
 			}
-			p.Sections = append(p.Sections, report.Section{Title: fmt.Sprintf("Reproducibility: FFT %d points, %d contexts, %d runs", cr.Size, cr.Contexts, len(cr.Runs)), Table: t})
+			p.Sections = append(p.Sections, report.Section{Title: fmt.Sprintf("Reproducibility: %s, %d contexts, %d runs", cr.Runs[0].Workload, cr.Contexts, len(cr.Runs)), Table: t})
 		}
 	}
-	plots := []report.Plot{loadPlot}
+	plots := []report.Plot{loadPlot, effPlot}
 	if sz := rep.sizePlot(); sz != nil {
 		plots = append(plots, *sz)
 	}
-	p.Sections = append(p.Sections, report.Section{Title: "Scaling", Text: "Active idle is drawn at 0 % load.", Plots: plots})
+	p.Sections = append(p.Sections, report.Section{Title: "Power and efficiency over load", Text: "Power (active idle drawn at 0 % load) and transactions per joule against the target load, one line per workload and size (the first run of each).", Plots: plots})
 	return p
 }
 
@@ -305,7 +339,7 @@ func (rep *Report) sizePlot() *report.Plot {
 		return nil
 	}
 	sort.Ints(ctxs)
-	pl := &report.Plot{Title: "Power and throughput over dataset size (100 % level, normalised to the smallest size)", XLabel: "FFT size (points)", YLabel: "relative to smallest size (%)", XLog: true}
+	pl := &report.Plot{Title: "Power and throughput over dataset size (100 % level, normalised to the smallest size)", XLabel: "size (FFT points, or GEMM width)", YLabel: "relative to smallest size (%)", XLog: true}
 	for _, c := range ctxs {
 		crs := byCtx[c]
 		sort.Slice(crs, func(i, j int) bool { return crs[i].Size < crs[j].Size })
@@ -320,6 +354,13 @@ func (rep *Report) sizePlot() *report.Plot {
 		pl.Series = append(pl.Series, report.Series{Name: fmt.Sprintf("throughput, %d ctx", c), X: xs, Y: tp}, report.Series{Name: fmt.Sprintf("power, %d ctx", c), X: xs, Y: pw, Dash: true})
 	}
 	return pl
+}
+
+func wDash(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	return f3(v)
 }
 
 func nz(v float64) float64 {

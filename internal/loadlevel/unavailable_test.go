@@ -47,7 +47,7 @@ func TestNoPowerSourceUnavailable(t *testing.T) {
 	rep := &Report{Valid: true, Configs: []*ConfigResult{{Size: 64, Contexts: 2, Runs: []*Result{res}}}}
 	page := rep.Page("")
 	row := page.Sections[0].Table.Rows[0]
-	if row[4] != "unavailable" || row[5] != "unavailable" || !strings.Contains(page.Sections[0].Text, "Overall score unavailable (no power source)") {
+	if row[4] != "unavailable" || row[6] != "unavailable" || !strings.Contains(page.Sections[0].Text, "Overall score unavailable (no power source)") {
 		t.Errorf("page row %q, text %q", row, page.Sections[0].Text)
 	}
 	// With a meter, the figures are there and no reason is given.

@@ -467,8 +467,19 @@ func (d *Device) AddLoad(start, end time.Duration, p units.Power) {
 // equals the previous span's start replaces that span (its share is refined as the work
 // becomes known); spans otherwise come in time order, after every other load.
 func (d *Device) AddBusy(start, end time.Duration, share float64) {
-	share = min(max(share, 0), 1)
-	p := d.cfg.ActiveIdle + units.Power(share)*(d.cfg.CommandLoad-d.cfg.ActiveIdle)
+	d.AddBusyAt(start, end, min(max(share, 0), 1), d.cfg.CommandLoad)
+}
+
+// AddBusyAt is AddBusy with the power of a fully busy device given: over [start, end) the
+// device draws active idle plus share (0 or more: several kernels that each fill part of
+// the device can run at once) of the way to full, at most power_limit_w. gpuwatt
+// loadlevel's transactions on the sim give their kernels' power (LaunchModel) as full.
+func (d *Device) AddBusyAt(start, end time.Duration, share float64, full units.Power) {
+	share = max(share, 0)
+	p := d.cfg.ActiveIdle + units.Power(share)*(full-d.cfg.ActiveIdle)
+	if d.cfg.PowerLimit > 0 {
+		p = min(p, d.cfg.PowerLimit)
+	}
 	a := d.loadActivity(start, max(end, start), p)
 	d.mu.Lock()
 	defer d.mu.Unlock()
