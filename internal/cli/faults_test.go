@@ -195,6 +195,7 @@ type faultySystem struct {
 	clk        clock.Clock
 	lostAt     time.Duration // 0: never
 	failLaunch string
+	only       string // where set, only this channel's reads fail from lostAt
 }
 
 var errGPULost = errors.New("GPU is lost")
@@ -252,7 +253,7 @@ type faultySensor struct {
 }
 
 func (s *faultySensor) Read(dst []sensor.Reading) ([]sensor.Reading, error) {
-	if s.f.lost() {
+	if s.f.lost() && (s.f.only == "" || s.f.only == s.Channel().Name) {
 		return dst, errGPULost
 	}
 	return s.Sensor.Read(dst)
@@ -461,5 +462,36 @@ func TestHungCallDuringMeasure(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestChannelWithoutReadingsUnavailable: one power channel's reads fail from before the
+// command on, so no reading of it describes the command. measure leaves it out of the
+// table and summary.json, saying so, instead of listing 0 J, a mean of 0 W and a negative
+// energy above idle (what it did).
+func TestChannelWithoutReadingsUnavailable(t *testing.T) {
+	a, _, stderr, ctx := testApp(t)
+	clk := a.NewClock()
+	a.WrapSystem = func(s gpu.System) gpu.System {
+		return &faultySystem{System: s, clk: clk, lostAt: 500 * time.Millisecond, only: "power.instant"}
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	code := a.Main(ctx, []string{"measure", "--device", "sim", "--baseline", "1s", "--out", out, "--", "fake", "2s"})
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var sum measure.Summary
+	readJSON(t, filepath.Join(out, "summary.json"), &sum)
+	said := false
+	for _, c := range sum.GPUs[0].Channels {
+		if c.Channel == "power.instant" {
+			t.Errorf("power.instant listed with %v J, mean %v W, though no reading describes the command", c.EnergyJ, c.MeanPowerW)
+		}
+	}
+	for _, w := range sum.GPUs[0].Warnings {
+		said = said || strings.Contains(w.Message, "power.instant: no reading describes the run; left out")
+	}
+	if !said || !strings.Contains(stderr.String(), "power.instant: no reading describes the run") {
+		t.Errorf("no warning that power.instant is left out: %+v\n%s", sum.GPUs[0].Warnings, stderr)
 	}
 }

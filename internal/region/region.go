@@ -178,6 +178,13 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 			cs.Samples = countIn(series, start, end)
 		case ch.Quantity == trace.QPower && !ch.Setting:
 			in := trace.Integrate(series, start, end)
+			if in.Coverage == 0 && in.Samples == 0 {
+				// No reading describes the run (the channel's reads failed or stopped
+				// before it): its energy and power are unavailable, not 0.
+				add(keyed(CodeLowCoverage, ch.Name+": readings cover only part of the run", 0, "% covered",
+					"%s: no reading describes the run; left out (its energy and power are unavailable)", ch.Name))
+				continue
+			}
 			if o.Steady {
 				if mean, n := energy.InsideMean(series, start, end); n >= 2 {
 					in.Mean, in.Energy, in.Coverage = units.Power(mean), units.Energy(mean*dur.Seconds()), 1
