@@ -124,9 +124,12 @@ func (a *App) energy(ctx context.Context, args []string) int {
 			return a.usageError("energy", err)
 		}
 	}
-	samples := correct.Channel(tr, g, name)
+	has := false
+	for _, k := range tr.Keys() {
+		has = has || k == trace.Key{GPU: g, Name: name}
+	}
 	switch {
-	case len(samples) == 0:
+	case !has:
 		return bad("--channel %s: GPU %d has no such channel in %s (power channels: %s)", name, g, *path, strings.Join(correct.PowerChannels(tr, g), ", "))
 	case !correct.IsPower(tr, g, name):
 		return bad("--channel %s: not a power channel (power channels: %s)", name, strings.Join(correct.PowerChannels(tr, g), ", "))
@@ -135,8 +138,7 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	if !ok {
 		meta = trace.Channel{GPU: g, Name: name}
 	}
-	choice, err := sp.Resolve(tr, meta)
-	if err != nil {
+	if _, err := sp.Resolve(tr, meta); err != nil {
 		return bad("--sensor: %v", err)
 	}
 	if simSensors != nil {
@@ -145,14 +147,21 @@ func (a *App) energy(ctx context.Context, args []string) int {
 			return bad("--device %s: the sim has no channel %s (its model cannot stand for the sensor)", sh.dev.device, name)
 		}
 		sp = correct.ModelSpec(sc.Model, fmt.Sprintf("--device %s: the model the sim configures for %s", sh.dev.device, name))
-		if choice, err = sp.Resolve(tr, meta); err != nil {
+		if _, err := sp.Resolve(tr, meta); err != nil {
 			return bad("--device %s: %v", sh.dev.device, err)
 		}
 	}
 	if meta.Stats != nil && meta.Stats.UpdatePeriod > 0 {
 		opt.Period = time.Duration(math.Round(meta.Stats.UpdatePeriod * 1e9))
 	}
-	lo, hi := correct.Span(samples, choice.Model, opt)
+	// The inversion is set up once, over the whole trace: its span gives the default
+	// region, and the estimator takes it from the cache.
+	eo := energy.Options{What: "the region", Channel: name, Sensor: &sp, Correct: opt, Invert: true, Method: method, Cache: &energy.Cache{}}
+	ser, _, err := energy.Prepared(tr, g, eo)
+	if err != nil {
+		return bad("--sensor: %v", err)
+	}
+	lo, hi := ser.Span()
 	if !haveFrom {
 		from = lo
 	}
@@ -164,7 +173,7 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	}
 	// The one estimator: the counter, the calibrated ring or the model inversion of the
 	// channel, in that order; the channel's inversion is shown beside it.
-	est := energy.Region(tr, g, from, to, energy.Options{What: "the region", Channel: name, Sensor: &sp, Correct: opt, Invert: true, Method: method})
+	est := energy.Region(tr, g, from, to, eo)
 	if method != "" && est.Method != method {
 		msg := "cannot be had here"
 		for _, w := range est.Warnings {
@@ -182,7 +191,7 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	// daylight-saving change in an nvidia-smi log) comes first.
 	rep.Warnings = append(slices.Clone(tr.Warnings), rep.Warnings...)
 	if *seriesPath != "" {
-		ser, err := energy.PowerSeries(tr, g, from, to, 0, energy.Options{Channel: name, Sensor: &sp, Correct: opt})
+		ser, err := energy.PowerSeries(tr, g, from, to, 0, energy.Options{Channel: name, Sensor: &sp, Correct: opt, Cache: eo.Cache})
 		if err != nil {
 			return a.fail("energy", fmt.Errorf("--series: %v", err))
 		}

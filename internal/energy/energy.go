@@ -702,6 +702,15 @@ func modelVariants(m sensormodel.Model) []sensormodel.Model {
 	return out
 }
 
+// Prepared is the inversion Region sets up for channel o.Channel of GPU gpu (its sensor
+// model inverted over the whole trace) and the model's choice: through o.Cache where given,
+// so that a Region with the same options and Cache reuses it (`gpuwatt energy` takes the
+// default region from its Span). The error says why there is none.
+func Prepared(tr *trace.Trace, gpu int, o Options) (*correct.Series, correct.Choice, error) {
+	ser, choice, _, _, err := prepare(tr, gpu, o.Channel, o, false)
+	return ser, choice, err
+}
+
 // prepare sets up the inversion of channel name's sensor model: the model o.Sensor names,
 // else (or, for the ring, where it names none for the channel) the guess from the names.
 // samples is nil where the channel has no readings.
