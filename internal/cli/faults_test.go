@@ -495,3 +495,22 @@ func TestChannelWithoutReadingsUnavailable(t *testing.T) {
 		t.Errorf("no warning that power.instant is left out: %+v\n%s", sum.GPUs[0].Warnings, stderr)
 	}
 }
+
+// TestClockEventsUnavailable: a recording without the clock-event reasons (--channels
+// power.usage) says the clock events are unavailable, in the text and in summary.json
+// (throttle_unavailable), where it said "clock events: none", a figure it had not measured.
+func TestClockEventsUnavailable(t *testing.T) {
+	a, _, stderr, ctx := testApp(t)
+	out := filepath.Join(t.TempDir(), "run")
+	if code := a.Main(ctx, []string{"measure", "--device", "sim", "--channels", "power.usage", "--out", out, "--", "fake", "1s"}); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var sum measure.Summary
+	readJSON(t, filepath.Join(out, "summary.json"), &sum)
+	if g := sum.GPUs[0]; len(g.Throttle) != 0 || !strings.Contains(g.ThrottleUnavailable, "no reading of throttle.reasons") {
+		t.Errorf("summary.json: throttle %v, throttle_unavailable %q; want it unavailable", g.Throttle, g.ThrottleUnavailable)
+	}
+	if !strings.Contains(stderr.String(), "clock events: unavailable (no reading of throttle.reasons over the run)") {
+		t.Errorf("the text does not say the clock events are unavailable:\n%s", stderr)
+	}
+}

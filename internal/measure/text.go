@@ -69,6 +69,9 @@ func WriteText(w io.Writer, s *Summary) error {
 		}
 		if len(th) == 0 {
 			th = []string{"none"}
+			if g.ThrottleUnavailable != "" {
+				th = []string{"unavailable (" + g.ThrottleUnavailable + ")"}
+			}
 		}
 		line("", "clock events: "+strings.Join(th, ", ")+"\t")
 		tw.Flush()

@@ -59,18 +59,21 @@ type Summary struct {
 	// IdleLevel names the idle that IdlePowerW is: "idle at rest" (measure's baseline,
 	// before the command's CUDA context opens) or "active idle" (the idle recording of the
 	// verbs that run gpuwatt's kernels, its context open); absent without a baseline.
-	IdleLevel        string           `json:"idle_level,omitempty"`
-	EnergyAboveIdleJ float64          `json:"energy_above_idle_j"`
-	MeanPowerW       float64          `json:"mean_power_w"`
-	MaxPowerW        float64          `json:"max_power_w"`
-	MaxPowerSource   string           `json:"max_power_source,omitempty"`
-	PowerLimitW      float64          `json:"power_limit_w,omitempty"`
-	Channels         []Channel        `json:"channels"`
-	SMClockMHz       *Range           `json:"sm_clock_mhz,omitempty"`
-	MemClockMHz      *Range           `json:"mem_clock_mhz,omitempty"`
-	TemperatureC     *Range           `json:"temperature_c,omitempty"`
-	Throttle         []ReasonShare    `json:"throttle"`
-	Warnings         []status.Warning `json:"warnings"`
+	IdleLevel        string        `json:"idle_level,omitempty"`
+	EnergyAboveIdleJ float64       `json:"energy_above_idle_j"`
+	MeanPowerW       float64       `json:"mean_power_w"`
+	MaxPowerW        float64       `json:"max_power_w"`
+	MaxPowerSource   string        `json:"max_power_source,omitempty"`
+	PowerLimitW      float64       `json:"power_limit_w,omitempty"`
+	Channels         []Channel     `json:"channels"`
+	SMClockMHz       *Range        `json:"sm_clock_mhz,omitempty"`
+	MemClockMHz      *Range        `json:"mem_clock_mhz,omitempty"`
+	TemperatureC     *Range        `json:"temperature_c,omitempty"`
+	Throttle         []ReasonShare `json:"throttle"`
+	// ThrottleUnavailable says why Throttle is empty for want of a reading (the clock-event
+	// reasons were not recorded or have no reading over the run), not for want of events.
+	ThrottleUnavailable string           `json:"throttle_unavailable,omitempty"`
+	Warnings            []status.Warning `json:"warnings"`
 }
 
 // Channel is the energy seen by one power channel (or the counter) during the region.
@@ -308,7 +311,11 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 	gs.SMClockMHz = rangeOf(tr.Series(g.Index, trace.ChClockSM), start, end, 1e-6)
 	gs.MemClockMHz = rangeOf(tr.Series(g.Index, trace.ChClockMem), start, end, 1e-6)
 	gs.TemperatureC = rangeOf(tr.Series(g.Index, trace.ChTempGPU), start, end, 1)
-	gs.Throttle = reasonShares(tr.Series(g.Index, trace.ChThrottleReasons), start, end)
+	reasons := tr.Series(g.Index, trace.ChThrottleReasons)
+	gs.Throttle = reasonShares(reasons, start, end)
+	if len(held(reasons, start, end)) == 0 {
+		gs.ThrottleUnavailable = "no reading of " + trace.ChThrottleReasons + " over the run"
+	}
 	for _, r := range gs.Throttle {
 		if !notThrottling[r.Reason] && r.Share >= 0.01 {
 			what := "clocks were lowered"
