@@ -140,14 +140,40 @@ type Point struct {
 	// launch, 0 where the channel is missing) are the energy counter's and the raw sample
 	// ring's own figures, with their readings inside; CounterDiffPct is the counter's
 	// figure against EnergyJ.
-	EnergySource    string           `json:"energy_source"`
-	EnergyReadings  int              `json:"energy_readings"`
-	CounterEnergyJ  float64          `json:"counter_energy_j"`
-	CounterReadings int              `json:"counter_readings"`
-	SamplesEnergyJ  float64          `json:"samples_energy_j"`
-	SamplesReadings int              `json:"samples_readings"`
-	CounterDiffPct  float64          `json:"counter_diff_pct"`
-	Warnings        []status.Warning `json:"warnings,omitempty"`
+	EnergySource    string  `json:"energy_source"`
+	EnergyReadings  int     `json:"energy_readings"`
+	CounterEnergyJ  float64 `json:"counter_energy_j"`
+	CounterReadings int     `json:"counter_readings"`
+	SamplesEnergyJ  float64 `json:"samples_energy_j"`
+	SamplesReadings int     `json:"samples_readings"`
+	CounterDiffPct  float64 `json:"counter_diff_pct"`
+	// MemoryPowerW is the board's memory power channel (MemoryChannel: power.memory.instant
+	// where recorded, else power.memory.average) over the second half of the measurement,
+	// where a 1 s average has settled on this kernel (the warm-up and the first half run
+	// the same kernel); MemoryEnergyJ is MemoryPowerW × time per launch, on that channel's
+	// own scale (not calibrated to the counter). 0: the board has no memory channel.
+	MemoryChannel string           `json:"memory_channel,omitempty"`
+	MemoryPowerW  float64          `json:"memory_power_w,omitempty"`
+	MemoryEnergyJ float64          `json:"memory_energy_j,omitempty"`
+	Warnings      []status.Warning `json:"warnings,omitempty"`
+}
+
+// memoryChannels are the memory power channels, best first for a steady point.
+var memoryChannels = []string{trace.ChPowerMemoryInstant, trace.ChPowerMemoryAverage}
+
+// setMemory fills a point's memory power from the trace (see Point.MemoryPowerW).
+func setMemory(tr *trace.Trace, g int, p *Point) {
+	if tr == nil || p.EndS <= p.StartS {
+		return
+	}
+	mid := time.Duration((p.StartS + (p.EndS-p.StartS)/2) * float64(time.Second))
+	end := time.Duration(p.EndS * float64(time.Second))
+	for _, ch := range memoryChannels {
+		if mean, n := energy.InsideMean(tr.Series(g, ch), mid, end); n >= 2 && mean > 0 {
+			p.MemoryChannel, p.MemoryPowerW, p.MemoryEnergyJ = ch, mean, mean*p.TimeS
+			return
+		}
+	}
 }
 
 // Reference is the per-kernel cross-check of one parameter (Table 5): pi0 from the
@@ -186,6 +212,17 @@ type Result struct {
 	TopClock   float64     `json:"top_clock_mhz"`
 	Fitted     int         `json:"points_fitted"`
 	OffClock   int         `json:"points_off_clock"`
+	// The 95 % intervals of EpsFlopPJ, EpsMemPJPerByte and Pi0W ([low, high]; CIMethod
+	// says how; zero where the fit failed).
+	EpsFlopCI [2]float64 `json:"eps_flop_pj_ci"`
+	EpsMemCI  [2]float64 `json:"eps_mem_pj_per_byte_ci"`
+	Pi0CI     [2]float64 `json:"pi0_w_ci"`
+	CIMethod  string     `json:"ci_method,omitempty"`
+	// Memory splits eps_mem with the board's memory power channel (nil: none recorded).
+	Memory *MemorySplit `json:"memory_split,omitempty"`
+	// Checks are the model's checks: per-occupancy fits, leave-one-occupancy-out
+	// prediction, residuals by kernel family, the static term chosen by BIC, the forms.
+	Checks *Checks `json:"checks,omitempty"`
 	// MaxResidualPct is the largest |residual| of the fitted set.
 	MaxResidualPct float64          `json:"max_residual_pct"`
 	Points         []Point          `json:"points"`
@@ -394,6 +431,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 	limit := 0.0
 	for _, x := range measured {
 		pts = append(pts, makePoint(x.j, x.me))
+		setMemory(tr, info.Index, &pts[len(pts)-1])
 		rep.IdlePowerW, rep.IdleLevel = x.me.Region.IdlePowerW, x.me.Region.IdleLevel
 		limit = max(limit, x.me.Region.PowerLimitW)
 	}
@@ -531,6 +569,14 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 			res.Warnings = append(res.Warnings, status.Warnf(CodeFitFailed, "the fit failed: %s", res.Fit.Error))
 		}
 		res.EpsFlopPJ, res.EpsMemPJPerByte, res.Pi0W, res.R2 = res.Fit.EpsFlopPJ, res.Fit.EpsMemPJPerByte, res.Fit.Pi0W, res.Fit.R2
+		if res.Fit.Error == "" {
+			if _, iv, err := FitIntervals(Runs{fitSet}); err == nil {
+				res.EpsFlopCI, res.EpsMemCI, res.Pi0CI, res.CIMethod = iv.EpsFlopPJ, iv.EpsMemPJPerByte, iv.Pi0W, CIMethod
+			} else {
+				res.Warnings = append(res.Warnings, status.Warnf(CodeFitFailed, "no intervals for the fitted parameters: %v", err))
+			}
+			res.Memory = memorySplit(Runs{fitSet}, res.EpsMemPJPerByte)
+		}
 		// R²*: the same parameters judged on every point.
 		var y, pr []float64
 		for i := range roof {
@@ -565,6 +611,9 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 			if ref, ok := reference("copy", "eps_mem", "pJ/B", cp, pi0Base, func(p Point) float64 { return p.Q }, res.EpsMemPJPerByte); ok {
 				res.References = append(res.References, ref)
 			}
+		}
+		if res.Fit.Error == "" {
+			res.Checks = check(res.Fit, fitSet, flop, cp, base)
 		}
 		for _, ref := range res.References {
 			if ref.Fitted != 0 && math.Abs(ref.Value/ref.Fitted-1) > 0.10 {

@@ -67,6 +67,7 @@ func checkTruth(t *testing.T, name string, rep *Report, cfg sim.Config, gain flo
 		}
 		t.Logf("%s %s: eps_flop %.4g (%.4g) eps_mem %.4g (%.4g) pi0 %.4g (%.4g) R² %.5f R²* %.5f fitted %d off %d",
 			name, prec, got[0], gain*tr[0], got[1], gain*tr[1], got[2], gain*tr[2], res.R2, res.R2All, res.Fitted, res.OffClock)
+		t.Logf("  CIs %v %v %v", res.EpsFlopCI, res.EpsMemCI, res.Pi0CI)
 	}
 }
 

@@ -396,6 +396,7 @@ func Compare(rs []*Results, names []string) report.Page {
 	}
 	p.Notice = strings.Join(notes, " ")
 	p.Sections = append(p.Sections, report.Section{Title: ComparisonTitle, Table: headlineTable(rs, names)})
+	p.Sections = append(p.Sections, Reproducibility(rs, names).Section())
 	for i, r := range rs {
 		sub := r.Page()
 		for j, s := range sub.Sections {

@@ -1,0 +1,219 @@
+package archline
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+)
+
+// The bootstrap behind every fitted parameter's 95 % interval.
+const (
+	// BootstrapReps is the number of resamples (deterministic: seeded).
+	BootstrapReps = 400
+	bootstrapSeed = 19
+	// ciLevel is the intervals' level.
+	ciLevel = 0.95
+)
+
+// CIMethod says how the fitted parameters' intervals are made (Result.CIMethod).
+const CIMethod = "95 % percentile bootstrap, 400 resamples: the fitted points resampled with replacement within each occupancy " +
+	"(and, over several runs, the runs resampled first), each point's energy drawn within its own 95 % interval; on the board's scale " +
+	"(its gain error, ±5 % between boards, left out)"
+
+// row is one point in a form of the model: regressors x, left-hand side y and y's
+// standard error from the point's own energy interval; stratum and run group the
+// resampling.
+type row struct {
+	x       []float64
+	y, sd   float64
+	stratum float64
+	run     int
+}
+
+// rowsOf turns points into rows of form 5, 6 or 7 (eq 5 with the static term of occupied
+// SMs when occTerm), for run number run.
+func rowsOf(pts []Point, form int, occTerm bool, run int) []row {
+	return rowsOfEnergy(pts, form, occTerm, run, func(p Point) (float64, float64) {
+		sd := 0.0
+		if p.EnergyHighJ > p.EnergyLowJ && p.EnergyLowJ > 0 {
+			sd = (p.EnergyHighJ - p.EnergyLowJ) / (2 * 1.96)
+		}
+		return p.EnergyJ, sd
+	})
+}
+
+// rowsOfEnergy is rowsOf with the energy (and its standard error) each point gives.
+func rowsOfEnergy(pts []Point, form int, occTerm bool, run int, energy func(Point) (e, sd float64)) []row {
+	var rs []row
+	for _, p := range pts {
+		e, sd := energy(p)
+		r := row{stratum: p.Occupancy, run: run}
+		switch form {
+		case 5:
+			r.x, r.y, r.sd = []float64{p.W, p.Q, p.TimeS}, e, sd
+			if occTerm {
+				r.x = append(r.x, p.TimeS*p.Occupancy)
+			}
+		case 6:
+			if p.W <= 0 {
+				continue
+			}
+			r.x, r.y, r.sd = []float64{1, p.Q / p.W, p.TimeS / p.W}, e/p.W, sd/p.W
+		case 7:
+			if p.Q <= 0 {
+				continue
+			}
+			r.x, r.y, r.sd = []float64{p.W / p.Q, 1, p.TimeS / p.Q}, e/p.Q, sd/p.Q
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+func solveRows(rs []row) ([]float64, error) {
+	X := make([][]float64, len(rs))
+	y := make([]float64, len(rs))
+	for i, r := range rs {
+		X[i], y[i] = r.x, r.y
+	}
+	return ols(X, y)
+}
+
+// bootstrapRows is each coefficient's percentile interval: resample the runs (when there
+// are several), then within each drawn run the rows of each stratum (occupancy) with
+// replacement, and draw each row's y within its own standard error. It fails when more
+// than a tenth of the resamples cannot be fitted.
+func bootstrapRows(rs []row, reps int, seed uint64) ([][2]float64, error) {
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("no points")
+	}
+	byRun := map[int]map[float64][]row{}
+	var runs []int
+	for _, r := range rs {
+		if byRun[r.run] == nil {
+			byRun[r.run] = map[float64][]row{}
+			runs = append(runs, r.run)
+		}
+		byRun[r.run][r.stratum] = append(byRun[r.run][r.stratum], r)
+	}
+	sort.Ints(runs)
+	strataOf := func(run int) []float64 {
+		var ss []float64
+		for s := range byRun[run] {
+			ss = append(ss, s)
+		}
+		sort.Float64s(ss)
+		return ss
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	k := len(rs[0].x)
+	draws := make([][]float64, k)
+	failed := 0
+	sample := make([]row, 0, len(rs))
+	for range reps {
+		sample = sample[:0]
+		for range runs {
+			run := runs[0]
+			if len(runs) > 1 {
+				run = runs[rng.IntN(len(runs))]
+			}
+			for _, s := range strataOf(run) {
+				g := byRun[run][s]
+				for range g {
+					r := g[rng.IntN(len(g))]
+					r.y += r.sd * rng.NormFloat64()
+					sample = append(sample, r)
+				}
+			}
+		}
+		b, err := solveRows(sample)
+		if err != nil {
+			failed++
+			continue
+		}
+		for j := range b {
+			draws[j] = append(draws[j], b[j])
+		}
+	}
+	if failed*10 > reps {
+		return nil, fmt.Errorf("%d of %d resamples could not be fitted", failed, reps)
+	}
+	out := make([][2]float64, k)
+	for j, d := range draws {
+		slices.Sort(d)
+		out[j] = [2]float64{quantile(d, (1-ciLevel)/2), quantile(d, (1+ciLevel)/2)}
+	}
+	return out, nil
+}
+
+// quantile is the q-quantile of sorted s, linearly interpolated.
+func quantile(s []float64, q float64) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	h := q * float64(len(s)-1)
+	i := int(h)
+	if i+1 >= len(s) {
+		return s[len(s)-1]
+	}
+	return s[i] + (h-float64(i))*(s[i+1]-s[i])
+}
+
+// scaleCI converts a coefficient interval to the parameter's unit (pJ for the energies).
+func scaleCI(ci [2]float64, f float64) [2]float64 { return [2]float64{ci[0] * f, ci[1] * f} }
+
+// Runs is the points of one precision from several runs of one card (one slice per run),
+// for a pooled fit whose intervals resample the runs too.
+type Runs [][]Point
+
+// fitted returns the fitted roofline points.
+func fitted(pts []Point) []Point {
+	var out []Point
+	for _, p := range pts {
+		if p.Kernel == "roofline" && p.Fitted {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// FitIntervals fits eq 5 to the fitted roofline points of every run together and returns
+// the fit with each parameter's 95 % interval (bootstrap over points, and over runs where
+// there are several).
+func FitIntervals(runs Runs) (Fit, Intervals, error) {
+	var all []Point
+	var rs []row
+	for i, pts := range runs {
+		f := fitted(pts)
+		all = append(all, f...)
+		rs = append(rs, rowsOf(f, 5, false, i)...)
+	}
+	fit := fitPoints(all, 5)
+	if fit.Error != "" {
+		return fit, Intervals{}, fmt.Errorf("%s", fit.Error)
+	}
+	ci, err := bootstrapRows(rs, BootstrapReps, bootstrapSeed)
+	if err != nil {
+		return fit, Intervals{}, err
+	}
+	return fit, Intervals{EpsFlopPJ: scaleCI(ci[0], 1e12), EpsMemPJPerByte: scaleCI(ci[1], 1e12), Pi0W: ci[2], Runs: len(runs), Points: len(rs)}, nil
+}
+
+// Intervals are the 95 % intervals of one fit's parameters, as [low, high].
+type Intervals struct {
+	EpsFlopPJ       [2]float64 `json:"eps_flop_pj_ci"`
+	EpsMemPJPerByte [2]float64 `json:"eps_mem_pj_per_byte_ci"`
+	Pi0W            [2]float64 `json:"pi0_w_ci"`
+	Runs            int        `json:"runs"`
+	Points          int        `json:"points"`
+}
+
+// relWidth is an interval's full width relative to v.
+func relWidth(ci [2]float64, v float64) float64 {
+	if v == 0 {
+		return math.Inf(1)
+	}
+	return (ci[1] - ci[0]) / math.Abs(v)
+}
