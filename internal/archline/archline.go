@@ -246,8 +246,11 @@ type Report struct {
 	MinDuration    float64            `json:"min_duration_s"`
 	MinUpdates     int                `json:"min_updates"`
 	Results        map[string]*Result `json:"results"`
-	Baseline       []Point            `json:"baseline"`
-	Copy           []Point            `json:"copy"`
+	// Pi0 is the card's pi0 (Pi0Definition): eq 5 fitted to every precision's points
+	// together, with its interval; nil where nothing was fitted.
+	Pi0      *JointFit `json:"pi0,omitempty"`
+	Baseline []Point   `json:"baseline"`
+	Copy     []Point   `json:"copy"`
 	// EnergyCalibration maps the sample ring onto the energy counter over the whole
 	// session (the measurement loop fits it: internal/region, energy.go); nil: none could
 	// be fitted, see EnergyNote.
@@ -647,6 +650,11 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 		res.Points = all
 		rep.Results[string(prec)] = res
 	}
+	one := map[string][]Point{}
+	for p, res := range rep.Results {
+		one[p] = res.Points
+	}
+	rep.Pi0 = Joint([]map[string][]Point{one})
 }
 
 func meanStd(pts []Point, f func(Point) float64) (mean, std float64) {

@@ -330,3 +330,92 @@ func check(fit Fit, fitSet, flop, cp, base []Point) *Checks {
 	}
 	return c
 }
+
+// Pi0Definition is what gpuwatt means by pi0 wherever it says pi0 (archline, the
+// datasheet's headline and its energies above pi0).
+const Pi0Definition = "pi0: the board's constant power while a kernel runs at the top clock, the T coefficient of " +
+	"E = W eps_flop + Q eps_mem + T pi0 fitted to the roofline sweep: one figure per card, fitted to the fp32 and fp64 points " +
+	"together (one eps_flop per precision, one eps_mem: Choi et al.'s form); each precision's own fit is a check of it. " +
+	"The baseline kernel's power (E/T, seed 002's Algorithm 1) is a cross-check, not pi0."
+
+// JointFit is eq 5 fitted to every precision's fitted roofline points together, with one
+// eps_flop per precision and one eps_mem and pi0: the card's pi0 (Pi0Definition).
+type JointFit struct {
+	Pi0W            float64               `json:"pi0_w"`
+	Pi0CI           [2]float64            `json:"pi0_w_ci"`
+	EpsMemPJPerByte float64               `json:"eps_mem_pj_per_byte"`
+	EpsMemCI        [2]float64            `json:"eps_mem_pj_per_byte_ci"`
+	EpsFlopPJ       map[string]float64    `json:"eps_flop_pj"`
+	EpsFlopCI       map[string][2]float64 `json:"eps_flop_pj_ci"`
+	R2              float64               `json:"r2"`
+	Points          int                   `json:"points"`
+	Runs            int                   `json:"runs"`
+	Definition      string                `json:"definition"`
+	Error           string                `json:"error,omitempty"`
+}
+
+// Joint fits the card's pi0 (JointFit) to the fitted roofline points of each precision,
+// from one or several runs (runs[k][precision] = that run's points).
+func Joint(runs []map[string][]Point) *JointFit {
+	precs := map[string]bool{}
+	for _, r := range runs {
+		for p, pts := range r {
+			if len(fitted(pts)) > 0 {
+				precs[p] = true
+			}
+		}
+	}
+	var ps []string
+	for p := range precs {
+		ps = append(ps, p)
+	}
+	sort.Strings(ps)
+	if len(ps) == 0 {
+		return nil
+	}
+	jf := &JointFit{Definition: Pi0Definition, EpsFlopPJ: map[string]float64{}, EpsFlopCI: map[string][2]float64{}, Runs: len(runs)}
+	var rs []row
+	for k, r := range runs {
+		for i, p := range ps {
+			for _, pt := range fitted(r[p]) {
+				x := make([]float64, len(ps)+2)
+				x[i] = pt.W
+				x[len(ps)], x[len(ps)+1] = pt.Q, pt.TimeS
+				sd := 0.0
+				if pt.EnergyHighJ > pt.EnergyLowJ && pt.EnergyLowJ > 0 {
+					sd = (pt.EnergyHighJ - pt.EnergyLowJ) / (2 * 1.96)
+				}
+				rs = append(rs, row{x: x, y: pt.EnergyJ, sd: sd, stratum: pt.Occupancy, run: k})
+			}
+		}
+	}
+	jf.Points = len(rs)
+	b, err := solveRows(rs)
+	if err != nil {
+		jf.Error = err.Error()
+		return jf
+	}
+	n := len(ps)
+	for i, p := range ps {
+		jf.EpsFlopPJ[p] = b[i] * 1e12
+	}
+	jf.EpsMemPJPerByte, jf.Pi0W = b[n]*1e12, b[n+1]
+	var y, pr []float64
+	for _, r := range rs {
+		p := 0.0
+		for j := range b {
+			p += r.x[j] * b[j]
+		}
+		y, pr = append(y, r.y), append(pr, p)
+	}
+	jf.R2 = r2(y, pr)
+	if ci, err := bootstrapRows(rs, BootstrapReps, bootstrapSeed); err == nil {
+		for i, p := range ps {
+			jf.EpsFlopCI[p] = scaleCI(ci[i], 1e12)
+		}
+		jf.EpsMemCI, jf.Pi0CI = scaleCI(ci[n], 1e12), ci[n+1]
+	} else {
+		jf.Error = "no intervals: " + err.Error()
+	}
+	return jf
+}

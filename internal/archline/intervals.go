@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+
+	"gpuwatt/internal/lsq"
 )
 
 // The bootstrap behind every fitted parameter's 95 % interval.
@@ -18,9 +20,10 @@ const (
 )
 
 // CIMethod says how the fitted parameters' intervals are made (Result.CIMethod).
-const CIMethod = "95 % percentile bootstrap, 400 resamples: the fitted points resampled with replacement within each occupancy " +
-	"(and, over several runs, the runs resampled first), each point's energy drawn within its own 95 % interval; on the board's scale " +
-	"(its gain error, ±5 % between boards, left out)"
+const CIMethod = "95 % percentile wild bootstrap over the fitted points, 400 resamples: each point keeps its place in the sweep " +
+	"and gets the fit's prediction plus its own residual with a random sign, or a draw within its own energy interval where that " +
+	"is wider (over several runs, the runs resampled first); all of them scaled by one common draw of the median point's interval " +
+	"(the calibration they share); on the board's scale (its gain error, ±5 % between boards, left out)"
 
 // row is one point in a form of the model: regressors x, left-hand side y and y's
 // standard error from the point's own energy interval; stratum and run group the
@@ -81,51 +84,90 @@ func solveRows(rs []row) ([]float64, error) {
 	return ols(X, y)
 }
 
-// bootstrapRows is each coefficient's percentile interval: resample the runs (when there
-// are several), then within each drawn run the rows of each stratum (occupancy) with
-// replacement, and draw each row's y within its own standard error. It fails when more
-// than a tenth of the resamples cannot be fitted.
+// bootstrapRows is each coefficient's percentile interval by a wild bootstrap over the
+// points: each resample keeps every point's place in the sweep (its W, Q and T: the sweep
+// is a designed experiment, and resampling whole points would drop its corners, the
+// points that pin eps_mem or pi0 down) and gives it the fit's prediction plus its own
+// residual (leverage-corrected, r/√(1−h)) with a random sign, or, where the point's own
+// energy interval is wider than its residual, a draw within that interval (its standard
+// error); where there are several runs the runs are resampled first. All the points are
+// also scaled by one common draw of the median point's relative standard error (the
+// calibration to the counter is one fit per session, shared by the points). It fails
+// when more than a tenth of the resamples cannot be fitted.
 func bootstrapRows(rs []row, reps int, seed uint64) ([][2]float64, error) {
 	if len(rs) == 0 {
 		return nil, fmt.Errorf("no points")
 	}
-	byRun := map[int]map[float64][]row{}
+	X := make([][]float64, len(rs))
+	y := make([]float64, len(rs))
+	for i, r := range rs {
+		X[i], y[i] = r.x, r.y
+	}
+	full, err := lsq.Solve(X, y)
+	if err != nil {
+		return nil, err
+	}
+	k := len(full.Coef)
+	if len(rs) <= k {
+		return nil, fmt.Errorf("%d points for %d parameters: no residuals to resample", len(rs), k)
+	}
+	inv := full.Unscaled()
+	pred := make([]float64, len(rs))
+	adj := make([]float64, len(rs)) // r / sqrt(1 - h)
+	for i, r := range rs {
+		pred[i] = full.Predict(r.x)
+		h := 0.0
+		for a := range k {
+			for b := range k {
+				h += r.x[a] * inv[a][b] * r.x[b]
+			}
+		}
+		adj[i] = y[i] - pred[i]
+		if h < 0.999 {
+			adj[i] /= math.Sqrt(1 - h)
+		}
+	}
+	byRun := map[int][]int{}
 	var runs []int
-	for _, r := range rs {
+	for i, r := range rs {
 		if byRun[r.run] == nil {
-			byRun[r.run] = map[float64][]row{}
 			runs = append(runs, r.run)
 		}
-		byRun[r.run][r.stratum] = append(byRun[r.run][r.stratum], r)
+		byRun[r.run] = append(byRun[r.run], i)
 	}
 	sort.Ints(runs)
-	strataOf := func(run int) []float64 {
-		var ss []float64
-		for s := range byRun[run] {
-			ss = append(ss, s)
+	var rel []float64
+	for _, r := range rs {
+		if r.y != 0 {
+			rel = append(rel, r.sd/math.Abs(r.y))
 		}
-		sort.Float64s(ss)
-		return ss
 	}
+	slices.Sort(rel)
+	common := quantile(rel, 0.5)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	k := len(rs[0].x)
 	draws := make([][]float64, k)
 	failed := 0
 	sample := make([]row, 0, len(rs))
 	for range reps {
 		sample = sample[:0]
+		scale := 1 + common*rng.NormFloat64()
 		for range runs {
 			run := runs[0]
 			if len(runs) > 1 {
 				run = runs[rng.IntN(len(runs))]
 			}
-			for _, s := range strataOf(run) {
-				g := byRun[run][s]
-				for range g {
-					r := g[rng.IntN(len(g))]
-					r.y += r.sd * rng.NormFloat64()
-					sample = append(sample, r)
+			for _, i := range byRun[run] {
+				r := rs[i]
+				sign := 1.0
+				if rng.IntN(2) == 0 {
+					sign = -1
 				}
+				e := sign * adj[i]
+				if r.sd > math.Abs(adj[i]) {
+					e = r.sd * rng.NormFloat64()
+				}
+				r.y = (pred[i] + e) * scale
+				sample = append(sample, r)
 			}
 		}
 		b, err := solveRows(sample)

@@ -88,23 +88,50 @@ func (r *Report) Tables() []report.Table {
 		}
 	}
 	ts = append(ts, t5)
-	// Tables 6 and 8: fitted parameters, with the normalised forms.
-	t6 := report.Table{Caption: "Fitted parameters (Tables 6 and 8), eq 5 and the normalised forms (eqs 6, 7)",
+	// Tables 6 and 8: fitted parameters with their intervals, and the normalised forms.
+	t6 := report.Table{Caption: "Fitted parameters (Tables 6 and 8) with their 95 % intervals, eq 5 and the normalised forms (eqs 6, 7)",
 		Header: []string{"precision", "form", "eps_flop pJ/flop", "eps_mem pJ/B", "eps_mop pJ/word", "pi0 W", "R²", "points"}}
 	for _, p := range ps {
 		res := r.Results[p]
+		forms := map[string]Form{}
+		if res.Checks != nil {
+			for _, f := range res.Checks.Forms {
+				forms[f.Name] = f
+			}
+		}
 		for _, f := range []struct {
-			name string
-			fit  Fit
-		}{{"eq 5", res.Fit}, {"eq 5, all points", res.FitAll}, {"eq 6 (per flop)", res.Eq6}, {"eq 7 (per byte)", res.Eq7}} {
+			name, form string
+			fit        Fit
+		}{{"eq 5", "eq 5", res.Fit}, {"eq 5, all points", "", res.FitAll}, {"eq 6 (per flop)", "eq 6", res.Eq6}, {"eq 7 (per byte)", "eq 7", res.Eq7}} {
 			if f.fit.Error != "" {
 				t6.Rows = append(t6.Rows, []string{p, f.name, "-", "-", "-", "-", "-", fmt.Sprint(f.fit.Points)})
 				continue
 			}
-			t6.Rows = append(t6.Rows, []string{p, f.name, f4(f.fit.EpsFlopPJ), f4(f.fit.EpsMemPJPerByte), f4(f.fit.EpsMemPJPerByte * float64(res.Derived.WordBytes)), f4(f.fit.Pi0W), fmt.Sprintf("%.4f", f.fit.R2), fmt.Sprint(f.fit.Points)})
+			fo := forms[f.form]
+			if f.form == "eq 5" {
+				fo.EpsFlopCI, fo.EpsMemCI, fo.Pi0CI = res.EpsFlopCI, res.EpsMemCI, res.Pi0CI
+			}
+			w := float64(res.Derived.WordBytes)
+			t6.Rows = append(t6.Rows, []string{p, f.name, PM(f.fit.EpsFlopPJ, fo.EpsFlopCI), PM(f.fit.EpsMemPJPerByte, fo.EpsMemCI),
+				PM(f.fit.EpsMemPJPerByte*w, [2]float64{fo.EpsMemCI[0] * w, fo.EpsMemCI[1] * w}), PM(f.fit.Pi0W, fo.Pi0CI), fmt.Sprintf("%.4f", f.fit.R2), fmt.Sprint(f.fit.Points)})
 		}
 	}
 	ts = append(ts, t6)
+	if j := r.Pi0; j != nil && j.Error == "" {
+		tj := report.Table{Caption: "The card's pi0: eq 5 fitted to every precision's points together (one eps_flop per precision, one eps_mem), with 95 % intervals",
+			Header: []string{"pi0 W", "eps_mem pJ/B"}}
+		row := []string{PM(j.Pi0W, j.Pi0CI), PM(j.EpsMemPJPerByte, j.EpsMemCI)}
+		for _, p := range ps {
+			if v, ok := j.EpsFlopPJ[p]; ok {
+				tj.Header = append(tj.Header, p+" eps_flop pJ/flop")
+				row = append(row, PM(v, j.EpsFlopCI[p]))
+			}
+		}
+		tj.Header = append(tj.Header, "R²", "points")
+		tj.Rows = [][]string{append(row, fmt.Sprintf("%.4f", j.R2), fmt.Sprint(j.Points))}
+		ts = append(ts, tj)
+	}
+	ts = append(ts, r.checkTables(ps)...)
 	// Tables 7 and 9: flop energy efficiency and balance points.
 	t7 := report.Table{Caption: "Flop energy efficiency and balance points (Tables 7 and 9)",
 		Header: []string{"precision", "pi_flop W", "pi_mem W", "eta_flop", "B_tau flop/B", "B_eps flop/B", "effective balance flop/B", "powerline max W", "power limit W"}}
@@ -330,3 +357,86 @@ func Page(r *Report) report.Page {
 
 // JSONResults is what --json prints: one entry per precision.
 func (r *Report) JSONResults() map[string]*Result { return r.Results }
+
+// PM is v ± the half-width of its interval ci (v alone without one; [lo, hi] where the
+// interval is lopsided).
+func PM(v float64, ci [2]float64) string {
+	if !(ci[1] > ci[0]) {
+		return f4(v)
+	}
+	a, b := v-ci[0], ci[1]-v
+	if a > 0 && b > 0 && math.Abs(a-b) <= 0.25*max(a, b) {
+		return fmt.Sprintf("%s ± %.2g", f4(v), max(a, b))
+	}
+	return fmt.Sprintf("%s [%s, %s]", f4(v), f4(ci[0]), f4(ci[1]))
+}
+
+// checkTables are the model checks (Checks) and the memory split, per precision.
+func (r *Report) checkTables(ps []string) []report.Table {
+	occ := report.Table{Caption: "Model check: eq 5 on each occupancy alone, and each occupancy predicted by eq 5 fitted to the others (measured − predicted, %)",
+		Header: []string{"precision", "occupancy", "points", "eps_flop pJ/flop", "eps_mem pJ/B", "pi0 W", "R²", "predicted from the others: mean %", "rms %", "max |%|"}}
+	fam := report.Table{Caption: "Model check: residuals by kernel family against eq 5 (flop kernel: W eps_flop + T pi0; copy: Q eps_mem + T pi0; baseline: T pi0), %",
+		Header: []string{"precision", "kernel", "points", "mean %", "rms %", "min %", "max %"}}
+	mod := report.Table{Caption: "Model choice: eq 5 against eq 5 with a static power of occupied SMs (T × occupancy × pi_occ), by BIC (lower is better)",
+		Header: []string{"precision", "model", "eps_flop pJ/flop", "eps_mem pJ/B", "pi0 W", "pi_occ W", "AIC", "BIC", "chosen"}}
+	forms := report.Table{Caption: "Eqs 5, 6 and 7: the same model weighted per joule, per flop and per byte; the largest difference of eq 6 or 7 from eq 5",
+		Header: []string{"precision", "eps_flop", "eps_mem", "pi0"}}
+	mem := report.Table{Caption: "eps_mem split by the board's memory power channel: the part of a DRAM byte's energy drawn on the memory rail, and the rest (the GPU die), with 95 % intervals",
+		Header: []string{"precision", "channel", "points", "eps_mem pJ/B", "on the memory rail pJ/B", "share", "the rest pJ/B", "memory rail per flop pJ", "memory rail pi0 W", "R²"}}
+	for _, p := range ps {
+		res := r.Results[p]
+		c := res.Checks
+		if c != nil {
+			loo := map[float64]Holdout{}
+			for _, h := range c.LeaveOneOut {
+				loo[h.Occupancy] = h
+			}
+			for _, o := range c.PerOccupancy {
+				row := []string{p, occName(o.Occupancy), fmt.Sprint(o.Points), "-", "-", "-", "-"}
+				if o.Error == "" {
+					row = []string{p, occName(o.Occupancy), fmt.Sprint(o.Points), f4(o.EpsFlopPJ), f4(o.EpsMemPJPerByte), f4(o.Pi0W), fmt.Sprintf("%.4f", o.R2)}
+				}
+				if h, ok := loo[o.Occupancy]; ok && h.Error == "" {
+					row = append(row, fmt.Sprintf("%+.2f", h.MeanPct), fmt.Sprintf("%.2f", h.RMSPct), fmt.Sprintf("%.2f", h.MaxAbsPct))
+				} else {
+					row = append(row, "-", "-", "-")
+				}
+				occ.Rows = append(occ.Rows, row)
+			}
+			for _, f := range c.Families {
+				fam.Rows = append(fam.Rows, []string{p, f.Kernel, fmt.Sprint(f.Points), fmt.Sprintf("%+.2f", f.MeanPct), fmt.Sprintf("%.2f", f.RMSPct), fmt.Sprintf("%+.2f", f.MinPct), fmt.Sprintf("%+.2f", f.MaxPct)})
+			}
+			for _, m := range c.Models {
+				if m.Error != "" {
+					mod.Rows = append(mod.Rows, []string{p, m.Name, "-", "-", "-", "-", "-", "-", m.Error})
+					continue
+				}
+				po := "-"
+				if m.Params == 4 {
+					po = f4(m.PiOccW)
+				}
+				ch := ""
+				if m.Chosen {
+					ch = "yes"
+				}
+				mod.Rows = append(mod.Rows, []string{p, m.Name, f4(m.EpsFlopPJ), f4(m.EpsMemPJPerByte), f4(m.Pi0W), po, fmt.Sprintf("%.1f", m.AIC), fmt.Sprintf("%.1f", m.BIC), ch})
+			}
+			forms.Rows = append(forms.Rows, []string{p, fmt.Sprintf("%.1f %%", c.FormSpreadPct[0]), fmt.Sprintf("%.1f %%", c.FormSpreadPct[1]), fmt.Sprintf("%.1f %%", c.FormSpreadPct[2])})
+		}
+		if m := res.Memory; m != nil {
+			if m.Error != "" {
+				mem.Rows = append(mem.Rows, []string{p, m.Channel, fmt.Sprint(m.Points), f4(res.EpsMemPJPerByte), "-", "-", "-", "-", "-", m.Error})
+				continue
+			}
+			mem.Rows = append(mem.Rows, []string{p, m.Channel, fmt.Sprint(m.Points), PM(res.EpsMemPJPerByte, res.EpsMemCI), PM(m.RailPJPerByte, m.RailPJPerByteCI),
+				fmt.Sprintf("%.0f %%", 100*m.RailShare), PM(m.RestPJPerByte, m.RestPJPerByteCI), PM(m.RailFlopPJ, m.RailFlopPJCI), PM(m.RailPi0W, m.RailPi0WCI), fmt.Sprintf("%.4f", m.R2)})
+		}
+	}
+	var out []report.Table
+	for _, t := range []report.Table{occ, fam, mod, forms, mem} {
+		if len(t.Rows) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -173,7 +173,7 @@ func (r *Results) sensorSections() []report.Section {
 }
 
 func (r *Results) microSections() []report.Section {
-	m := r.Micro
+	m := r.MicroAbovePi0()
 	if m == nil {
 		return []report.Section{{Title: TitleMicro, Text: r.notRun(StageMicro)}}
 	}
@@ -217,7 +217,7 @@ func (r *Results) archlineSections() []report.Section {
 	if a == nil {
 		return []report.Section{{Title: TitleArchline, Text: r.notRun(StageArchline)}}
 	}
-	t := &report.Table{Header: []string{"precision", "eps_flop (pJ/flop)", "eps_mem (pJ/B)", "pi0 (W)", "R²", "B_tau (flop/B)", "B_eps (flop/B)", "effective B_eps (flop/B)", "peak GFLOP/s", "peak GB/s", "power limit meets powerline (flop/B)"}}
+	t := &report.Table{Header: []string{"precision", "eps_flop (pJ/flop)", "eps_mem (pJ/B)", "eps_mem on the memory rail (pJ/B)", "pi0 (W)", "R²", "B_tau (flop/B)", "B_eps (flop/B)", "effective B_eps (flop/B)", "peak GFLOP/s", "peak GB/s", "power limit meets powerline (flop/B)"}}
 	for _, prec := range precisions(a) {
 		res := a.Results[prec]
 		d := res.Derived
@@ -225,11 +225,19 @@ func (r *Results) archlineSections() []report.Section {
 		if d.CappedFromFlop > 0 {
 			capped = g4(d.CappedFromFlop) + " to " + g4(d.CappedToFlop)
 		}
-		t.Rows = append(t.Rows, []string{prec, g4(res.EpsFlopPJ), g4(res.EpsMemPJPerByte), g4(res.Pi0W), fmt.Sprintf("%.4f", res.R2), g4(d.BTau), g4(d.BEps), g4(d.BEffective),
+		rail := "–"
+		if m := res.Memory; m != nil && m.Error == "" {
+			rail = archline.PM(m.RailPJPerByte, m.RailPJPerByteCI)
+		}
+		t.Rows = append(t.Rows, []string{prec, archline.PM(res.EpsFlopPJ, res.EpsFlopCI), archline.PM(res.EpsMemPJPerByte, res.EpsMemCI), rail, archline.PM(res.Pi0W, res.Pi0CI), fmt.Sprintf("%.4f", res.R2), g4(d.BTau), g4(d.BEps), g4(d.BEffective),
 			g4(d.PeakFlopsPerS / 1e9), g4(d.PeakBytesPerS / 1e9), capped})
 	}
-	secs := []report.Section{{Title: TitleArchline, Text: "The energy of a kernel is modelled as E = W eps_flop + Q eps_mem + T pi0 (Choi et al.): W flops, Q bytes, T seconds. The time balance B_tau is the intensity where a kernel turns from memory- to compute-bound; the energy balance B_eps (eps_mem / eps_flop) where its energy does; the effective balance counts pi0 too.",
-		Table: t}}
+	text := "The energy of a kernel is modelled as E = W eps_flop + Q eps_mem + T pi0 (Choi et al.): W flops, Q bytes, T seconds. The time balance B_tau is the intensity where a kernel turns from memory- to compute-bound; the energy balance B_eps (eps_mem / eps_flop) where its energy does; the effective balance counts pi0 too. " +
+		"± is the 95 % interval on this board's scale (" + archline.CIMethod + "). "
+	if pi0, ci, ok := r.cardPi0(); ok {
+		text += fmt.Sprintf("The card's pi0 is %s W. %s", archline.PM(pi0, ci), archline.Pi0Definition)
+	}
+	secs := []report.Section{{Title: TitleArchline, Text: text, Table: t}}
 	for _, s := range archline.Page(a).Sections {
 		if s.Title == "Method" {
 			s.Warnings = nil // they are in the warnings section
@@ -296,12 +304,15 @@ func (r *Results) Headline() [][2]string {
 			add("sensor "+c.Name, c.Model)
 		}
 	}
+	if pi0, ci, ok := r.cardPi0(); ok {
+		add("pi0 (W)", archline.PM(pi0, ci))
+	}
 	if m := r.Micro; m != nil {
 		add("active idle power (W)", g4(m.IdlePowerW))
-		add("pi0 (W)", g4(m.Pi0W))
+		add("baseline kernel power (W)", archline.PM(m.Pi0W, [2]float64{m.Pi0W - m.Pi0HalfWidthW, m.Pi0W + m.Pi0HalfWidthW}))
 		for _, row := range m.Rows {
 			if row.Group == "arith" || row.Group == "memory" {
-				add(fmt.Sprintf("%s (pJ/%s)", row.Name, row.Unit), g4(row.PJPerUnit))
+				add(fmt.Sprintf("%s (pJ/%s)", row.Name, row.Unit), archline.PM(row.PJPerUnit, [2]float64{row.PJPerUnitLow, row.PJPerUnitHigh}))
 			}
 		}
 		// The data dependence: each class's energy above pi0 with random operands over
@@ -315,9 +326,12 @@ func (r *Results) Headline() [][2]string {
 	if a := r.Archline; a != nil {
 		for _, p := range precisions(a) {
 			res := a.Results[p]
-			add(p+" eps_flop (pJ/flop)", g4(res.EpsFlopPJ))
-			add(p+" eps_mem (pJ/B)", g4(res.EpsMemPJPerByte))
-			add(p+" pi0 (W)", g4(res.Pi0W))
+			add(p+" eps_flop (pJ/flop)", archline.PM(res.EpsFlopPJ, res.EpsFlopCI))
+			add(p+" eps_mem (pJ/B)", archline.PM(res.EpsMemPJPerByte, res.EpsMemCI))
+			if m := res.Memory; m != nil && m.Error == "" {
+				add(p+" eps_mem on the memory rail (pJ/B)", archline.PM(m.RailPJPerByte, m.RailPJPerByteCI))
+			}
+			add(p+" pi0, this precision's fit (W)", archline.PM(res.Pi0W, res.Pi0CI))
 			add(p+" B_tau (flop/B)", g4(res.Derived.BTau))
 			add(p+" B_eps (flop/B)", g4(res.Derived.BEps))
 		}

@@ -77,7 +77,11 @@ type Config struct {
 	// top clock (bandwidth_bytes_per_s); a level missing or at 0 is not modelled.
 	Bandwidth map[kernels.MemLevel]float64
 
-	Pi0           units.Power  // pi0_w: constant power while a kernel runs at the top clock (< power_limit_w)
+	Pi0 units.Power // pi0_w: constant power while a kernel runs at the top clock (< power_limit_w)
+	// PiOcc is the static power of occupied SMs (pi_occ_w): while a kernel runs, the board
+	// draws PiOcc × the share of the GPU's resident thread slots it occupies on top of pi0
+	// (0 in the presets: an effect archline's model has no term for unless the data asks).
+	PiOcc         units.Power
 	EpsFlopFP32   units.Energy // eps_flop_fp32_pj: energy per FP32 flop (fp32.fma = 2 flops)
 	EpsFlopFP64   units.Energy // eps_flop_fp64_pj: energy per FP64 flop (fp64.fma = 2 flops)
 	EpsMemPerByte units.Energy // eps_mem_pj_per_byte: energy per byte moved from or to DRAM
@@ -247,6 +251,7 @@ type configFile struct {
 	OpsPerCycleSM          json.RawMessage `json:"ops_per_cycle_sm"`
 	BandwidthBytesPerS     json.RawMessage `json:"bandwidth_bytes_per_s"`
 	Pi0W                   *float64        `json:"pi0_w"`
+	PiOccW                 *float64        `json:"pi_occ_w"`
 	EpsFlopFP32PJ          *float64        `json:"eps_flop_fp32_pj"`
 	EpsFlopFP64PJ          *float64        `json:"eps_flop_fp64_pj"`
 	EpsMemPJPerByte        *float64        `json:"eps_mem_pj_per_byte"`
@@ -305,7 +310,7 @@ func (c Config) file() configFile {
 		MaxThreadsPerSM: ptr(c.MaxThreadsPerSM), SharedBytesPerSM: ptr(c.SharedPerSM), SaturatingThreadsPerSM: ptr(c.SaturatingThreadsPerSM),
 		LaunchOverheadS: ptr(c.LaunchOverhead.Seconds()),
 		OpsPerCycleSM:   rawMap(ops), BandwidthBytesPerS: rawMap(bw),
-		Pi0W: ptr(float64(c.Pi0)), EpsFlopFP32PJ: pj(c.EpsFlopFP32), EpsFlopFP64PJ: pj(c.EpsFlopFP64), EpsMemPJPerByte: pj(c.EpsMemPerByte),
+		Pi0W: ptr(float64(c.Pi0)), PiOccW: ptr(float64(c.PiOcc)), EpsFlopFP32PJ: pj(c.EpsFlopFP32), EpsFlopFP64PJ: pj(c.EpsFlopFP64), EpsMemPJPerByte: pj(c.EpsMemPerByte),
 		EpsOpPJ: rawMap(epsOp), EpsLevelPJPerByte: rawMap(epsLevel), EpsMemRailPJPerByte: pj(c.EpsMemRail),
 		OperandToggleShare: ptr(c.OperandToggleShare), OperandDensityShare: ptr(c.OperandDensityShare),
 		Load: load, Sensors: sensors,
@@ -335,7 +340,7 @@ func (f configFile) apply(c *Config) error {
 		dst *units.Power
 		v   *float64
 	}{{&c.Idle, f.IdleW}, {&c.ActiveIdle, f.ActiveIdleW}, {&c.CommandLoad, f.CommandLoadW}, {&c.PowerLimit, f.PowerLimitW},
-		{&c.DefaultPowerLimit, f.DefaultPowerLimitW}, {&c.MemoryIdle, f.MemoryIdleW}, {&c.Pi0, f.Pi0W}} {
+		{&c.DefaultPowerLimit, f.DefaultPowerLimitW}, {&c.MemoryIdle, f.MemoryIdleW}, {&c.Pi0, f.Pi0W}, {&c.PiOcc, f.PiOccW}} {
 		if p.v != nil {
 			*p.dst = units.Power(*p.v)
 		}
@@ -785,6 +790,7 @@ func (c Config) Validate() error {
 		{"default_power_limit_w", float64(c.DefaultPowerLimit)},
 		{"memory_idle_w", float64(c.MemoryIdle)},
 		{"pi0_w", float64(c.Pi0)},
+		{"pi_occ_w", float64(c.PiOcc)},
 		{"eps_flop_fp32_pj", float64(c.EpsFlopFP32)},
 		{"eps_flop_fp64_pj", float64(c.EpsFlopFP64)},
 		{"eps_mem_pj_per_byte", float64(c.EpsMemPerByte)},
@@ -888,6 +894,7 @@ func (c Config) validatePlausible() error {
 		{"default_power_limit_w", float64(c.DefaultPowerLimit), maxPlausibleW, "W"},
 		{"memory_idle_w", float64(c.MemoryIdle), maxPlausibleW, "W"},
 		{"pi0_w", float64(c.Pi0), maxPlausibleW, "W"},
+		{"pi_occ_w", float64(c.PiOcc), maxPlausibleW, "W"},
 		{"active_idle_hold_s", c.ActiveIdleHold.Seconds(), maxPlausibleHoldS, "s"},
 		{"idle_step_s", c.IdleStepInterval.Seconds(), maxPlausibleHoldS, "s"},
 		{"launch_overhead_s", c.LaunchOverhead.Seconds(), maxPlausibleLaunchS, "s"},
@@ -957,6 +964,8 @@ func (c Config) validateExec() error {
 	case !(c.OperandToggleShare >= 0 && c.OperandDensityShare >= 0 && c.OperandToggleShare+c.OperandDensityShare <= 1):
 		return fmt.Errorf("operand_toggle_share %g, operand_density_share %g: want each >= 0 and their sum at most 1",
 			c.OperandToggleShare, c.OperandDensityShare)
+	case c.Pi0+c.PiOcc >= c.PowerLimit:
+		return fmt.Errorf("pi_occ_w: want pi0_w + pi_occ_w below power_limit_w (%g W), got %g", float64(c.PowerLimit), float64(c.Pi0+c.PiOcc))
 	case c.EpsMemRail > c.EpsMemPerByte:
 		return fmt.Errorf("eps_mem_rail_pj_per_byte: want at most eps_mem_pj_per_byte (%g), got %g",
 			float64(c.EpsMemPerByte/units.Picojoule), float64(c.EpsMemRail/units.Picojoule))

@@ -111,6 +111,10 @@
 //	bandwidth_bytes_per_s  {level: bytes/s of the whole GPU at the top clock}; dram, l2,
 //	                       shared, const
 //	pi0_w                  constant board power while a kernel runs (< power_limit_w)
+//	pi_occ_w               static power of occupied SMs: while a kernel runs the board draws
+//	                       pi_occ_w × the share of the resident thread slots it occupies
+//	                       (threads / (sms × max_threads_per_sm), at most 1) on top of pi0_w;
+//	                       0 in the presets
 //	eps_flop_fp32_pj       energy per FP32 flop: fp32.fma costs 2 × this per instruction
 //	eps_flop_fp64_pj       energy per FP64 flop: fp64.fma costs 2 × this per instruction
 //	eps_mem_pj_per_byte    energy per DRAM byte (read or written)
@@ -160,7 +164,8 @@
 //	E_dyn  = Σ_c ops_c × eps_c + Σ_l bytes_l × eps_l
 //	E      = E_dyn + pi0 × T,    P = E / T = pi0 + E_dyn / T
 //
-// with eps_c from eps_op_pj (or the eps_flop keys), for the measured class of a kernel
+// where pi0 is pi0_w + pi_occ_w × the kernel's share of the resident thread slots, with
+// eps_c from eps_op_pj (or the eps_flop keys), for the measured class of a kernel
 // whose operand data is described (kernels.DataPattern: toggle t, density d) times
 // 1 − s_t − s_d + 2 s_t·t + 2 s_d·d (1 at random data, t = d = 0.5; zeros 1 − s_t − s_d),
 // eps_dram = eps_mem_pj_per_byte and the

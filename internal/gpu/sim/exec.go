@@ -310,7 +310,13 @@ func (c *Config) launch(desc kernels.Descriptor) (LaunchTruth, error) {
 	timeAt := func(f float64) float64 { return max(cycles/f, dramL2) + overhead }
 	f := fmax
 	T := timeAt(f)
-	pi0 := float64(c.Pi0)
+	// pi0 and the static power of the occupied thread slots (pi_occ_w × their share).
+	slots := float64(c.MaxThreadsPerSM) * sms
+	share := 1.0
+	if slots > 0 {
+		share = min(1, float64(desc.TotalThreads())/slots)
+	}
+	pi0 := float64(c.Pi0) + float64(c.PiOcc)*share
 	limit := float64(c.PowerLimit)
 	capped, stretched := false, false
 	if pi0+dyn/T > limit {
