@@ -217,7 +217,9 @@ type Result struct {
 	EpsFlopCI [2]float64 `json:"eps_flop_pj_ci"`
 	EpsMemCI  [2]float64 `json:"eps_mem_pj_per_byte_ci"`
 	Pi0CI     [2]float64 `json:"pi0_w_ci"`
-	CIMethod  string     `json:"ci_method,omitempty"`
+	// BEpsCI is the interval of the energy balance B_eps = eps_mem / eps_flop (Derived).
+	BEpsCI   [2]float64 `json:"b_eps_flop_per_byte_ci"`
+	CIMethod string     `json:"ci_method,omitempty"`
 	// Memory splits eps_mem with the board's memory power channel (nil: none recorded).
 	Memory *MemorySplit `json:"memory_split,omitempty"`
 	// Checks are the model's checks: per-occupancy fits, leave-one-occupancy-out
@@ -574,7 +576,7 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 		res.EpsFlopPJ, res.EpsMemPJPerByte, res.Pi0W, res.R2 = res.Fit.EpsFlopPJ, res.Fit.EpsMemPJPerByte, res.Fit.Pi0W, res.Fit.R2
 		if res.Fit.Error == "" {
 			if _, iv, err := FitIntervals(Runs{fitSet}); err == nil {
-				res.EpsFlopCI, res.EpsMemCI, res.Pi0CI, res.CIMethod = iv.EpsFlopPJ, iv.EpsMemPJPerByte, iv.Pi0W, CIMethod
+				res.EpsFlopCI, res.EpsMemCI, res.Pi0CI, res.BEpsCI, res.CIMethod = iv.EpsFlopPJ, iv.EpsMemPJPerByte, iv.Pi0W, iv.BEps, CIMethod
 			} else {
 				res.Warnings = append(res.Warnings, status.Warnf(CodeFitFailed, "no intervals for the fitted parameters: %v", err))
 			}

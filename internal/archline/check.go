@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"gpuwatt/internal/kernels"
 )
 
 // MemorySplit splits eps_mem with the board's memory power channel: the same model fitted
@@ -418,4 +420,34 @@ func Joint(runs []map[string][]Point) *JointFit {
 		jf.Error = "no intervals: " + err.Error()
 	}
 	return jf
+}
+
+// Reanalyse fits a report again from its stored points (results.json written before the
+// intervals and checks existed gets them; the points and their energies as measured). The
+// off-clock marks, fits, intervals, checks, references and derived figures are recomputed;
+// the points' own figures are kept.
+func Reanalyse(rep *Report) {
+	var pts []Point
+	pts = append(pts, rep.Baseline...)
+	pts = append(pts, rep.Copy...)
+	var precs []kernels.Precision
+	limit := 0.0
+	for _, p := range rep.precisions() {
+		res := rep.Results[p]
+		if res == nil {
+			continue
+		}
+		precs = append(precs, kernels.Precision(p))
+		pts = append(pts, res.Points...)
+		limit = max(limit, res.Derived.PowerLimitW)
+	}
+	if len(precs) == 0 {
+		return
+	}
+	for i := range pts {
+		pts[i].OffClock, pts[i].Fitted = false, false
+	}
+	opt := Options{Precisions: precs, Intensities: rep.Intensities, Occupancies: rep.Occupancies, ClockTolerance: rep.ClockTolerance}.withDefaults()
+	rep.Results = map[string]*Result{}
+	analyse(rep, pts, opt, limit)
 }

@@ -95,6 +95,41 @@ func solveRows(rs []row) ([]float64, error) {
 // calibration to the counter is one fit per session, shared by the points). It fails
 // when more than a tenth of the resamples cannot be fitted.
 func bootstrapRows(rs []row, reps int, seed uint64) ([][2]float64, error) {
+	draws, err := bootstrapDraws(rs, reps, seed)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][2]float64, len(draws))
+	for j, d := range draws {
+		d = slices.Clone(d)
+		slices.Sort(d)
+		out[j] = [2]float64{quantile(d, (1-ciLevel)/2), quantile(d, (1+ciLevel)/2)}
+	}
+	return out, nil
+}
+
+// percentile is the 95 % percentile interval of f over the resamples' coefficients.
+func percentile(draws [][]float64, f func(b []float64) float64) [2]float64 {
+	if len(draws) == 0 {
+		return [2]float64{}
+	}
+	var v []float64
+	b := make([]float64, len(draws))
+	for i := range draws[0] {
+		for j := range draws {
+			b[j] = draws[j][i]
+		}
+		if x := f(b); !math.IsNaN(x) && !math.IsInf(x, 0) {
+			v = append(v, x)
+		}
+	}
+	slices.Sort(v)
+	return [2]float64{quantile(v, (1-ciLevel)/2), quantile(v, (1+ciLevel)/2)}
+}
+
+// bootstrapDraws are the resamples' coefficients (draws[j][i]: coefficient j of resample
+// i; a resample that could not be fitted is left out of all).
+func bootstrapDraws(rs []row, reps int, seed uint64) ([][]float64, error) {
 	if len(rs) == 0 {
 		return nil, fmt.Errorf("no points")
 	}
@@ -182,12 +217,7 @@ func bootstrapRows(rs []row, reps int, seed uint64) ([][2]float64, error) {
 	if failed*10 > reps {
 		return nil, fmt.Errorf("%d of %d resamples could not be fitted", failed, reps)
 	}
-	out := make([][2]float64, k)
-	for j, d := range draws {
-		slices.Sort(d)
-		out[j] = [2]float64{quantile(d, (1-ciLevel)/2), quantile(d, (1+ciLevel)/2)}
-	}
-	return out, nil
+	return draws, nil
 }
 
 // quantile is the q-quantile of sorted s, linearly interpolated.
@@ -236,11 +266,16 @@ func FitIntervals(runs Runs) (Fit, Intervals, error) {
 	if fit.Error != "" {
 		return fit, Intervals{}, fmt.Errorf("%s", fit.Error)
 	}
-	ci, err := bootstrapRows(rs, BootstrapReps, bootstrapSeed)
+	draws, err := bootstrapDraws(rs, BootstrapReps, bootstrapSeed)
 	if err != nil {
 		return fit, Intervals{}, err
 	}
-	return fit, Intervals{EpsFlopPJ: scaleCI(ci[0], 1e12), EpsMemPJPerByte: scaleCI(ci[1], 1e12), Pi0W: ci[2], Runs: len(runs), Points: len(rs)}, nil
+	iv := Intervals{Runs: len(runs), Points: len(rs)}
+	iv.EpsFlopPJ = percentile(draws, func(b []float64) float64 { return b[0] * 1e12 })
+	iv.EpsMemPJPerByte = percentile(draws, func(b []float64) float64 { return b[1] * 1e12 })
+	iv.Pi0W = percentile(draws, func(b []float64) float64 { return b[2] })
+	iv.BEps = percentile(draws, func(b []float64) float64 { return b[1] / b[0] })
+	return fit, iv, nil
 }
 
 // Intervals are the 95 % intervals of one fit's parameters, as [low, high].
@@ -248,8 +283,10 @@ type Intervals struct {
 	EpsFlopPJ       [2]float64 `json:"eps_flop_pj_ci"`
 	EpsMemPJPerByte [2]float64 `json:"eps_mem_pj_per_byte_ci"`
 	Pi0W            [2]float64 `json:"pi0_w_ci"`
-	Runs            int        `json:"runs"`
-	Points          int        `json:"points"`
+	// BEps is the energy balance eps_mem / eps_flop's.
+	BEps   [2]float64 `json:"b_eps_flop_per_byte_ci"`
+	Runs   int        `json:"runs"`
+	Points int        `json:"points"`
 }
 
 // relWidth is an interval's full width relative to v.

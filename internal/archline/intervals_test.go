@@ -1,10 +1,13 @@
 package archline
 
 import (
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -88,6 +91,21 @@ func TestIntervalsHoldHiddenTruth(t *testing.T) {
 						seed, prec, what, got[i], ci[0], ci[1], 100*w, want, gain, js)
 				}
 			}
+			// eps_mem's memory-rail part (where the preset has a memory channel: not the
+			// a100's): the memory channel's own scale (its gain) × the configured rail energy,
+			// within 1 % (its interval leaves out the memory channel's own errors: 0.1 % here).
+			if sc, ok := cfg.Sensors["power.memory.instant"]; ok && !sc.Unsupported {
+				if m := res.Memory; m == nil || m.Error != "" {
+					t.Errorf("seed %d %s: no memory split: %+v", seed, prec, m)
+				} else {
+					want := cfg.Sensors[m.Channel].Model.Gain * cfg.EpsMemRail.Joules() * 1e12
+					if math.Abs(m.RailPJPerByte/want-1) > 0.01 {
+						t.Errorf("seed %d %s: eps_mem on the memory rail %.4g, truth %.4g on %s's scale", seed, prec, m.RailPJPerByte, want, m.Channel)
+					}
+				}
+			} else if res.Memory != nil {
+				t.Errorf("seed %d %s: a memory split without a memory channel: %+v", seed, prec, res.Memory)
+			}
 			t.Logf("seed %d %s gain %.4f: eps_flop %.4g [%.4g, %.4g] (%.4g), eps_mem %.4g [%.4g, %.4g] (%.4g), pi0 %.4g [%.4g, %.4g] (%.4g)", seed, prec, gain,
 				got[0], cis[0][0], cis[0][1], gain*truth[0], got[1], cis[1][0], cis[1][1], gain*truth[1], got[2], cis[2][0], cis[2][1], gain*truth[2])
 		}
@@ -146,4 +164,54 @@ func TestStaticTermByBIC(t *testing.T) {
 			t.Errorf("seed %d: pi_occ %.4g, pi0 %.4g; truth %.4g, %.4g", tc.seed, m.PiOccW, m.Pi0W, gain*tc.piOcc, gain*cfg.Pi0.Watts())
 		}
 	}
+}
+
+// TestReanalyseH200: a results.json written before the intervals existed (the H200 full
+// sweep of results/nvidia-h200/2026-11-21-archline, GPU-35f85153, gzipped in testdata) fitted again from its points gives the same parameters
+// as the run reported, with intervals around them, the card's pi0 and the checks. On that
+// sweep eq 5 is chosen over the static term of occupied SMs, the flop, copy and baseline
+// kernels lie below the fit, and eq 6's eps_flop lies outside eq 5's interval: the
+// figures docs/archline.md gives.
+func TestReanalyseH200(t *testing.T) {
+	f, err := os.Open("testdata/h200-archline-2026-11-21.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.NewDecoder(zr).Decode(&rep); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][3]float64{}
+	for p, r := range rep.Results {
+		want[p] = [3]float64{r.EpsFlopPJ, r.EpsMemPJPerByte, r.Pi0W}
+	}
+	Reanalyse(&rep)
+	for p, w := range want {
+		r := rep.Results[p]
+		got := [3]float64{r.EpsFlopPJ, r.EpsMemPJPerByte, r.Pi0W}
+		cis := [3][2]float64{r.EpsFlopCI, r.EpsMemCI, r.Pi0CI}
+		for i := range got {
+			if math.Abs(got[i]/w[i]-1) > 1e-9 || !(cis[i][0] < got[i] && got[i] < cis[i][1]) {
+				t.Errorf("%s param %d: %.6g, the run's %.6g, interval %v", p, i, got[i], w[i], cis[i])
+			}
+		}
+		c := r.Checks
+		if c == nil || c.Chosen != ModelEq5Name || len(c.PerOccupancy) != 4 || len(c.LeaveOneOut) != 4 || len(c.Forms) != 3 {
+			t.Fatalf("%s checks %+v", p, c)
+		}
+		if f := c.Forms[1]; p == "fp32" && f.EpsFlopPJ > r.EpsFlopCI[0] && f.EpsFlopPJ < r.EpsFlopCI[1] {
+			t.Errorf("fp32 eq 6 eps_flop %.4g inside eq 5's interval %v", f.EpsFlopPJ, r.EpsFlopCI)
+		}
+		t.Logf("%s: eps_flop %s, eps_mem %s, pi0 %s; forms differ by %.1f/%.1f/%.1f %%; LOO 1/32 %+.1f %%", p, PM(got[0], cis[0]), PM(got[1], cis[1]), PM(got[2], cis[2]),
+			c.FormSpreadPct[0], c.FormSpreadPct[1], c.FormSpreadPct[2], c.LeaveOneOut[0].MeanPct)
+	}
+	if rep.Pi0 == nil || rep.Pi0.Error != "" || !(rep.Pi0.Pi0CI[0] < rep.Pi0.Pi0W && rep.Pi0.Pi0W < rep.Pi0.Pi0CI[1]) {
+		t.Fatalf("card's pi0 %+v", rep.Pi0)
+	}
+	t.Logf("card's pi0 %s W, eps_mem %s pJ/B", PM(rep.Pi0.Pi0W, rep.Pi0.Pi0CI), PM(rep.Pi0.EpsMemPJPerByte, rep.Pi0.EpsMemCI))
 }

@@ -522,6 +522,11 @@ func (r *Results) Upgrade() {
 			m.Rows[i].Warnings = region.Legacy(m.Rows[i].Warnings)
 		}
 	}
+	if a := r.Archline; a != nil && a.Pi0 == nil && len(a.Results) > 0 {
+		// Results from before the fitted parameters had intervals: fit again from the
+		// stored points (the same fit, with its intervals and checks).
+		archline.Reanalyse(a)
+	}
 	if a := r.Archline; a != nil {
 		pts := [][]archline.Point{a.Baseline, a.Copy}
 		for _, res := range a.Results {

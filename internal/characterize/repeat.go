@@ -36,8 +36,13 @@ func (r *Results) Figures() []Figure {
 		}
 		fs = append(fs, Figure{Name: name, Value: v, Low: lo, High: hi, Absolute: abs, HasBounds: hi > lo})
 	}
+	if pi0, ci, ok := r.cardPi0(); ok {
+		add("pi0 (W)", pi0, ci[0], ci[1], true)
+	}
 	if m := r.Micro; m != nil {
-		add("micro pi0, baseline kernel (W)", m.Pi0W, m.Pi0W-m.Pi0HalfWidthW, m.Pi0W+m.Pi0HalfWidthW, true)
+		add("baseline kernel power (W)", m.Pi0W, m.Pi0W-m.Pi0HalfWidthW, m.Pi0W+m.Pi0HalfWidthW, true)
+	}
+	if m := r.MicroAbovePi0(); m != nil {
 		for _, row := range m.Rows {
 			switch row.Name {
 			case "fp32.fma", "fp64.fma", "dram.copy", "dram.read":
@@ -51,13 +56,13 @@ func (r *Results) Figures() []Figure {
 			res := a.Results[p]
 			add(p+" eps_flop (pJ/flop)", res.EpsFlopPJ, res.EpsFlopCI[0], res.EpsFlopCI[1], true)
 			add(p+" eps_mem (pJ/B)", res.EpsMemPJPerByte, res.EpsMemCI[0], res.EpsMemCI[1], true)
-			add(p+" pi0 (W)", res.Pi0W, res.Pi0CI[0], res.Pi0CI[1], true)
+			add(p+" pi0, this precision's fit (W)", res.Pi0W, res.Pi0CI[0], res.Pi0CI[1], true)
 			if m := res.Memory; m != nil && m.Error == "" {
 				add(p+" eps_mem on the memory rail (pJ/B)", m.RailPJPerByte, m.RailPJPerByteCI[0], m.RailPJPerByteCI[1], true)
 				add(p+" eps_mem, the rest (pJ/B)", m.RestPJPerByte, m.RestPJPerByteCI[0], m.RestPJPerByteCI[1], true)
 			}
 			add(p+" B_tau (flop/B)", res.Derived.BTau, 0, 0, false)
-			add(p+" B_eps (flop/B)", res.Derived.BEps, 0, 0, false)
+			add(p+" B_eps (flop/B)", res.Derived.BEps, res.BEpsCI[0], res.BEpsCI[1], false)
 		}
 	}
 	return fs
@@ -225,6 +230,11 @@ func cardDifference(rs []*Results, f ReproFigure, has []bool, abs bool) (bool, s
 		c.hw = max(c.hw, 1.96*sd)
 	}
 	sort.Strings(ids)
+	for _, id := range ids {
+		if cs[id].hw == 0 {
+			return false, "not judged: a card's figure has no interval"
+		}
+	}
 	var beyond []string
 	for i := range ids {
 		for j := i + 1; j < len(ids); j++ {
