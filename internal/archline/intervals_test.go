@@ -16,6 +16,7 @@ import (
 	"gpuwatt/internal/loop"
 	"gpuwatt/internal/sensor"
 	"gpuwatt/internal/testkit/simtest"
+	"gpuwatt/internal/trace"
 )
 
 // hidden is a sim configuration the fit does not know, drawn from seed.
@@ -214,4 +215,52 @@ func TestReanalyseH200(t *testing.T) {
 		t.Fatalf("card's pi0 %+v", rep.Pi0)
 	}
 	t.Logf("card's pi0 %s W, eps_mem %s pJ/B", PM(rep.Pi0.Pi0W, rep.Pi0.Pi0CI), PM(rep.Pi0.EpsMemPJPerByte, rep.Pi0.EpsMemCI))
+}
+
+// TestMemorySplitH200Trace: the H200 sweep of 2026-11-21 (GPU-35f85153, the card whose
+// eps_mem was 75 pJ/B against 89-92 on four others) recorded power.memory.average in its
+// trace: each point's memory power taken from it (setMemory) splits eps_mem into the
+// memory rail's part and the rest, the figures docs/archline.md and the 2026-11-24 H200
+// run's README compare with the other card.
+func TestMemorySplitH200Trace(t *testing.T) {
+	dir := "../../results/nvidia-h200/2026-11-21-archline/archline/"
+	b, err := os.ReadFile(dir + "results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.Load(dir + "trace.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(ps []Point) {
+		for i := range ps {
+			setMemory(tr, 0, &ps[i])
+		}
+	}
+	set(rep.Baseline)
+	set(rep.Copy)
+	for _, r := range rep.Results {
+		set(r.Points)
+	}
+	Reanalyse(&rep)
+	for _, p := range []string{"fp32", "fp64"} {
+		r := rep.Results[p]
+		m := r.Memory
+		if m == nil || m.Error != "" || m.Channel != "power.memory.average" || m.Points < 40 {
+			t.Fatalf("%s: split %+v", p, m)
+		}
+		// The parts add up to the board's eps_mem (the same points, linear fits).
+		if d := m.RailPJPerByte + m.RestPJPerByte - r.EpsMemPJPerByte; math.Abs(d) > 1e-6*r.EpsMemPJPerByte {
+			t.Errorf("%s: rail %.4g + rest %.4g != eps_mem %.4g", p, m.RailPJPerByte, m.RestPJPerByte, r.EpsMemPJPerByte)
+		}
+		if !(m.RailPJPerByteCI[0] < m.RailPJPerByte && m.RailPJPerByte < m.RailPJPerByteCI[1]) || m.RailShare < 0.2 || m.RailShare > 0.5 {
+			t.Errorf("%s: rail %s, share %.2f", p, PM(m.RailPJPerByte, m.RailPJPerByteCI), m.RailShare)
+		}
+		t.Logf("%s: eps_mem %s pJ/B = memory rail %s + rest %s (rail share %.0f %%, rail pi0 %s W, R² %.4f)", p, PM(r.EpsMemPJPerByte, r.EpsMemCI),
+			PM(m.RailPJPerByte, m.RailPJPerByteCI), PM(m.RestPJPerByte, m.RestPJPerByteCI), 100*m.RailShare, PM(m.RailPi0W, m.RailPi0WCI), m.R2)
+	}
 }
