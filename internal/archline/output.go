@@ -341,7 +341,8 @@ func Page(r *Report) report.Page {
 	pg.Sections = append(pg.Sections, report.Section{Title: "Method",
 		Text: "The roofline kernel (seed 002, Algorithm 4: load, K FMAs per element, store) is swept over intensity and occupancy in each precision, with the baseline, copy and flop kernels as cross-checks; each point is measured with the measurement loop (time, energy, median SM clock). " +
 			"Points whose median SM clock lies more than the tolerance below the dominant top clock are shown in grey and left out of the fit (section 3.1.2). " +
-			"The fit is the ordinary least squares of E = W eps_flop + Q eps_mem + T pi0 (eq 5) per precision; R² is that of the fitted points, R²* that of all points with the same parameters.",
+			"The fit is the ordinary least squares of E = W eps_flop + Q eps_mem + T pi0 (eq 5) per precision; R² is that of the fitted points, R²* that of all points with the same parameters. " +
+			"± is the 95 % interval: " + CIMethod + ". " + Pi0Definition,
 		Warnings: warns, Table: &tables[0]})
 	for i, t := range tables[1:] {
 		sec := report.Section{Title: t.Caption, Table: &tables[i+1]}
