@@ -128,8 +128,8 @@ func TestIntervalsSeconds(t *testing.T) {
 	if n != 5 {
 		t.Errorf("%d _s keys, want the 5 intervals: %s", n, b)
 	}
-	if got := m["intervals"].(map[string]any)["record_s"]; got != 3.0 {
-		t.Errorf("record_s = %v, want 3", got)
+	if got := m["intervals"].(map[string]any)["record_s"]; got != 6.0 {
+		t.Errorf("record_s = %v, want 6", got)
 	}
 }
 

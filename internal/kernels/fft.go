@@ -31,7 +31,8 @@ const (
 // The code is fully unrolled for n (no branches). Parameters: in, out (8n bytes each) and
 // tw, the twiddle table of n/2 complex64 values exp(-2πik/n) (FFTTwiddles), uploaded once.
 // Launch with Blocks = 1 (one transform) and Threads; the shared memory (8n bytes) is
-// static.
+// static. A launch of B blocks transforms B arrays stored one after another: CTA b reads
+// in[b·n ...] and writes out[b·n ...].
 //
 // Ops counts fma.rn.f32 (FP32FMA) and add/sub.rn.f32 (FP32Add) and the integer address
 // arithmetic; mul.rn.f32 and neg.f32 of the complex products belong to no class (see
@@ -66,6 +67,12 @@ func FFT(n int, dev Device) (Descriptor, error) {
 		e.raw("ld.param.u64 %s, [%s]", p.r, p.name)
 		e.raw("cvta.to.global.u64 %s, %s", p.r, p.r)
 	}
+	// A batch: CTA b transforms the b-th array of in into the b-th of out.
+	cta, off := e.reg("%r"), e.reg("%rd")
+	e.raw("mov.u32 %s, %%ctaid.x", cta)
+	e.op(Int32Mul, "mul.wide.u32 %s, %s, %d", off, cta, 8*n)
+	e.op(Int64Add, "add.s64 %s, %s, %s", in, in, off)
+	e.op(Int64Add, "add.s64 %s, %s, %s", out, out, off)
 	var sharedBytes, l2Bytes int64
 
 	// index returns a register holding tid + off.
