@@ -66,8 +66,11 @@ for p in alu fma fmaheavy fmalite fp64 fp16 xu lsu adu cbu uniform; do
 done
 metrics+=,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,gpu__time_duration.sum,sm__cycles_elapsed.avg
 metrics+=,smsp__sass_inst_executed_op_global_ld.sum,smsp__sass_inst_executed_op_global_st.sum,smsp__sass_inst_executed_op_shared_ld.sum
-# Keep the metrics this ncu knows (an unknown name fails the whole run).
-if timeout 15 ncu --query-metrics --chip "${NCU_CHIP:-gh100}" >"$OUT/ncu-metrics.txt" 2>&1; then
+# Keep the metrics this ncu knows (an unknown name fails the whole run); NCU_METRICS=list
+# skips the query (e.g. the list a run on the same machine kept: ncu-metric-list.txt).
+if [ -n "${NCU_METRICS:-}" ]; then
+  metrics=$NCU_METRICS
+elif timeout 15 ncu --query-metrics --chip "${NCU_CHIP:-gh100}" >"$OUT/ncu-metrics.txt" 2>&1; then
   keep=
   for m in ${metrics//,/ }; do
     base=${m%.*}
@@ -89,7 +92,7 @@ step ncu-memory "${NCU_MEM_LIMIT:-30}" ncu --csv --page raw --clock-control none
     python3 "$HERE/launch_ptx.py" "$OUT/ptx" "$(pick '^(memory|coalescing|access-size|arith)$')" >"$OUT/ncu-minimal.csv" 2>"$OUT/ncu-minimal-stderr.txt"
 step ncu-arith "${NCU_ARITH_LIMIT:-30}" ncu --csv --page raw --clock-control none --cache-control all --metrics "$metrics" \
   python3 "$HERE/launch_ptx.py" "$OUT/ptx" "$(pick '^(arith|baseline)$')" >"$OUT/ncu-arith.csv" 2>"$OUT/ncu-arith-stderr.txt"
-gzip -9f "$OUT/ncu-metrics.txt"
+[ -f "$OUT/ncu-metrics.txt" ] && gzip -9f "$OUT/ncu-metrics.txt"
 # The check (it runs anywhere: gpuwatt micro --check DIR on a copy with ptx/ and sass/).
 step check 10 "$B" micro --check "$OUT" >"$OUT/check.md" 2>"$OUT/check-stderr.txt"
 "$B" micro --check "$OUT" --json >"$OUT/check.json" 2>/dev/null

@@ -33,7 +33,7 @@ func ExampleCoalescing() {
 	}
 	fmt.Println(d.Name, d.Bytes[kernels.DRAM]/d.Requested)
 	// Output:
-	// coalesce.1/16 4
+	// coalesce.1/16 8
 }
 
 func ExampleSpecOpsPerCycleSM() {

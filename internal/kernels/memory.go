@@ -72,9 +72,10 @@ func L2Read(o Opts) (Descriptor, error) {
 // where threadsPerTransaction (1, 2, 4, 8, 16 or 32) consecutive lanes of a warp read
 // consecutive words and the groups of lanes lie 128 bytes apart, as MIPP's "1/16
 // coalescence" is 16 groups of two threads; 1 is no coalescing (every lane its own
-// 128-byte line), 32 full. Bytes[DRAM] counts the 32-byte sectors transferred, Requested
-// the 4 bytes per load that the threads use: Bytes/Requested is 8 for 1 lane per group,
-// 4 for 2, 2 for 4 and 1 from 8 on.
+// 128-byte line), 32 full. Bytes[DRAM] counts the DRAM fetch units transferred
+// (DRAMFetchBytes: 64 bytes on sm_90, 32-byte sectors before), Requested the 4 bytes per
+// load that the threads use: Bytes/Requested on sm_90 is 16 for 1 lane per group, 8 for 2,
+// 4 for 4, 2 for 8 and 1 from 16 on (before sm_90: 8, 4, 2, then 1 from 8 on).
 func Coalescing(threadsPerTransaction int, o Opts) (Descriptor, error) {
 	k := threadsPerTransaction
 	if k < 1 || k > 32 || k&(k-1) != 0 {
@@ -84,7 +85,18 @@ func Coalescing(threadsPerTransaction int, o Opts) (Descriptor, error) {
 		cache: ".cg", coalesce: k, bytes: gib, variant: map[string]float64{"coalescing": float64(k)},
 		notes: []string{
 			fmt.Sprintf("%d lanes per group read consecutive words; groups 128 B apart (MIPP coalescence %s).", k, coalesceName(k)),
-			"Bytes[dram] counts 32-byte sectors; the L2 may fetch more from DRAM than it is asked for (fetch granularity), so measure dram bytes to compare."}})
+			"Bytes[dram] counts DRAM fetch units (64 bytes on sm_90, measured with Nsight Compute on an H200; 32-byte sectors before, not verified)."}})
+}
+
+// DRAMFetchBytes is the unit in which DRAM moves data for the coalescing variants on a GPU
+// of compute capability sm/10: 64 bytes from sm_90 on (Nsight Compute on an H200: a group of
+// lanes whose words fill one 32-byte sector moves 64 bytes of DRAM, 2.00 times the sectors,
+// results/nvidia-h200/2026-11-24-micro-verified), 32 (the L2 sector) before, not verified here.
+func DRAMFetchBytes(sm int) int {
+	if sm >= 90 {
+		return 64
+	}
+	return 32
 }
 
 // coalesceName is MIPP's name for k threads per transaction: 1/32 (none) ... 1/1 (full).
@@ -132,7 +144,9 @@ func stream(o Opts, sp streamSpec) (Descriptor, error) {
 		groups := int64(32 / sp.coalesce)
 		span := max(groups*128, 128) // bytes a warp's access spans
 		row = T / 32 * span
-		perGroup := (int64(sp.coalesce)*4 + 31) / 32
+		// DRAM moves whole fetch units (DRAMFetchBytes): a group's words, rounded up.
+		f := int64(DRAMFetchBytes(s.target.SM))
+		perGroup := (int64(sp.coalesce)*4 + f - 1) / f * (f / 32)
 		sectors = T / 32 * groups * perGroup
 	} else {
 		row = T * int64(sp.elem)

@@ -238,7 +238,19 @@ func CheckNCU(k Kernel, m map[string]float64) NCURow {
 // base units (bytes, instructions, seconds). A kernel profiled more than once keeps its
 // first launch.
 func ReadNCU(r io.Reader) (map[string]map[string]float64, error) {
-	cr := csv.NewReader(r)
+	// ncu writes its table after the profiled program's own output and its ==PROF== lines:
+	// keep the lines of the table (each field quoted).
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	var keep []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, `"`) {
+			keep = append(keep, l)
+		}
+	}
+	cr := csv.NewReader(strings.NewReader(strings.Join(keep, "\n")))
 	cr.FieldsPerRecord = -1
 	recs, err := cr.ReadAll()
 	if err != nil {

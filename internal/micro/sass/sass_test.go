@@ -81,7 +81,9 @@ func TestCheckSASS(t *testing.T) {
 
 // TestReadNCU: the raw CSV with its units row, thousands separators and SI-scaled units.
 func TestReadNCU(t *testing.T) {
-	in := `"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","dram__bytes_read.sum","dram__bytes_write.sum","gpu__time_duration.sum","smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+	in := `==PROF== Connected to process 1106 (/usr/bin/python3.12)
+{"name": "dram.copy", "entry": "gw_dram_copy", "ok": true}
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","dram__bytes_read.sum","dram__bytes_write.sum","gpu__time_duration.sum","smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
 "","","","","","","","Gbyte","Mbyte","msecond","inst"
 "0","1","python3","h","gw_dram_copy","1","7","1.07","1,073.74","2.50","0"
 "1","1","python3","h","gw_fp32_fma","1","7","0","0","5.02","69,206,016"
