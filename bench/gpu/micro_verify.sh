@@ -44,7 +44,7 @@ step micro "${MICRO_LIMIT:-95}" "$B" micro ${MICRO_DEVICE:+--device "$MICRO_DEVI
   --operands all --min-updates 20 --warmup 500ms --out "$OUT/micro" >"$OUT/micro.txt" 2>"$OUT/micro-progress.txt"
 
 # 2. PTX, SASS.
-step ptx 10 "$B" micro --ptx "$OUT/ptx" --operands all --cc "$cc"
+step ptx "${PTX_LIMIT:-10}" "$B" micro --ptx "$OUT/ptx" --operands all --cc "$cc"
 mkdir -p "$OUT/sass" "$OUT/cubin"
 sass() {
   local f=$1 b; b=$(basename "$f" .ptx)
@@ -94,6 +94,6 @@ step ncu-arith "${NCU_ARITH_LIMIT:-30}" ncu --csv --page raw --clock-control non
   python3 "$HERE/launch_ptx.py" "$OUT/ptx" "$(pick '^(arith|baseline)$')" >"$OUT/ncu-arith.csv" 2>"$OUT/ncu-arith-stderr.txt"
 [ -f "$OUT/ncu-metrics.txt" ] && gzip -9f "$OUT/ncu-metrics.txt"
 # The check (it runs anywhere: gpuwatt micro --check DIR on a copy with ptx/ and sass/).
-step check 10 "$B" micro --check "$OUT" >"$OUT/check.md" 2>"$OUT/check-stderr.txt"
+step check "${CHECK_LIMIT:-10}" "$B" micro --check "$OUT" >"$OUT/check.md" 2>"$OUT/check-stderr.txt"
 "$B" micro --check "$OUT" --json >"$OUT/check.json" 2>/dev/null
 date -u >>"$OUT/steps.txt"
