@@ -1,6 +1,7 @@
 package sass
 
 import (
+	"compress/gzip"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -149,6 +150,11 @@ type NCURow struct {
 	DRAMBytes    int64   `json:"dram_bytes"`
 	NCUDRAMBytes float64 `json:"ncu_dram_bytes"`
 	DRAMRatio    float64 `json:"dram_ratio,omitempty"`
+	// L2Bytes is the descriptor's L2 bytes (the L2 kernel), NCUL2Bytes ncu's lts__t_bytes,
+	// L2Ratio the second over the first.
+	L2Bytes    int64   `json:"l2_bytes,omitempty"`
+	NCUL2Bytes float64 `json:"ncu_l2_bytes,omitempty"`
+	L2Ratio    float64 `json:"l2_ratio,omitempty"`
 	// ClassOps is the descriptor's instructions of the measured class (thread-level, with
 	// the overhead's), NCUClassOps ncu's thread-level SASS count of the matching operation
 	// (ffma, dfma, fadd, hfma), ClassRatio the second over the first.
@@ -198,6 +204,14 @@ func CheckNCU(k Kernel, m map[string]float64) NCURow {
 			row.DRAMRatio = row.NCUDRAMBytes / float64(row.DRAMBytes)
 			if math.Abs(row.DRAMRatio-1) > DRAMTolerance {
 				whys = append(whys, fmt.Sprintf("DRAM bytes %.4g against %d counted (%.3f)", row.NCUDRAMBytes, row.DRAMBytes, row.DRAMRatio))
+			}
+		}
+	}
+	if n := k.Bytes["l2"]; n > 0 {
+		if v, ok := m["lts__t_bytes.sum"]; ok {
+			row.L2Bytes, row.NCUL2Bytes, row.L2Ratio = n, v, v/float64(n)
+			if math.Abs(row.L2Ratio-1) > DRAMTolerance {
+				whys = append(whys, fmt.Sprintf("L2 bytes %.4g against %d counted (%.3f)", v, n, row.L2Ratio))
 			}
 		}
 	}
@@ -336,7 +350,7 @@ type Report struct {
 }
 
 // CheckDir checks a directory that bench/gpu/micro_verify.sh wrote (ptx/ and sass/
-// unpacked): ptx/kernels.json, sass/<entry>.sass, ncu-*.csv.
+// unpacked): ptx/kernels.json, sass/<entry>.sass, ncu-*.csv (each may be gzipped: .gz).
 func CheckDir(dir string) (*Report, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "ptx", "kernels.json"))
 	if err != nil {
@@ -351,9 +365,11 @@ func CheckDir(dir string) (*Report, error) {
 	rep := &Report{}
 	ncu := map[string]map[string]float64{}
 	csvs, _ := filepath.Glob(filepath.Join(dir, "ncu*.csv"))
+	gz, _ := filepath.Glob(filepath.Join(dir, "ncu*.csv.gz"))
+	csvs = append(csvs, gz...)
 	sort.Strings(csvs)
 	for _, p := range csvs {
-		f, err := os.Open(p)
+		f, err := open(p)
 		if err != nil {
 			return nil, err
 		}
@@ -375,9 +391,12 @@ func CheckDir(dir string) (*Report, error) {
 	for _, k := range man.Kernels {
 		if k.Measured != "" {
 			p := filepath.Join(dir, "sass", k.Entry+".sass")
-			f, err := os.Open(p)
+			if _, err := os.Stat(p); err != nil {
+				p += ".gz"
+			}
+			f, err := open(p)
 			if err != nil {
-				rep.Missing = append(rep.Missing, filepath.Base(p))
+				rep.Missing = append(rep.Missing, strings.TrimSuffix(filepath.Base(p), ".gz"))
 			} else {
 				fs, err := Parse(f)
 				f.Close()
@@ -394,6 +413,23 @@ func CheckDir(dir string) (*Report, error) {
 	return rep, nil
 }
 
+// open opens a file, through gzip if its name ends in .gz.
+func open(p string) (io.ReadCloser, error) {
+	f, err := os.Open(p)
+	if err != nil || !strings.HasSuffix(p, ".gz") {
+		return f, err
+	}
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{z, f}, nil
+}
+
 // WriteMarkdown writes the two tables.
 func WriteMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
@@ -407,14 +443,14 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s | %s | %s |\n", x.Name, x.Class, x.PTXPerIter, x.Expected*max(1, x.Unrolled), x.Found, hist(x.Split), hist(x.Other), ok)
 	}
 	b.WriteString("\n### Nsight Compute: one launch against the descriptor\n\n")
-	b.WriteString("| kernel | DRAM bytes counted | ncu DRAM bytes | ncu / counted | class ops counted | ncu class ops | ncu / counted | thread instr. per measured op | pipes (share of warp instr.) | ok |\n|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	b.WriteString("| kernel | DRAM bytes counted | ncu DRAM bytes | ncu / counted | L2 bytes counted | ncu L2 bytes | ncu / counted | class ops counted | ncu class ops | ncu / counted | thread instr. per measured op | pipes (share of warp instr.) | ok |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for _, x := range r.NCU {
 		ok := "yes"
 		if !x.OK {
 			ok = "**no**: " + x.Why
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Name, num(float64(x.DRAMBytes)), num(x.NCUDRAMBytes), rat(x.DRAMRatio),
-			num(float64(x.ClassOps)), num(x.NCUClassOps), rat(x.ClassRatio), rat(x.PerMeasured), pipes(x.Pipes), ok)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Name, num(float64(x.DRAMBytes)), num(x.NCUDRAMBytes), rat(x.DRAMRatio),
+			num(float64(x.L2Bytes)), num(x.NCUL2Bytes), rat(x.L2Ratio), num(float64(x.ClassOps)), num(x.NCUClassOps), rat(x.ClassRatio), rat(x.PerMeasured), pipes(x.Pipes), ok)
 	}
 	if len(r.Missing) > 0 {
 		fmt.Fprintf(&b, "\nMissing: %s\n", strings.Join(r.Missing, ", "))
