@@ -125,7 +125,7 @@
 //	                       the part of eps_mem_pj_per_byte drawn on the memory rail
 //	operand_toggle_share, operand_density_share
 //	                       the shares s_t, s_d of an instruction's energy that scale with
-//	                       its operand bits that toggle and that are set (presets: 0.4, 0.1)
+//	                       its operand bits that toggle and that are set (presets: 0.55, 0.05)
 //
 // The classes are those of internal/kernels: int32.add, int32.mad, int32.popc, int32.shift,
 // int32.logic, int32.cmp, int64.add, fp32.add, fp32.fma, fp32.sin, fp32.ex2, fp32.rsqrt,

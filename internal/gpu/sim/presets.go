@@ -418,9 +418,11 @@ func (e exec) apply(c *Config) {
 	c.EpsOp = energies(hopperOps, e.scale, opClasses)
 	c.EpsLevel = energies(hopperLevels, e.scale, onChipLevels)
 	c.EpsMemRail = units.Energy(e.rail) * pJ
-	// Operand data: an FMA with zeroed operands costs half of one with random ones (the
-	// H200: archline's fp32 eps_flop 2.27 pJ zeroed, 4.21 live), mostly for the toggling.
-	c.OperandToggleShare, c.OperandDensityShare = 0.4, 0.1
+	// Operand data: on an H200 (results/nvidia-h200/2026-11-24-micro-verified) the energy
+	// above pi0 with random operands was 2.0-3.6 times that with zeros over 9 classes (median
+	// 2.4), and a constant non-zero pattern 1.01-1.18 times zeros: random/zeros 2.5 and
+	// const/zeros 1.07-1.12 here.
+	c.OperandToggleShare, c.OperandDensityShare = 0.55, 0.05
 }
 
 // Throughputs in thread-level instructions per SM per clock, from the CUDA C++
