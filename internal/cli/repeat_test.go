@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,6 +54,15 @@ func TestCharacterizeRepeat(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
+	}
+	// report --json over the runs' directories prints the same table.
+	a, stdout, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"report", "--json", "--out", filepath.Join(t.TempDir(), "cmp.html"), filepath.Join(out, "run-1"), filepath.Join(out, "run-2")}); code != 0 {
+		t.Fatalf("report --json: exit %d: %s", code, stderr)
+	}
+	var again characterize.Repro
+	if err := json.Unmarshal(stdout.Bytes(), &again); err != nil || len(again.Figures) != len(rp.Figures) || again.Figures[0].CVPct != rp.Figures[0].CVPct {
+		t.Errorf("report --json: %v\n%s", err, stdout)
 	}
 	for _, bad := range [][]string{{"--repeat", "0"}, {"--repeat", "2", "--resume"}} {
 		a, _, stderr, ctx := testApp(t)

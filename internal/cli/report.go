@@ -9,9 +9,10 @@ import (
 	"path/filepath"
 
 	"gpuwatt/internal/characterize"
+	"gpuwatt/internal/report"
 )
 
-const reportSynopsis = "[--out FILE] DIR [DIR2 ...]"
+const reportSynopsis = "[--out FILE] [--json] DIR [DIR2 ...]"
 
 // report is `gpuwatt report`: re-render report.html from the results.json of one or more
 // `gpuwatt characterize` runs; several are compared side by side.
@@ -20,7 +21,8 @@ func (a *App) report(ctx context.Context, args []string) int {
 	// --device is accepted as in every verb, and checked, but report opens no device: it
 	// re-renders what each results.json recorded (its device, simulated or not).
 	var sh shared
-	sh.register(fs, 0, "")
+	sh.register(fs, withJSON, "")
+	fs.Lookup("json").Usage = "also print the reproducibility table (each headline figure over the directories: values, intervals, mean, CV, card to card) as JSON"
 	fs.Lookup("device").Usage = "accepted as in every verb and checked, but unused: report opens no device; it re-renders what each results.json recorded (" + fs.Lookup("device").Usage + ")"
 	out := fs.String("out", "", "the HTML file to write (default DIR/report.html for one DIR; required for several)")
 	if code, ok := a.parseFlags(fs, args, reportSynopsis); !ok {
@@ -55,6 +57,12 @@ func (a *App) report(ctx context.Context, args []string) int {
 			return a.usageError("report", fmt.Errorf("--out %s: %v", dest, unwrapPath(err)))
 		}
 		return a.fail("report", fmt.Errorf("--out %s: %v", dest, err)) // a full disk: a failure
+	}
+	if sh.json {
+		if err := report.WriteJSONTo(a.Stdout, characterize.Reproducibility(rs, characterize.ShortNames(dirs))); err != nil {
+			return a.fail("report", err)
+		}
+		return ExitOK
 	}
 	fmt.Fprintf(a.Stdout, "wrote %s\n", dest)
 	return ExitOK
