@@ -70,3 +70,30 @@ func TestHostBesideGPU(t *testing.T) {
 		t.Errorf("not resolved: %s", res.ResolveNote)
 	}
 }
+
+// slowCheck is the CPU FFT whose verification takes 50 ms (a GEMM row in float64 takes
+// 0.15 s and more).
+type slowCheck struct{ *FFT }
+
+func (s slowCheck) Verify(in, out any, tol float64) error {
+	time.Sleep(50 * time.Millisecond)
+	return s.FFT.Verify(in, out, tol)
+}
+
+// Picks still queued when the run ends are dropped, not checked after it: the run ends
+// within one check's time of its last interval.
+func TestVerificationDoesNotHoldTheRun(t *testing.T) {
+	f, _ := NewFFT(64)
+	iv := Intervals{Calibrations: 2, Record: 100 * time.Millisecond, Idle: 50 * time.Millisecond}
+	t0 := time.Now()
+	res, err := Run(context.Background(), Config{Tx: slowCheck{f}, Users: 1, Levels: []float64{0.5}, Intervals: iv,
+		Clock: clock.NewReal(), Seed: 2, VerifyFraction: 1, VerifyQueue: 64, LoadTolerance: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(t0)
+	t.Logf("run of 0.35 s took %v: verified %d, dropped %d", took, res.Verified, res.VerifyDropped)
+	if took > 2*time.Second || res.VerifyDropped == 0 || res.Verified == 0 {
+		t.Errorf("took %v, verified %d, dropped %d: want the queued checks dropped at the end", took, res.Verified, res.VerifyDropped)
+	}
+}
