@@ -121,7 +121,12 @@ func (c *Calibration) String() string {
 // ring, else power.instant) to its energy counter over the readings in [from, to]; to <= from
 // means the whole trace.
 func FitCalibration(tr *trace.Trace, gpu int, from, to time.Duration) (Calibration, error) {
-	ctr := tr.Series(gpu, counterChannel)
+	return fitCalibration(tr, gpu, from, to, func(name string) []trace.Sample { return tr.Series(gpu, name) })
+}
+
+// fitCalibration is FitCalibration with the channels' readings from series.
+func fitCalibration(tr *trace.Trace, gpu int, from, to time.Duration, series func(name string) []trace.Sample) (Calibration, error) {
+	ctr := series(counterChannel)
 	if len(ctr) == 0 {
 		return Calibration{}, fmt.Errorf("no %s channel", counterChannel)
 	}
@@ -131,7 +136,7 @@ func FitCalibration(tr *trace.Trace, gpu int, from, to time.Duration) (Calibrati
 		if !ok || ch.Quantity != trace.QPower {
 			continue
 		}
-		c, err := fitCalibration(tr.Series(gpu, name), ctr, from, to)
+		c, err := fitChannel(series(name), ctr, from, to)
 		if err == nil {
 			c.Channel = name
 			return c, nil
@@ -162,7 +167,7 @@ func joinWhys(names, whys []string) string {
 }
 
 // fitCalibration relates the counter's readings ctr to the integral of power series p.
-func fitCalibration(p, ctr []trace.Sample, from, to time.Duration) (Calibration, error) {
+func fitChannel(p, ctr []trace.Sample, from, to time.Duration) (Calibration, error) {
 	if len(p) < 2 {
 		return Calibration{}, errors.New("fewer than 2 readings")
 	}

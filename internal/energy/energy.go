@@ -125,9 +125,47 @@ const BoardGainError = 0.05
 // Cache to every Region on one trace (a Cache first used on one trace is bypassed for any
 // other). Safe for concurrent use.
 type Cache struct {
-	mu sync.Mutex
-	tr *trace.Trace
-	m  map[prepKey]prepared
+	mu  sync.Mutex
+	tr  *trace.Trace
+	m   map[prepKey]prepared
+	ser map[serKey]prepared // by the model resolved: two specs that name one model share it
+
+	// The channels' readings as trace.Samples, each copied once (a compact trace's
+	// Series copies at every call), with their own lock: prepare holds mu.
+	smu     sync.Mutex
+	str     *trace.Trace
+	samples map[trace.Key][]trace.Sample
+}
+
+// series is the readings of channel name of GPU gpu in tr (correct.Channel), from c where
+// given: callers share the slice and must not modify it.
+func (c *Cache) series(tr *trace.Trace, gpu int, name string) []trace.Sample {
+	if c == nil {
+		return correct.Channel(tr, gpu, name)
+	}
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if c.str == nil {
+		c.str, c.samples = tr, map[trace.Key][]trace.Sample{}
+	}
+	if c.str != tr {
+		return correct.Channel(tr, gpu, name)
+	}
+	k := trace.Key{GPU: gpu, Name: name}
+	s, ok := c.samples[k]
+	if !ok {
+		s = correct.Channel(tr, gpu, name)
+		c.samples[k] = s
+	}
+	return s
+}
+
+// serKey names a prepared channel by what the inversion depends on.
+type serKey struct {
+	gpu   int
+	name  string
+	model sensormodel.Model
+	copt  correct.Options
 }
 
 type prepKey struct {
@@ -234,7 +272,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 	// 1. The counter.
 	var ctrSeries []trace.Sample
 	if ch, ok := tr.Channel(gpu, counterChannel); ok && ch.Quantity == trace.QEnergy && ch.Cumulative {
-		ctrSeries = tr.Series(gpu, counterChannel)
+		ctrSeries = o.Cache.series(tr, gpu, counterChannel)
 	}
 	ctrOK, ctrEnough := false, false
 	var ctrSE float64
@@ -266,7 +304,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 	cal := o.Calibration
 	var calErr error
 	if cal == nil && len(ctrSeries) > 0 {
-		if c, err := FitCalibration(tr, gpu, 0, 0); err == nil {
+		if c, err := fitCalibration(tr, gpu, 0, 0, func(name string) []trace.Sample { return o.Cache.series(tr, gpu, name) }); err == nil {
 			cal = &c
 		} else {
 			calErr = err
@@ -288,7 +326,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 			calRes = ser.Energy(from, to)
 			e, n, cov := calRes.Energy.Joules(), calRes.Samples, calRes.DataCoverage
 			if o.Steady {
-				if mean, k := InsideMean(tr.Series(gpu, cal.Channel), from, to); k >= 2 {
+				if mean, k := InsideMean(o.Cache.series(tr, gpu, cal.Channel), from, to); k >= 2 {
 					e, cov = mean*dur.Seconds(), 1
 				}
 			}
@@ -332,8 +370,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 		} else {
 			est.Note += "; " + counterChannel + " does not cover " + what
 		}
-		s := tr.Series(gpu, cal.Channel)
-		est.add(noiseComponent(s, from, to, cal.Gain))
+		est.add(noiseComponent(o.Cache.series(tr, gpu, cal.Channel), from, to, cal.Gain))
 		est.add(Component{Name: "calibration", HalfWidthJ: cal.EnergyHalfWidth(calRaw, dur), Known: cal.GainSE > 0,
 			Note: "the standard errors of the gain and offset fitted against the counter"})
 		if !o.Steady {
@@ -723,25 +760,34 @@ func prepare(tr *trace.Trace, gpu int, name string, o Options, autoFallback bool
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tr == nil {
-		c.tr, c.m = tr, map[prepKey]prepared{}
+		c.tr, c.m, c.ser = tr, map[prepKey]prepared{}, map[serKey]prepared{}
 	}
 	if c.tr != tr {
 		return prepareChannel(tr, gpu, name, o, autoFallback)
 	}
 	p, ok := c.m[key]
 	if !ok {
-		p.ser, p.choice, p.samples, p.copt, p.err = prepareChannel(tr, gpu, name, o, autoFallback)
+		// The model first (cheap): where another spec resolved to the same model and
+		// options (the calibrated ring's auto fallback and the channel's own inversion),
+		// the channel prepared for it serves (on a long ring, fitting its lattice alone
+		// took seconds).
+		choice, copt, err := resolveChannel(tr, gpu, name, o, autoFallback)
+		sk := serKey{gpu, name, choice.Model, copt}
+		if q, done := c.ser[sk]; done && err == nil && q.err == nil {
+			p = prepared{ser: q.ser, choice: choice, samples: q.samples, copt: copt}
+		} else {
+			p.ser, p.choice, p.samples, p.copt, p.err = prepareChannel(tr, gpu, name, o, autoFallback)
+			if p.err == nil {
+				c.ser[serKey{gpu, name, p.choice.Model, p.copt}] = p
+			}
+		}
 		c.m[key] = p
 	}
 	return p.ser, p.choice, p.samples, p.copt, p.err
 }
 
-// prepareChannel is prepare without the cache.
-func prepareChannel(tr *trace.Trace, gpu int, name string, o Options, autoFallback bool) (*correct.Series, correct.Choice, []trace.Sample, correct.Options, error) {
-	samples := correct.Channel(tr, gpu, name)
-	if len(samples) == 0 {
-		return nil, correct.Choice{}, nil, o.Correct, fmt.Errorf("no readings of %s", name)
-	}
+// resolveChannel is prepareChannel's choice of model and options, without the readings.
+func resolveChannel(tr *trace.Trace, gpu int, name string, o Options, autoFallback bool) (correct.Choice, correct.Options, error) {
 	meta, ok := tr.Channel(gpu, name)
 	if !ok {
 		meta = trace.Channel{GPU: gpu, Name: name}
@@ -755,12 +801,22 @@ func prepareChannel(tr *trace.Trace, gpu int, name string, o Options, autoFallba
 	if err != nil && autoFallback && spec != &auto {
 		choice, err = auto.Resolve(tr, meta)
 	}
-	if err != nil {
-		return nil, correct.Choice{}, samples, o.Correct, err
-	}
 	copt := o.Correct
 	if copt.Period == 0 && meta.Stats != nil && meta.Stats.UpdatePeriod > 0 {
 		copt.Period = time.Duration(math.Round(meta.Stats.UpdatePeriod * 1e9))
+	}
+	return choice, copt, err
+}
+
+// prepareChannel is prepare without the cache.
+func prepareChannel(tr *trace.Trace, gpu int, name string, o Options, autoFallback bool) (*correct.Series, correct.Choice, []trace.Sample, correct.Options, error) {
+	samples := o.Cache.series(tr, gpu, name)
+	if len(samples) == 0 {
+		return nil, correct.Choice{}, nil, o.Correct, fmt.Errorf("no readings of %s", name)
+	}
+	choice, copt, err := resolveChannel(tr, gpu, name, o, autoFallback)
+	if err != nil {
+		return nil, correct.Choice{}, samples, o.Correct, err
 	}
 	return correct.Prepare(samples, choice.Model, copt), choice, samples, copt, nil
 }
