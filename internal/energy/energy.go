@@ -482,6 +482,10 @@ func (est *Estimate) invert(tr *trace.Trace, gpu int, o Options, what string, wa
 		est.add(gapsComponent(ser, r, est.From, est.To))
 	}
 	est.add(coverageComponent(ser, m, r, est.From, est.To, 1))
+	if d, ok := ser.StepSpread(est.From, est.To); ok {
+		est.add(Component{Name: "shape", HalfWidthJ: d, Known: true,
+			Note: "the inversion's steps between readings against the plain inversion, which assumes no shape"})
+	}
 	if c, ok := blindComponent(tr, gpu, ser, r, est.From, est.To); ok {
 		est.add(c)
 	}
@@ -597,9 +601,25 @@ func coverageComponent(ser *correct.Series, m sensormodel.Model, r correct.Resul
 		100*u, fmtDur(T), 100*seen, 100*jit)
 	unseen := u * T.Seconds()
 	var ss float64
+	held := 0
+	partial := m.Kind() == sensormodel.Boxcar && m.Window < T
 	for i := 1; i < len(pts); i++ {
-		d := (pts[i].Value - pts[i-1].Value) * unseen
+		un := unseen
+		// A partial window's value held for more than 1.5 periods (not read, or not updating:
+		// an H200's power.instant at idle repeats its value for up to 400 ms) leaves the
+		// whole interval but its last window unseen: a step there may lie anywhere in it
+		// (a 1 s burst's start placed 110 ms early, +13.5 %: docs/energy.md).
+		if dt := pts[i].T - pts[i-1].T; partial && dt*2 > 3*T {
+			un = max(un, dt.Seconds()-seen*T.Seconds()+2*jit*T.Seconds())
+			if pts[i].Value != pts[i-1].Value {
+				held++
+			}
+		}
+		d := (pts[i].Value - pts[i-1].Value) * un
 		ss += d * d / 2
+	}
+	if held > 0 {
+		c.Note += fmt.Sprintf("; %d change(s) after a value held for more than 1.5 periods count their whole unseen interval", held)
 	}
 	c.HalfWidthJ, c.Known = 1.96*math.Abs(gain)*math.Sqrt(ss), true
 	return c
