@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -307,16 +308,34 @@ func TestAnomaliesLateAverage(t *testing.T) {
 	}
 }
 
-// TestAnomaliesH200Trace runs the anomaly tests on the real H200's recording
-// (results/nvidia-h200/2026-11-21-sensor: the trace and the sensor.json fitted to it) on
-// every power channel. Its 1 s averages gave 1.91× and −6.4 % corrected when the
-// deconvolution ran back through every earlier load to the start of the trace; it now
-// stops where the power was steady, and doubling passes on both. Back-to-back on them is
-// held to ±5 %: the second run starts where the first's average has just ended its ramp,
-// both region edges sit on kinks of the readings that a 100 ms update resolves only to
-// about ΔP·T/4 each, and the card's power is not a clean step (docs/sensor.md).
+// TestAnomaliesH200Trace runs the anomaly tests on real H200 recordings (the trace and the
+// sensor.json fitted to it) on every power channel:
+//
+//   - results/nvidia-h200/2026-11-21-sensor (an older Sampler): its 1 s averages gave 1.91×
+//     and −6.4 % corrected when the deconvolution ran back through every earlier load to
+//     the start of the trace; it now stops where the power was steady, and doubling passes.
+//     Back-to-back on them is held to ±5 % there (+3.5–3.8 %): the second run starts where the
+//     first's average has just ended its ramp, both region edges sit on kinks of the
+//     readings that a 100 ms update resolves only to about ΔP·T/4 each, and the card's power
+//     is not a clean step (docs/sensor.md).
+//   - results/nvidia-h200/2026-11-24-crosscheck run 4 sensor1 (GPU-ef442c51, c402207): both
+//     tests pass on every channel, the 1 s averages within the tests' own bounds (doubling
+//     2.00 ± 0.04, back-to-back ± 2 %: 1.996× and +1.13 %).
 func TestAnomaliesH200Trace(t *testing.T) {
-	dir := "../../results/nvidia-h200/2026-11-21-sensor/sensor"
+	for _, c := range []struct {
+		dir        string
+		backToBack float64 // the bound on the 1 s averages' corrected back-to-back
+	}{
+		{"../../results/nvidia-h200/2026-11-21-sensor/sensor", 0.05},
+		{"../../results/nvidia-h200/2026-11-24-crosscheck/run4-GPU-ef442c51/sensor1", 0.02},
+	} {
+		t.Run(filepath.Base(filepath.Dir(c.dir))+"/"+filepath.Base(c.dir), func(t *testing.T) {
+			anomaliesOnTrace(t, c.dir, c.backToBack)
+		})
+	}
+}
+
+func anomaliesOnTrace(t *testing.T, dir string, backToBack float64) {
 	tr, err := trace.Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -351,8 +370,8 @@ func TestAnomaliesH200Trace(t *testing.T) {
 		if !a.DoublingPass {
 			t.Errorf("%s: doubling %.3f× corrected, want 2.00 ± 0.04", name, a.DoublingCorrected)
 		}
-		if math.Abs(a.BackToBackCorrected) > 0.05 {
-			t.Errorf("%s: back-to-back %+.2f %% corrected, want within ± 5 %%", name, 100*a.BackToBackCorrected)
+		if math.Abs(a.BackToBackCorrected) > backToBack {
+			t.Errorf("%s: back-to-back %+.2f %% corrected, want within ± %.0f %%", name, 100*a.BackToBackCorrected, 100*backToBack)
 		}
 		if name != "power.samples" && math.Abs(a.DoublingNaive-2) < 0.3 {
 			t.Errorf("%s: naive doubling %.3f×: the 1 s window should fail it", name, a.DoublingNaive)
