@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"gpuwatt/internal/kernels"
+	"gpuwatt/internal/trace"
 )
 
 // MemorySplit splits eps_mem with the board's memory power channel: the same model fitted
@@ -387,7 +388,7 @@ func Joint(runs []map[string][]Point) *JointFit {
 				if pt.EnergyHighJ > pt.EnergyLowJ && pt.EnergyLowJ > 0 {
 					sd = (pt.EnergyHighJ - pt.EnergyLowJ) / (2 * 1.96)
 				}
-				rs = append(rs, row{x: x, y: pt.EnergyJ, sd: sd, stratum: pt.Occupancy, run: k})
+				rs = append(rs, row{x: x, y: pt.EnergyJ, sd: sd, stratum: pt.Occupancy, run: k, key: pt.Name})
 			}
 		}
 	}
@@ -450,4 +451,28 @@ func Reanalyse(rep *Report) {
 	opt := Options{Precisions: precs, Intensities: rep.Intensities, Occupancies: rep.Occupancies, ClockTolerance: rep.ClockTolerance}.withDefaults()
 	rep.Results = map[string]*Result{}
 	analyse(rep, pts, opt, limit)
+}
+
+// FillMemory gives the points of a report written before they carried their memory power
+// (memory_power_w) that figure from the run's trace (trace.csv of `archline --out`), where
+// the trace has a memory power channel; it says whether it did. Reanalyse then splits
+// eps_mem with it.
+func FillMemory(rep *Report, tr *trace.Trace) bool {
+	filled := false
+	set := func(ps []Point) {
+		for i := range ps {
+			if ps[i].MemoryChannel == "" {
+				setMemory(tr, rep.GPU.Index, &ps[i])
+				filled = filled || ps[i].MemoryChannel != ""
+			}
+		}
+	}
+	set(rep.Baseline)
+	set(rep.Copy)
+	for _, r := range rep.Results {
+		if r != nil {
+			set(r.Points)
+		}
+	}
+	return filled
 }

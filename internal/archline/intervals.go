@@ -33,6 +33,10 @@ type row struct {
 	y, sd   float64
 	stratum float64
 	run     int
+	// key names the point's place in the sweep (its kernel), the same in every run: a
+	// resample gives every run's point of one key the same residual sign, since a misfit
+	// of the model repeats from run to run and is no independent draw.
+	key string
 }
 
 // rowsOf turns points into rows of form 5, 6 or 7 (eq 5 with the static term of occupied
@@ -52,7 +56,7 @@ func rowsOfEnergy(pts []Point, form int, occTerm bool, run int, energy func(Poin
 	var rs []row
 	for _, p := range pts {
 		e, sd := energy(p)
-		r := row{stratum: p.Occupancy, run: run}
+		r := row{stratum: p.Occupancy, run: run, key: p.Name}
 		switch form {
 		case 5:
 			r.x, r.y, r.sd = []float64{p.W, p.Q, p.TimeS}, e, sd
@@ -90,7 +94,8 @@ func solveRows(rs []row) ([]float64, error) {
 // points that pin eps_mem or pi0 down) and gives it the fit's prediction plus its own
 // residual (leverage-corrected, r/√(1−h)) with a random sign, or, where the point's own
 // energy interval is wider than its residual, a draw within that interval (its standard
-// error); where there are several runs the runs are resampled first. All the points are
+// error); where there are several runs the runs are resampled first, and one point of
+// the sweep gets one sign in every run (its misfit repeats). All the points are
 // also scaled by one common draw of the median point's relative standard error (the
 // calibration to the counter is one fit per session, shared by the points). It fails
 // when more than a tenth of the resamples cannot be fitted.
@@ -183,8 +188,10 @@ func bootstrapDraws(rs []row, reps int, seed uint64) ([][]float64, error) {
 	draws := make([][]float64, k)
 	failed := 0
 	sample := make([]row, 0, len(rs))
+	signs := map[string]float64{}
 	for range reps {
 		sample = sample[:0]
+		clear(signs)
 		scale := 1 + common*rng.NormFloat64()
 		for range runs {
 			run := runs[0]
@@ -193,9 +200,13 @@ func bootstrapDraws(rs []row, reps int, seed uint64) ([][]float64, error) {
 			}
 			for _, i := range byRun[run] {
 				r := rs[i]
-				sign := 1.0
-				if rng.IntN(2) == 0 {
-					sign = -1
+				sign, ok := signs[r.key]
+				if !ok || r.key == "" {
+					sign = 1
+					if rng.IntN(2) == 0 {
+						sign = -1
+					}
+					signs[r.key] = sign
 				}
 				e := sign * adj[i]
 				if r.sd > math.Abs(adj[i]) {

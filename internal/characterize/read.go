@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"gpuwatt/internal/archline"
+	"gpuwatt/internal/status"
 )
 
 // ParseResults reads a results.json written by Run, as `gpuwatt report` and
@@ -23,4 +26,25 @@ func ParseResults(b []byte, name string) (*Results, error) {
 	}
 	r.Upgrade()
 	return &r, nil
+}
+
+// ParseReport reads what `gpuwatt report` compares: characterize's results.json, or the
+// results.json of `gpuwatt archline --out DIR`, taken as a datasheet of its archline stage
+// alone (so that archline runs compare with datasheets).
+func ParseReport(b []byte, name string) (*Results, error) {
+	var head struct {
+		Format string `json:"format"`
+	}
+	if json.Unmarshal(b, &head) == nil && head.Format == archline.Format {
+		var a archline.Report
+		if err := json.Unmarshal(b, &a); err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		r := &Results{Format: Format, Device: a.Device, Sim: a.Simulated, GPU: a.GPU, Props: a.Props, Archline: &a,
+			Stages: []StageInfo{{Name: StageArchline, Status: StatusDone}}, Status: a.Status}
+		r.Warnings = append([]status.Warning(nil), collectWarnings(r)...)
+		r.Upgrade()
+		return r, nil
+	}
+	return ParseResults(b, name)
 }

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"gpuwatt/internal/archline"
 	"gpuwatt/internal/characterize"
 	"gpuwatt/internal/report"
+	"gpuwatt/internal/trace"
 )
 
-const reportSynopsis = "[--out FILE] [--json] DIR [DIR2 ...]"
+const reportSynopsis = "[--out FILE] [--json] [--refit] DIR [DIR2 ...]"
 
 // report is `gpuwatt report`: re-render report.html from the results.json of one or more
 // `gpuwatt characterize` runs; several are compared side by side.
@@ -24,6 +26,7 @@ func (a *App) report(ctx context.Context, args []string) int {
 	sh.register(fs, withJSON, "")
 	fs.Lookup("json").Usage = "also print the reproducibility table (each headline figure over the directories: values, intervals, mean, CV, card to card) as JSON"
 	fs.Lookup("device").Usage = "accepted as in every verb and checked, but unused: report opens no device; it re-renders what each results.json recorded (" + fs.Lookup("device").Usage + ")"
+	refit := fs.Bool("refit", false, "fit each archline again from its stored points with this gpuwatt's analysis (intervals, checks, memory split) before rendering")
 	out := fs.String("out", "", "the HTML file to write (default DIR/report.html for one DIR; required for several)")
 	if code, ok := a.parseFlags(fs, args, reportSynopsis); !ok {
 		return code
@@ -40,7 +43,7 @@ func (a *App) report(ctx context.Context, args []string) int {
 	}
 	var rs []*characterize.Results
 	for _, d := range dirs {
-		r, err := loadResults(d)
+		r, err := loadReport(d, *refit)
 		if err != nil {
 			return a.usageError("report", err)
 		}
@@ -83,4 +86,42 @@ func loadResults(dir string) (*characterize.Results, error) {
 		return nil, fmt.Errorf("%s: %v", path, unwrapPath(err))
 	}
 	return characterize.ParseResults(b, path)
+}
+
+// loadReport reads DIR/results.json as `report` compares it: characterize's, or archline's
+// (with DIR/trace.csv, where there is one, giving points recorded before they carried
+// their memory power that figure); refit fits every archline again from its points.
+func loadReport(dir string, refit bool) (*characterize.Results, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", dir, unwrapPath(err))
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory (want the --out DIR of gpuwatt characterize or archline)", dir)
+	}
+	path := filepath.Join(dir, "results.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, unwrapPath(err))
+	}
+	r, err := characterize.ParseReport(b, path)
+	if err != nil {
+		return nil, err
+	}
+	if r.Archline != nil {
+		if tp := filepath.Join(dir, "trace.csv"); fileExists(tp) {
+			if tr, err := trace.Load(tp); err == nil && archline.FillMemory(r.Archline, tr) {
+				refit = true
+			}
+		}
+		if refit {
+			archline.Reanalyse(r.Archline)
+		}
+	}
+	return r, nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
 }
