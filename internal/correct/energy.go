@@ -322,6 +322,10 @@ func (s *Series) WithModel(m sensormodel.Model) *Series {
 			v.inv = d.with(m.Window.Seconds(), m.Delay.Seconds()+m.Tau.Seconds())
 		}
 	}
+	if v.inv == nil && len(v.kept) > 0 && m.Kind() == sensormodel.Boxcar && !denseBoxcar(m, v.period) {
+		// newInverter's hold, worked out as it is asked (lazyHold): the same figures
+		v.inv = newLazyHold(collapseBursts(v.kept, v.period/4), m.Delay.Seconds()+m.Tau.Seconds()+m.Window.Seconds()/2, v.period.Seconds(), m.Window.Seconds())
+	}
 	if v.inv == nil && len(v.kept) > 0 {
 		v.inv = newInverter(v.kept, m, v.period)
 	}

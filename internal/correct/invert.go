@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"time"
 
 	"gpuwatt/internal/sensormodel"
@@ -180,6 +181,45 @@ type hold struct {
 	split []float64 // where cell i changes from v[i−1] to v[i+1]; NaN: held at v[i]
 }
 
+// holdHalf is how far the first and last cells of a hold reach beyond their centres c0
+// and cn (n readings): half the period, else half the mean interval.
+func holdHalf(period, c0, cn float64, n int) float64 {
+	half := period / 2
+	switch {
+	case half > 0:
+	case n >= 2:
+		half = (cn - c0) / float64(n-1) / 2
+	default:
+		half = 1e-3 // one reading and no period: a nominal millisecond
+	}
+	return half
+}
+
+// holdThreshold is the change between readings beyond which a hold splits a cell.
+func holdThreshold(s []trace.Sample) float64 {
+	return 6*noiseSigma(len(s), func(i int) float64 { return s[i].Value }) + 1e-3
+}
+
+// holdSplit is where cell i of a hold changes level, or NaN (see hold): prev, cur and next
+// the readings around it, c its centre, lo and hi its edges.
+func holdSplit(prev, cur, next, c, lo, hi, w, thr float64) float64 {
+	if math.Abs(cur-prev) <= thr || math.Abs(next-cur) <= thr || !(prev < cur && cur < next || prev > cur && cur > next) {
+		return math.NaN()
+	}
+	f := (next - cur) / (next - prev)
+	p := c - w/2 + f*w
+	return min(max(p, lo), hi)
+}
+
+// holdCell is the energy of a hold's cell from its start e0 to x: at level cur, or from
+// prev's level to next's at split.
+func holdCell(prev, cur, next, split, e0, x float64) float64 {
+	if !math.IsNaN(split) {
+		return prev*(min(x, split)-e0) + next*max(0, x-split)
+	}
+	return cur * (x - e0)
+}
+
 // newHold centres reading i at s[i].T − shift (shift = delay + W/2); period is used for the
 // half cells beyond the ends (0: the mean interval).
 func newHold(s []trace.Sample, shift, period, w float64) *hold {
@@ -193,24 +233,11 @@ func newHold(s []trace.Sample, shift, period, w float64) *hold {
 	for i := 1; i < n; i++ {
 		h.edges[i] = (c(i-1) + c(i)) / 2
 	}
-	half := period / 2
-	switch {
-	case half > 0:
-	case n >= 2:
-		half = (c(n-1) - c(0)) / float64(n-1) / 2
-	default:
-		half = 1e-3 // one reading and no period: a nominal millisecond
-	}
+	half := holdHalf(period, c(0), c(n-1), n)
 	h.edges[0], h.edges[n] = c(0)-half, c(n-1)+half
-	thr := 6*NoiseSigma(h.v) + 1e-3
+	thr := holdThreshold(s)
 	for i := 1; i+1 < n; i++ {
-		prev, cur, next := h.v[i-1], h.v[i], h.v[i+1]
-		if math.Abs(cur-prev) <= thr || math.Abs(next-cur) <= thr || !(prev < cur && cur < next || prev > cur && cur > next) {
-			continue
-		}
-		f := (next - cur) / (next - prev)
-		p := c(i) - w/2 + f*w
-		h.split[i] = min(max(p, h.edges[i]), h.edges[i+1])
+		h.split[i] = holdSplit(h.v[i-1], h.v[i], h.v[i+1], c(i), h.edges[i], h.edges[i+1], w, thr)
 	}
 	for i := 0; i < n; i++ {
 		h.cum[i+1] = h.cum[i] + h.cellEnergy(i, h.edges[i+1])
@@ -220,12 +247,107 @@ func newHold(s []trace.Sample, shift, period, w float64) *hold {
 
 // cellEnergy is the energy of cell i from its start to x (within the cell).
 func (h *hold) cellEnergy(i int, x float64) float64 {
-	e0 := h.edges[i]
 	if p := h.split[i]; !math.IsNaN(p) {
-		return h.v[i-1]*(min(x, p)-e0) + h.v[i+1]*max(0, x-p)
+		return holdCell(h.v[i-1], h.v[i], h.v[i+1], p, h.edges[i], x)
 	}
-	return h.v[i] * (x - e0)
+	return holdCell(0, h.v[i], 0, math.NaN(), h.edges[i], x)
 }
+
+// lazyHold is the hold of readings s worked out as it is asked, in one pass over the cells
+// up to the region's end, with nothing stored: an interval's model part asks each of its
+// model variants for one energy, which newHold's arrays (and their garbage) over every
+// reading of a long ring made slow. Its figures are newHold's, bit for bit (the same sums
+// in the same order).
+type lazyHold struct {
+	s                   []trace.Sample // collapsed (collapseBursts)
+	shift, half, w, thr float64
+	full                *hold // built for binEnergies, where asked
+	period              float64
+}
+
+func newLazyHold(s []trace.Sample, shift, period, w float64) *lazyHold {
+	h := &lazyHold{s: s, shift: shift, w: w, period: period, thr: holdThreshold(s)}
+	h.half = holdHalf(period, h.c(0), h.c(len(s)-1), len(s))
+	return h
+}
+
+func (h *lazyHold) c(i int) float64 { return h.s[i].T.Seconds() - h.shift }
+
+func (h *lazyHold) edge(i int) float64 {
+	switch n := len(h.s); i {
+	case 0:
+		return h.c(0) - h.half
+	case n:
+		return h.c(n-1) + h.half
+	}
+	return (h.c(i-1) + h.c(i)) / 2
+}
+
+func (h *lazyHold) span() (float64, float64) { return h.edge(0), h.edge(len(h.s)) }
+
+// where is hold.cumAt's case for x: -1 before the first edge (0), n from the last on
+// (the whole sum), else the cell k holding x (the sum of the cells before it, and cell
+// k's part up to x).
+func (h *lazyHold) where(x float64) int {
+	n := len(h.s)
+	if x <= h.edge(0) {
+		return -1
+	}
+	if x >= h.edge(n) {
+		return n
+	}
+	k := sort.Search(n+1, func(i int) bool { return h.edge(i) >= x })
+	return min(max(k-1, 0), n-1)
+}
+
+func (h *lazyHold) energy(a, b float64) float64 {
+	ka, kb := h.where(a), h.where(b)
+	n := len(h.s)
+	var cum, ca, cb float64
+	// One pass over the cells, each reading's centre and each edge worked out once
+	// (edge i is (c(i−1) + c(i))/2, as newHold has it).
+	cj, e := h.c(0), h.edge(0)
+	for j := 0; j <= min(max(ka, kb), n-1); j++ {
+		var cNext, eNext float64
+		if j+1 < n {
+			cNext = h.c(j + 1)
+			eNext = (cj + cNext) / 2
+		} else {
+			eNext = cj + h.half
+		}
+		prev, cur, next, split := 0.0, h.s[j].Value, 0.0, math.NaN()
+		if j >= 1 && j+1 < n {
+			prev, next = h.s[j-1].Value, h.s[j+1].Value
+			split = holdSplit(prev, cur, next, cj, e, eNext, h.w, h.thr)
+		}
+		if j == ka {
+			ca = cum + holdCell(prev, cur, next, split, e, a)
+		}
+		if j == kb {
+			cb = cum + holdCell(prev, cur, next, split, e, b)
+		}
+		if max(ka, kb) > j {
+			cum += holdCell(prev, cur, next, split, e, eNext)
+		}
+		cj, e = cNext, eNext
+	}
+	if ka == n {
+		ca = cum
+	}
+	if kb == n {
+		cb = cum
+	}
+	return cb - ca
+}
+
+func (h *lazyHold) binEnergies(bins []interval) []float64 {
+	if h.full == nil {
+		h.full = newHold(h.s, h.shift, h.period, h.w)
+	}
+	return h.full.binEnergies(bins)
+}
+
+func (h *lazyHold) notes() []string { return nil }
 
 func (h *hold) span() (float64, float64) { return h.edges[0], h.edges[len(h.edges)-1] }
 
@@ -922,13 +1044,18 @@ func changes(v []float64) []float64 {
 // NoiseSigma estimates the standard deviation of the readings' noise from their second
 // differences (insensitive to ramps): 1.4826 × median |d2| / √6, from at most 4096 of them.
 func NoiseSigma(v []float64) float64 {
-	if len(v) < 3 {
+	return noiseSigma(len(v), func(i int) float64 { return v[i] })
+}
+
+// noiseSigma is NoiseSigma of the n values at(0), ..., at(n−1).
+func noiseSigma(n int, at func(int) float64) float64 {
+	if n < 3 {
 		return 0
 	}
-	step := max(1, (len(v)-2)/4096)
-	d := make([]float64, 0, min(len(v)-2, 4097))
-	for i := 1; i+1 < len(v); i += step {
-		d = append(d, math.Abs(v[i+1]-2*v[i]+v[i-1]))
+	step := max(1, (n-2)/4096)
+	d := make([]float64, 0, min(n-2, 4097))
+	for i := 1; i+1 < n; i += step {
+		d = append(d, math.Abs(at(i+1)-2*at(i)+at(i-1)))
 	}
 	return 1.4826 * median(d) / math.Sqrt(6)
 }
