@@ -217,9 +217,13 @@ type Result struct {
 	EpsFlopCI [2]float64 `json:"eps_flop_pj_ci"`
 	EpsMemCI  [2]float64 `json:"eps_mem_pj_per_byte_ci"`
 	Pi0CI     [2]float64 `json:"pi0_w_ci"`
-	// BEpsCI is the interval of the energy balance B_eps = eps_mem / eps_flop (Derived).
-	BEpsCI   [2]float64 `json:"b_eps_flop_per_byte_ci"`
-	CIMethod string     `json:"ci_method,omitempty"`
+	// BEpsCI, EtaFlopCI and BEffectiveCI are the intervals of the energy balance B_eps =
+	// eps_mem / eps_flop, of eta_flop and of the effective balance point (Derived), from the
+	// same resamples as the parameters' (the peaks taken as measured).
+	BEpsCI       [2]float64 `json:"b_eps_flop_per_byte_ci"`
+	EtaFlopCI    [2]float64 `json:"eta_flop_ci"`
+	BEffectiveCI [2]float64 `json:"b_eps_effective_flop_per_byte_ci"`
+	CIMethod     string     `json:"ci_method,omitempty"`
 	// Memory splits eps_mem with the board's memory power channel (nil: none recorded).
 	Memory *MemorySplit `json:"memory_split,omitempty"`
 	// Checks are the model's checks: per-occupancy fits, leave-one-occupancy-out
@@ -644,6 +648,9 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 		}
 		word := map[kernels.Precision]int{kernels.FP32: 4, kernels.FP64: 8}[prec]
 		res.Derived = derive(res.Fit, peakFlops, peakBytes, spec, word, limit)
+		if res.Fit.Error == "" {
+			res.EtaFlopCI, res.BEffectiveCI = derivedCIs(fitSet, peakFlops, peakBytes)
+		}
 		if res.Derived.CappedFromFlop > 0 {
 			res.Warnings = append(res.Warnings, status.Warnf(CodePowerlineCap, "the powerline (%.0f W at B_tau) exceeds the power limit %.0f W from %.3g to %.3g flop/byte: there the GPU lowers its clock", res.Derived.PowerlineMaxW, limit, res.Derived.CappedFromFlop, res.Derived.CappedToFlop))
 		}

@@ -307,3 +307,22 @@ func relWidth(ci [2]float64, v float64) float64 {
 	}
 	return (ci[1] - ci[0]) / math.Abs(v)
 }
+
+// derivedCIs are the intervals of eta_flop and the effective balance point: derive on each
+// resample of the fitted points (the same resamples as FitIntervals'), the peaks as
+// measured; zero where they cannot be had.
+func derivedCIs(pts []Point, peakFlops, peakBytes float64) (eta, beff [2]float64) {
+	if peakFlops <= 0 || peakBytes <= 0 {
+		return eta, beff
+	}
+	draws, err := bootstrapDraws(rowsOf(fitted(pts), 5, false, 0), BootstrapReps, bootstrapSeed)
+	if err != nil {
+		return eta, beff
+	}
+	d := func(b []float64) Derived {
+		return derive(Fit{EpsFlopPJ: b[0] * 1e12, EpsMemPJPerByte: b[1] * 1e12, Pi0W: b[2]}, peakFlops, peakBytes, 0, 4, 0)
+	}
+	eta = percentile(draws, func(b []float64) float64 { return d(b).EtaFlop })
+	beff = percentile(draws, func(b []float64) float64 { return d(b).BEffective })
+	return eta, beff
+}

@@ -92,6 +92,18 @@ func TestIntervalsHoldHiddenTruth(t *testing.T) {
 						seed, prec, what, got[i], ci[0], ci[1], 100*w, want, gain, js)
 				}
 			}
+			// The derived figures (ratios: the counter's gain cancels) from the true fit and
+			// the measured peaks lie in their intervals.
+			td := derive(tf, res.Derived.PeakFlopsPerS, res.Derived.PeakBytesPerS, 0, 4, 0)
+			for _, c := range []struct {
+				what  string
+				truth float64
+				ci    [2]float64
+			}{{"B_eps", td.BEps, res.BEpsCI}, {"eta_flop", td.EtaFlop, res.EtaFlopCI}, {"effective balance", td.BEffective, res.BEffectiveCI}} {
+				if !(c.ci[0] <= c.truth && c.truth <= c.ci[1]) || relWidth(c.ci, c.truth) > maxWidth {
+					t.Errorf("seed %d %s %s: interval [%.4g, %.4g], true value %.4g", seed, prec, c.what, c.ci[0], c.ci[1], c.truth)
+				}
+			}
 			// eps_mem's memory-rail part (where the preset has a memory channel: not the
 			// a100's): the memory channel's own scale (its gain) × the configured rail energy,
 			// within 1 % (its interval leaves out the memory channel's own errors: 0.1 % here).

@@ -137,7 +137,12 @@ func (r *Report) Tables() []report.Table {
 		Header: []string{"precision", "pi_flop W", "pi_mem W", "eta_flop", "B_tau flop/B", "B_eps flop/B", "effective balance flop/B", "powerline max W", "power limit W"}}
 	for _, p := range ps {
 		d := r.Results[p].Derived
-		t7.Rows = append(t7.Rows, []string{p, f4(d.PiFlopW), f4(d.PiMemW), fmt.Sprintf("%.2f %%", 100*d.EtaFlop), f4(d.BTau), f4(d.BEps), f4(d.BEffective), f4(d.PowerlineMaxW), f4(d.PowerLimitW)})
+		res := r.Results[p]
+		eta := fmt.Sprintf("%.2f %%", 100*d.EtaFlop)
+		if ci := res.EtaFlopCI; ci[1] > ci[0] {
+			eta = PM(100*d.EtaFlop, [2]float64{100 * ci[0], 100 * ci[1]}) + " %"
+		}
+		t7.Rows = append(t7.Rows, []string{p, f4(d.PiFlopW), f4(d.PiMemW), eta, f4(d.BTau), PM(d.BEps, res.BEpsCI), PM(d.BEffective, res.BEffectiveCI), f4(d.PowerlineMaxW), f4(d.PowerLimitW)})
 	}
 	ts = append(ts, t7)
 	// The thesis's figures for comparison.

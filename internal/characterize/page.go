@@ -229,7 +229,7 @@ func (r *Results) archlineSections() []report.Section {
 		if m := res.Memory; m != nil && m.Error == "" {
 			rail = archline.PM(m.RailPJPerByte, m.RailPJPerByteCI)
 		}
-		t.Rows = append(t.Rows, []string{prec, archline.PM(res.EpsFlopPJ, res.EpsFlopCI), archline.PM(res.EpsMemPJPerByte, res.EpsMemCI), rail, archline.PM(res.Pi0W, res.Pi0CI), fmt.Sprintf("%.4f", res.R2), g4(d.BTau), g4(d.BEps), g4(d.BEffective),
+		t.Rows = append(t.Rows, []string{prec, archline.PM(res.EpsFlopPJ, res.EpsFlopCI), archline.PM(res.EpsMemPJPerByte, res.EpsMemCI), rail, archline.PM(res.Pi0W, res.Pi0CI), fmt.Sprintf("%.4f", res.R2), g4(d.BTau), archline.PM(d.BEps, res.BEpsCI), archline.PM(d.BEffective, res.BEffectiveCI),
 			g4(d.PeakFlopsPerS / 1e9), g4(d.PeakBytesPerS / 1e9), capped})
 	}
 	text := "The energy of a kernel is modelled as E = W eps_flop + Q eps_mem + T pi0 (Choi et al.): W flops, Q bytes, T seconds. The time balance B_tau is the intensity where a kernel turns from memory- to compute-bound; the energy balance B_eps (eps_mem / eps_flop) where its energy does; the effective balance counts pi0 too. " +
@@ -333,7 +333,7 @@ func (r *Results) Headline() [][2]string {
 			}
 			add(p+" pi0, this precision's fit (W)", archline.PM(res.Pi0W, res.Pi0CI))
 			add(p+" B_tau (flop/B)", g4(res.Derived.BTau))
-			add(p+" B_eps (flop/B)", g4(res.Derived.BEps))
+			add(p+" B_eps (flop/B)", archline.PM(res.Derived.BEps, res.BEpsCI))
 		}
 	}
 	if l := r.Loadlevel; l != nil {
