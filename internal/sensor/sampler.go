@@ -157,23 +157,67 @@ func (s *Sampler) Start(ctx context.Context) error {
 		return errors.New("sampler already started")
 	}
 	s.start = s.clk.Now()
-	var ok []*chanState
-	for _, cs := range s.chans {
-		t0 := s.clk.Now()
-		var err error
-		cs.buf, err = cs.s.Read(cs.buf[:0])
-		t1 := s.clk.Now()
-		if err != nil {
-			s.miss = append(s.miss, trace.Missing{GPU: cs.ch.GPU, Name: cs.ch.Name, Reason: err.Error()})
-			continue
-		}
-		cs.addLatency(t1 - t0)
-		cs.polls++
-		cs.record(t0+(t1-t0)/2, cs.buf)
-		cs.interval = s.intervalFor(cs, t1)
-		cs.due = t1 + cs.interval
-		ok = append(ok, cs)
+	// The first read of every channel; on a real clock from a goroutine of its own, each
+	// call waited for HangTimeout at most: a driver call that never returns fails Start,
+	// naming it, instead of holding the run before anything is recorded.
+	type first struct {
+		ok   []*chanState
+		miss []trace.Missing
 	}
+	chans := s.chans
+	read := func() first {
+		var f first
+		for _, cs := range chans {
+			t0 := s.clk.Now()
+			cs.inCall.Store(int64(t0) + 1)
+			buf, err := cs.s.Read(cs.buf[:0])
+			t1 := s.clk.Now()
+			cs.inCall.Store(0)
+			cs.buf = buf
+			if err != nil {
+				f.miss = append(f.miss, trace.Missing{GPU: cs.ch.GPU, Name: cs.ch.Name, Reason: err.Error()})
+				continue
+			}
+			cs.addLatency(t1 - t0)
+			cs.polls++
+			cs.record(t0+(t1-t0)/2, cs.buf)
+			cs.interval = s.intervalFor(cs, t1)
+			cs.due = t1 + cs.interval
+			f.ok = append(f.ok, cs)
+		}
+		return f
+	}
+	var f first
+	if clock.IsVirtual(s.clk) {
+		f = read()
+	} else {
+		done := make(chan first, 1)
+		go func() { done <- read() }()
+		tick := time.NewTicker(max(s.opt.HangTimeout/20, time.Millisecond))
+		defer tick.Stop()
+	wait:
+		for {
+			select {
+			case f = <-done:
+				break wait
+			case <-tick.C:
+			}
+			for _, cs := range chans {
+				t0 := cs.inCall.Load()
+				if t0 == 0 || s.clk.Now()-time.Duration(t0-1) < s.opt.HangTimeout {
+					continue
+				}
+				what := cs.ch.Name + " on GPU " + fmt.Sprint(cs.ch.GPU)
+				if cs.ch.Source != "" {
+					what = cs.ch.Source + " (" + what + ")"
+				}
+				s.chans = nil // the goroutine still holds them
+				return fmt.Errorf("%s hangs: its first read had not returned after %s", what, s.opt.HangTimeout)
+			}
+		}
+	}
+	ok := f.ok
+	s.miss = append(s.miss, f.miss...)
 	s.chans = ok
 	if len(ok) == 0 {
 		return errors.New("no channel could be read")

@@ -439,3 +439,29 @@ func TestHungCallDoesNotBlockStop(t *testing.T) {
 		}
 	}
 }
+
+// TestHungFirstReadFailsStart: a driver call that hangs from the first read on fails the
+// Sampler's Start within its bound, naming the call, instead of holding the run for ever
+// before anything is recorded.
+func TestHungFirstReadFailsStart(t *testing.T) {
+	f := setup(t)
+	dev, err := f.lib.DeviceByIndex(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewReal()
+	smp := sensor.New(clk, nvmlsensor.Sensors(dev, 0, clk), sensor.Options{HangTimeout: 100 * time.Millisecond})
+	f.fake.SetHang("nvmlDeviceGetTotalEnergyConsumption")
+	t.Cleanup(func() { f.fake.SetHang("") })
+	t0 := time.Now()
+	err = smp.Start(context.Background())
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("Start took %v with a call hung", d)
+	}
+	if err == nil || !strings.Contains(err.Error(), "nvmlDeviceGetTotalEnergyConsumption (energy.total on GPU 0) hangs") {
+		t.Errorf("Start: %v; want the hung call named", err)
+	}
+	if chans, samples := smp.Stop(); len(chans) != 0 || len(samples) != 0 {
+		t.Errorf("Stop after a failed Start: %d channels, %d samples", len(chans), len(samples))
+	}
+}
