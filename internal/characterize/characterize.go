@@ -522,6 +522,13 @@ func (r *Results) Upgrade() {
 			m.Rows[i].Warnings = region.Legacy(m.Rows[i].Warnings)
 		}
 	}
+	if a := r.Archline; a != nil {
+		for p, res := range a.Results {
+			if res == nil {
+				delete(a.Results, p) // "fp64": null: nothing measured
+			}
+		}
+	}
 	if a := r.Archline; a != nil && a.Pi0 == nil && len(a.Results) > 0 {
 		// Results from before the fitted parameters had intervals: fit again from the
 		// stored points (the same fit, with its intervals and checks).

@@ -25,12 +25,14 @@ func FuzzResultsJSON(f *testing.F) {
 		`{"format": "` + Format + `", "stages": null, "micro": {}, "archline": {"results": {"fp32": {}}}, "loadlevel": {"levels": [{}]}, "sensor": {"channels": [{}]}}`,
 		`{"format": "` + Format + `", "gpu": {"power_limit_w": 1e308}, "loadlevel": {"overall_score": -1e308}}`,
 		`{"format": "` + Format + `", "runs": [{}, {}], "stages": [{"name": "micro", "status": "done"}]}`,
+		`{"format": "gpuwatt-archline/1", "results": {"fp32": {"points": [{"kernel": "roofline", "flops": 1e9, "bytes": 1e8, "time_s": 1e-3, "energy_j": 0.3, "occupancy": 1, "sm_clock_mhz": 1980}]}, "fp64": null}}`,
+		`{"format": "gpuwatt-archline/1", "results": {"fp32": {"points": [{"kernel": "roofline", "flops": -1, "bytes": 0, "time_s": 0, "energy_j": 1e308, "occupancy": 0}, {"kernel": "roofline", "flops": 1e300, "bytes": 1e-300, "time_s": 1e308, "energy_j": -5, "occupancy": 2}]}}, "copy": [{"kernel": "copy", "bytes": 1, "time_s": 0}]}`,
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		const name = "dir/results.json"
-		r, err := ParseResults([]byte(in), name)
+		r, err := ParseReport([]byte(in), name) // ParseResults's superset: archline's results.json too
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), name+": ") || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error does not name %s in one line: %v", name, err)

@@ -42,8 +42,8 @@ func ParseReport(b []byte, name string) (*Results, error) {
 		}
 		r := &Results{Format: Format, Device: a.Device, Sim: a.Simulated, GPU: a.GPU, Props: a.Props, Archline: &a,
 			Stages: []StageInfo{{Name: StageArchline, Status: StatusDone}}, Status: a.Status}
-		r.Warnings = append([]status.Warning(nil), collectWarnings(r)...)
 		r.Upgrade()
+		r.Warnings = append([]status.Warning(nil), collectWarnings(r)...)
 		return r, nil
 	}
 	return ParseResults(b, name)
