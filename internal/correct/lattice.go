@@ -155,9 +155,9 @@ func FitLattice(ts []time.Duration, guess time.Duration) (Lattice, bool) {
 	return l, true
 }
 
-// manyStamps: from this many stamps on, FitLattice's search over the whole recording sums
+// manyStamps: from this many stamps on, FitLattice's searches over the longer spans sum
 // the coherence of its candidate periods the fast way (cohMany), to float noise the same.
-const manyStamps = 1 << 16
+const manyStamps = 1 << 12
 
 // cohMany is, for each period T in Ts (all within a few peak widths of c: |1/T − 1/c| ×
 // the stamps' span of order one), the coherence of the stamps sec with the grid of period
