@@ -3,9 +3,7 @@ package archline
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
-	"sort"
 
 	"gpuwatt/internal/lsq"
 )
@@ -133,102 +131,26 @@ func percentile(draws [][]float64, f func(b []float64) float64) [2]float64 {
 }
 
 // bootstrapDraws are the resamples' coefficients (draws[j][i]: coefficient j of resample
-// i; a resample that could not be fitted is left out of all).
+// i): lsq.WildBootstrap over the rows, grouped by run, keyed by the point's place in the
+// sweep, each with its own standard error, the common scale the median relative one.
 func bootstrapDraws(rs []row, reps int, seed uint64) ([][]float64, error) {
 	if len(rs) == 0 {
 		return nil, fmt.Errorf("no points")
 	}
-	X := make([][]float64, len(rs))
-	y := make([]float64, len(rs))
-	for i, r := range rs {
-		X[i], y[i] = r.x, r.y
-	}
-	full, err := lsq.Solve(X, y)
-	if err != nil {
-		return nil, err
-	}
-	k := len(full.Coef)
-	if len(rs) <= k {
-		return nil, fmt.Errorf("%d points for %d parameters: no residuals to resample", len(rs), k)
-	}
-	inv := full.Unscaled()
-	pred := make([]float64, len(rs))
-	adj := make([]float64, len(rs)) // r / sqrt(1 - h)
-	for i, r := range rs {
-		pred[i] = full.Predict(r.x)
-		h := 0.0
-		for a := range k {
-			for b := range k {
-				h += r.x[a] * inv[a][b] * r.x[b]
-			}
-		}
-		adj[i] = y[i] - pred[i]
-		if h < 0.999 {
-			adj[i] /= math.Sqrt(1 - h)
-		}
-	}
-	byRun := map[int][]int{}
-	var runs []int
-	for i, r := range rs {
-		if byRun[r.run] == nil {
-			runs = append(runs, r.run)
-		}
-		byRun[r.run] = append(byRun[r.run], i)
-	}
-	sort.Ints(runs)
+	n := len(rs)
+	A, y := make([][]float64, n), make([]float64, n)
+	o := lsq.Wild{SD: make([]float64, n), Group: make([]int, n), Key: make([]string, n)}
 	var rel []float64
-	for _, r := range rs {
+	for i, r := range rs {
+		A[i], y[i] = r.x, r.y
+		o.SD[i], o.Group[i], o.Key[i] = r.sd, r.run, r.key
 		if r.y != 0 {
 			rel = append(rel, r.sd/math.Abs(r.y))
 		}
 	}
 	slices.Sort(rel)
-	common := quantile(rel, 0.5)
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	draws := make([][]float64, k)
-	failed := 0
-	sample := make([]row, 0, len(rs))
-	signs := map[string]float64{}
-	for range reps {
-		sample = sample[:0]
-		clear(signs)
-		scale := 1 + common*rng.NormFloat64()
-		for range runs {
-			run := runs[0]
-			if len(runs) > 1 {
-				run = runs[rng.IntN(len(runs))]
-			}
-			for _, i := range byRun[run] {
-				r := rs[i]
-				sign, ok := signs[r.key]
-				if !ok || r.key == "" {
-					sign = 1
-					if rng.IntN(2) == 0 {
-						sign = -1
-					}
-					signs[r.key] = sign
-				}
-				e := sign * adj[i]
-				if r.sd > math.Abs(adj[i]) {
-					e = r.sd * rng.NormFloat64()
-				}
-				r.y = (pred[i] + e) * scale
-				sample = append(sample, r)
-			}
-		}
-		b, err := solveRows(sample)
-		if err != nil {
-			failed++
-			continue
-		}
-		for j := range b {
-			draws[j] = append(draws[j], b[j])
-		}
-	}
-	if failed*10 > reps {
-		return nil, fmt.Errorf("%d of %d resamples could not be fitted", failed, reps)
-	}
-	return draws, nil
+	o.Common = quantile(rel, 0.5)
+	return lsq.WildBootstrap(A, y, reps, seed, o)
 }
 
 // quantile is the q-quantile of sorted s, linearly interpolated.
