@@ -43,6 +43,10 @@ type Sampler struct {
 	cpu      time.Duration
 }
 
+// FirstReadHangs: Start takes a channel's first call as hung after this many times
+// Options.HangTimeout.
+const FirstReadHangs = 5
+
 // slowCall is the call latency above which a channel gets a lane of its own (the
 // driver sample buffer, ~0.3 ms, and the energy counter, ~3.8 ms, on an H200).
 const slowCall = 100 * time.Microsecond
@@ -158,7 +162,7 @@ func (s *Sampler) Start(ctx context.Context) error {
 	}
 	s.start = s.clk.Now()
 	// The first read of every channel; on a real clock from a goroutine of its own, each
-	// call waited for HangTimeout at most: a driver call that never returns fails Start,
+	// call waited for FirstReadHangs × HangTimeout at most: a driver call that never returns fails Start,
 	// naming it, instead of holding the run before anything is recorded.
 	type first struct {
 		ok   []*chanState
@@ -193,7 +197,10 @@ func (s *Sampler) Start(ctx context.Context) error {
 	} else {
 		done := make(chan first, 1)
 		go func() { done <- read() }()
-		tick := time.NewTicker(max(s.opt.HangTimeout/20, time.Millisecond))
+		// A first call may be slower than later ones (the driver sets the GPU up for
+		// it where persistence mode is off): five times the bound.
+		bound := FirstReadHangs * s.opt.HangTimeout
+		tick := time.NewTicker(max(bound/100, time.Millisecond))
 		defer tick.Stop()
 	wait:
 		for {
@@ -204,7 +211,7 @@ func (s *Sampler) Start(ctx context.Context) error {
 			}
 			for _, cs := range chans {
 				t0 := cs.inCall.Load()
-				if t0 == 0 || s.clk.Now()-time.Duration(t0-1) < s.opt.HangTimeout {
+				if t0 == 0 || s.clk.Now()-time.Duration(t0-1) < bound {
 					continue
 				}
 				what := cs.ch.Name + " on GPU " + fmt.Sprint(cs.ch.GPU)
@@ -212,7 +219,7 @@ func (s *Sampler) Start(ctx context.Context) error {
 					what = cs.ch.Source + " (" + what + ")"
 				}
 				s.chans = nil // the goroutine still holds them
-				return fmt.Errorf("%s hangs: its first read had not returned after %s", what, s.opt.HangTimeout)
+				return fmt.Errorf("%s hangs: its first read had not returned after %s", what, bound)
 			}
 		}
 	}

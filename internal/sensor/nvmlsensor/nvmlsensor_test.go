@@ -450,13 +450,14 @@ func TestHungFirstReadFailsStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := clock.NewReal()
-	smp := sensor.New(clk, nvmlsensor.Sensors(dev, 0, clk), sensor.Options{HangTimeout: 100 * time.Millisecond})
+	smp := sensor.New(clk, nvmlsensor.Sensors(dev, 0, clk), sensor.Options{HangTimeout: 50 * time.Millisecond})
 	f.fake.SetHang("nvmlDeviceGetTotalEnergyConsumption")
 	t.Cleanup(func() { f.fake.SetHang("") })
 	t0 := time.Now()
 	err = smp.Start(context.Background())
-	if d := time.Since(t0); d > time.Second {
-		t.Errorf("Start took %v with a call hung", d)
+	// a first call is given FirstReadHangs × HangTimeout: 250 ms
+	if d := time.Since(t0); d > 2*time.Second || d < 250*time.Millisecond {
+		t.Errorf("Start took %v with a call hung; want about 250ms", d)
 	}
 	if err == nil || !strings.Contains(err.Error(), "nvmlDeviceGetTotalEnergyConsumption (energy.total on GPU 0) hangs") {
 		t.Errorf("Start: %v; want the hung call named", err)
