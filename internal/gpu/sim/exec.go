@@ -37,7 +37,8 @@ type LaunchTruth struct {
 	Seconds float64
 	// Energy is the board energy of one launch: Dynamic + pi0 × Seconds.
 	Energy units.Energy
-	// Dynamic is Σ ops × eps_op + Σ bytes × eps_level.
+	// Dynamic is Σ ops × eps_op + Σ bytes × eps_level, the measured class's eps_op times
+	// the operand-data factor of the descriptor's data (Config.DataFactor).
 	Dynamic units.Energy
 	// Power is the board power while the kernel runs (Energy / Seconds), at most the
 	// power limit; MemoryPower the memory rail's.
