@@ -64,9 +64,9 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	switch *preset {
 	case "":
 	case loadlevel.PresetSeed:
-		d.Workload, d.Sizes, d.Batch = loadlevel.WorkloadFFT, []int{64}, 1
+		d.Preset, d.Workload, d.Sizes, d.Batch = *preset, loadlevel.WorkloadFFT, []int{64}, 1
 	case loadlevel.PresetServe:
-		d.Workload = loadlevel.WorkloadGEMM
+		d.Preset, d.Workload = *preset, loadlevel.WorkloadGEMM
 	default:
 		return bad(fmt.Errorf("--preset %q: want serve or seed", *preset))
 	}

@@ -235,3 +235,18 @@ func TestLoadlevelSimH200Levels(t *testing.T) {
 		t.Errorf("run: resolved %v, host power unavailable %q: want resolved, and why the host's power is not read", r.LevelsResolved, r.HostPowerUnavailable)
 	}
 }
+
+// --preset seed runs the seed paper's transaction and labels it host-bound.
+func TestLoadlevelSeedPreset(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	args := []string{"loadlevel", "--device", "sim:h200", "--preset", "seed", "--contexts", "1", "--levels", "100",
+		"--warmup", "0s", "--calibrations", "2", "--pre", "0s", "--record", "500ms", "--post", "0s", "--idle", "500ms", "--quiet"}
+	if code := a.Main(ctx, args); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	out := stdout.String()
+	if !strings.HasPrefix(out, "fft-64/gpu, 1 contexts") || !strings.Contains(out, "warning: --preset seed: the seed paper's transactions") ||
+		!strings.Contains(out, "bound by the host's round trip") {
+		t.Errorf("output:\n%s", out)
+	}
+}

@@ -245,6 +245,8 @@ const (
 	CodeCPUVariant status.Code = "cpu_variant"
 	// CodeUnresolved: the workload's levels' power is not told apart.
 	CodeUnresolved status.Code = "levels_unresolved"
+	// CodeHostBound: the seed preset's transactions are bound by the host.
+	CodeHostBound status.Code = "host_bound"
 	// CodeNoHostPower: the host's power could not be read.
 	CodeNoHostPower status.Code = "no_host_power"
 )

@@ -85,6 +85,7 @@ type GPURuntime interface {
 // Options are one `gpuwatt loadlevel` run: the workload, the sweep, the intervals and the
 // power sources. Start from DefaultOptions.
 type Options struct {
+	Preset    string // "", seed or serve: named in the report's warnings (seed: host-bound)
 	Workload  string // auto, fft, gemm
 	Variant   string // auto, cpu, gpu, cufft, cublas
 	GPU       int    // the GPU (index in the opened system) that runs GPU variants and is measured
@@ -413,6 +414,9 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 		}}
 	if o.VerifyFraction == 0 {
 		sw.Base.VerifyFraction = -1
+	}
+	if o.Preset == PresetSeed {
+		warnings = append(warnings, status.Warnf(CodeHostBound, "--preset seed: the seed paper's transactions, one %d-point FFT each; on a modern GPU they are bound by the host's round trip (about 19 µs per transaction and user on the H200), so the levels differ in throughput far more than in power (results/nvidia-h200/2026-11-21-loadlevel-*)", sizes[0]))
 	}
 	if hostNA != "" {
 		warnings = append(warnings, status.Warnf(CodeNoHostPower, "host power cannot be read: %s; the figures are the GPU's alone", hostNA))
