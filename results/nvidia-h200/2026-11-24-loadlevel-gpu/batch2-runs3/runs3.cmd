@@ -1,0 +1,1 @@
+gpuwatt loadlevel --out runs3 --json --runs 3
