@@ -167,7 +167,7 @@ var stageWhat = map[string]string{
 	StageSensor:    "what the power sensors measure (update period, window, lag)",
 	StageMicro:     "energy per operation by unit (MIPP microbenchmarks)",
 	StageArchline:  "the energy roofline (archline fit, balance points)",
-	StageLoadlevel: "efficiency at each load level (SPEC Power methodology, FFT transactions)",
+	StageLoadlevel: "efficiency at each load level (SPEC Power methodology, GEMM or FFT transactions)",
 }
 
 // Run runs the stages and returns what they measured. An interrupted run (ctx cancelled)

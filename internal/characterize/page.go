@@ -267,7 +267,11 @@ func (r *Results) loadlevelSections() []report.Section {
 	iv := l.Intervals
 	what := "This is the CPU variant: FFT transactions run on the host's cores, so the figures describe the host, not the GPU."
 	if l.Variant != "cpu" && l.Variant != "" {
-		what = fmt.Sprintf("Variant %s on %s: each transaction copies its input to the GPU, runs the FFT there and copies the result back, and power is the GPU's board power (corrected) beside the host's where it can be read.", l.Variant, l.Device)
+		tx := l.Workload
+		if len(l.Configs) > 0 && len(l.Configs[0].Runs) > 0 {
+			tx = l.Configs[0].Runs[0].Workload
+		}
+		what = fmt.Sprintf("Transactions %s (variant %s) on %s: each copies its input to the GPU, runs its kernels there and copies the result back, and power is the GPU's board power (corrected) beside the host's where it can be read.", tx, l.Variant, l.Device)
 	}
 	secs := []report.Section{{Title: TitleLoadlevel, Text: fmt.Sprintf("The SPEC Power methodology (von Kistowski et al.): calibrate the 100 %% transaction rate, then hold each target load and active idle, and report transactions per joule. %s Intervals: %s warm-up, %d calibrations, %s pre, %s recording, %s post, %s active idle. Overall score %s tx/J (valid: %v).",
 		what, iv.Warmup, iv.Calibrations, iv.Pre, iv.Record, iv.Post, iv.Idle, g4(l.OverallScore), l.Valid)}}
