@@ -273,8 +273,9 @@ func TestPTDMeter(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range res.Levels {
-		if l.PowerW != 321 {
-			t.Errorf("%s: power %g, want 321 (warnings %v)", l.Label, l.PowerW, res.Warnings)
+		// The analyzer's figure is the wall's: beside the others, never added to the GPU's.
+		if l.PowerW != 321 || l.WallPowerW != 321 || l.HostPowerW != 0 || l.TotalPowerW != 0 {
+			t.Errorf("%s: power %g, wall %g, host %g, sum %g: want 321 from the wall alone (warnings %v)", l.Label, l.PowerW, l.WallPowerW, l.HostPowerW, l.TotalPowerW, res.Warnings)
 		}
 	}
 	marks := f.MarkSamples()
