@@ -4,6 +4,8 @@
 package dl
 
 import (
+	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 
@@ -69,3 +71,61 @@ func dlopen(path string) (uintptr, error) {
 
 // OneLine collapses a message's white space, newlines included, to single spaces.
 func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Optional names a library that gpuwatt uses when it is there (cuFFT, cuBLAS): What is what
+// users call it, Stem its file's name without the version, NotFound the error that every
+// failure to load or bind it wraps.
+type Optional struct {
+	What, Stem string
+	NotFound   error
+}
+
+// OpenOptional loads the first of paths that loads and has every function of need (symbol →
+// pointer to a func variable, as purego.RegisterFunc takes), and binds those of want that it
+// has. It returns the path that loaded. A failure wraps lib.NotFound and reads, on one line,
+// "WHAT not available: cannot load STEM (tried ...): WHY" or "WHAT not available: PATH is not
+// STEM (it has no SYMBOL)".
+func OpenOptional(lib Optional, paths []string, need, want map[string]any) (string, error) {
+	var loaded string
+	err := Open(paths, func(h uintptr, path string) error {
+		sym := func(name string) uintptr {
+			p, err := purego.Dlsym(h, name)
+			if err != nil {
+				return 0
+			}
+			return p
+		}
+		for name := range need {
+			if sym(name) == 0 {
+				return &notAvailable{msg: fmt.Sprintf("%s not available: %s is not %s (it has no %s)", lib.What, path, lib.Stem, name), err: lib.NotFound}
+			}
+		}
+		for name, fp := range need {
+			purego.RegisterFunc(fp, sym(name))
+		}
+		for name, fp := range want {
+			if p := sym(name); p != 0 {
+				purego.RegisterFunc(fp, p)
+			}
+		}
+		loaded = path
+		return nil
+	})
+	var le *LoadError
+	if errors.As(err, &le) {
+		why := strings.TrimPrefix(le.Msg, NoDriver)
+		if _, after, ok := strings.Cut(why, ": "); ok {
+			why = after
+		}
+		return "", &notAvailable{msg: fmt.Sprintf("%s not available: cannot load %s (tried %s): %s", lib.What, lib.Stem, strings.Join(paths, ", "), why), err: lib.NotFound}
+	}
+	return loaded, err
+}
+
+type notAvailable struct {
+	msg string
+	err error
+}
+
+func (e *notAvailable) Error() string { return e.msg }
+func (e *notAvailable) Unwrap() error { return e.err }

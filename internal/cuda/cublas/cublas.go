@@ -12,10 +12,7 @@ package cublas
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 
 	"gpuwatt/internal/dl"
 )
@@ -133,11 +130,6 @@ type Lib struct {
 	getVersion  func(h uintptr, v *int32) Status
 }
 
-type openError struct{ msg string }
-
-func (e *openError) Error() string { return e.msg }
-func (e *openError) Unwrap() error { return ErrLibraryNotFound }
-
 // Open loads libcublas from the first of paths that loads (DefaultPaths when none are
 // given). When none does, the error matches ErrLibraryNotFound and reads, on one line,
 // "cuBLAS not available: cannot load libcublas (tried ...): WHY".
@@ -145,52 +137,22 @@ func Open(paths ...string) (*Lib, error) {
 	if len(paths) == 0 {
 		paths = DefaultPaths
 	}
-	var l *Lib
-	err := dl.Open(paths, func(h uintptr, path string) error {
-		l = &Lib{path: path}
-		return l.bind(h)
-	})
+	l := &Lib{}
+	need := map[string]any{
+		"cublasCreate_v2": &l.create, "cublasDestroy_v2": &l.destroy, "cublasSetStream_v2": &l.setStream,
+		"cublasSetMathMode": &l.setMathMode, "cublasSgemm_v2": &l.sgemm,
+	}
+	path, err := dl.OpenOptional(dl.Optional{What: "cuBLAS", Stem: "libcublas", NotFound: ErrLibraryNotFound}, paths, need,
+		map[string]any{"cublasGetVersion_v2": &l.getVersion})
 	if err != nil {
-		var le *dl.LoadError
-		if errors.As(err, &le) {
-			why := strings.TrimPrefix(le.Msg, dl.NoDriver)
-			if _, after, ok := strings.Cut(why, ": "); ok {
-				why = after
-			}
-			return nil, &openError{msg: fmt.Sprintf("cuBLAS not available: cannot load libcublas (tried %s): %s", strings.Join(paths, ", "), why)}
-		}
 		return nil, err
 	}
+	l.path = path
 	return l, nil
 }
 
 // Path returns the name the library was loaded from.
 func (l *Lib) Path() string { return l.path }
-
-func (l *Lib) bind(h uintptr) error {
-	sym := func(name string) uintptr {
-		p, err := purego.Dlsym(h, name)
-		if err != nil {
-			return 0
-		}
-		return p
-	}
-	need := map[string]any{
-		"cublasCreate_v2": &l.create, "cublasDestroy_v2": &l.destroy, "cublasSetStream_v2": &l.setStream,
-		"cublasSetMathMode": &l.setMathMode, "cublasSgemm_v2": &l.sgemm,
-	}
-	for name, fp := range need {
-		p := sym(name)
-		if p == 0 {
-			return &openError{msg: fmt.Sprintf("cuBLAS not available: %s is not libcublas (it has no %s)", l.path, name)}
-		}
-		purego.RegisterFunc(fp, p)
-	}
-	if p := sym("cublasGetVersion_v2"); p != 0 {
-		purego.RegisterFunc(&l.getVersion, p)
-	}
-	return nil
-}
 
 // Handle is a cuBLAS handle.
 type Handle struct {

@@ -11,9 +11,6 @@ package cufft
 import (
 	"errors"
 	"fmt"
-	"strings"
-
-	"github.com/ebitengine/purego"
 
 	"gpuwatt/internal/dl"
 )
@@ -139,11 +136,6 @@ type Lib struct {
 	getVersion func(v *int32) Result
 }
 
-type openError struct{ msg string }
-
-func (e *openError) Error() string { return e.msg }
-func (e *openError) Unwrap() error { return ErrLibraryNotFound }
-
 // Open loads libcufft from the first of paths that loads (DefaultPaths when none are
 // given). When none does, the error matches ErrLibraryNotFound and reads, on one line,
 // "cuFFT not available: cannot load libcufft (tried ...): WHY".
@@ -151,51 +143,21 @@ func Open(paths ...string) (*Lib, error) {
 	if len(paths) == 0 {
 		paths = DefaultPaths
 	}
-	var l *Lib
-	err := dl.Open(paths, func(h uintptr, path string) error {
-		l = &Lib{path: path}
-		return l.bind(h)
-	})
+	l := &Lib{}
+	need := map[string]any{
+		"cufftPlan1d": &l.plan1d, "cufftSetStream": &l.setStream, "cufftExecC2C": &l.execC2C, "cufftDestroy": &l.destroy,
+	}
+	path, err := dl.OpenOptional(dl.Optional{What: "cuFFT", Stem: "libcufft", NotFound: ErrLibraryNotFound}, paths, need,
+		map[string]any{"cufftGetVersion": &l.getVersion})
 	if err != nil {
-		var le *dl.LoadError
-		if errors.As(err, &le) {
-			why := strings.TrimPrefix(le.Msg, dl.NoDriver)
-			if _, after, ok := strings.Cut(why, ": "); ok {
-				why = after
-			}
-			return nil, &openError{msg: fmt.Sprintf("cuFFT not available: cannot load libcufft (tried %s): %s", strings.Join(paths, ", "), why)}
-		}
 		return nil, err
 	}
+	l.path = path
 	return l, nil
 }
 
 // Path returns the name the library was loaded from.
 func (l *Lib) Path() string { return l.path }
-
-func (l *Lib) bind(h uintptr) error {
-	sym := func(name string) uintptr {
-		p, err := purego.Dlsym(h, name)
-		if err != nil {
-			return 0
-		}
-		return p
-	}
-	need := map[string]any{
-		"cufftPlan1d": &l.plan1d, "cufftSetStream": &l.setStream, "cufftExecC2C": &l.execC2C, "cufftDestroy": &l.destroy,
-	}
-	for name, fp := range need {
-		p := sym(name)
-		if p == 0 {
-			return &openError{msg: fmt.Sprintf("cuFFT not available: %s is not libcufft (it has no %s)", l.path, name)}
-		}
-		purego.RegisterFunc(fp, p)
-	}
-	if p := sym("cufftGetVersion"); p != 0 {
-		purego.RegisterFunc(&l.getVersion, p)
-	}
-	return nil
-}
 
 // Version returns cufftGetVersion (e.g. 11203).
 func (l *Lib) Version() (int, error) {
