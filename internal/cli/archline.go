@@ -38,6 +38,7 @@ func (a *App) archline(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.usageError("archline", err)
 	}
+	popt.HangTimeout = a.HangTimeout
 	var ps []kernels.Precision
 	seen := map[kernels.Precision]bool{}
 	for _, s := range strings.Split(*precs, ",") {

@@ -50,7 +50,7 @@ type App struct {
 	// WrapSystem, if set, wraps every opened system: the fault-injection tests make its
 	// sensors or kernels fail part-way through a run (a GPU lost, a launch that fails).
 	WrapSystem func(gpu.System) gpu.System
-	// HangTimeout, if set, replaces measure's sensor.DefaultHangTimeout (the fault tests
+	// HangTimeout, if set, replaces sensor.DefaultHangTimeout in measure, micro and archline (the fault tests
 	// shorten the wait for a driver call that hangs).
 	HangTimeout time.Duration
 }

@@ -378,9 +378,20 @@ type hangingSystem struct {
 func (h *hangingSystem) Devices() []gpu.Device {
 	var out []gpu.Device
 	for _, d := range h.System.Devices() {
-		out = append(out, &hangingDevice{Device: d, h: h})
+		hd := &hangingDevice{Device: d, h: h}
+		if ex, ok := d.(gpu.Executor); ok {
+			out = append(out, &hangingExecDevice{hangingDevice: hd, Executor: ex})
+			continue
+		}
+		out = append(out, hd)
 	}
 	return out
+}
+
+// hangingExecDevice is a hangingDevice that runs kernels (the sim's executor).
+type hangingExecDevice struct {
+	*hangingDevice
+	gpu.Executor
 }
 
 type hangingDevice struct {
@@ -512,5 +523,47 @@ func TestClockEventsUnavailable(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "clock events: unavailable (no reading of throttle.reasons over the run)") {
 		t.Errorf("the text does not say the clock events are unavailable:\n%s", stderr)
+	}
+}
+
+// TestHungCallDuringMicro: micro (and archline, through the same loop.Meter.RunSuite) ends
+// when a driver call stops returning, with what it measured written and results.json
+// marked incomplete naming the call; before, the bounded wait let it end but it said
+// nothing of it (issue 20).
+func TestHungCallDuringMicro(t *testing.T) {
+	a, _, stderr, ctx := testApp(t)
+	clk := clock.NewReal()
+	a.NewClock = func() clock.Clock { return clk }
+	a.HangTimeout = 150 * time.Millisecond
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	a.WrapSystem = func(s gpu.System) gpu.System {
+		return &hangingSystem{System: s, wrap: func(sn sensor.Sensor) sensor.Sensor {
+			if sn.Channel().Name != trace.ChEnergyTotal {
+				return sn
+			}
+			return &hangingSensor{Sensor: sn, clk: clk, at: 300 * time.Millisecond, release: release}
+		}}
+	}
+	out := filepath.Join(t.TempDir(), "micro")
+	t0 := time.Now()
+	code := a.Main(ctx, []string{"micro", "--device", "sim", "--only", "baseline", "--min-updates", "3", "--warmup", "0s", "--quiet", "--out", out})
+	if d := time.Since(t0); d > 20*time.Second {
+		t.Errorf("micro took %v with a driver call hung", d)
+	}
+	t.Logf("exit %d: %s", code, stderr)
+	if code == 0 {
+		t.Errorf("exit 0 with a driver call hung: %s", stderr)
+	}
+	if code == ExitUsage {
+		t.Fatalf("usage: %s", stderr)
+	}
+	var st struct {
+		Incomplete       bool   `json:"incomplete"`
+		IncompleteReason string `json:"incomplete_reason"`
+	}
+	readJSON(t, filepath.Join(out, "results.json"), &st)
+	if !st.Incomplete || !strings.Contains(st.IncompleteReason, "a driver call hangs: ") || !strings.Contains(st.IncompleteReason, "energy.total") {
+		t.Errorf("results.json: incomplete %v, %q; want the hung call named", st.Incomplete, st.IncompleteReason)
 	}
 }

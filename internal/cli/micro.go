@@ -47,6 +47,7 @@ func (a *App) micro(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.usageError("micro", err)
 	}
+	popt.HangTimeout = a.HangTimeout
 	if *check != "" {
 		return a.microCheck(*check, sh.json)
 	}

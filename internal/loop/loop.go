@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -342,6 +343,11 @@ func (m *Meter) RunSuite(ctx context.Context, gpuIndex int, exec gpu.Executor, d
 	tr, err := m.Stop()
 	if err != nil {
 		return Suite{}, err
+	}
+	if hung := m.smp.Hung(); len(hung) > 0 && s.Err == nil {
+		// A driver call that never returned: what was measured before it is kept, and
+		// the run says it is incomplete, naming the call (as measure does).
+		s.Err = errors.New("a driver call hangs: " + strings.Join(hung, "; "))
 	}
 	s.Trace, s.Calibration = tr, m.Calibration(gpuIndex)
 	return s, nil
