@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -402,7 +403,9 @@ type hangingDevice struct {
 func (d *hangingDevice) Sensors() []sensor.Sensor {
 	var out []sensor.Sensor
 	for _, s := range d.Device.Sensors() {
-		out = append(out, d.h.wrap(s))
+		if w := d.h.wrap(s); w != nil { // nil: the sensor left out
+			out = append(out, w)
+		}
 	}
 	return out
 }
@@ -523,6 +526,36 @@ func TestClockEventsUnavailable(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "clock events: unavailable (no reading of throttle.reasons over the run)") {
 		t.Errorf("the text does not say the clock events are unavailable:\n%s", stderr)
+	}
+}
+
+// TestMicroClockEventsUnavailable: micro's rows say the clock events are unavailable where
+// the device gives no clock-event reasons, as measure's summary does (issue 20), instead of
+// an empty list that reads as "none".
+func TestMicroClockEventsUnavailable(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	a.WrapSystem = func(s gpu.System) gpu.System {
+		return &hangingSystem{System: s, wrap: func(sn sensor.Sensor) sensor.Sensor {
+			if sn.Channel().Name == trace.ChThrottleReasons {
+				return nil
+			}
+			return sn
+		}}
+	}
+	if code := a.Main(ctx, []string{"micro", "--device", "sim", "--only", "baseline", "--min-updates", "5", "--warmup", "0s", "--json"}); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep micro.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) == 0 {
+		t.Fatal("no rows")
+	}
+	for _, r := range rep.Rows {
+		if len(r.Throttle) != 0 || !strings.Contains(r.ThrottleUnavailable, "no reading of throttle.reasons") {
+			t.Errorf("%s: throttle %v, throttle_unavailable %q; want it unavailable", r.Name, r.Throttle, r.ThrottleUnavailable)
+		}
 	}
 }
 

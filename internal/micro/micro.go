@@ -154,7 +154,9 @@ type Row struct {
 	StartS                float64              `json:"start_s"`
 	EndS                  float64              `json:"end_s"`
 	Throttle              []region.ReasonShare `json:"throttle"`
-	Warnings              []status.Warning     `json:"warnings"`
+	// ThrottleUnavailable says why Throttle is empty for want of a reading, as measure's does.
+	ThrottleUnavailable string           `json:"throttle_unavailable,omitempty"`
+	Warnings            []status.Warning `json:"warnings"`
 }
 
 // Run measures every descriptor of suite on dev (which must be a gpu.Executor) with the
@@ -312,7 +314,7 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0, pi0HW
 		EnergyJ: r.EnergyJ, EnergyReadings: r.EnergyReadings, CounterEnergyJ: r.CounterEnergyJ, CounterReadings: r.CounterReadings,
 		CalibratedEnergyJ: r.CalibratedEnergyJ, CalibratedReadings: r.CalibratedReadings, CounterDiffPct: r.CounterDiffPct,
 		StartS: me.StartS, EndS: me.EndS,
-		Throttle: r.Throttle, Warnings: append(append([]status.Warning{}, me.Warnings...), r.Warnings...),
+		Throttle: r.Throttle, ThrottleUnavailable: r.ThrottleUnavailable, Warnings: append(append([]status.Warning{}, me.Warnings...), r.Warnings...),
 	}
 	if d.Data != nil {
 		row.Operands, row.OperandToggle, row.OperandDensity = string(d.Data.Pattern), d.Data.ToggleEmulated, d.Data.DensityEmulated
