@@ -1131,14 +1131,6 @@ func (c *cursor) ge(a []float64, x float64) int {
 	default:
 		return i
 	}
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if a[m] < x {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	c.i = lo
-	return lo
+	c.i = lo + searchF(a[lo:hi], x)
+	return c.i
 }

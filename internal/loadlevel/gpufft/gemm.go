@@ -139,15 +139,12 @@ func (g *Gemm) Flops() float64 {
 }
 
 type gemmUser struct {
-	w         *cuda.Worker
-	s         *cuda.Stream
-	h         *cublas.Handle
-	d0, d1    cuda.DevicePtr
-	hin, hout *cuda.HostBuffer
-	in, out   []float32
-	table     []float32 // gemmTable × k embeddings
-	bytes     int
-	closed    bool
+	userIO
+	w       *cuda.Worker
+	h       *cublas.Handle
+	in, out []float32
+	table   []float32 // gemmTable × k embeddings
+	closed  bool
 }
 
 // NewContext implements loadlevel.Transaction; Run uses OpenContext instead.
@@ -164,30 +161,18 @@ func (g *Gemm) NewContext() any {
 // handle bound to the stream in the math mode.
 func (g *Gemm) OpenContext() (any, error) {
 	c := g.r.ctx
-	u := &gemmUser{bytes: 4 * g.k * g.rows}
-	var err error
+	u := &gemmUser{}
 	fail := func(e error) (any, error) {
 		_ = g.CloseContext(u)
 		return nil, e
 	}
-	if u.s, err = c.NewStream(cuda.StreamNonBlocking); err != nil {
-		return fail(err)
-	}
-	if u.d0, err = c.Alloc(int64(u.bytes)); err != nil {
-		return fail(err)
-	}
-	if u.d1, err = c.Alloc(int64(u.bytes)); err != nil {
-		return fail(err)
-	}
-	if u.hin, err = c.AllocHost(u.bytes, cuda.HostAllocDefault); err != nil {
-		return fail(err)
-	}
-	if u.hout, err = c.AllocHost(u.bytes, cuda.HostAllocDefault); err != nil {
+	var err error
+	if err = u.open(c, 4*g.k*g.rows); err != nil {
 		return fail(err)
 	}
 	u.in = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(u.hin.Bytes()))), g.k*g.rows)
 	u.out = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(u.hout.Bytes()))), g.k*g.rows)
-	rng := rand.New(rand.NewPCG(uint64(g.k), uint64(uintptr(u.d0))))
+	rng := rand.New(rand.NewPCG(uint64(g.k), uint64(uintptr(u.dIn))))
 	u.table = make([]float32, gemmTable*g.k)
 	for i := range u.table {
 		u.table[i] = float32(2*rng.Float64() - 1)
@@ -228,19 +213,7 @@ func (g *Gemm) CloseContext(ctx any) error {
 	if u.h != nil && u.w != nil {
 		errs = append(errs, u.w.Run(func(*cuda.Thread) error { return u.h.Destroy() }))
 	}
-	if u.s != nil {
-		errs = append(errs, u.s.Synchronize(), u.s.Destroy())
-	}
-	for _, p := range []cuda.DevicePtr{u.d0, u.d1} {
-		if p != 0 {
-			errs = append(errs, c.Free(p))
-		}
-	}
-	for _, h := range []*cuda.HostBuffer{u.hin, u.hout} {
-		if h != nil {
-			errs = append(errs, h.Free())
-		}
-	}
+	errs = append(errs, u.userIO.close(c)...)
 	u.in, u.out = nil, nil
 	return errors.Join(errs...)
 }
@@ -271,10 +244,10 @@ func (g *Gemm) Process(u *loadlevel.User, _ any) (any, error) {
 		return nil, errors.New("user context is closed (or could not be made)")
 	}
 	err := c.w.Run(func(th *cuda.Thread) error {
-		if err := th.CopyHtoDAsync(c.d0, c.hin, 0, c.bytes, c.s); err != nil {
+		if err := th.CopyHtoDAsync(c.dIn, c.hin, 0, c.bytes, c.s); err != nil {
 			return err
 		}
-		src, dst := c.d0, c.d1
+		src, dst := c.dIn, c.dOut
 		for l := range g.layers {
 			// Row-major Y (rows×k) = X (rows×k) · W (k×k) is, column-major,
 			// Yᵀ (k×rows) = Wᵀ (k×k) · Xᵀ (k×rows).

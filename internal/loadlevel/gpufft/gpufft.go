@@ -214,14 +214,12 @@ func (t *Tx) Name() string {
 
 // user is a User's execution context.
 type user struct {
+	userIO
 	w               *cuda.Worker
-	s               *cuda.Stream
-	din, dout, dtw  cuda.DevicePtr
-	hin, hout       *cuda.HostBuffer
+	dtw             cuda.DevicePtr
 	in, out         []complex64 // views of hin and hout
 	pool            []complex64 // random points the inputs of large transactions are drawn from
 	plan            *cufft.Plan
-	bytes           int
 	closed, corrupt bool
 }
 
@@ -239,25 +237,13 @@ func (t *Tx) NewContext() any {
 // table is uploaded here, once per user.
 func (t *Tx) OpenContext() (any, error) {
 	c := t.r.ctx
-	u := &user{bytes: 8 * t.n * t.batch}
-	var err error
+	u := &user{}
 	fail := func(e error) (any, error) {
 		_ = t.CloseContext(u)
 		return nil, e
 	}
-	if u.s, err = c.NewStream(cuda.StreamNonBlocking); err != nil {
-		return fail(err)
-	}
-	if u.din, err = c.Alloc(int64(u.bytes)); err != nil {
-		return fail(err)
-	}
-	if u.dout, err = c.Alloc(int64(u.bytes)); err != nil {
-		return fail(err)
-	}
-	if u.hin, err = c.AllocHost(u.bytes, cuda.HostAllocDefault); err != nil {
-		return fail(err)
-	}
-	if u.hout, err = c.AllocHost(u.bytes, cuda.HostAllocDefault); err != nil {
+	var err error
+	if err = u.open(c, 8*t.n*t.batch); err != nil {
 		return fail(err)
 	}
 	u.in = unsafe.Slice((*complex64)(unsafe.Pointer(unsafe.SliceData(u.hin.Bytes()))), t.n*t.batch)
@@ -304,18 +290,9 @@ func (t *Tx) CloseContext(ctx any) error {
 	if u.plan != nil && u.w != nil {
 		errs = append(errs, u.w.Run(func(*cuda.Thread) error { return u.plan.Destroy() }))
 	}
-	if u.s != nil {
-		errs = append(errs, u.s.Synchronize(), u.s.Destroy())
-	}
-	for _, p := range []cuda.DevicePtr{u.din, u.dout, u.dtw} {
-		if p != 0 {
-			errs = append(errs, c.Free(p))
-		}
-	}
-	for _, h := range []*cuda.HostBuffer{u.hin, u.hout} {
-		if h != nil {
-			errs = append(errs, h.Free())
-		}
+	errs = append(errs, u.userIO.close(c)...)
+	if u.dtw != 0 {
+		errs = append(errs, c.Free(u.dtw))
 	}
 	u.in, u.out = nil, nil
 	return errors.Join(errs...)
@@ -373,32 +350,32 @@ func (t *Tx) Process(u *loadlevel.User, _ any) (any, error) {
 		return nil, errors.New("user context is closed (or could not be made)")
 	}
 	err := c.w.Run(func(th *cuda.Thread) error {
-		if err := th.CopyHtoDAsync(c.din, c.hin, 0, c.bytes, c.s); err != nil {
+		if err := th.CopyHtoDAsync(c.dIn, c.hin, 0, c.bytes, c.s); err != nil {
 			return err
 		}
 		switch {
 		case t.variant == Own && t.fn != nil:
 			cfg := cuda.LaunchConfig{Grid: cuda.D1(t.batch), Block: cuda.D1(t.desc.Threads), Stream: c.s}
-			if err := th.Launch(t.fn, cfg, cuda.Ptr(c.din), cuda.Ptr(c.dout), cuda.Ptr(c.dtw)); err != nil {
+			if err := th.Launch(t.fn, cfg, cuda.Ptr(c.dIn), cuda.Ptr(c.dOut), cuda.Ptr(c.dtw)); err != nil {
 				return err
 			}
 		case t.variant == Own:
 			cfg := cuda.LaunchConfig{Grid: cuda.D1(t.descRev.Blocks), Block: cuda.D1(kernels.FFTLargeThreads), Stream: c.s}
-			if err := th.Launch(t.fnRev, cfg, cuda.Ptr(c.din), cuda.Ptr(c.dout)); err != nil {
+			if err := th.Launch(t.fnRev, cfg, cuda.Ptr(c.dIn), cuda.Ptr(c.dOut)); err != nil {
 				return err
 			}
 			cfg.Grid = cuda.D1(t.descStage.Blocks)
 			for st := 0; 1<<st < t.n; st++ {
-				if err := th.Launch(t.fnStage, cfg, cuda.Ptr(c.dout), cuda.Ptr(c.dtw), cuda.U32(uint32(st))); err != nil {
+				if err := th.Launch(t.fnStage, cfg, cuda.Ptr(c.dOut), cuda.Ptr(c.dtw), cuda.U32(uint32(st))); err != nil {
 					return err
 				}
 			}
 		default:
-			if err := c.plan.ExecC2C(uint64(c.din), uint64(c.dout), cufft.Forward); err != nil {
+			if err := c.plan.ExecC2C(uint64(c.dIn), uint64(c.dOut), cufft.Forward); err != nil {
 				return err
 			}
 		}
-		if err := th.CopyDtoHAsync(c.hout, 0, c.bytes, c.dout, c.s); err != nil {
+		if err := th.CopyDtoHAsync(c.hout, 0, c.bytes, c.dOut, c.s); err != nil {
 			return err
 		}
 		return th.Synchronize(c.s)

@@ -97,7 +97,7 @@ func TestOwnVariantPlumbing(t *testing.T) {
 	}
 	l, ok := fake.LastLaunch()
 	if !ok || l.Kernel() != "gw_fft_c2c_512" || l.Grid[0] != 1 || l.Block[0] != 256 || l.NParams != 3 ||
-		l.Param[0] != uint64(uc.din) || l.Param[1] != uint64(uc.dout) || l.Param[2] != uint64(uc.dtw) {
+		l.Param[0] != uint64(uc.dIn) || l.Param[1] != uint64(uc.dOut) || l.Param[2] != uint64(uc.dtw) {
 		t.Errorf("launch %+v", l)
 	}
 	if _, err := r.NewTx("opencl", 64, 1); err == nil {
