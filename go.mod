@@ -1,4 +1,4 @@
-module gpuwatt
+module github.com/gpuwatt/gpuwatt
 
 go 1.26
 

@@ -6,7 +6,7 @@ import (
 	"context"
 	"os"
 
-	"gpuwatt/internal/cli"
+	"github.com/gpuwatt/gpuwatt/internal/cli"
 )
 
 func main() {

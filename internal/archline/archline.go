@@ -15,13 +15,13 @@ import (
 	"sort"
 	"time"
 
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/loop"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/loop"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // samplesChannel is the driver's sample ring, whose raw figure each point keeps beside

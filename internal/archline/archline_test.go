@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/loop"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/loop"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 )
 
 // runSim runs the sweep on a sim config given as JSON, on a virtual clock.

@@ -5,8 +5,8 @@ import (
 	"math"
 	"sort"
 
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // MemorySplit splits eps_mem with the board's memory power channel: the same model fitted

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"math"
 
-	"gpuwatt/internal/lsq"
+	"github.com/gpuwatt/gpuwatt/internal/lsq"
 )
 
 // ols solves the least-squares problem min |X b - y|² (lsq's QR on scaled columns: the

@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"gpuwatt/internal/lsq"
+	"github.com/gpuwatt/gpuwatt/internal/lsq"
 )
 
 // The bootstrap behind every fitted parameter's 95 % interval.

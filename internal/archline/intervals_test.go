@@ -11,12 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/loop"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/testkit/simtest"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/loop"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // hidden is a sim configuration the fit does not know, drawn from seed.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // precisions returns the report's precisions in order: fp32 before fp64.

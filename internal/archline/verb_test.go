@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/archline"
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/archline"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 )
 
 func TestOptionsValidate(t *testing.T) {

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/cli"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/testkit/simtest"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/cli"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // asCLI makes the test binary stand for gpuwatt itself, so that crosscheck.py can run

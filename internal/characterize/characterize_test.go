@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/loadlevel"
-	"gpuwatt/internal/micro"
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/testkit/simtest"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/loadlevel"
+	"github.com/gpuwatt/gpuwatt/internal/micro"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 func openSim(t *testing.T) Options {

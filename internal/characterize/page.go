@@ -7,11 +7,11 @@ import (
 	"sort"
 	"strings"
 
-	"gpuwatt/internal/archline"
-	"gpuwatt/internal/micro"
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/sensorchar"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/archline"
+	"github.com/gpuwatt/gpuwatt/internal/micro"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/sensorchar"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // Section titles of the page, in order (the tests look for them).

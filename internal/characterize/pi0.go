@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"gpuwatt/internal/archline"
-	"gpuwatt/internal/micro"
+	"github.com/gpuwatt/gpuwatt/internal/archline"
+	"github.com/gpuwatt/gpuwatt/internal/micro"
 )
 
 // cardPi0 is the card's pi0 (archline.Pi0Definition) with its interval, from the archline

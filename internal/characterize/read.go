@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"gpuwatt/internal/archline"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/archline"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // ParseResults reads a results.json written by Run, as `gpuwatt report` and

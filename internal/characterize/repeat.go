@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"gpuwatt/internal/archline"
-	"gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/archline"
+	"github.com/gpuwatt/gpuwatt/internal/report"
 )
 
 // GainPart is the board's gain error between boards of one model (±5 %, Yang et al.):

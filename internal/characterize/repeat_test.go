@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/archline"
-	"gpuwatt/internal/micro"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/archline"
+	"github.com/gpuwatt/gpuwatt/internal/micro"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // card is a results with one archline figure set (fp32 eps_mem and pi0 with intervals).

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // Validate checks the options without running anything; its errors name the flag.

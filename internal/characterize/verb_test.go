@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/characterize"
+	"github.com/gpuwatt/gpuwatt/internal/characterize"
 )
 
 func TestOptionsValidate(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/archline"
+	"github.com/gpuwatt/gpuwatt/internal/archline"
 )
 
 func TestArchlineOnSim(t *testing.T) {

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/atomicfile"
-	"gpuwatt/internal/characterize"
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
+	"github.com/gpuwatt/gpuwatt/internal/characterize"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 const characterizeSynopsis = "[--device ...] [--gpu N] [--quick] [--stages sensor,micro,archline,loadlevel] [--resume] [--repeat N] [--out DIR] [--json]"

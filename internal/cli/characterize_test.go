@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/characterize"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/characterize"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // htmlOutline parses a report strictly (every tag closed, HTML entities) and returns its

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/measure"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/measure"
 )
 
 // Exit codes.

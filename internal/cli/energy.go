@@ -12,14 +12,14 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/atomicfile"
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/trace"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 const energySynopsis = "--trace FILE [--from T1] [--to T2] [--sensor SPEC] [--channel NAME] [--method M] [--gpu N] [--idle W] [--series FILE.csv] [--json]"

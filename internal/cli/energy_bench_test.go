@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // BenchmarkEnergyVerb is `gpuwatt energy --trace FILE` as a user runs it (the default

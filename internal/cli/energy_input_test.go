@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // writeCSV writes a t_s,power_w CSV of rows and returns its path.

@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/atomicfile"
-	"gpuwatt/internal/characterize"
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/measure"
-	"gpuwatt/internal/micro"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
+	"github.com/gpuwatt/gpuwatt/internal/characterize"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/measure"
+	"github.com/gpuwatt/gpuwatt/internal/micro"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // The fault-injection suite of issue 20: a full disk, a GPU lost part-way through a run, a

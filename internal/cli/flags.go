@@ -3,7 +3,7 @@ package cli
 import (
 	"flag"
 
-	"gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/device"
 )
 
 // shared are the flags every verb shares, with the same names and help text everywhere.

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/measure"
-	"gpuwatt/internal/micro"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/measure"
+	"github.com/gpuwatt/gpuwatt/internal/micro"
 )
 
 // TestIdleLevelsPerVerb checks each verb's idle figure against the twin's truth

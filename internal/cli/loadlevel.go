@@ -9,12 +9,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/loadlevel"
-	"gpuwatt/internal/loadlevel/gpufft"
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/loadlevel"
+	"github.com/gpuwatt/gpuwatt/internal/loadlevel/gpufft"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 const loadlevelSynopsis = "[--device ...] [--preset serve|seed] [--workload auto|gemm|fft] [--variant auto|gpu|cufft|cublas|cpu] [--size 64,512] [--batch N] [--contexts 1,2,4] [--levels default|ssj|100,50] [--spec] [--runs N] [--ptd HOST:PORT] [--out DIR] [--json]"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
 )
 
 // loadlevelArgs are short intervals on the virtual clock (testApp's NewClock).

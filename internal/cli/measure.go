@@ -12,13 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/atomicfile"
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/measure"
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/measure"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 const measureSynopsis = "[flags] -- CMD [ARGS...]"

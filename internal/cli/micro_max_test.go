@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"gpuwatt/internal/micro"
+	"github.com/gpuwatt/gpuwatt/internal/micro"
 )
 
 // Every micro row's maximum power is at least its mean: both on the counter's scale (the

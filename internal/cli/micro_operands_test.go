@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/micro"
+	"github.com/gpuwatt/gpuwatt/internal/micro"
 )
 
 // TestMicroOperands: --operands runs each class with patterns under each pattern and prints

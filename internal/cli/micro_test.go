@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/micro"
+	"github.com/gpuwatt/gpuwatt/internal/micro"
 )
 
 func TestMicroOnSim(t *testing.T) {

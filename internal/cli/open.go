@@ -4,10 +4,10 @@ import (
 	"errors"
 	"strings"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // deviceFlags are the flags every verb that touches a GPU shares.

@@ -8,11 +8,11 @@ import (
 	"io"
 	"path/filepath"
 
-	"gpuwatt/internal/atomicfile"
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/profile"
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/profile"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // modeler is implemented by the sim device: the true model of each channel.

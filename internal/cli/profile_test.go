@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/profile"
+	"github.com/gpuwatt/gpuwatt/internal/profile"
 )
 
 func TestProfileOnSim(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // progress is the one renderer of every verb's progress (status.Event) on stderr: a live

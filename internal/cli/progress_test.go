@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // fixedProgress is a renderer whose clock reads 0, then 2 s on.

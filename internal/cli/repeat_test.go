@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/characterize"
+	"github.com/gpuwatt/gpuwatt/internal/characterize"
 )
 
 // TestCharacterizeRepeat: --repeat 2 runs the stages twice into run-1 and run-2, and

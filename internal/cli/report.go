@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"gpuwatt/internal/archline"
-	"gpuwatt/internal/characterize"
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/archline"
+	"github.com/gpuwatt/gpuwatt/internal/characterize"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 const reportSynopsis = "[--out FILE] [--json] [--refit] DIR [DIR2 ...]"

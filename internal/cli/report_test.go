@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/region"
+	"github.com/gpuwatt/gpuwatt/internal/region"
 )
 
 // The end-to-end test of gpuwatt report (one DIR re-rendered, two side by side) is in

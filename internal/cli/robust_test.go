@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/characterize"
+	"github.com/gpuwatt/gpuwatt/internal/characterize"
 )
 
 // The flag cases of issue 20 ("nothing silently wrong"): each was accepted, or did

@@ -8,12 +8,12 @@ import (
 	"io"
 	"path/filepath"
 
-	"gpuwatt/internal/atomicfile"
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/sensorchar"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/sensorchar"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 const sensorSynopsis = "[--device ...] [--gpu N] [--out DIR] [--json] [--quick]"

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 )
 
 func TestSensorWritesFiles(t *testing.T) {

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/characterize"
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/measure"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/characterize"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/measure"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // canceller ends a run's context with a signal's cause at a virtual time: a signal that

@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/archline"
-	"gpuwatt/internal/characterize"
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/loadlevel"
-	"gpuwatt/internal/measure"
-	"gpuwatt/internal/micro"
-	"gpuwatt/internal/profile"
-	"gpuwatt/internal/sensorchar"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/archline"
+	"github.com/gpuwatt/gpuwatt/internal/characterize"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/loadlevel"
+	"github.com/gpuwatt/gpuwatt/internal/measure"
+	"github.com/gpuwatt/gpuwatt/internal/micro"
+	"github.com/gpuwatt/gpuwatt/internal/profile"
+	"github.com/gpuwatt/gpuwatt/internal/sensorchar"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // unitSuffixes are the JSON key suffixes that promise a unit (DESIGN.md, convention 11).

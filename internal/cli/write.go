@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // outFile is one file (or pair) a verb writes into --out.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 )
 
 // shapeParams are a model's parameters that a characterisation fits, with their values

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // The two idle levels, named alike in every verb and output (gpu.Idle).

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // BoardChannels are the whole-board power channels, best first for an energy figure:

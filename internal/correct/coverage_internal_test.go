@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 )
 
 // TestCoverage: W/T for a boxcar, 2 tau/T for a lag (equal noise bandwidth), at most 1; the

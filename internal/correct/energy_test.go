@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/trace"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // steps is a true power: p[i] from t[i] on (p0 before the first).

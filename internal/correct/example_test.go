@@ -5,9 +5,9 @@ import (
 	"math"
 	"time"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // A K20's sensor lags like an RC circuit (tau = 0.84 s): a kernel drawing 150 W for

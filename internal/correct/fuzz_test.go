@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"testing"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 )
 
 func FuzzParseModel(f *testing.F) {

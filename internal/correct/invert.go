@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // An inverter turns a channel's readings into the energy of the true power over intervals.

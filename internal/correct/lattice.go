@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 )
 
 // Lattice is a regular grid of sample instants, t_k = Phase + k·Period, learned from the

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
 )
 
 // h200Stamps are sample times on a 20 ms grid stamped as the H200's driver stamps them

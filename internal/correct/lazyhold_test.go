@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // TestLazyHoldIsHold: a lazyHold gives newHold's energies bit for bit (regions inside,

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 )
 
 // dense reports whether a boxcar's windows overlap enough to be deconvolved: W >= 1.5 T.

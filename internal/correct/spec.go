@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // Spec is what `--sensor` names: a model, "auto" (a guess from the trace's metadata), or a

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/testkit/simtest"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // TestWithModel: Series.WithModel(m) (the same readings, another model: how an interval's

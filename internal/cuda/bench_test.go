@@ -3,8 +3,8 @@ package cuda_test
 import (
 	"testing"
 
-	"gpuwatt/internal/cuda"
-	"gpuwatt/internal/cuda/cudatest"
+	"github.com/gpuwatt/gpuwatt/internal/cuda"
+	"github.com/gpuwatt/gpuwatt/internal/cuda/cudatest"
 )
 
 // benchContext opens device 0 of a fresh fake and returns a context and a function of it.

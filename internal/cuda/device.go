@@ -3,7 +3,7 @@ package cuda
 import (
 	"fmt"
 
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // Device is one GPU as the driver numbers it (a CUdevice). The zero Device is invalid: its

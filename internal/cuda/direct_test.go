@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"gpuwatt/internal/cuda"
+	"github.com/gpuwatt/gpuwatt/internal/cuda"
 )
 
 // Workers on several goroutines at once: each copies in, launches fill_u32 on its own

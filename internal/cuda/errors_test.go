@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/cuda"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/cuda"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 func TestOpenMissingLibrary(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"gpuwatt/internal/cuda"
+	"github.com/gpuwatt/gpuwatt/internal/cuda"
 )
 
 // The whole path from the driver to a kernel's result. Without a driver, Open fails with

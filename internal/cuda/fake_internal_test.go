@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"gpuwatt/internal/cuda/cudatest"
+	"github.com/gpuwatt/gpuwatt/internal/cuda/cudatest"
 )
 
 // TestFakeRefusesCallsOffTheContextThread shows that the fake holds the binding to the

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/cuda"
-	"gpuwatt/internal/cuda/cudatest"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/cuda"
+	"github.com/gpuwatt/gpuwatt/internal/cuda/cudatest"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // testPTX has the kernels the fake knows: fill_u32 writes value into buf[0..n); kinds takes

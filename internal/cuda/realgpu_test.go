@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/cuda"
+	"github.com/gpuwatt/gpuwatt/internal/cuda"
 )
 
 type gpuReport struct {

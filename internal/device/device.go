@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/gpu/nvmlgpu"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/nvml"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/nvmlgpu"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/nvml"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // Help texts of the shared flags, identical in every verb.

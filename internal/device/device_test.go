@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/nvml"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/nvml"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // noDriver points the NVML search at a file that does not exist: no driver, whatever the

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/testkit/simtest"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // TestAutoModelInterval: with no sensor.json, the inversion of a channel through the model

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // bigTrace is a gpuwatt CSV of n power.usage readings 100 ms apart, its update period (a

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/lsq"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/lsq"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // The energy of a region. The driver's energy counter (energy.total) is the reference

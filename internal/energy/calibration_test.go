@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // calTrace is a ring every 20 ms seeing gain g and offset o of a power that alternates

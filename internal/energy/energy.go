@@ -43,10 +43,10 @@ import (
 	"sync"
 	"time"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // Method is how a region's energy was found.

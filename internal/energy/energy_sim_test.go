@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensorchar"
-	"gpuwatt/internal/testkit/simtest"
-	"gpuwatt/internal/trace"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/sensorchar"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 const ms = time.Millisecond

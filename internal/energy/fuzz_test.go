@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // FuzzPipeline runs the energy pipeline end to end on any input: parse (trace.Read),

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/trace"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // Report is what `gpuwatt energy` prints: the region's energy from the estimator (Region)

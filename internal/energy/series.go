@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // The corrected power series (issue 13; seed 003's Fig. 7): the channel's readings with its

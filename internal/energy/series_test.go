@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // TestPowerSeriesHoldsTruth (issue 13): the corrected power series of the h200 twin's

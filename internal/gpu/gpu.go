@@ -5,11 +5,11 @@ package gpu
 import (
 	"time"
 
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/trace"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // Device is one GPU.

@@ -3,7 +3,7 @@ package kernels_test
 import (
 	"fmt"
 
-	"gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
 )
 
 // An FP32 FMA throughput kernel for one small launch: 2 blocks of 64 threads, 3 loop

@@ -22,8 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // User is a Chauffeur User: a passive resource holding an execution context (buffers; on a

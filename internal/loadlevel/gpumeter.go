@@ -6,12 +6,12 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/region"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/region"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // GPUMeter measures a GPU's board power over each recording period with gpuwatt's own

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/testkit/simtest"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // The GPU meter on the sim device (virtual clock): each recording period's corrected mean

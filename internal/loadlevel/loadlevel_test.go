@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/ptd"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/ptd"
 )
 
 func TestFFTAgainstReference(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/ptd"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/ptd"
 )
 
 // Window describes a recording period to a Meter.

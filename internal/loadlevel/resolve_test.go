@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
 )
 
 func TestResolve(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
 )
 
 const maxDelays = 5000

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
 )
 
 func TestSleepUntil(t *testing.T) {

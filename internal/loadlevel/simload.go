@@ -3,7 +3,7 @@ package loadlevel
 import (
 	"time"
 
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // BusyDevice is a device that draws power for work it does not run itself: the sim device

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 )
 
 // The GEMM on the sim H200 against the sim's own truth: with 4 users the device is the

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // DefaultLevels are the SERT CPU levels: 100, 75, 50 and 25 % (active idle follows).

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
 )
 
 // Without a power source, power, tx/J and the score are unavailable, with the reason: the

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // sleeper "runs" a command by sleeping on the clock.

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/trace"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // Page builds report.html: the summary, and every recorded channel over time with the

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
 )
 
 // TestPageHasCorrectedPower (issue 13): report.html draws the corrected power during the

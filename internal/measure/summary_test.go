@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/region"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/region"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // synthetic builds a trace of one GPU drawing 100 W, then 300 W during [1 s, 3 s], then

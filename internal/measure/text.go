@@ -7,9 +7,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // WriteText prints the summary in the spirit of `perf stat`.

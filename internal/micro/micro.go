@@ -12,14 +12,14 @@ import (
 	"sort"
 	"time"
 
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/loop"
-	"gpuwatt/internal/region"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/loop"
+	"github.com/gpuwatt/gpuwatt/internal/region"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // Format is the value of Report.Format.

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/loop"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/loop"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 )
 
 // runSim runs the suite (or the named kernels) on a sim preset on a virtual clock.

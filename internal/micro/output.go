@@ -9,9 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // PM formats a figure with its 95 % half-width from [lo, hi]: "4.213 ±0.031"; the figure

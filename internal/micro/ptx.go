@@ -5,9 +5,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // ManifestFormat is the value of Manifest.Format.

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/loop"
-	"gpuwatt/internal/micro"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/loop"
+	"github.com/gpuwatt/gpuwatt/internal/micro"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 )
 
 func TestOptionsValidate(t *testing.T) {

@@ -3,7 +3,7 @@ package nvml
 import (
 	"fmt"
 
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // Device is the handle of one GPU. The zero Device is invalid: its calls return errors

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	"gpuwatt/internal/nvml"
-	"gpuwatt/internal/nvml/nvmltest"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/nvml"
+	"github.com/gpuwatt/gpuwatt/internal/nvml/nvmltest"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // openFake builds the fake library, opens and initialises it.

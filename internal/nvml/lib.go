@@ -21,7 +21,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"gpuwatt/internal/dl"
+	"github.com/gpuwatt/gpuwatt/internal/dl"
 )
 
 // DefaultPaths are the names Open tries when given none: the driver's versioned soname

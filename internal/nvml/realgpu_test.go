@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/nvml"
+	"github.com/gpuwatt/gpuwatt/internal/nvml"
 )
 
 type report struct {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 )
 
 // analyse bins the cloud (raw profile) and deconvolves it (profile proper).

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
 )
 
 // update is one new value of the channel, stamped with the middle of the interval

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/profile"
-	"gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/profile"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 )
 
 // offModel is the h200 twin's power.samples model with its lag and delay scaled (5-10 %

@@ -6,11 +6,11 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // MaxSyncAge is how long the online variant trusts a clock sync: the paper found the

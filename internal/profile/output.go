@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // CSVHeader is the header of profile.csv: one row per bin of the deconvolved profile

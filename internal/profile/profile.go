@@ -31,12 +31,12 @@ import (
 	"sort"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // Format is the version of profile.json.

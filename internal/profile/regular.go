@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 )
 
 // The regularised deconvolution (issue 13).

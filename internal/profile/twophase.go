@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
 )
 
 // A two-phase kernel (issue 13's known shape): an fp32.fma kernel of one length launched

@@ -5,11 +5,11 @@ import (
 	"math"
 	"testing"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/profile"
-	"gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/profile"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 )
 
 // TestTwoPhaseKnownShape (issue 13): the two-phase kernel (fp32.fma, then dram.read) on the

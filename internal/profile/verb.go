@@ -6,15 +6,15 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/loop"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/loop"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // Options are one `gpuwatt profile`: the kernel, the channel and what is known of its

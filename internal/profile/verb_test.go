@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/profile"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/testkit/simtest"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/profile"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 func TestOptionsValidate(t *testing.T) {

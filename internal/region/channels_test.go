@@ -4,11 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/region"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/testkit/simtest"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/region"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // TestChannelIntervalsHoldTruth: with ChannelIntervals (measure's table), every board power

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // loadH200 loads the trimmed trace of the H200 micro run (testdata/h200-micro/README.md).

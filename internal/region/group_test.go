@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // TestSharedWarningsToldOnce: a run of many kernels where every kernel missed updates of

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strconv"
 
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // The texts of Summarize's two warnings that runs of many kernels repeat, as results.json

@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/energy"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/trace"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // Summary is what a region of a trace says about one GPU: the energy from the best

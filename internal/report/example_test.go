@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/report"
 )
 
 // A power trace: sensor readings drawn as steps, the command's run shaded and marked,

@@ -3,7 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"gpuwatt/internal/atomicfile"
+	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
 	"html/template"
 	"io"
 	"regexp"

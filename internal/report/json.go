@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"gpuwatt/internal/atomicfile"
+	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
 	"io"
 )
 

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // Sampler records many channels of many GPUs at once with timestamps from one monotonic

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // stepSensor publishes a new value at phase + k*period (k >= 0) and repeats it in between.

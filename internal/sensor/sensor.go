@@ -8,7 +8,7 @@ package sensor
 import (
 	"time"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // Reading is one value read from a channel.

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/correct"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/trace"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // Channel is what was learned about one power channel.

@@ -4,8 +4,8 @@ import (
 	"math"
 	"sort"
 
-	"gpuwatt/internal/lsq"
-	"gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/lsq"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 )
 
 // The fit: the load's schedule is known (every kernel's start and end on the trace's

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/status"
-	"gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 )
 
 // TestIntervalsHonest runs the characterisation on the twin (h200, h100, a100, --quick, on

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gpuwatt/internal/report"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // Page is report.html: the channels' table, each channel's step response and square-wave

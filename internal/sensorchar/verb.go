@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"gpuwatt/internal/device"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // Validate checks the options without running anything; its errors name the flag.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // modelJSON is a Model's JSON object: plain fields in SI units, in the documented order.

@@ -25,7 +25,7 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // Model is how one channel turns the true signal into published values. For channels other

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // benchTrace is n samples of 4 channels of one GPU, as a Sampler records them.

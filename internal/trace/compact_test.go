@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // FuzzReadCompact: a compact read (the columns `gpuwatt energy` reads into) holds what Read

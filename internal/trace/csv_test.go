@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"log"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 func ExampleLoad() {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // csvSeeds are the CSV inputs of the tests, plus a gpuwatt CSV of every quantity.

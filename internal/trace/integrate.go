@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // The functions in this file work on the samples of one channel, sorted by T (as

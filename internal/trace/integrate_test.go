@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/trace"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 func series(pts ...float64) []trace.Sample {

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"gpuwatt/internal/atomicfile"
+	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
 	"io"
 	"io/fs"
 	"os"

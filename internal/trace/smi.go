@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // SMITimeLayout is the layout of nvidia-smi's timestamp column (local time; a fractional

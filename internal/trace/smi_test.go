@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // smiWithUnits is what `nvidia-smi --query-gpu=... --format=csv -lms 100` writes for two GPUs.

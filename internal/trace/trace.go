@@ -7,7 +7,7 @@ package trace
 import (
 	"time"
 
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // Format is the value of Meta.Format written by this version.

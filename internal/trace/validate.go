@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // MaxBoardPowerW is the most power the readers accept from one GPU board: above the

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // zeros is endless input (/dev/zero) that counts what was read from it.

@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"gpuwatt/internal/dl"
+	"github.com/gpuwatt/gpuwatt/internal/dl"
 )
 
 // DefaultPaths are the names Open tries when given none: the CUDA 12 and 13 sonames on the

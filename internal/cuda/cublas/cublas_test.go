@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"gpuwatt/internal/cuda/cublas/cublastest"
+	"github.com/gpuwatt/gpuwatt/internal/cuda/cublas/cublastest"
 )
 
 func TestOpenMissing(t *testing.T) {

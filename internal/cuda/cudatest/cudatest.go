@@ -11,7 +11,7 @@ import (
 	_ "embed"
 	"testing"
 
-	"gpuwatt/internal/testkit/fakelib"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/fakelib"
 )
 
 //go:embed testdata/fakecuda.c

@@ -12,7 +12,7 @@ import (
 	"errors"
 	"fmt"
 
-	"gpuwatt/internal/dl"
+	"github.com/gpuwatt/gpuwatt/internal/dl"
 )
 
 // DefaultPaths are the names Open tries when given none: the CUDA 12 soname on the loader

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"gpuwatt/internal/cuda/cufft/cuffttest"
+	"github.com/gpuwatt/gpuwatt/internal/cuda/cufft/cuffttest"
 )
 
 func TestOpenMissing(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"gpuwatt/internal/cuda"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/cuda"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
 )
 
 // The real GPU runs gpuwatt's kernels through the CUDA driver (gpu.Executor). The CUDA

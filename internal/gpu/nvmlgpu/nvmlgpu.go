@@ -8,12 +8,12 @@ import (
 	"sync"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/nvml"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensor/nvmlsensor"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/nvml"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/sensor/nvmlsensor"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // CloseTimeout is how long Close waits for the driver: sensor.DefaultHangTimeout.

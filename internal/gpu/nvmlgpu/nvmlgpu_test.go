@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/gpu/nvmlgpu"
-	"gpuwatt/internal/nvml"
-	"gpuwatt/internal/nvml/nvmltest"
-	"gpuwatt/internal/sensor/nvmlsensor"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/nvmlgpu"
+	"github.com/gpuwatt/gpuwatt/internal/nvml"
+	"github.com/gpuwatt/gpuwatt/internal/nvml/nvmltest"
+	"github.com/gpuwatt/gpuwatt/internal/sensor/nvmlsensor"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 func TestOpenLib(t *testing.T) {

@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/sensor/simsensor"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/trace"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/sensor/simsensor"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // Config describes a sim system. Start from Preset (or LoadConfig, which does) rather than

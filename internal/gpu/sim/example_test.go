@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/gpu/sim"
-	"gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
 )
 
 // A K20 measured as `gpuwatt measure` would: a command runs from 1 s to 3 s on a virtual

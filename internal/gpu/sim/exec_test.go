@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 type ops = map[kernels.OpClass]int64

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensor/simsensor"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/sensor/simsensor"
 )
 
 // h200Recording is what a busy poller records from the h200 preset's channels over 10 s

@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/gpu"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensor/simsensor"
-	"gpuwatt/internal/trace"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/sensor/simsensor"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 func open(t *testing.T, clk clock.Clock, cfg Config) *System {

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"unsafe"
 
-	"gpuwatt/internal/cuda"
-	"gpuwatt/internal/cuda/cublas"
-	"gpuwatt/internal/loadlevel"
+	"github.com/gpuwatt/gpuwatt/internal/cuda"
+	"github.com/gpuwatt/gpuwatt/internal/cuda/cublas"
+	"github.com/gpuwatt/gpuwatt/internal/loadlevel"
 )
 
 // CuBLAS is the GEMM workload's variant: cuBLAS's Sgemm, loaded at run time.

@@ -24,11 +24,11 @@ import (
 	"sync"
 	"unsafe"
 
-	"gpuwatt/internal/cuda"
-	"gpuwatt/internal/cuda/cublas"
-	"gpuwatt/internal/cuda/cufft"
-	"gpuwatt/internal/kernels"
-	"gpuwatt/internal/loadlevel"
+	"github.com/gpuwatt/gpuwatt/internal/cuda"
+	"github.com/gpuwatt/gpuwatt/internal/cuda/cublas"
+	"github.com/gpuwatt/gpuwatt/internal/cuda/cufft"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/loadlevel"
 )
 
 // Variants.

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/cuda/cublas/cublastest"
-	"gpuwatt/internal/cuda/cudatest"
-	"gpuwatt/internal/cuda/cufft"
-	"gpuwatt/internal/cuda/cufft/cuffttest"
-	"gpuwatt/internal/loadlevel"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/cuda/cublas/cublastest"
+	"github.com/gpuwatt/gpuwatt/internal/cuda/cudatest"
+	"github.com/gpuwatt/gpuwatt/internal/cuda/cufft"
+	"github.com/gpuwatt/gpuwatt/internal/cuda/cufft/cuffttest"
+	"github.com/gpuwatt/gpuwatt/internal/loadlevel"
 )
 
 // openFake opens a Runtime on the fake libcuda (and the fake libcufft, whose

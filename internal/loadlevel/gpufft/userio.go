@@ -1,6 +1,6 @@
 package gpufft
 
-import "gpuwatt/internal/cuda"
+import "github.com/gpuwatt/gpuwatt/internal/cuda"
 
 // userIO is what every user of a transaction holds on the GPU side: its stream, an input and
 // an output buffer on the device, and pinned host buffers of the same size (the FFT's and the

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
 )
 
 // TestRecordedH200 checks a trimmed copy of the record of 2026-11-24 on an H200

@@ -13,10 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/nvml"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/nvml"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // Channel names, in the order Sensors returns them. The sim device uses the same names.

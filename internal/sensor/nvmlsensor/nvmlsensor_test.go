@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/nvml"
-	"gpuwatt/internal/nvml/nvmltest"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensor/nvmlsensor"
-	"gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/nvml"
+	"github.com/gpuwatt/gpuwatt/internal/nvml/nvmltest"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/sensor/nvmlsensor"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 type fixture struct {

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"gpuwatt/internal/clock"
-	"gpuwatt/internal/nvml"
-	"gpuwatt/internal/sensor"
-	"gpuwatt/internal/sensor/nvmlsensor"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/nvml"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/sensor/nvmlsensor"
 )
 
 // TestRealGPU reads every channel of GPU 0 once, then the sample buffer twice. It runs only

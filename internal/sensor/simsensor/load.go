@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gpuwatt/internal/sensormodel"
-	"gpuwatt/internal/units"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // Truth is a true signal (usually power) as a function of time on the clock axis.

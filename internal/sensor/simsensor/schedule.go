@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 )
 
 // Salts separating the random streams of one channel.
