@@ -29,7 +29,7 @@ func TestProfileOnSim(t *testing.T) {
 			}
 			goldenText(t, "profile_h100_"+tc.name+".txt", stdout.Bytes(), out)
 			// raw and points are the readings the profile is made of: summarised by it
-			goldenJSON(t, "profile_h100_"+tc.name+".json", filepath.Join(out, "profile.json"), out, "raw", "points")
+			goldenJSON(t, "profile_h100_"+tc.name+".json", filepath.Join(out, "profile.json"), out, "raw", "points", "record")
 			if !strings.Contains(stdout.String(), "effective resolution") || !strings.Contains(stdout.String(), "long back-to-back runs") {
 				t.Errorf("summary:\n%s", stdout)
 			}
@@ -128,5 +128,53 @@ func TestProfileBadInput(t *testing.T) {
 				t.Errorf("want one line, got %q", msg)
 			}
 		})
+	}
+}
+
+// TestProfileFromRecord (issue 13): profile.json records the runs' times (the kernels'
+// CUDA events on the host's clock, each phase's end and start) and every update of the
+// channel, so `profile --from DIR` computes the same profile offline, byte for byte; with
+// another model (--tau) it computes that model's profile from the same readings and says so.
+func TestProfileFromRecord(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	live := filepath.Join(t.TempDir(), "live")
+	if code := a.Main(ctx, []string{"profile", "--device", "sim:h200", "--kernel", "2ms+2ms", "--runs", "300", "--quiet", "--out", live}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	text := stdout.String()
+	var res profile.Result
+	readJSON(t, filepath.Join(live, "profile.json"), &res)
+	if r := res.Record; r == nil || len(r.Runs) != 300 || len(r.Updates) < 300 || r.Runs[0].EndAS <= 0 || r.Runs[0].StartBS < r.Runs[0].EndAS || !r.Buffered {
+		t.Fatalf("record: %+v", res.Record)
+	}
+	again := filepath.Join(t.TempDir(), "again")
+	stdout.Reset()
+	if code := a.Main(ctx, []string{"profile", "--from", live, "--quiet", "--out", again}); code != 0 {
+		t.Fatalf("--from: exit %d: %s", code, stderr)
+	}
+	if stdout.String() != text {
+		t.Errorf("--from's summary differs from the live run's:\n%s\nlive:\n%s", stdout, text)
+	}
+	want, _ := os.ReadFile(filepath.Join(live, "profile.json"))
+	got, _ := os.ReadFile(filepath.Join(again, "profile.json"))
+	if len(want) == 0 || string(got) != string(want) {
+		t.Errorf("--from's profile.json differs from the live run's (%d against %d bytes)", len(got), len(want))
+	}
+	stdout.Reset()
+	if code := a.Main(ctx, []string{"profile", "--from", live, "--tau", "12ms", "--json", "--quiet"}); code != 0 {
+		t.Fatalf("--from --tau: exit %d: %s", code, stderr)
+	}
+	var other profile.Result
+	if err := json.Unmarshal(stdout.Bytes(), &other); err != nil {
+		t.Fatal(err)
+	}
+	if other.TauS != 0.012 || other.EnergyJ == res.EnergyJ || !strings.Contains(other.ChannelWhy, "re-analysed offline") {
+		t.Errorf("--tau 12ms: tau %g s, energy %g J (live %g J), %q", other.TauS, other.EnergyJ, res.EnergyJ, other.ChannelWhy)
+	}
+	for _, bad := range [][]string{{"--from", filepath.Join(t.TempDir(), "nothing")}, {"--from", live, "--sensor-profile", "none"}} {
+		stderr.Reset()
+		if code := a.Main(ctx, append([]string{"profile"}, bad...)); code != 2 || !strings.Contains(stderr.String(), "gpuwatt profile") {
+			t.Errorf("%v: exit %d, %s", bad, code, stderr)
+		}
 	}
 }

@@ -170,7 +170,7 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 	if miss := len(runs) - len(pts); miss > 0 {
 		res.Warnf(CodeMissedRuns, "%d runs saw no update near the predicted time", miss)
 	}
-	analyse(res, pts, tex, opt)
+	analyse(res, pts, meanRun(runs), opt)
 	if ctx.Err() != nil {
 		res.MarkIncomplete(fmt.Sprintf("%s after %d of %d runs", status.Interrupted(ctx), len(runs), opt.Runs))
 	}
@@ -306,7 +306,7 @@ func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.
 	if missed > 0 {
 		res.Warnf(CodeMissedRuns, "%d runs: their sample was not in the ring %s after its instant", missed, 3*T)
 	}
-	analyse(res, pts, tex, opt)
+	analyse(res, pts, meanRun(runs), opt)
 	if ctx.Err() != nil {
 		res.MarkIncomplete(fmt.Sprintf("%s after %d of %d runs", status.Interrupted(ctx), len(runs), opt.Runs))
 	}

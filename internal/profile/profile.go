@@ -187,8 +187,53 @@ type Result struct {
 	Raw        []Bin       `json:"raw"`     // readings binned at their window's middle
 	Points     []Point     `json:"points"`
 	Dropped    int         `json:"dropped"` // updates not tied to any run
+	// Record is what an offline profile was computed from (the runs' times and every
+	// update of the channel), so that it can be computed again offline (Reanalyse,
+	// `gpuwatt profile --from DIR`); nil for the online variant.
+	Record *Record `json:"record,omitempty"`
 	// Status: the warnings, and whether the runs were cut short (interrupted).
 	status.Status
+}
+
+// Record is what an offline profile is computed from: the sensor model it was computed
+// with, the collection's settings, each run's times and every update of the channel as
+// the watcher caught it. Computing the profile again from it (Reanalyse) gives the same
+// profile with the same model, or the profile under another model.
+type Record struct {
+	// Sensor is the channel's model the profile was computed with, with its intervals.
+	Sensor   sensormodel.Model `json:"sensor"`
+	Buffered bool              `json:"buffered"`
+	PollS    float64           `json:"poll_s"`
+	MinEdges int               `json:"min_edges"`
+	Seed     uint64            `json:"seed"`
+	Random   bool              `json:"random,omitempty"`
+	// Runs are the profile's runs in order; Updates every update of the channel caught
+	// while they ran, as stamped (a buffered channel's: the driver's times, before they
+	// are put on their grid).
+	Runs    []RunRecord    `json:"runs"`
+	Updates []UpdateRecord `json:"updates"`
+	// Reconstructed says how the runs were recovered where profile.json held only the
+	// readings (written before the record was kept); empty for a recorded run.
+	Reconstructed string `json:"reconstructed,omitempty"`
+}
+
+// RunRecord is one run of the kernel. StartS and EndS are its start and end on the host's
+// clock, s (on a GPU the kernel's CUDA events mapped to it); PlanS the offset the run was
+// placed at (stratified phases: where the update's window was to end after the start);
+// a two-phase kernel's EndAS and StartBS are the first phase's end and the second's start
+// since the run's start (from their CUDA events).
+type RunRecord struct {
+	StartS  float64 `json:"start_s"`
+	EndS    float64 `json:"end_s"`
+	PlanS   float64 `json:"plan_s"`
+	EndAS   float64 `json:"end_a_s,omitempty"`
+	StartBS float64 `json:"start_b_s,omitempty"`
+}
+
+// UpdateRecord is one update of the channel: its stamp on the host's clock (s) and value.
+type UpdateRecord struct {
+	TS     float64 `json:"t_s"`
+	PowerW float64 `json:"power_w"`
 }
 
 // The codes of profile's warnings.
@@ -300,6 +345,7 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 	plan := stratify(rng, opt.Runs, lo, hi, tex, W)
 	gap := max(T, D+W+time.Millisecond) // from a kernel's end to the next start, at least
 	var runs []run
+	var recRuns []RunRecord
 	prevEnd := e0
 	for i := 0; i < opt.Runs && ctx.Err() == nil; i++ {
 		now := clk.Now()
@@ -326,6 +372,15 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 			return nil, fmt.Errorf("%s: run %d: %w", name, i+1, err)
 		}
 		runs = append(runs, run{rs, re})
+		rr := RunRecord{StartS: rs.Seconds(), EndS: re.Seconds()}
+		if stratified {
+			rr.PlanS = plan[i].Seconds()
+		}
+		if ph, ok := k.(phased); ok {
+			a, b := ph.last()
+			rr.EndAS, rr.StartBS = a.Seconds(), b.Seconds()
+		}
+		recRuns = append(recRuns, rr)
 		prevEnd = re
 		if !buffered {
 			// Watch until every window that could overlap this run has been published.
@@ -348,18 +403,50 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 	if stratified {
 		method = "offline-stratified"
 	}
-	res := newResult(name, s.Channel().Name, method, opt, runs)
 	ups := w.updates()
-	if buffered {
+	rec := &Record{Sensor: opt.Sensor, Buffered: buffered, PollS: opt.Poll.Seconds(), MinEdges: opt.MinEdges, Seed: opt.Seed, Random: opt.Random,
+		Runs: recRuns, Updates: make([]UpdateRecord, len(ups))}
+	for i, u := range ups {
+		rec.Updates[i] = UpdateRecord{TS: u.T.Seconds(), PowerW: u.Value}
+	}
+	res := compute(name, s.Channel().Name, method, opt, runs, ups)
+	res.Record = rec
+	if ctx.Err() != nil {
+		res.MarkIncomplete(fmt.Sprintf("%s after %d of %d runs", status.Interrupted(ctx), len(runs), opt.Runs))
+	}
+	return res, nil
+}
+
+// compute is the offline profile of the runs from the channel's updates (the readings
+// tied to the runs, then analysed): what Run computes once the runs are done, and
+// Reanalyse from a record. The kernel's length is the mean over the runs (the first,
+// timing run of a GPU kernel can be slower: 1.58 ms against 1.17 ms on an H200).
+func compute(name, channel, method string, opt RunOptions, runs []run, ups []update) *Result {
+	res := newResult(name, channel, method, opt, runs)
+	tex := meanRun(runs)
+	T, W := opt.Sensor.Period, opt.Sensor.Window
+	lo, hi := phaseRange(tex, W, T)
+	if opt.buffered {
 		ups = res.snap(ups, T)
 	}
 	pts, dropped := attribute(ups, runs, opt.Sensor, tex, lo, hi+T/2+5*opt.Sensor.Tau)
 	res.Dropped = dropped
 	analyse(res, pts, tex, opt)
-	if ctx.Err() != nil {
-		res.MarkIncomplete(fmt.Sprintf("%s after %d of %d runs", status.Interrupted(ctx), len(runs), opt.Runs))
+	return res
+}
+
+// phased is a kernel of two phases (chain): the first's end and the second's start in
+// its last run, since that run's start.
+type phased interface {
+	last() (endA, startB time.Duration)
+}
+
+func meanRun(runs []run) time.Duration {
+	var tex time.Duration
+	for _, r := range runs {
+		tex += r.end - r.start
 	}
-	return res, nil
+	return tex / time.Duration(len(runs))
 }
 
 // snap puts the stamps of a buffered channel's samples on their grid, and records it.
@@ -444,11 +531,7 @@ func waitUpdate(ctx context.Context, clk clock.Clock, w *watcher, limit time.Dur
 }
 
 func newResult(name, channel, method string, opt RunOptions, runs []run) *Result {
-	var tex time.Duration
-	for _, r := range runs {
-		tex += r.end - r.start
-	}
-	tex /= time.Duration(len(runs))
+	tex := meanRun(runs)
 	res := &Result{
 		Format: Format, Kernel: name, Channel: channel, Method: method, Runs: len(runs),
 		KernelS: tex.Seconds(), PeriodS: opt.Sensor.Period.Seconds(), WindowS: opt.Sensor.Window.Seconds(),

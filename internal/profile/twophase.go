@@ -41,6 +41,8 @@ type chain struct {
 	// sums of the first phase's end and the second's start since the run's start, s
 	endA, startB float64
 	runs         int
+	// the last run's
+	lastA, lastB time.Duration
 }
 
 func (c *chain) Run(n int) (start, end time.Duration, err error) {
@@ -64,9 +66,17 @@ func (c *chain) Run(n int) (start, end time.Duration, err error) {
 		c.endA += (ea - sa).Seconds()
 		c.startB += (sb - sa).Seconds()
 		c.runs++
+		c.lastA, c.lastB = ea-sa, sb-sa
 		c.mu.Unlock()
 	}
 	return start, end, nil
+}
+
+// last implements phased: the first phase's end and the second's start in the last run.
+func (c *chain) last() (endA, startB time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastA, c.lastB
 }
 
 func (c *chain) Close() error { return errors.Join(c.a.Close(), c.b.Close()) }
