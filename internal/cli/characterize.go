@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,14 +19,15 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
-const characterizeSynopsis = "[--device ...] [--gpu N] [--quick] [--stages sensor,micro,archline,loadlevel] [--resume] [--repeat N] [--out DIR] [--json]"
+const characterizeSynopsis = "[--device ...] [--gpu N|all|LIST] [--quick] [--stages sensor,micro,archline,loadlevel] [--resume] [--repeat N] [--out DIR] [--json]"
 
 // characterize is `gpuwatt characterize`: the energy datasheet of a GPU in one command
 // (internal/characterize runs the stages and renders the page).
 func (a *App) characterize(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("characterize", flag.ContinueOnError)
 	var sh shared
-	sh.register(fs, withAll, "gpuwatt-characterize")
+	sh.register(fs, withOut|withJSON|withQuiet, "gpuwatt-characterize")
+	gpuSel := fs.String("gpu", "0", "the GPU to characterize (its index), or all, or indices such as 0,2: each card in turn into DIR/gpu-N, then DIR/report.html and DIR/compare.json comparing them (a difference named only beyond the intervals)")
 	quick := fs.Bool("quick", false, "shorter stages: about 5 minutes of GPU time instead of about 20")
 	stagesFlag := fs.String("stages", "", "run only these stages (comma-separated: "+strings.Join(characterize.Stages, ",")+"); default all")
 	resume := fs.Bool("resume", false, "keep the stages an earlier run into --out finished (its results.json) and run the rest")
@@ -39,6 +41,20 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	}
 	if sh.out == "" {
 		return a.usageError("characterize", fmt.Errorf("--out: want a directory"))
+	}
+	var cards []int // several GPUs in turn; nil: one (sh.gpu)
+	multi := false
+	if n, err := strconv.Atoi(strings.TrimSpace(*gpuSel)); err == nil && n >= 0 {
+		sh.gpu = n
+	} else {
+		idx, err := parseIndices(*gpuSel)
+		if err != nil {
+			return a.usageError("characterize", err)
+		}
+		cards, multi = idx, true
+	}
+	if multi && (*repeat > 1 || *resume) {
+		return a.usageError("characterize", fmt.Errorf("--gpu %s with --repeat or --resume: characterize each card on its own for those", *gpuSel))
 	}
 	if *repeat < 1 || *repeat > 100 {
 		return a.usageError("characterize", fmt.Errorf("--repeat %d: want 1 to 100 runs", *repeat))
@@ -77,7 +93,33 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	defer r.close()
 	t0 := time.Now()
 	if *repeat > 1 {
-		return a.characterizeRepeat(ctx, r, opt, sh, args, *repeat, t0)
+		var items []seriesRun
+		for k := 1; k <= *repeat; k++ {
+			items = append(items, seriesRun{name: fmt.Sprintf("run-%d", k), opt: opt})
+		}
+		return a.characterizeSeries(ctx, r, items, sh, args, t0, "repeat.json", "runs")
+	}
+	if multi {
+		if cards == nil {
+			for _, d := range r.env.System.Devices() {
+				cards = append(cards, d.Info().Index)
+			}
+		}
+		seen := map[int]bool{}
+		var items []seriesRun
+		for _, g := range cards {
+			if seen[g] {
+				return a.usageError("characterize", fmt.Errorf("--gpu %s: GPU %d named twice", *gpuSel, g))
+			}
+			seen[g] = true
+			o := opt
+			o.GPU = g
+			if err := o.Validate(); err != nil {
+				return a.usageError("characterize", err)
+			}
+			items = append(items, seriesRun{name: fmt.Sprintf("gpu-%d", g), opt: o})
+		}
+		return a.characterizeSeries(ctx, r, items, sh, args, t0, "compare.json", "cards")
 	}
 	res, err := opt.Run(ctx, r.env)
 	r.done()
@@ -131,16 +173,26 @@ func writeCharacterize(dir string, res *characterize.Results) error {
 	return writeFiles(dir, &res.Status, files, outFile{"results.json", func(dir string) error { return report.WriteJSON(filepath.Join(dir, "results.json"), res) }})
 }
 
-// characterizeRepeat runs the stages n times into DIR/run-K and writes the
-// reproducibility page (DIR/report.html) and DIR/repeat.json; an interrupted run keeps
-// the runs finished and the one cut short (marked incomplete).
-func (a *App) characterizeRepeat(ctx context.Context, r *run, opt characterize.Options, sh shared, args []string, n int, t0 time.Time) int {
+// seriesRun is one run of a series: its directory's name and its options.
+type seriesRun struct {
+	name string
+	opt  characterize.Options
+}
+
+// characterizeSeries runs the stages once per item (the same card n times for --repeat, or
+// each card in turn for --gpu all) into DIR/<name> and writes the comparison page
+// (DIR/report.html) and the reproducibility table (DIR/<table>); an interrupted series
+// keeps the runs finished and the one cut short (marked incomplete). what names the
+// runs in messages ("runs", "cards").
+func (a *App) characterizeSeries(ctx context.Context, r *run, items []seriesRun, sh shared, args []string, t0 time.Time, table, what string) int {
+	n := len(items)
 	var rs []*characterize.Results
 	var names []string
 	var failed []string
 	for k := 1; k <= n && ctx.Err() == nil; k++ {
-		r.env.Progress.Emit(status.Event{Step: fmt.Sprintf("run %d of %d", k, n), I: k, N: n})
-		res, err := opt.Run(ctx, r.env)
+		it := items[k-1]
+		r.env.Progress.Emit(status.Event{Step: fmt.Sprintf("%s (%d of %d)", it.name, k, n), I: k, N: n})
+		res, err := it.opt.Run(ctx, r.env)
 		if errors.Is(err, status.ErrInput) {
 			r.done()
 			return a.exitFor("characterize", err)
@@ -153,17 +205,17 @@ func (a *App) characterizeRepeat(ctx context.Context, r *run, opt characterize.O
 		res.Command = append([]string{"gpuwatt", "characterize"}, args...)
 		res.Date = time.Now().UTC().Format(time.RFC3339)
 		res.Runs = append(res.Runs, characterize.Invocation{Command: res.Command, Date: res.Date, Version: res.Version})
-		dir := filepath.Join(sh.out, fmt.Sprintf("run-%d", k))
+		dir := filepath.Join(sh.out, it.name)
 		if err := writeCharacterize(dir, res); err != nil {
 			r.done()
 			return a.fail("characterize", fmt.Errorf("--out %s: %v", dir, err))
 		}
 		for _, s := range res.Stages {
 			if s.Status == characterize.StatusFailed {
-				failed = append(failed, fmt.Sprintf("run-%d %s", k, s.Name))
+				failed = append(failed, it.name+" "+s.Name)
 			}
 		}
-		rs, names = append(rs, res), append(names, fmt.Sprintf("run-%d", k))
+		rs, names = append(rs, res), append(names, it.name)
 	}
 	r.done()
 	if len(rs) > 0 {
@@ -175,7 +227,7 @@ func (a *App) characterizeRepeat(ctx context.Context, r *run, opt characterize.O
 		if err := page.WriteFile(filepath.Join(sh.out, "report.html")); err != nil {
 			return a.fail("characterize", fmt.Errorf("--out %s: %v", sh.out, err))
 		}
-		if err := report.WriteJSON(filepath.Join(sh.out, "repeat.json"), rp); err != nil {
+		if err := report.WriteJSON(filepath.Join(sh.out, table), rp); err != nil {
 			return a.fail("characterize", fmt.Errorf("--out %s: %v", sh.out, err))
 		}
 		if sh.json {
@@ -184,16 +236,24 @@ func (a *App) characterizeRepeat(ctx context.Context, r *run, opt characterize.O
 			}
 		}
 		if !sh.quiet {
-			fmt.Fprintf(a.Stderr, "gpuwatt characterize: %d runs; wrote %s and %s (%s)\n", len(rs),
-				filepath.Join(sh.out, "report.html"), filepath.Join(sh.out, "repeat.json"), time.Since(t0).Round(time.Millisecond))
+			fmt.Fprintf(a.Stderr, "gpuwatt characterize: %d %s; wrote %s and %s (%s)\n", len(rs), what,
+				filepath.Join(sh.out, "report.html"), filepath.Join(sh.out, table), time.Since(t0).Round(time.Millisecond))
 			for _, f := range rp.Figures {
+				if what == "cards" {
+					vs := make([]string, len(f.Values))
+					for i, v := range f.Values {
+						vs[i] = fmt.Sprintf("%.4g", v)
+					}
+					fmt.Fprintf(a.Stderr, "  %-44s %-30s %s\n", f.Name, strings.Join(vs, " | "), f.Verdict)
+					continue
+				}
 				fmt.Fprintf(a.Stderr, "  %-44s mean %-10s CV %.2f %%\n", f.Name, fmt.Sprintf("%.4g", f.Mean), f.CVPct)
 			}
 		}
 	}
 	switch {
 	case ctx.Err() != nil:
-		fmt.Fprintf(a.Stderr, "gpuwatt characterize: interrupted after %d of %d runs: what was measured is in %s\n", len(rs), n, sh.out)
+		fmt.Fprintf(a.Stderr, "gpuwatt characterize: interrupted after %d of %d %s: what was measured is in %s\n", len(rs), n, what, sh.out)
 		return interruptedCode(ctx)
 	case len(failed) > 0:
 		fmt.Fprintf(a.Stderr, "gpuwatt characterize: stage(s) failed: %s (see the report)\n", strings.Join(failed, ", "))

@@ -312,8 +312,13 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if o.Poll.Mode == sensor.Fixed {
 		meta.Poll = trace.Poll{Mode: "fixed", Interval: o.Poll.Interval.Seconds()}
 	}
+	perGPU := smp.GPUCPUTime()
 	for _, d := range devs {
-		meta.GPUs = append(meta.GPUs, d.Info())
+		g := d.Info()
+		if c, ok := perGPU[g.Index]; ok && !meta.VirtualClock {
+			g.SamplerCPUSecs = c.Seconds()
+		}
+		meta.GPUs = append(meta.GPUs, g)
 	}
 	if res.End == 0 && res.Start == 0 {
 		res.Start, res.End = end, end

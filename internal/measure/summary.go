@@ -25,15 +25,48 @@ type Summary struct {
 	// Status: whether the recording was cut short, and why; run-wide warnings (each GPU's
 	// are in its summary).
 	status.Status
-	StartS          float64         `json:"start_s"` // the command's run on the trace's t_s axis
-	EndS            float64         `json:"end_s"`
-	DurationS       float64         `json:"duration_s"`
-	BaselineS       float64         `json:"baseline_s"` // idle recording used for the idle power
-	RecordingS      float64         `json:"recording_s"`
-	SamplerCPUShare float64         `json:"sampler_cpu_share"` // CPU seconds per second of recording
-	Poll            trace.Poll      `json:"poll"`
-	GPUs            []GPUSummary    `json:"gpus"`
-	Unavailable     []trace.Missing `json:"unavailable_channels,omitempty"`
+	StartS          float64      `json:"start_s"` // the command's run on the trace's t_s axis
+	EndS            float64      `json:"end_s"`
+	DurationS       float64      `json:"duration_s"`
+	BaselineS       float64      `json:"baseline_s"` // idle recording used for the idle power
+	RecordingS      float64      `json:"recording_s"`
+	SamplerCPUShare float64      `json:"sampler_cpu_share"` // CPU seconds per second of recording
+	Poll            trace.Poll   `json:"poll"`
+	GPUs            []GPUSummary `json:"gpus"`
+	// Total is the energy of all the recorded GPUs together; present with two or more.
+	Total *Total `json:"total,omitempty"`
+	// Sampler is how well the Sampler kept up with each GPU's power channels.
+	Sampler     []GPUSampler    `json:"sampler"`
+	Unavailable []trace.Missing `json:"unavailable_channels,omitempty"`
+}
+
+// Total is the energy of several GPUs together. Each GPU's interval is added linearly,
+// not in quadrature: the boards share the command's start and end (a timing error moves
+// them all the same way) and may share a gain error of their SKU, so the sum of the
+// bounds is the interval that holds whatever the correlation between boards.
+type Total struct {
+	GPUs     int     `json:"gpus"`
+	EnergyJ  float64 `json:"energy_j"`
+	LowJ     float64 `json:"energy_low_j,omitempty"`  // the boards' 95 % intervals added (each on its board's scale)
+	HighJ    float64 `json:"energy_high_j,omitempty"` // absent where a board has none
+	AbsLowJ  float64 `json:"absolute_low_j,omitempty"`
+	AbsHighJ float64 `json:"absolute_high_j,omitempty"` // with each board's gain error
+	// Partial: a board's interval lacks a component (it is a floor), or a board has none.
+	Partial          bool    `json:"partial,omitempty"`
+	EnergyAboveIdleJ float64 `json:"energy_above_idle_j"`
+	MeanPowerW       float64 `json:"mean_power_w"`
+}
+
+// GPUSampler is the Sampler's health on one GPU over the whole recording: new readings of
+// its power channels, updates it estimates were missed (a gap of about two update periods
+// or more counts the updates inside it), and the CPU its polling took.
+type GPUSampler struct {
+	GPU        int     `json:"gpu"`
+	Updates    int     `json:"updates"`
+	Missed     int     `json:"missed_updates_estimate"`
+	SeenShare  float64 `json:"seen_share"`          // updates / (updates + missed)
+	CPUShare   float64 `json:"cpu_share,omitempty"` // CPU seconds per second of recording, of one core
+	CPUUnknown string  `json:"cpu_unavailable,omitempty"`
 }
 
 // GPUSummary is the summary of one GPU during the command (see region.Summary).
@@ -74,8 +107,63 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 	s.BaselineS = (r.Start - b0).Seconds()
 	for _, g := range m.GPUs {
 		s.GPUs = append(s.GPUs, region.Summarize(tr, g, r.Start, r.End, b0, r.Start, region.Options{What: "the command", IdleLevel: correct.IdleAtRest, ChannelIntervals: true, EnergyCache: &energy.Cache{}}))
+		s.Sampler = append(s.Sampler, samplerHealth(m, g))
 	}
+	s.Total = total(s.GPUs, dur.Seconds())
 	return s
+}
+
+// samplerHealth sums the Sampler's statistics of g's power channels.
+func samplerHealth(m trace.Meta, g trace.GPU) GPUSampler {
+	h := GPUSampler{GPU: g.Index}
+	for _, c := range m.Channels {
+		if c.GPU != g.Index || c.Quantity != trace.QPower || c.Setting || c.Stats == nil {
+			continue
+		}
+		h.Updates += c.Stats.Samples
+		h.Missed += c.Stats.Missed
+	}
+	if n := h.Updates + h.Missed; n > 0 {
+		h.SeenShare = float64(h.Updates) / float64(n)
+	}
+	switch {
+	case m.VirtualClock:
+		h.CPUUnknown = "virtual clock: the CPU time measures the simulation"
+	case g.SamplerCPUSecs <= 0 || m.Duration <= 0:
+		h.CPUUnknown = "no per-thread CPU time (not Linux, or a lane was abandoned in a hung call)"
+	default:
+		h.CPUShare = g.SamplerCPUSecs / m.Duration
+	}
+	return h
+}
+
+// total adds the GPUs' energies; nil with fewer than two.
+func total(gs []GPUSummary, durS float64) *Total {
+	if len(gs) < 2 {
+		return nil
+	}
+	t := &Total{GPUs: len(gs)}
+	withIv := true
+	for _, g := range gs {
+		t.EnergyJ += g.EnergyJ
+		t.EnergyAboveIdleJ += g.EnergyAboveIdleJ
+		if g.EnergySource == "" || g.EnergyHighJ <= 0 {
+			withIv = false
+			continue
+		}
+		t.LowJ += g.EnergyLowJ
+		t.HighJ += g.EnergyHighJ
+		t.AbsLowJ += g.Uncertainty.AbsoluteLowJ
+		t.AbsHighJ += g.Uncertainty.AbsoluteHighJ
+		t.Partial = t.Partial || g.Uncertainty.Partial
+	}
+	if !withIv {
+		t.LowJ, t.HighJ, t.AbsLowJ, t.AbsHighJ, t.Partial = 0, 0, 0, 0, true
+	}
+	if durS > 0 {
+		t.MeanPowerW = t.EnergyJ / durS
+	}
+	return t
 }
 
 // ReasonNames renders a clock-event mask as names.

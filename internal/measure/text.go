@@ -103,6 +103,38 @@ func WriteText(w io.Writer, s *Summary) error {
 			}
 		}
 	}
+	if t := s.Total; t != nil {
+		fmt.Fprintf(&b, "\n All %d GPUs\n\n", t.GPUs)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		line := func(v, what string) { fmt.Fprintf(tw, "%s\t  %s\n", v, what) }
+		if t.HighJ > 0 {
+			line(units.Energy(t.EnergyJ).String()+" ("+units.Energy(t.LowJ).String()+" – "+units.Energy(t.HighJ).String()+")",
+				"energy (95 %, the boards' intervals added)\t")
+			line(units.Energy(t.AbsLowJ).String()+" – "+units.Energy(t.AbsHighJ).String(), "with each board's gain error (absolute)\t")
+		} else {
+			line(units.Energy(t.EnergyJ).String(), "energy (no interval: a board has none)\t")
+		}
+		line(units.Energy(t.EnergyAboveIdleJ).String(), "above idle\t")
+		line(units.Power(t.MeanPowerW).String(), "mean power\t")
+		tw.Flush()
+	}
+	if len(s.Sampler) > 1 || (len(s.Sampler) == 1 && s.Sampler[0].CPUUnknown == "") {
+		fmt.Fprintf(&b, "\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "   sampler\tpower updates seen\tmissed (est.)\tCPU, of one core\t\n")
+		for _, h := range s.Sampler {
+			cpu := "unavailable"
+			if h.CPUUnknown == "" {
+				cpu = fmt.Sprintf("%.2f %%", 100*h.CPUShare)
+			}
+			seen := "-"
+			if h.Updates+h.Missed > 0 {
+				seen = fmt.Sprintf("%.2f %% of %d", 100*h.SeenShare, h.Updates+h.Missed)
+			}
+			fmt.Fprintf(tw, "   GPU %d\t%s\t%d\t%s\t\n", h.GPU, seen, h.Missed, cpu)
+		}
+		tw.Flush()
+	}
 	if len(s.Unavailable) > 0 {
 		var u []string
 		for _, m := range s.Unavailable {
@@ -111,7 +143,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		fmt.Fprintf(&b, "\n not recorded (unavailable on this device; reasons in trace.json): %s\n", strings.Join(u, ", "))
 	}
 	if s.SamplerCPUShare > 0 {
-		fmt.Fprintf(&b, " sampler CPU: %.2f %% of one core\n", 100*s.SamplerCPUShare)
+		fmt.Fprintf(&b, " sampler CPU (the whole process while recording): %.2f %% of one core\n", 100*s.SamplerCPUShare)
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())

@@ -5,3 +5,5 @@ package sensor
 import "time"
 
 func processCPU() time.Duration { return 0 }
+
+func threadCPU() (time.Duration, bool) { return 0, false }

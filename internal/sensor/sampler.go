@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -78,6 +79,9 @@ type lane struct {
 	mu        sync.Mutex
 	abandoned bool        // Stop gave up on the lane: what a late call returns is dropped
 	stuck     atomic.Bool // a Poke went unanswered: later Pokes do not wait for the lane
+	// cpu is the CPU time of the lane's thread from its start to its return, plus 1 ns
+	// (0: not known: still running, abandoned, or no per-thread figure on this system).
+	cpu atomic.Int64
 }
 
 type chanState struct {
@@ -457,6 +461,33 @@ func (s *Sampler) CPUTime() time.Duration {
 	return s.cpu
 }
 
+// GPUCPUTime is, for each GPU, the CPU time its lanes' threads spent polling it (their
+// channels' calls and the Sampler's bookkeeping), after Stop on a real clock. A GPU is
+// absent where that is not known: on a virtual clock, on systems without per-thread CPU
+// figures, or where a lane of the GPU was abandoned in a hung call.
+func (s *Sampler) GPUCPUTime() map[int]time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running || len(s.lanes) == 0 {
+		return nil
+	}
+	out := map[int]time.Duration{}
+	unknown := map[int]bool{}
+	for _, l := range s.lanes {
+		g := l.chans[0].ch.GPU
+		c := l.cpu.Load()
+		if c == 0 {
+			unknown[g] = true
+			continue
+		}
+		out[g] += time.Duration(c - 1)
+	}
+	for g := range unknown {
+		delete(out, g)
+	}
+	return out
+}
+
 // Span is the time from Start to Stop.
 func (s *Sampler) Span() (start, end time.Duration) {
 	s.mu.Lock()
@@ -465,12 +496,19 @@ func (s *Sampler) Span() (start, end time.Duration) {
 }
 
 func (s *Sampler) runLane(ctx context.Context, l *lane) {
+	// The lane keeps one OS thread, so that the thread's CPU time is the lane's: the
+	// polling cost of each GPU on its own. The thread ends with the goroutine.
+	runtime.LockOSThread()
 	defer close(l.done)
+	cpu0, cpuOK := threadCPU()
 	chans, poke := l.chans, l.poke
 	defer func() {
 		// A last read of every channel, so the recording reaches the moment of Stop.
 		for _, cs := range chans {
 			s.poll(cs)
+		}
+		if c, ok := threadCPU(); ok && cpuOK {
+			l.cpu.Store(int64(c-cpu0) + 1)
 		}
 	}()
 	busy := s.opt.Mode == Max

@@ -2,6 +2,7 @@ package sensor_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -126,5 +127,51 @@ func BenchmarkSamplerSimH100(b *testing.B) {
 		clk.Advance(10 * time.Second)
 		_, smp := s.Stop()
 		b.ReportMetric(float64(len(smp)), "samples/10s")
+	}
+}
+
+// TestGPUCPUTimePerGPU records three sim GPUs on a real clock: each GPU's lanes report the
+// CPU their threads took, a small positive share of the span (issue 18: the Sampler's CPU
+// per GPU), and the shares add up to no more than the process's own.
+func TestGPUCPUTimePerGPU(t *testing.T) {
+	cfg := simtest.Preset(t, "h100")
+	cfg.GPUs = 3
+	clk := clock.NewReal()
+	sys, err := sim.Open(clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sensors []sensor.Sensor
+	for _, d := range sys.Devices() {
+		sensors = append(sensors, d.(*sim.Device).Sensors()...)
+	}
+	s := sensor.New(clk, sensors, sensor.Options{Mode: sensor.Adaptive})
+	if s.GPUCPUTime() != nil {
+		t.Fatal("GPUCPUTime before Start, want nil")
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	s.Stop()
+	per := s.GPUCPUTime()
+	if runtime.GOOS != "linux" {
+		if len(per) != 0 {
+			t.Fatalf("per-GPU CPU %v without per-thread figures", per)
+		}
+		t.Skip("per-thread CPU time is read on Linux only")
+	}
+	start, end := s.Span()
+	span := end - start
+	var sum time.Duration
+	for g := 0; g < 3; g++ {
+		c, ok := per[g]
+		if !ok || c <= 0 || c > span {
+			t.Errorf("GPU %d: CPU %v (known %v) over a %v recording, want a positive share of it", g, c, ok, span)
+		}
+		sum += c
+	}
+	if p := s.CPUTime(); sum > p+10*time.Millisecond {
+		t.Errorf("the GPUs' lanes took %v, more than the whole process's %v", sum, p)
 	}
 }

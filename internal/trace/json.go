@@ -83,6 +83,9 @@ func checkMeta(m Meta) error {
 		if !in(g.DefaultPowerLimit, 0, MaxBoardPowerW) {
 			return bad(fmt.Sprintf("gpus[%d].default_power_limit_w", i), g.DefaultPowerLimit, fmt.Sprintf("0 to %d W", MaxBoardPowerW))
 		}
+		if !in(g.SamplerCPUSecs, 0, maxS) {
+			return bad(fmt.Sprintf("gpus[%d].sampler_cpu_s", i), g.SamplerCPUSecs, "seconds from 0 to 9e9")
+		}
 	}
 	for i, mk := range m.Marks {
 		if !in(mk.T, -maxS, maxS) {

@@ -108,6 +108,9 @@ type GPU struct {
 	PCIBusID          string  `json:"pci_bus_id,omitempty"`
 	PowerLimitW       float64 `json:"power_limit_w,omitempty"`         // enforced
 	DefaultPowerLimit float64 `json:"default_power_limit_w,omitempty"` // default
+	// SamplerCPUSecs is the CPU time the Sampler's threads spent polling this GPU while
+	// recording (absent: not known, as on a virtual clock).
+	SamplerCPUSecs float64 `json:"sampler_cpu_s,omitempty"`
 }
 
 // Mark is a named instant on the trace's axis (a command's start, a kernel's end...).
