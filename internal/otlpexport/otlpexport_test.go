@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuwatt/gpuwatt/internal/otlpexport"
 	"github.com/gpuwatt/gpuwatt/internal/otlpexport/otlptest"
+	"github.com/gpuwatt/gpuwatt/internal/snapshot"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
@@ -162,4 +163,26 @@ func TestUnreachable(t *testing.T) {
 		t.Errorf("took %v with a 1.5 s timeout", d)
 	}
 	t.Log(err)
+}
+
+// TestFromSnapshot: serve's snapshot maps onto the pushed GPUs: a GPU that is down is
+// left out, the corrected integral is marked corrected, the corrected power is hw.power.
+func TestFromSnapshot(t *testing.T) {
+	got := otlpexport.FromSnapshot([]snapshot.GPU{
+		{Index: 0, UUID: "GPU-a", Model: "NVIDIA H200", Up: true, EnergyJ: 10, EnergySource: snapshot.SourceCounter, CorrectedW: 300, HasCorrected: true},
+		{Index: 1, UUID: "GPU-b", Model: "NVIDIA H200", Up: false, EnergyJ: 5, EnergySource: snapshot.SourceCounter},
+		{Index: 2, UUID: "GPU-c", Model: "NVIDIA K20", Up: true, EnergyJ: 7, EnergySource: snapshot.SourceCorrected},
+	})
+	want := []otlpexport.GPU{
+		{Index: 0, UUID: "GPU-a", Model: "NVIDIA H200", EnergyJ: 10, Source: "counter", PowerW: 300, HasPower: true},
+		{Index: 2, UUID: "GPU-c", Model: "NVIDIA K20", EnergyJ: 7, Source: "corrected", Corrected: true},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("GPU %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
 }
