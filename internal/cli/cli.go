@@ -53,6 +53,9 @@ type App struct {
 	// HangTimeout, if set, replaces sensor.DefaultHangTimeout in measure, micro and archline (the fault tests
 	// shorten the wait for a driver call that hangs).
 	HangTimeout time.Duration
+	// Self is the command line that runs gpuwatt again (job begin's recorder); nil means
+	// this executable (tests re-run their own binary as gpuwatt).
+	Self []string
 }
 
 type verb struct {
@@ -73,6 +76,7 @@ func init() {
 		{"sensor", "characterise every power channel: update period, window, lag, delay; sensor.json and the anomaly tests", (*App).sensor},
 		{"loadlevel", "energy efficiency under transactional load at SPEC Power load levels (FFT transactions)", (*App).loadlevel},
 		{"characterize", "the energy datasheet of a GPU in one command: sensors, micro, archline, load levels; report.html", (*App).characterize},
+		{"job", "a batch job's GPU energy: job begin in a Slurm prolog, job end in its epilog (job.json, the sacctmgr AdminComment line, --otlp)", (*App).job},
 		{"report", "re-render report.html from the results.json of characterize; several DIRs side by side", (*App).report},
 		{"version", "print gpuwatt's version", (*App).version},
 	}

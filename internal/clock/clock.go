@@ -40,6 +40,11 @@ type Real struct{ origin time.Time }
 // NewReal returns a Real clock whose origin is now.
 func NewReal() *Real { return &Real{origin: time.Now()} }
 
+// NewRealAt returns a real clock whose origin is the wall-clock time origin: processes that
+// share one origin (a job's begin, recorder and end) share one time axis. An origin without
+// a monotonic reading (one read back from a file) follows the wall clock.
+func NewRealAt(origin time.Time) *Real { return &Real{origin: origin} }
+
 // Now implements Clock.
 func (r *Real) Now() time.Duration { return time.Since(r.origin) }
 

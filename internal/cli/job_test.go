@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/job"
+	"github.com/gpuwatt/gpuwatt/internal/otlpexport/otlptest"
+)
+
+// recorderEnv makes this test binary act as gpuwatt when job begin starts it as the
+// recorder (App.Self is the test binary; TestMain runs Main for it).
+const recorderEnv = "GPUWATT_TEST_AS_GPUWATT"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(recorderEnv) == "1" {
+		ctx, stop := SignalContext(context.Background())
+		code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// jobSimConfig is two H200 twins that draw 550 W from 0.3 to 0.9 s of the job's axis.
+const jobSimConfig = `{"preset": "h200", "gpus": 2, "load": [{"t_s": 0.3, "duration_s": 0.6, "power_w": 550}]}`
+
+type jobEnv struct {
+	dir, simCfg string
+	cfg         sim.Config
+}
+
+func newJobEnv(t *testing.T) jobEnv {
+	t.Helper()
+	t.Setenv(recorderEnv, "1")
+	t.Setenv("SLURM_JOB_ID", "101")
+	t.Setenv("SLURM_JOB_USER", "alice")
+	t.Setenv("SLURM_JOB_GPUS", "0,1")
+	dir := t.TempDir()
+	simCfg := filepath.Join(dir, "sim.json")
+	if err := os.WriteFile(simCfg, []byte(jobSimConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := sim.LoadConfigFile(simCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobEnv{dir: filepath.Join(dir, "jobs"), simCfg: simCfg, cfg: cfg}
+}
+
+func jobApp() (*App, *bytes.Buffer, *bytes.Buffer) {
+	var stdout, stderr bytes.Buffer
+	off := false
+	return &App{Stdout: &stdout, Stderr: &stderr, Host: "node1", Version: "test", Interactive: &off, Self: []string{os.Args[0]}}, &stdout, &stderr
+}
+
+func (e jobEnv) run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	a, stdout, stderr := jobApp()
+	code := a.Main(context.Background(), args)
+	if len(args) > 1 && args[1] == "begin" && code == ExitOK {
+		// A test that fails before job end must not leave its recorder running.
+		t.Cleanup(func() {
+			if bg, err := job.ReadBegin(filepath.Join(e.dir, "101")); err == nil && bg.RecorderPID > 0 {
+				_ = syscall.Kill(bg.RecorderPID, syscall.SIGKILL)
+			}
+		})
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// checkTruth holds each GPU's figure against the twin's true energy over the job's span (a
+// fresh twin of the same config: the job's processes share its time axis): on the counter's
+// scale inside the 95 % interval, the true energy inside the absolute one.
+func (e jobEnv) checkTruth(t *testing.T, res *job.Result) {
+	t.Helper()
+	sys, err := sim.Open(clock.NewVirtual(time.Time{}), e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to := secs(res.StartS), secs(res.EndS)
+	if len(res.GPUs) != 2 {
+		t.Fatalf("%d GPUs in job.json, want 2", len(res.GPUs))
+	}
+	for _, g := range res.GPUs {
+		dev := sys.Device(g.Index)
+		if g.UUID != dev.Info().UUID {
+			t.Errorf("GPU %d: uuid %s, want %s", g.Index, g.UUID, dev.Info().UUID)
+		}
+		truth := dev.TrueEnergy(from, to).Joules()
+		m, _ := dev.Model("energy.total")
+		board := m.Gain * truth
+		t.Logf("GPU %d: %.2f J [%.2f, %.2f] (%s); truth on the counter's scale %.2f J, true %.2f J [%.2f, %.2f]",
+			g.Index, g.EnergyJ, g.EnergyLowJ, g.EnergyHighJ, g.Source, board, truth, g.AbsoluteLowJ, g.AbsoluteHighJ)
+		if !(g.EnergyLowJ <= board && board <= g.EnergyHighJ) {
+			t.Errorf("GPU %d: truth %.2f J (counter's scale) outside [%.2f, %.2f] J", g.Index, board, g.EnergyLowJ, g.EnergyHighJ)
+		}
+		if !(g.AbsoluteLowJ <= truth && truth <= g.AbsoluteHighJ) {
+			t.Errorf("GPU %d: true %.2f J outside the absolute [%.2f, %.2f] J", g.Index, truth, g.AbsoluteLowJ, g.AbsoluteHighJ)
+		}
+	}
+}
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func readJob(t *testing.T, dir string) *job.Result {
+	t.Helper()
+	var r job.Result
+	readJSON(t, filepath.Join(dir, "101", job.JobFile), &r)
+	return &r
+}
+
+// TestJobSimTruth: job begin and job end on two H200 twins (SLURM_JOB_GPUS=0,1), the
+// recorder a real detached process: each GPU's energy over the job holds the twin's truth
+// in its 95 % interval; job end runs the exact sacctmgr line (a fake sacctmgr on PATH gets
+// the arguments) and pushes the same figures over OTLP (a receiver in the test); a second
+// begin or end is refused (exit 2).
+func TestJobSimTruth(t *testing.T) {
+	e := newJobEnv(t)
+	fake := t.TempDir()
+	argsFile := filepath.Join(fake, "args")
+	script := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > " + argsFile + "\n"
+	if err := os.WriteFile(filepath.Join(fake, "sacctmgr"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", fake+string(os.PathListSeparator)+os.Getenv("PATH"))
+	rcv := otlptest.Start(t)
+
+	code, _, stderr := e.run(t, "job", "begin", "--dir", e.dir, "--device", "sim", "--sim-config", e.simCfg)
+	if code != ExitOK {
+		t.Fatalf("job begin: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "GPUs 0,1 (SLURM_JOB_GPUS=0,1)") {
+		t.Errorf("job begin said %q", stderr)
+	}
+	code, _, stderr = e.run(t, "job", "begin", "--dir", e.dir, "--device", "sim", "--sim-config", e.simCfg)
+	if code != ExitUsage || !strings.Contains(stderr, "already begun") {
+		t.Errorf("a second begin: exit %d, %q; want 2, already begun", code, stderr)
+	}
+	time.Sleep(1200 * time.Millisecond) // the job: the twins' load runs from 0.3 to 0.9 s
+	code, stdout, stderr := e.run(t, "job", "end", "--dir", e.dir, "--sacctmgr", "--otlp", rcv.URL)
+	if code != ExitOK {
+		t.Fatalf("job end: exit %d: %s", code, stderr)
+	}
+	t.Log(stderr)
+	res := readJob(t, e.dir)
+	if res.Incomplete || res.Recorder != "ok" || res.JobID != "101" || res.User != "alice" || res.Host != "node1" {
+		t.Errorf("job.json: incomplete %v (%s), recorder %q, job %q, user %q, host %q", res.Incomplete, res.Reason, res.Recorder, res.JobID, res.User, res.Host)
+	}
+	if res.SpanS < 1.1 || res.SpanS > 5 {
+		t.Errorf("span %.3f s, want the ~1.2 s between begin and end", res.SpanS)
+	}
+	e.checkTruth(t, res)
+
+	// The sacctmgr line: printed, and run with exactly those arguments.
+	wantLine := "sacctmgr -i modify job where jobid=101 set AdminComment='" + res.AdminComment + "'\n"
+	if stdout != wantLine {
+		t.Errorf("stdout %q, want %q", stdout, wantLine)
+	}
+	got, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatalf("the fake sacctmgr was not run: %v", err)
+	}
+	want := strings.Join([]string{"-i", "modify", "job", "where", "jobid=101", "set", "AdminComment=" + res.AdminComment}, "\n") + "\n"
+	if string(got) != want {
+		t.Errorf("sacctmgr got\n%s\nwant\n%s", got, want)
+	}
+	if !strings.HasPrefix(res.AdminComment, `{"gpuwatt":"gpuwatt-job/1","energy_j":`) || strings.ContainsAny(res.AdminComment, "'\n") {
+		t.Errorf("AdminComment %s", res.AdminComment)
+	}
+
+	// OTLP: one request with each GPU's figures as job.json has them.
+	reqs := rcv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d OTLP requests, want 1", len(reqs))
+	}
+	rs := otlptest.Resource(reqs[0])
+	if rs["gpuwatt.job.id"] != "101" || rs["host.name"] != "node1" || rs["service.name"] != "gpuwatt" || rs["gpuwatt.job.user"] != "alice" {
+		t.Errorf("resource %v", rs)
+	}
+	n := 0
+	for _, p := range otlptest.Points(reqs[0]) {
+		for _, g := range res.GPUs {
+			if p.Attrs["gpuwatt.gpu.uuid"] != g.UUID {
+				continue
+			}
+			var want float64
+			switch p.Metric {
+			case "hw.energy":
+				want = g.EnergyJ
+			case "gpuwatt.hw.energy.low":
+				want = g.EnergyLowJ
+			case "gpuwatt.hw.energy.high":
+				want = g.EnergyHighJ
+			case "hw.power":
+				want = g.MeanPowerW
+			}
+			n++
+			if p.Value != want || p.Attrs["gpuwatt.energy.source"] != g.Source || p.Attrs["hw.type"] != "gpu" {
+				t.Errorf("%s of GPU %d: %g (%v), want %g from job.json (source %s)", p.Metric, g.Index, p.Value, p.Attrs, want, g.Source)
+			}
+		}
+	}
+	if n != 8 {
+		t.Errorf("%d points of the job's GPUs, want 4 metrics x 2 GPUs", n)
+	}
+
+	code, _, stderr = e.run(t, "job", "end", "--dir", e.dir)
+	if code != ExitUsage || !strings.Contains(stderr, "already ended") {
+		t.Errorf("a second end: exit %d, %q; want 2, already ended", code, stderr)
+	}
+}
+
+// TestJobRecorderDied: the recorder killed mid-job (SIGKILL): job end says so, marks the
+// job incomplete, and gives each GPU's energy from the counters read by begin and end, whose
+// interval still holds the truth.
+func TestJobRecorderDied(t *testing.T) {
+	e := newJobEnv(t)
+	code, _, stderr := e.run(t, "job", "begin", "--dir", e.dir, "--device", "sim", "--sim-config", e.simCfg)
+	if code != ExitOK {
+		t.Fatalf("job begin: exit %d: %s", code, stderr)
+	}
+	bg, err := job.ReadBegin(filepath.Join(e.dir, "101"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if err := syscall.Kill(bg.RecorderPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	code, _, stderr = e.run(t, "job", "end", "--dir", e.dir)
+	if code != ExitOK {
+		t.Fatalf("job end: exit %d: %s", code, stderr)
+	}
+	res := readJob(t, e.dir)
+	if !res.Incomplete || !strings.Contains(res.Recorder, "not running") || !strings.Contains(stderr, "incomplete") {
+		t.Errorf("incomplete %v, recorder %q; stderr %s", res.Incomplete, res.Recorder, stderr)
+	}
+	for _, g := range res.GPUs {
+		if g.Source != job.CounterOnly {
+			t.Errorf("GPU %d: source %s, want %s", g.Index, g.Source, job.CounterOnly)
+		}
+	}
+	e.checkTruth(t, res)
+}
+
+func TestJobBadInput(t *testing.T) {
+	e := newJobEnv(t)
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string // "" unsets
+		args  []string
+		want  string
+		empty bool
+	}{
+		{"end without begin", nil, []string{"job", "end", "--dir", e.dir}, "no begin.json", false},
+		{"no job id", map[string]string{"SLURM_JOB_ID": ""}, []string{"job", "begin", "--dir", e.dir, "--device", "sim"}, "no job id: SLURM_JOB_ID is not set", false},
+		{"no GPUs", map[string]string{"SLURM_JOB_GPUS": "", "CUDA_VISIBLE_DEVICES": ""}, []string{"job", "begin", "--dir", e.dir, "--device", "sim"}, "no GPUs: neither SLURM_JOB_GPUS nor CUDA_VISIBLE_DEVICES", false},
+		{"no such GPU", map[string]string{"SLURM_JOB_GPUS": "0,5"}, []string{"job", "begin", "--dir", e.dir, "--device", "sim"}, "SLURM_JOB_GPUS=0,5: GPU 5: no such GPU", false},
+		{"bad uuid", nil, []string{"job", "begin", "--dir", e.dir, "--device", "sim", "--gpu", "GPU-nothere"}, `"GPU-nothere" matches 0 GPUs`, false},
+		{"bad job id", nil, []string{"job", "begin", "--job", "../x", "--dir", e.dir, "--device", "sim"}, `job id "../x"`, false},
+		{"bad otlp", nil, []string{"job", "end", "--dir", e.dir, "--otlp", "collector:4318"}, `--otlp "collector:4318"`, false},
+		{"no subcommand", nil, []string{"job"}, "want a subcommand", false},
+		{"unknown subcommand", nil, []string{"job", "start"}, `unknown subcommand "start"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+				if v == "" {
+					os.Unsetenv(k)
+				}
+			}
+			code, stdout, stderr := e.run(t, tc.args...)
+			if code != ExitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and one line with %q", code, stderr, tc.want)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q", stdout)
+			}
+		})
+	}
+	if ents, _ := os.ReadDir(filepath.Join(e.dir, "101")); len(ents) > 0 {
+		t.Errorf("bad input left files in the job's directory: %v", ents)
+	}
+}

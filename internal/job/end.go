@@ -1,0 +1,306 @@
+package job
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+)
+
+// Warning codes of job end.
+const (
+	CodeRecorderDied = "recorder_died"
+	CodeNoCounter    = "no_counter"
+)
+
+// CounterOnly is the source of a GPU's figure when the recorder's trace is missing: the
+// difference of the counter readings of begin and end.
+const CounterOnly = "counter_begin_end"
+
+// AssumedCounterPeriod is the energy counter's update period taken where no trace shows
+// it (the recorder died): 100 ms on the boards measured (FACTS.md: H100, H200).
+const AssumedCounterPeriod = 100 * time.Millisecond
+
+// GPUResult is one GPU's energy over the job.
+type GPUResult struct {
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
+	Name  string `json:"name"`
+	// EnergyJ over the job's span with its 95 % interval on the board's scale; the
+	// absolute interval adds the board's gain error (energy.BoardGainError).
+	EnergyJ       float64 `json:"energy_j"`
+	EnergyLowJ    float64 `json:"energy_low_j"`
+	EnergyHighJ   float64 `json:"energy_high_j"`
+	AbsoluteLowJ  float64 `json:"absolute_low_j"`
+	AbsoluteHighJ float64 `json:"absolute_high_j"`
+	// Source is the estimator's method (counter, calibrated_ring, inversion,
+	// counter_interpolated) or counter_begin_end; EnergySource says it for people, Note why.
+	Source       string             `json:"source"`
+	EnergySource string             `json:"energy_source"`
+	Note         string             `json:"note,omitempty"`
+	Corrected    bool               `json:"corrected"`
+	MeanPowerW   float64            `json:"mean_power_w"`
+	Uncertainty  energy.Uncertainty `json:"uncertainty"`
+	// CounterBeginJ and CounterEndJ are the counter's readings by begin and end (absent
+	// where none).
+	CounterBeginJ *float64         `json:"counter_begin_j,omitempty"`
+	CounterEndJ   *float64         `json:"counter_end_j,omitempty"`
+	Warnings      []status.Warning `json:"warnings"`
+}
+
+// Result is job.json.
+type Result struct {
+	Format    string    `json:"format"`
+	JobID     string    `json:"job_id"`
+	User      string    `json:"user,omitempty"`
+	Host      string    `json:"host"`
+	Version   string    `json:"gpuwatt_version"`
+	Device    string    `json:"device"`
+	Simulated bool      `json:"simulated,omitempty"`
+	Start     time.Time `json:"start"` // begin's wall-clock time (t_s = 0)
+	End       time.Time `json:"end"`
+	// StartS and EndS bound the job's span on the job's axis (begin's and end's counter
+	// readings), SpanS its length.
+	StartS float64 `json:"start_s"`
+	EndS   float64 `json:"end_s"`
+	SpanS  float64 `json:"span_s"`
+	status.Status
+	// Recorder says what became of the recorder: "ok" (its trace was used) or why not.
+	Recorder string      `json:"recorder"`
+	GPUs     []GPUResult `json:"gpus"`
+	// The job's energy over its GPUs; the interval adds the GPUs' half-widths in quadrature
+	// (their errors are independent).
+	EnergyJ     float64 `json:"energy_j"`
+	EnergyLowJ  float64 `json:"energy_low_j"`
+	EnergyHighJ float64 `json:"energy_high_j"`
+	// AdminComment is what `sacctmgr ... set AdminComment=` stores (docs/slurm.md).
+	AdminComment string `json:"admin_comment"`
+}
+
+// Compute turns begin's record, end's counter readings (by GPU index; absent where none)
+// at endT, and the recorder's trace (nil where there is none; recorderWhy says why) into
+// the job's result.
+func Compute(b *Begin, end map[int]*Counter, endT time.Duration, tr *trace.Trace, recorderWhy string) *Result {
+	r := &Result{Format: Format, JobID: b.JobID, User: b.User, Host: b.Host, Version: b.Version, Device: b.Device, Simulated: b.Simulated,
+		Start: b.Start, End: b.Start.Add(endT), Status: status.Status{Warnings: []status.Warning{}}, Recorder: "ok", GPUs: []GPUResult{}}
+	from, to := time.Duration(0), endT
+	for _, g := range b.GPUs {
+		if g.Counter != nil {
+			from = max(from, secs(g.Counter.T)) // the last begin reading: every GPU's counter is read by then
+		}
+	}
+	for _, c := range end {
+		to = min(to, secs(c.T))
+	}
+	r.StartS, r.EndS, r.SpanS = from.Seconds(), to.Seconds(), (to - from).Seconds()
+	if tr == nil {
+		r.Recorder = recorderWhy
+		r.Incomplete = true
+		r.Reason = "no recording of the job (" + recorderWhy + "): the energy is the counters' difference between begin and end"
+		r.Warnings = append(r.Warnings, status.Warnf(CodeRecorderDied, "the recorder's trace is missing (%s): each GPU's energy is its counter's difference between begin and end, its interval from the counter's update period (%s, assumed) at the power limit", recorderWhy, AssumedCounterPeriod))
+	} else {
+		merge(tr, b, end)
+	}
+	cache := &energy.Cache{}
+	var ss float64
+	for _, g := range b.GPUs {
+		gr := GPUResult{Index: g.Index, UUID: g.UUID, Name: g.Name, Warnings: []status.Warning{}}
+		if g.Counter != nil {
+			v := g.Counter.EnergyJ
+			gr.CounterBeginJ = &v
+		}
+		if c := end[g.Index]; c != nil {
+			v := c.EnergyJ
+			gr.CounterEndJ = &v
+		}
+		if tr != nil {
+			est := energy.Region(tr, g.Index, from, to, energy.Options{What: "the job", Cache: cache})
+			gr.EnergyJ, gr.EnergyLowJ, gr.EnergyHighJ = est.EnergyJ, est.LowJ, est.HighJ
+			gr.Source, gr.EnergySource, gr.Note, gr.Uncertainty = string(est.Method), est.Source, est.Note, est.Uncertainty
+			gr.Warnings = append(gr.Warnings, est.Warnings...)
+			gr.Corrected = est.Method == energy.CalibratedRing || est.Method == energy.Inversion
+		} else {
+			counterOnly(&gr, g, to-from)
+		}
+		gr.AbsoluteLowJ, gr.AbsoluteHighJ = gr.Uncertainty.AbsoluteLowJ, gr.Uncertainty.AbsoluteHighJ
+		if gr.Source == string(energy.NoFigure) || gr.Source == "" {
+			r.Incomplete = true
+			r.Reason = joinReason(r.Reason, fmt.Sprintf("GPU %d has no energy figure", g.Index))
+		}
+		if r.SpanS > 0 {
+			gr.MeanPowerW = gr.EnergyJ / r.SpanS
+		}
+		r.EnergyJ += gr.EnergyJ
+		ss += math.Pow((gr.EnergyHighJ-gr.EnergyLowJ)/2, 2)
+		r.GPUs = append(r.GPUs, gr)
+	}
+	hw := math.Sqrt(ss)
+	r.EnergyLowJ, r.EnergyHighJ = r.EnergyJ-hw, r.EnergyJ+hw
+	r.AdminComment = AdminComment(r)
+	return r
+}
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func secs(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+// merge adds begin's and end's counter readings to the trace's counter series: the same
+// counter on the same axis, read just before the recorder started and just after it
+// stopped polling, so the job's edges have a reading each.
+func merge(tr *trace.Trace, b *Begin, end map[int]*Counter) {
+	n := len(tr.Samples)
+	for _, g := range b.GPUs {
+		if _, ok := tr.Channel(g.Index, trace.ChEnergyTotal); !ok {
+			continue
+		}
+		for _, c := range []*Counter{g.Counter, end[g.Index]} {
+			if c != nil {
+				tr.Samples = append(tr.Samples, trace.Sample{T: secs(c.T), GPU: g.Index, Channel: trace.ChEnergyTotal, Value: c.EnergyJ})
+			}
+		}
+	}
+	if len(tr.Samples) > n {
+		slices.SortStableFunc(tr.Samples, func(a, b trace.Sample) int {
+			switch {
+			case a.T < b.T:
+				return -1
+			case a.T > b.T:
+				return 1
+			}
+			return 0
+		})
+	}
+}
+
+// counterOnly is a GPU's figure from begin's and end's counter readings alone. Each reading
+// may be late by up to the counter's update period (assumed), in which the board drew at
+// most its power limit: the difference is within ± limit × period, plus a quantum at each end.
+func counterOnly(gr *GPUResult, g BeginGPU, span time.Duration) {
+	gr.Source, gr.EnergySource = CounterOnly, trace.ChEnergyTotal+" (begin and end readings only)"
+	gr.Uncertainty = energy.Uncertainty{Components: []energy.Component{}, GainErrorFraction: energy.BoardGainError}
+	if g.Counter == nil || gr.CounterEndJ == nil {
+		gr.Source, gr.EnergySource = string(energy.NoFigure), ""
+		why := "begin has no reading of its energy counter"
+		if g.Counter != nil {
+			why = "end could not read its energy counter"
+		}
+		gr.Warnings = append(gr.Warnings, status.Warnf(CodeNoCounter, "GPU %d: %s and the recorder's trace is missing: no energy figure", g.Index, why))
+		return
+	}
+	e := *gr.CounterEndJ - g.Counter.EnergyJ
+	gr.EnergyJ = e
+	gr.Note = fmt.Sprintf("%s at begin and at end, %s apart", trace.ChEnergyTotal, energy.FmtDur(span.Seconds()))
+	u := &gr.Uncertainty
+	u.Components = append(u.Components, energy.Component{Name: "readings", HalfWidthJ: 2 * energy.CounterQuantumJ, Known: true,
+		Note: "the counter counts in mJ (NVML's unit): a quantum at each end"})
+	lim := g.PowerLimitW
+	edge := energy.Component{Name: "edges", Known: lim > 0,
+		Note: fmt.Sprintf("each reading may be up to the counter's update period (%s, assumed) late, the board drawing at most its power limit (%.0f W) meanwhile", AssumedCounterPeriod, lim)}
+	if lim > 0 {
+		edge.HalfWidthJ = lim * AssumedCounterPeriod.Seconds()
+	} else {
+		u.Partial = true
+	}
+	u.Components = append(u.Components, edge)
+	var ss float64
+	for _, c := range u.Components {
+		if c.Known {
+			ss += c.HalfWidthJ * c.HalfWidthJ
+		}
+	}
+	u.HalfWidthJ = math.Sqrt(ss)
+	gr.EnergyLowJ, gr.EnergyHighJ = e-u.HalfWidthJ, e+u.HalfWidthJ
+	u.GainHalfWidthJ = energy.BoardGainError * math.Abs(e)
+	abs := math.Hypot(u.HalfWidthJ, u.GainHalfWidthJ)
+	u.AbsoluteLowJ, u.AbsoluteHighJ = e-abs, e+abs
+	u.GainNote = "NVML's documented ±5 % of the board's power sensor"
+}
+
+// adminComment is the compact JSON stored in Slurm's AdminComment.
+type adminComment struct {
+	Gpuwatt    string     `json:"gpuwatt"`
+	EnergyJ    float64    `json:"energy_j"`
+	LowJ       float64    `json:"low_j"`
+	HighJ      float64    `json:"high_j"`
+	SpanS      float64    `json:"span_s"`
+	Incomplete bool       `json:"incomplete,omitempty"`
+	GPUs       []adminGPU `json:"gpus"`
+}
+
+type adminGPU struct {
+	UUID    string  `json:"uuid"`
+	EnergyJ float64 `json:"energy_j"`
+	LowJ    float64 `json:"low_j"`
+	HighJ   float64 `json:"high_j"`
+	Source  string  `json:"source"`
+}
+
+// AdminComment is the one-line JSON that job end stores in the job's AdminComment: the
+// job's energy and 95 % interval (J, to 0.1 J), its span, whether incomplete, and per GPU
+// its UUID, energy, interval and source. It holds no free text, so it never needs quoting
+// beyond the shell's single quotes.
+func AdminComment(r *Result) string {
+	a := adminComment{Gpuwatt: Format, EnergyJ: r1(r.EnergyJ), LowJ: r1(r.EnergyLowJ), HighJ: r1(r.EnergyHighJ), SpanS: r1(r.SpanS), Incomplete: r.Incomplete, GPUs: []adminGPU{}}
+	for _, g := range r.GPUs {
+		a.GPUs = append(a.GPUs, adminGPU{UUID: g.UUID, EnergyJ: r1(g.EnergyJ), LowJ: r1(g.EnergyLowJ), HighJ: r1(g.EnergyHighJ), Source: g.Source})
+	}
+	b, _ := json.Marshal(a)
+	return string(b)
+}
+
+func r1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// SacctmgrArgs are the arguments of the sacctmgr call that stores the AdminComment.
+func SacctmgrArgs(r *Result) []string {
+	return []string{"-i", "modify", "job", "where", "jobid=" + r.JobID, "set", "AdminComment=" + r.AdminComment}
+}
+
+// SacctmgrLine is that call as a shell line: the comment in single quotes.
+func SacctmgrLine(r *Result) string {
+	return "sacctmgr -i modify job where jobid=" + shellQuote(r.JobID) + " set AdminComment=" + shellQuote(r.AdminComment)
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_=./:,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// WriteText prints the result for people: one line per GPU and the job's total.
+func WriteText(w io.Writer, r *Result) {
+	fmt.Fprintf(w, "gpuwatt job end: job %s on %s, %s (%s to %s)\n", r.JobID, r.Host, energy.FmtDur(r.SpanS), r.Start.UTC().Format(time.RFC3339), r.End.UTC().Format(time.RFC3339))
+	for _, g := range r.GPUs {
+		if g.Source == string(energy.NoFigure) {
+			fmt.Fprintf(w, "  GPU %d %s: no energy figure\n", g.Index, g.UUID)
+			continue
+		}
+		fmt.Fprintf(w, "  GPU %d %s: %s (95 %%: %.1f to %.1f J), %.1f W mean, from %s\n", g.Index, g.UUID, energy.FmtPM(g.EnergyJ, (g.EnergyHighJ-g.EnergyLowJ)/2), g.EnergyLowJ, g.EnergyHighJ, g.MeanPowerW, g.EnergySource)
+	}
+	fmt.Fprintf(w, "  job: %.1f J (95 %%: %.1f to %.1f J)\n", r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ)
+	if r.Incomplete {
+		fmt.Fprintf(w, "  incomplete: %s\n", r.Reason)
+	}
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", wn.Message)
+	}
+	for _, g := range r.GPUs {
+		for _, wn := range g.Warnings {
+			fmt.Fprintf(w, "  warning (GPU %d): %s\n", g.Index, wn.Message)
+		}
+	}
+}

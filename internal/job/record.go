@@ -1,0 +1,88 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/measure"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+)
+
+// Recorder are the options of the background recorder (`gpuwatt job record`, started by
+// begin).
+type Recorder struct {
+	Dir     string // the job's directory
+	GPUs    []gpu.Device
+	Poll    sensor.Options
+	Version string
+	Host    string
+	Command []string
+}
+
+// Run records the GPUs' RecordChannels until ctx is done (end's SIGTERM), then saves the
+// trace into Dir (trace.csv, trace.json) and writes DoneFile. It writes ReadyFile once every
+// channel has been read.
+func (o Recorder) Run(ctx context.Context, env device.Env) error {
+	var sensors []sensor.Sensor
+	for _, d := range o.GPUs {
+		for _, s := range d.Sensors() {
+			if measure.MatchChannel(s.Channel().Name, RecordChannels) {
+				sensors = append(sensors, s)
+			}
+		}
+	}
+	if len(sensors) == 0 {
+		return errors.New("the job's GPUs have none of the channels the recorder reads")
+	}
+	clk := env.Clock
+	smp := sensor.New(clk, sensors, o.Poll)
+	if err := smp.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("sampler: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(o.Dir, ReadyFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		smp.Stop()
+		return err
+	}
+	<-ctx.Done()
+	// Every channel keeps being read until it has published an update after the job's end
+	// (end read its counters before it signalled): 1.5 update periods of the slowest, at
+	// most 1 s, as measure's tail.
+	var guard time.Duration
+	for _, ch := range smp.Channels() {
+		guard = max(guard, smp.UpdatePeriod(ch.GPU, ch.Name)*3/2)
+	}
+	_ = clk.Sleep(context.Background(), min(guard, time.Second))
+	smp.Poke()
+	chans, samples := smp.Stop()
+	incomplete := ""
+	if hung := smp.Hung(); len(hung) > 0 {
+		incomplete = "a driver call hangs: " + strings.Join(hung, "; ")
+	}
+	_, stop := smp.Span()
+	meta := trace.Meta{
+		Format: trace.Format, Version: o.Version, Host: o.Host, Device: env.System.Name(), Simulated: env.System.Simulated(),
+		DriverVersion: env.System.DriverVersion(), NVMLVersion: env.System.NVMLVersion(), Command: o.Command,
+		Start: clk.Epoch(), Duration: stop.Seconds(), Poll: trace.Poll{Mode: o.Poll.String()}, Channels: chans,
+		Unavailable: smp.Unavailable(), Incomplete: incomplete != "", IncompleteWhy: incomplete, VirtualClock: clock.IsVirtual(clk),
+	}
+	if !meta.VirtualClock {
+		meta.SamplerCPUSecs = smp.CPUTime().Seconds()
+	}
+	for _, d := range o.GPUs {
+		meta.GPUs = append(meta.GPUs, d.Info())
+	}
+	if err := trace.Save(o.Dir, &trace.Trace{Meta: meta, Samples: samples}); err != nil {
+		return fmt.Errorf("saving the trace: %w", err)
+	}
+	return os.WriteFile(filepath.Join(o.Dir, DoneFile), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o644)
+}
