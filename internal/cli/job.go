@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -120,6 +121,7 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 	var jf jobFlags
 	jf.register(fs)
 	gpus := fs.String("gpu", "", "the job's GPUs: indices (0,1) or UUIDs (GPU-…) (default: $SLURM_JOB_GPUS, else $CUDA_VISIBLE_DEVICES)")
+	chans := fs.String("channels", strings.Join(job.RecordChannels, ","), "the channels the recorder records (names and globs; energy.total alone for jobs of days: docs/slurm.md)")
 	wait := fs.Duration("wait", 5*time.Second, "how long to wait for the recorder's first reading of every channel before returning anyway")
 	if code, ok := a.parseFlags(fs, args, "[--job ID] [--dir DIR] [--gpu LIST] [--device auto|nvml|sim[:PRESET]]"); !ok {
 		return code
@@ -137,6 +139,11 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 	spec, from, err := job.GPUSpec(*gpus, nil)
 	if err != nil {
 		return a.exitFor("job begin", err)
+	}
+	for _, p := range strings.Split(*chans, ",") {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			return a.usageError("job begin", fmt.Errorf("--channels %q: not a channel name or pattern", *chans))
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, job.BeginFile)); err == nil {
 		return a.usageError("job begin", fmt.Errorf("job %s has already begun (%s exists): end it first, or use another --dir", id, filepath.Join(dir, job.BeginFile)))
@@ -181,7 +188,7 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 	code := ExitOK
 	if err == nil {
 		argv := append(append([]string{}, self...), "job", "record", "--dir", dir, "--origin", bg.Start.Format(time.RFC3339Nano),
-			"--gpu", strings.Join(idx, ","), "--device", sh.dev.device)
+			"--gpu", strings.Join(idx, ","), "--device", sh.dev.device, "--channels", *chans)
 		if simConfig != "" {
 			argv = append(argv, "--sim-config", simConfig)
 		}
@@ -217,6 +224,7 @@ func (a *App) jobRecord(ctx context.Context, args []string) int {
 	dir := fs.String("dir", "", "the job's directory")
 	origin := fs.String("origin", "", "the job's time origin (RFC 3339)")
 	gpus := fs.String("gpu", "", "GPU indices")
+	chans := fs.String("channels", strings.Join(job.RecordChannels, ","), "channels to record")
 	if code, ok := a.parseFlags(fs, args, "--dir DIR --origin TIME --gpu LIST (started by gpuwatt job begin)"); !ok {
 		return code
 	}
@@ -234,7 +242,7 @@ func (a *App) jobRecord(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.exitFor("job record", err)
 	}
-	rec := job.Recorder{Dir: *dir, GPUs: devs, Poll: sensor.Options{HangTimeout: a.HangTimeout}, Version: a.versionString(), Host: a.host(),
+	rec := job.Recorder{Dir: *dir, GPUs: devs, Channels: strings.Split(*chans, ","), Poll: sensor.Options{HangTimeout: a.HangTimeout}, Version: a.versionString(), Host: a.host(),
 		Command: append([]string{"gpuwatt", "job", "record"}, args...)}
 	if err := rec.Run(ctx, device.Env{System: sys, Clock: clk}); err != nil {
 		return a.fail("job record", err)

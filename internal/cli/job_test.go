@@ -268,6 +268,7 @@ func TestJobBadInput(t *testing.T) {
 		{"no such GPU", map[string]string{"SLURM_JOB_GPUS": "0,5"}, []string{"job", "begin", "--dir", e.dir, "--device", "sim"}, "SLURM_JOB_GPUS=0,5: GPU 5: no such GPU", false},
 		{"bad uuid", nil, []string{"job", "begin", "--dir", e.dir, "--device", "sim", "--gpu", "GPU-nothere"}, `"GPU-nothere" matches 0 GPUs`, false},
 		{"bad job id", nil, []string{"job", "begin", "--job", "../x", "--dir", e.dir, "--device", "sim"}, `job id "../x"`, false},
+		{"bad channels", nil, []string{"job", "begin", "--dir", e.dir, "--device", "sim", "--channels", "power.["}, `--channels "power.["`, false},
 		{"bad otlp", nil, []string{"job", "end", "--dir", e.dir, "--otlp", "collector:4318"}, `--otlp "collector:4318"`, false},
 		{"no subcommand", nil, []string{"job"}, "want a subcommand", false},
 		{"unknown subcommand", nil, []string{"job", "start"}, `unknown subcommand "start"`, false},
@@ -291,4 +292,27 @@ func TestJobBadInput(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Join(e.dir, "101")); len(ents) > 0 {
 		t.Errorf("bad input left files in the job's directory: %v", ents)
 	}
+}
+
+// TestJobCounterChannel: with --channels energy.total (jobs of days) the recorder keeps only
+// the counter, and the figure still holds the truth: the counter's own where it has the
+// readings, else interpolated across begin's and end's readings with its interval.
+func TestJobCounterChannel(t *testing.T) {
+	e := newJobEnv(t)
+	code, _, stderr := e.run(t, "job", "begin", "--dir", e.dir, "--device", "sim", "--sim-config", e.simCfg, "--channels", "energy.total")
+	if code != ExitOK {
+		t.Fatalf("job begin: exit %d: %s", code, stderr)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	code, _, stderr = e.run(t, "job", "end", "--dir", e.dir)
+	if code != ExitOK {
+		t.Fatalf("job end: exit %d: %s", code, stderr)
+	}
+	res := readJob(t, e.dir)
+	for _, g := range res.GPUs {
+		if !strings.HasPrefix(g.Source, "counter") {
+			t.Errorf("GPU %d: source %s, want the counter's", g.Index, g.Source)
+		}
+	}
+	e.checkTruth(t, res)
 }

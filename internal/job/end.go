@@ -126,6 +126,15 @@ func Compute(b *Begin, end map[int]*Counter, endT time.Duration, tr *trace.Trace
 			gr.Source, gr.EnergySource, gr.Note, gr.Uncertainty = string(est.Method), est.Source, est.Note, est.Uncertainty
 			gr.Warnings = append(gr.Warnings, est.Warnings...)
 			gr.Corrected = est.Method == energy.CalibratedRing || est.Method == energy.Inversion
+			if est.Method == energy.CounterInterpolated && est.Uncertainty.Partial {
+				// The estimator cannot tell the power across the edges; here the edges are
+				// begin's and end's own readings, each late by at most an update period.
+				period := AssumedCounterPeriod
+				if ch, ok := tr.Channel(g.Index, trace.ChEnergyTotal); ok && ch.Stats != nil && ch.Stats.UpdatePeriod > 0 {
+					period = secs(ch.Stats.UpdatePeriod)
+				}
+				boundEdges(&gr, g.PowerLimitW, period, false)
+			}
 		} else {
 			counterOnly(&gr, g, to-from)
 		}
@@ -202,30 +211,51 @@ func counterOnly(gr *GPUResult, g BeginGPU, span time.Duration) {
 	e := *gr.CounterEndJ - g.Counter.EnergyJ
 	gr.EnergyJ = e
 	gr.Note = fmt.Sprintf("%s at begin and at end, %s apart", trace.ChEnergyTotal, energy.FmtDur(span.Seconds()))
-	u := &gr.Uncertainty
-	u.Components = append(u.Components, energy.Component{Name: "readings", HalfWidthJ: 2 * energy.CounterQuantumJ, Known: true,
+	gr.Uncertainty.Components = append(gr.Uncertainty.Components, energy.Component{Name: "readings", HalfWidthJ: 2 * energy.CounterQuantumJ, Known: true,
 		Note: "the counter counts in mJ (NVML's unit): a quantum at each end"})
-	lim := g.PowerLimitW
-	edge := energy.Component{Name: "edges", Known: lim > 0,
-		Note: fmt.Sprintf("each reading may be up to the counter's update period (%s, assumed) late, the board drawing at most its power limit (%.0f W) meanwhile", AssumedCounterPeriod, lim)}
-	if lim > 0 {
-		edge.HalfWidthJ = lim * AssumedCounterPeriod.Seconds()
-	} else {
-		u.Partial = true
+	boundEdges(gr, g.PowerLimitW, AssumedCounterPeriod, true)
+}
+
+// boundEdges sets the edges component of a figure from begin's and end's counter readings:
+// each may be up to the counter's update period late, the board drawing at most its power
+// limit meanwhile, so the difference is within ± limit × period; then the interval.
+func boundEdges(gr *GPUResult, lim float64, period time.Duration, assumed bool) {
+	u := &gr.Uncertainty
+	what := "the counter's update period"
+	if assumed {
+		what += ", assumed"
 	}
-	u.Components = append(u.Components, edge)
+	edge := energy.Component{Name: "edges", Known: lim > 0,
+		Note: fmt.Sprintf("each of begin's and end's counter readings may be up to %s (%s) late, the board drawing at most its power limit (%.0f W) meanwhile", energy.FmtDur(period.Seconds()), what, lim)}
+	if lim > 0 {
+		edge.HalfWidthJ = lim * period.Seconds()
+	}
+	comps := []energy.Component{}
+	for _, c := range u.Components {
+		if c.Name != "edges" {
+			comps = append(comps, c)
+		}
+	}
+	u.Components = append(comps, edge)
 	var ss float64
+	u.Partial = false
 	for _, c := range u.Components {
 		if c.Known {
 			ss += c.HalfWidthJ * c.HalfWidthJ
+		} else {
+			u.Partial = true
 		}
 	}
+	e := gr.EnergyJ
 	u.HalfWidthJ = math.Sqrt(ss)
 	gr.EnergyLowJ, gr.EnergyHighJ = e-u.HalfWidthJ, e+u.HalfWidthJ
+	u.GainErrorFraction = energy.BoardGainError
 	u.GainHalfWidthJ = energy.BoardGainError * math.Abs(e)
 	abs := math.Hypot(u.HalfWidthJ, u.GainHalfWidthJ)
 	u.AbsoluteLowJ, u.AbsoluteHighJ = e-abs, e+abs
-	u.GainNote = "NVML's documented ±5 % of the board's power sensor"
+	if u.GainNote == "" {
+		u.GainNote = "NVML's documented ±5 % of the board's power sensor"
+	}
 }
 
 // adminComment is the compact JSON stored in Slurm's AdminComment.

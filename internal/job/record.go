@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,28 +20,34 @@ import (
 // Recorder are the options of the background recorder (`gpuwatt job record`, started by
 // begin).
 type Recorder struct {
-	Dir     string // the job's directory
-	GPUs    []gpu.Device
-	Poll    sensor.Options
-	Version string
-	Host    string
-	Command []string
+	Dir  string // the job's directory
+	GPUs []gpu.Device
+	// Channels are the names or globs of the channels to record (default RecordChannels).
+	Channels []string
+	Poll     sensor.Options
+	Version  string
+	Host     string
+	Command  []string
 }
 
 // Run records the GPUs' RecordChannels until ctx is done (end's SIGTERM), then saves the
 // trace into Dir (trace.csv, trace.json) and writes DoneFile. It writes ReadyFile once every
 // channel has been read.
 func (o Recorder) Run(ctx context.Context, env device.Env) error {
+	pats := o.Channels
+	if len(pats) == 0 {
+		pats = RecordChannels
+	}
 	var sensors []sensor.Sensor
 	for _, d := range o.GPUs {
 		for _, s := range d.Sensors() {
-			if measure.MatchChannel(s.Channel().Name, RecordChannels) {
+			if measure.MatchChannel(s.Channel().Name, pats) {
 				sensors = append(sensors, s)
 			}
 		}
 	}
 	if len(sensors) == 0 {
-		return errors.New("the job's GPUs have none of the channels the recorder reads")
+		return fmt.Errorf("the job's GPUs have none of the channels %s", strings.Join(pats, ","))
 	}
 	clk := env.Clock
 	smp := sensor.New(clk, sensors, o.Poll)
