@@ -15,6 +15,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/measure"
 	"github.com/gpuwatt/gpuwatt/internal/report"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
@@ -32,6 +33,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	poll := fs.String("poll", "adaptive", "adaptive (learn each channel's update period, poll at a period/8), lock (adaptive, phase-locked where updates keep time), max (busy-poll), or an interval such as 5ms")
 	baseline := fs.Duration("baseline", time.Second, "idle recording before the command (gives the idle power)")
 	tail := fs.Duration("tail", time.Second, "recording after the command (shows the sensors settle)")
+	marksPath := fs.String("marks", "", "the file the command appends region markers to, named to it by $GPUWATT_MARKS (`begin NAME` / `end NAME` lines, docs/markers.md); default: a new temporary file, kept as marks.txt in --out")
 	if code, ok := a.parseFlags(fs, args, measureSynopsis); !ok {
 		return code
 	}
@@ -71,6 +73,13 @@ func (a *App) measure(ctx context.Context, args []string) int {
 			fmt.Fprintf(a.Stderr, "gpuwatt measure: %v\n", err)
 			return commandExit(err)
 		}
+		path, cleanup, err := marksFile(*marksPath)
+		if err != nil {
+			return a.usageError("measure", err)
+		}
+		defer cleanup()
+		opt.Marks = path
+		er.Env = []string{marks.EnvVar + "=" + path}
 		if sh.json {
 			// stdout carries the JSON summary: the command's output goes to stderr.
 			er.Stdout = a.Stderr
@@ -104,7 +113,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 		}
 	}
 	if sh.out != "" {
-		if err := writeMeasureFiles(sh.out, res, sum); err != nil {
+		if err := writeMeasureFiles(sh.out, res, sum, opt.Marks); err != nil {
 			fmt.Fprintf(a.Stderr, "gpuwatt measure: --out %s: %v\n", sh.out, err)
 			if code == 0 {
 				code = ExitFailure
@@ -138,14 +147,42 @@ func commandExit(err error) int {
 	return ExitFailure
 }
 
-// writeMeasureFiles writes trace.csv, trace.json, summary.json and report.html.
-func writeMeasureFiles(dir string, res *measure.Result, sum *measure.Summary) error {
-	return writeFiles(dir, &sum.Status, []outFile{
+// writeMeasureFiles writes trace.csv, trace.json, summary.json and report.html, and the
+// marks file as read (marks.txt) where there was one.
+func writeMeasureFiles(dir string, res *measure.Result, sum *measure.Summary, marksPath string) error {
+	files := []outFile{
 		{"trace.csv and trace.json", func(dir string) error { return trace.Save(dir, res.Trace) }},
 		{"report.html", func(dir string) error {
 			return atomicfile.Write(filepath.Join(dir, "report.html"), measure.Page(res.Trace, sum).Render)
 		}},
-	}, outFile{"summary.json", func(dir string) error { return report.WriteJSON(filepath.Join(dir, "summary.json"), sum) }})
+	}
+	if marksPath != "" && res.MarksRead {
+		files = append(files, outFile{"marks.txt", func(dir string) error {
+			b, err := os.ReadFile(marksPath)
+			if err != nil {
+				return err
+			}
+			return atomicfile.WriteBytes(filepath.Join(dir, "marks.txt"), b)
+		}})
+	}
+	return writeFiles(dir, &sum.Status, files, outFile{"summary.json", func(dir string) error { return report.WriteJSON(filepath.Join(dir, "summary.json"), sum) }})
+}
+
+// marksFile is the marks file for the command: the --marks path (kept), else a new
+// temporary file, removed by cleanup.
+func marksFile(path string) (string, func(), error) {
+	if path != "" {
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			return "", nil, fmt.Errorf("--marks %s: a directory; want a file", path)
+		}
+		return path, func() {}, nil
+	}
+	f, err := os.CreateTemp("", "gpuwatt-marks-*.txt")
+	if err != nil {
+		return "", nil, fmt.Errorf("cannot create the marks file: %v", err)
+	}
+	f.Close()
+	return f.Name(), func() { os.Remove(f.Name()) }, nil
 }
 
 // checkOut checks --out before anything is measured, without creating it (an early error

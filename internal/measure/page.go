@@ -60,8 +60,42 @@ func Page(tr *trace.Trace, s *Summary) report.Page {
 		}
 		p.Sections = append(p.Sections, sec)
 	}
+	if s.Regions != nil {
+		p.Sections = append(p.Sections, regionSection(s))
+	}
 	p.Sections = append(p.Sections, channelSection(m))
 	return p
+}
+
+// regionSection lists the marked regions ($GPUWATT_MARKS) with their energies.
+func regionSection(s *Summary) report.Section {
+	tab := &report.Table{
+		Caption: "Regions marked by the command ($GPUWATT_MARKS), each with its energy ± 95 % on the board's scale",
+		Header:  []string{"region", "GPU", "start", "duration", "energy", "95 % interval", "mean power", "from", "timing", "warnings"},
+		Align:   []string{"l", "r", "r", "r", "r", "r", "r", "l", "l", "l"},
+	}
+	for _, r := range s.Regions {
+		name := strings.Repeat("· ", r.Depth) + fmt.Sprintf("%s #%d", r.Name, r.Instance)
+		for _, g := range r.GPUs {
+			var ws []string
+			for _, w := range g.Warnings {
+				ws = append(ws, w.Message)
+			}
+			if g.NoFigure {
+				tab.Rows = append(tab.Rows, []string{name, fmt.Sprint(g.Index), fmt.Sprintf("%.3f s", r.StartS), fmtDur(r.DurationS), "no figure", "", "", "", r.Timing, strings.Join(ws, " ")})
+				continue
+			}
+			tab.Rows = append(tab.Rows, []string{name, fmt.Sprint(g.Index), fmt.Sprintf("%.3f s", r.StartS), fmtDur(r.DurationS),
+				units.Energy(g.EnergyJ).String(), units.Energy(g.EnergyLowJ).String() + " – " + units.Energy(g.EnergyHighJ).String(),
+				units.Power(g.MeanPowerW).String(), g.Source, r.Timing, strings.Join(ws, " ")})
+		}
+	}
+	text := "The command appended `begin NAME` / `end NAME` lines to the file $GPUWATT_MARKS named; each pair is a region (nested and repeated names allowed), its energy from the same estimator as the command's. Timing: writer (the marker's own monotonic time), arrival (stamped when gpuwatt read the line, up to 2 ms late). docs/markers.md says how to mark a region so that it ends when its GPU work ends."
+	if len(s.Regions) == 0 {
+		text = "The command wrote no complete region to $GPUWATT_MARKS."
+		tab = nil
+	}
+	return report.Section{Title: "Regions", Text: text, Table: tab}
 }
 
 // gpuPlots draws every channel of one GPU, grouped by quantity.

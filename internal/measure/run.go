@@ -4,6 +4,7 @@
 package measure
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/device"
 	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
@@ -37,6 +40,8 @@ type ExecRunner struct {
 	Stdout, Stderr io.Writer
 	// Grace is how long a command has to exit after SIGINT before it is killed (default 5 s).
 	Grace time.Duration
+	// Env is added to gpuwatt's own environment for the command (GPUWATT_MARKS=...).
+	Env []string
 }
 
 // ErrCommandNotFound is returned (wrapped) when the command cannot be found (exit 127).
@@ -69,6 +74,9 @@ func (r ExecRunner) Check(argv []string) error {
 func (r ExecRunner) Run(ctx context.Context, argv []string) (int, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, r.Stdout, r.Stderr
+	if len(r.Env) > 0 {
+		cmd.Env = append(os.Environ(), r.Env...)
+	}
 	cmd.Cancel = func() error {
 		var sig os.Signal = os.Interrupt
 		var s interface{ Signal() os.Signal }
@@ -124,6 +132,10 @@ type Options struct {
 	Tail     time.Duration // recording after it
 	Runner   Runner
 	Command  []string
+	// Marks is the file the command appends region markers to (the caller tells the
+	// command its path through GPUWATT_MARKS): created or emptied before the command
+	// starts, read while it runs (internal/marks); "" reads none.
+	Marks string
 	// Meta fields the caller knows: version, host, gpuwatt's own command line.
 	Version     string
 	Host        string
@@ -139,6 +151,12 @@ type Result struct {
 	Signal     string
 	Start, End time.Duration // the command's run on the trace's axis
 	Devices    []gpu.Device
+	// MarksRead says Options.Marks was read; Marks are its markers in time order (on the
+	// trace's axis, also in the trace's marks as "begin NAME" and "end NAME") and
+	// MarkWarnings what was wrong with its lines.
+	MarksRead    bool
+	Marks        []marks.Event
+	MarkWarnings []status.Warning
 }
 
 // SelectDevices returns the devices with the given indices (all when idx is empty).
@@ -238,8 +256,10 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	res := &Result{Devices: devs}
 	var runErr error
 	incomplete := ""
-	marks := []trace.Mark{}
-	mark := func(name string, t time.Duration) { marks = append(marks, trace.Mark{T: t.Seconds(), Name: name}) }
+	cmdMarks := []trace.Mark{}
+	mark := func(name string, t time.Duration) {
+		cmdMarks = append(cmdMarks, trace.Mark{T: t.Seconds(), Name: name})
+	}
 
 	if err := clk.Sleep(ctx, o.Baseline); err != nil {
 		incomplete = interrupted(ctx, "during the baseline")
@@ -249,7 +269,25 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		res.Start = clk.Now()
 		mark("cmd.start", res.Start)
 		notify(devs, func(o gpu.CommandObserver) { o.CommandStarted(res.Start) })
+		var tail *marks.Tail
+		var toAxis func(float64) time.Duration
+		if o.Marks != "" {
+			var err error
+			if tail, err = marks.OpenTail(ctx, o.Marks, clk); err != nil {
+				res.MarkWarnings = append(res.MarkWarnings, status.Warnf(marks.CodeBadLine, "%v: no region markers were read", err))
+			}
+			toAxis = marks.Origin(clk)
+		}
 		res.ExitCode, runErr = o.Runner.Run(ctx, o.Command)
+		if tail != nil {
+			lines, err := tail.Stop()
+			if err != nil {
+				res.MarkWarnings = append(res.MarkWarnings, status.Warnf(marks.CodeBadLine, "%v: markers after the error were not read", err))
+			}
+			evs, ws := marks.ParseLines(lines, toAxis)
+			res.MarksRead, res.Marks = true, evs
+			res.MarkWarnings = append(res.MarkWarnings, ws...)
+		}
 		var killed *Killed
 		if errors.As(runErr, &killed) {
 			res.Signal, runErr = SignalName(killed.Signal), nil // it ran: its end is its outcome
@@ -286,6 +324,11 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		}
 	}
 	_, end := smp.Span()
+	if res.MarksRead {
+		var ws []status.Warning
+		res.Marks, ws = marks.Within(res.Marks, 0, end)
+		res.MarkWarnings = append(res.MarkWarnings, ws...)
+	}
 	meta := trace.Meta{
 		Format:        trace.Format,
 		Version:       o.Version,
@@ -300,7 +343,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		Poll:          trace.Poll{Mode: o.Poll.String()},
 		Channels:      chans,
 		Unavailable:   smp.Unavailable(),
-		Marks:         marks,
+		Marks:         cmdMarks,
 		Incomplete:    incomplete != "",
 		IncompleteWhy: incomplete,
 		VirtualClock:  clock.IsVirtual(clk),
@@ -320,6 +363,14 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		}
 		meta.GPUs = append(meta.GPUs, g)
 	}
+	for _, e := range res.Marks {
+		verb := "end "
+		if e.Begin {
+			verb = "begin "
+		}
+		meta.Marks = append(meta.Marks, trace.Mark{T: e.T.Seconds(), Name: verb + e.Name})
+	}
+	slices.SortStableFunc(meta.Marks, func(a, b trace.Mark) int { return cmp.Compare(a.T, b.T) })
 	if res.End == 0 && res.Start == 0 {
 		res.Start, res.End = end, end
 	}

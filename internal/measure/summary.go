@@ -1,10 +1,12 @@
 package measure
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/correct"
 	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/region"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
@@ -36,7 +38,10 @@ type Summary struct {
 	// Total is the energy of all the recorded GPUs together; present with two or more.
 	Total *Total `json:"total,omitempty"`
 	// Sampler is how well the Sampler kept up with each GPU's power channels.
-	Sampler     []GPUSampler    `json:"sampler"`
+	Sampler []GPUSampler `json:"sampler"`
+	// Regions are the command's marked regions (GPUWATT_MARKS), each with its energy per
+	// GPU; absent where no marks file was read, [] where it held no region.
+	Regions     []marks.Region  `json:"regions,omitempty"`
 	Unavailable []trace.Missing `json:"unavailable_channels,omitempty"`
 }
 
@@ -105,9 +110,26 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 	}
 	b0 := max(r.Start-baseline, 0)
 	s.BaselineS = (r.Start - b0).Seconds()
+	cache := &energy.Cache{}
 	for _, g := range m.GPUs {
-		s.GPUs = append(s.GPUs, region.Summarize(tr, g, r.Start, r.End, b0, r.Start, region.Options{What: "the command", IdleLevel: correct.IdleAtRest, ChannelIntervals: true, EnergyCache: &energy.Cache{}}))
+		s.GPUs = append(s.GPUs, region.Summarize(tr, g, r.Start, r.End, b0, r.Start, region.Options{What: "the command", IdleLevel: correct.IdleAtRest, ChannelIntervals: true, EnergyCache: cache}))
 		s.Sampler = append(s.Sampler, samplerHealth(m, g))
+	}
+	if r.MarksRead {
+		s.Warnings = append(s.Warnings, r.MarkWarnings...)
+		spans, ws := marks.Pair(r.Marks)
+		s.Warnings = append(s.Warnings, ws...)
+		s.Regions = marks.Energies(tr, spans, marks.Options{Cache: cache, SyncCheck: true})
+		for _, reg := range s.Regions {
+			for _, g := range reg.GPUs {
+				for _, w := range g.Warnings {
+					if w.Code == marks.CodeUnsynced {
+						w.Subject = fmt.Sprintf("region %s #%d, GPU %d", reg.Name, reg.Instance, g.Index)
+						s.Warnings = append(s.Warnings, w)
+					}
+				}
+			}
+		}
 	}
 	s.Total = total(s.GPUs, dur.Seconds())
 	return s

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/units"
 )
@@ -135,6 +136,9 @@ func WriteText(w io.Writer, s *Summary) error {
 		}
 		tw.Flush()
 	}
+	if s.Regions != nil {
+		writeRegions(&b, s)
+	}
 	if len(s.Unavailable) > 0 {
 		var u []string
 		for _, m := range s.Unavailable {
@@ -179,4 +183,34 @@ func idleName(level string) string {
 		return "idle"
 	}
 	return level
+}
+
+// writeRegions prints the marked regions: one row per region and GPU, nested regions
+// indented under their parent.
+func writeRegions(b *strings.Builder, s *Summary) {
+	if len(s.Regions) == 0 {
+		fmt.Fprintf(b, "\n regions: none (the command wrote no complete region to $GPUWATT_MARKS)\n")
+		return
+	}
+	fmt.Fprintf(b, "\n regions (from $GPUWATT_MARKS; energy ± its 95 %% interval on the board's scale)\n\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "   region\tGPU\tstart\tduration\tenergy (95 %%)\tmean power\tfrom\t\n")
+	for _, r := range s.Regions {
+		name := strings.Repeat("  ", r.Depth) + fmt.Sprintf("%s #%d", r.Name, r.Instance)
+		for _, g := range r.GPUs {
+			e, p, from := "-", "-", "no figure"
+			if !g.NoFigure {
+				e = energy.FmtPM(g.EnergyJ, (g.EnergyHighJ-g.EnergyLowJ)/2)
+				p = units.Power(g.MeanPowerW).String()
+				from = g.Method
+			}
+			for _, w := range g.Warnings {
+				if w.Code == marks.CodeUnsynced {
+					from += " !unsynchronised"
+				}
+			}
+			fmt.Fprintf(tw, "   %s\t%d\t%.3f s\t%s\t%s\t%s\t%s\t\n", name, g.Index, r.StartS, fmtDur(r.DurationS), e, p, from)
+		}
+	}
+	tw.Flush()
 }

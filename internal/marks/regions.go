@@ -1,0 +1,283 @@
+package marks
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+)
+
+// Region is one marked region with its energy on each GPU.
+type Region struct {
+	Name string `json:"name"`
+	// Instance counts the regions of one name from 1; Depth is how many regions enclose it;
+	// Parent is the index in the list of the innermost of them (absent: top level).
+	Instance int  `json:"instance"`
+	Depth    int  `json:"depth"`
+	Parent   *int `json:"parent,omitempty"`
+	// StartS and EndS are on the trace's t_s axis.
+	StartS    float64 `json:"start_s"`
+	EndS      float64 `json:"end_s"`
+	DurationS float64 `json:"duration_s"`
+	// BeginLine and EndLine are the marks file's lines (absent: markers made in process).
+	BeginLine int `json:"begin_line,omitempty"`
+	EndLine   int `json:"end_line,omitempty"`
+	// Timing says where the edges' times come from: "writer" (the marker's own
+	// CLOCK_MONOTONIC time), "arrival" (stamped when read, up to ArrivalPoll late: an edge
+	// component in the interval), "mixed", or "process" (Begin and End in a Go program).
+	Timing string      `json:"timing"`
+	GPUs   []GPUEnergy `json:"gpus"`
+	// Warnings about this region (on every GPU: a GPU's own are in its entry).
+	Warnings []status.Warning `json:"warnings"`
+}
+
+// GPUEnergy is a region's energy on one GPU: internal/energy's estimate over the region.
+type GPUEnergy struct {
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
+	// EnergyJ with its 95 % interval on the board's own scale (EnergyLowJ, EnergyHighJ;
+	// Partial: a component could not be computed, the interval is a floor) and with the
+	// board's gain error (AbsoluteLowJ, AbsoluteHighJ). NoFigure: no energy could be given
+	// (Warnings say why); the figures are then 0 and mean nothing.
+	EnergyJ       float64 `json:"energy_j"`
+	EnergyLowJ    float64 `json:"energy_low_j"`
+	EnergyHighJ   float64 `json:"energy_high_j"`
+	AbsoluteLowJ  float64 `json:"absolute_low_j"`
+	AbsoluteHighJ float64 `json:"absolute_high_j"`
+	Partial       bool    `json:"partial,omitempty"`
+	MeanPowerW    float64 `json:"mean_power_w"`
+	// Method and Source: how the estimator found the figure (counter, calibrated_ring,
+	// inversion, counter_interpolated) and from which channel.
+	Method   string             `json:"method"`
+	Channel  string             `json:"channel"`
+	Source   string             `json:"source"`
+	NoFigure bool               `json:"no_figure,omitempty"`
+	Budget   energy.Uncertainty `json:"uncertainty"`
+	Warnings []status.Warning   `json:"warnings"`
+}
+
+// Options of Energies.
+type Options struct {
+	// GPUs to give figures for (default: every GPU of the trace).
+	GPUs []trace.GPU
+	// Cache is shared by every region (default: a new one).
+	Cache *energy.Cache
+	// SyncCheck looks at the power after each region's end for work that ran past it.
+	SyncCheck bool
+}
+
+// Energies gives every span its energy on each GPU (energy.Region with one calibration
+// per GPU fitted over the whole trace, shared by the regions) and, with o.SyncCheck,
+// flags ends the power shows the work ran past (CheckSync).
+func Energies(tr *trace.Trace, spans []Span, o Options) []Region {
+	gpus := o.GPUs
+	if gpus == nil {
+		gpus = tr.Meta.GPUs
+	}
+	cache := o.Cache
+	if cache == nil {
+		cache = &energy.Cache{}
+	}
+	cals := map[int]*energy.Calibration{}
+	for _, g := range gpus {
+		if c, err := energy.FitCalibration(tr, g.Index, 0, 0); err == nil {
+			cals[g.Index] = &c
+		}
+	}
+	out := make([]Region, 0, len(spans))
+	for _, s := range spans {
+		r := Region{Name: s.Name, Instance: s.Instance, Depth: s.Depth, StartS: s.Start.Seconds(), EndS: s.End.Seconds(),
+			DurationS: (s.End - s.Start).Seconds(), BeginLine: s.Begin.Line, EndLine: s.Stop.Line,
+			GPUs: []GPUEnergy{}, Warnings: []status.Warning{}}
+		if s.Parent >= 0 {
+			p := s.Parent
+			r.Parent = &p
+		}
+		r.Timing = timing(s)
+		what := fmt.Sprintf("region %s #%d", s.Name, s.Instance)
+		for _, g := range gpus {
+			ge := GPUEnergy{Index: g.Index, UUID: g.UUID, Warnings: []status.Warning{}}
+			if s.End <= s.Start {
+				ge.NoFigure = true
+				ge.Warnings = append(ge.Warnings, status.Warnf(CodeNoRegionFigs, "%s is empty (it ends where it begins): no energy figure", what))
+				r.GPUs = append(r.GPUs, ge)
+				continue
+			}
+			est := energy.Region(tr, g.Index, s.Start, s.End, energy.Options{What: what, Calibration: cals[g.Index], Cache: cache})
+			ge.Warnings = append(ge.Warnings, est.Warnings...)
+			if est.Method == energy.NoFigure {
+				ge.NoFigure, ge.Method = true, string(est.Method)
+				r.GPUs = append(r.GPUs, ge)
+				continue
+			}
+			u := est.Uncertainty
+			if c, ok := arrivalComponent(s, est.EnergyJ); ok {
+				u = widen(u, est.EnergyJ, c)
+			}
+			ge.EnergyJ, ge.Method, ge.Channel, ge.Source = est.EnergyJ, string(est.Method), est.Channel, est.Source
+			ge.EnergyLowJ, ge.EnergyHighJ = est.EnergyJ-u.HalfWidthJ, est.EnergyJ+u.HalfWidthJ
+			ge.AbsoluteLowJ, ge.AbsoluteHighJ, ge.Partial = u.AbsoluteLowJ, u.AbsoluteHighJ, u.Partial
+			ge.MeanPowerW = est.EnergyJ / (s.End - s.Start).Seconds()
+			ge.Budget = u
+			r.GPUs = append(r.GPUs, ge)
+		}
+		out = append(out, r)
+	}
+	if o.SyncCheck {
+		for _, g := range gpus {
+			CheckSync(tr, g.Index, spans, out, cache)
+		}
+	}
+	return out
+}
+
+func timing(s Span) string {
+	w := func(e Event) string {
+		switch {
+		case e.Line == 0:
+			return "process"
+		case e.Stamped:
+			return "writer"
+		}
+		return "arrival"
+	}
+	a, b := w(s.Begin), w(s.Stop)
+	if a != b {
+		return "mixed"
+	}
+	return a
+}
+
+// arrivalComponent is the uncertainty an edge stamped on arrival adds: the marker may have
+// been written up to ArrivalPoll before it was read, so the region's energy over that time
+// (at its mean power) is not known to belong to it, at each such edge.
+func arrivalComponent(s Span, e float64) (energy.Component, bool) {
+	n := 0
+	for _, ev := range []Event{s.Begin, s.Stop} {
+		if ev.Line > 0 && !ev.Stamped {
+			n++
+		}
+	}
+	if n == 0 {
+		return energy.Component{}, false
+	}
+	p := math.Abs(e) / (s.End - s.Start).Seconds()
+	return energy.Component{Name: "markers", Known: true, HalfWidthJ: float64(n) * p * ArrivalPoll.Seconds(),
+		Note: fmt.Sprintf("%d edge(s) stamped when the marker was read, up to %s after it was written: that time at the region's mean power, at each", n, ArrivalPoll)}, true
+}
+
+// widen adds a component to an estimate's budget, combined as the estimator combines its
+// own (root sum of squares; the gain error apart).
+func widen(u energy.Uncertainty, e float64, c energy.Component) energy.Uncertainty {
+	u.Components = append(append([]energy.Component(nil), u.Components...), c)
+	u.HalfWidthJ = math.Hypot(u.HalfWidthJ, c.HalfWidthJ)
+	abs := math.Hypot(u.HalfWidthJ, u.GainHalfWidthJ)
+	u.AbsoluteLowJ, u.AbsoluteHighJ = e-abs, e+abs
+	return u
+}
+
+// LagAllowance is the least time the power may stay at a region's level after its end
+// before CheckSync says the work ran past the marker: what the corrected power's bins
+// (ActiveBins of them) and the markers' timing can blur, at least MinLag.
+const (
+	ActiveBins = 3
+	MinLag     = 100 * time.Millisecond
+	// LookAfter caps how far after an end CheckSync looks.
+	LookAfter = 10 * time.Second
+)
+
+// CheckSync flags region ends that the power shows the work ran past: after the end of a
+// region that drew clearly above idle, while no other region runs (up to the next begin,
+// the command's end or LookAfter), the corrected power (energy.PowerSeries on the best
+// channel, bins of its update period) stays above halfway between the idle baseline and
+// the region's mean power for longer than the sensor's lag and the bins explain
+// (ActiveBins bins, at least MinLag, plus ArrivalPoll for a marker stamped on arrival).
+// A region synchronised at its end drops at once (a GPU's power falls within
+// milliseconds when its work stops; the inversion undoes the sensor's lag). The
+// warning goes to the region's entry of GPU gpu.
+func CheckSync(tr *trace.Trace, gpu int, spans []Span, regions []Region, cache *energy.Cache) {
+	if len(spans) == 0 {
+		return
+	}
+	idle := 0.0
+	if b, ok := correct.TraceBaseline(tr, gpu); ok {
+		if est := energy.Region(tr, gpu, b.From, b.To, energy.Options{What: "the baseline", Cache: cache}); est.Method != energy.NoFigure {
+			idle = est.EnergyJ / (b.To - b.From).Seconds()
+		}
+	}
+	end := time.Duration(tr.Meta.Duration * float64(time.Second))
+	for i, s := range spans {
+		gi := -1
+		for k, ge := range regions[i].GPUs {
+			if ge.Index == gpu {
+				gi = k
+			}
+		}
+		if gi < 0 || regions[i].GPUs[gi].NoFigure {
+			continue
+		}
+		level := regions[i].GPUs[gi].MeanPowerW
+		if level-idle < 0.2*max(idle, 1) || level-idle < 20 {
+			continue // the region drew too little above idle to tell its work from none
+		}
+		// The gap after the end while no region is open: up to the next begin of any region,
+		// unless another region is still open at this end.
+		open := false
+		next := min(end, s.End+LookAfter)
+		for j, o := range spans {
+			if j == i {
+				continue
+			}
+			if o.Start <= s.End && o.End > s.End {
+				open = true
+				break
+			}
+			if o.Start > s.End {
+				next = min(next, o.Start)
+			}
+		}
+		if open || next <= s.End {
+			continue
+		}
+		ser, err := energy.PowerSeries(tr, gpu, s.End, next, 0, energy.Options{Cache: cache})
+		if err != nil || len(ser.Points) == 0 {
+			continue
+		}
+		allow := max(time.Duration(ActiveBins*ser.StepS*float64(time.Second)), MinLag)
+		if s.Stop.Line > 0 && !s.Stop.Stamped {
+			allow += ArrivalPoll
+		}
+		if next-s.End <= allow {
+			continue // the next region starts before the power could tell
+		}
+		thr := idle + (level-idle)/2
+		ran := next - s.End
+		for _, p := range ser.Points {
+			if p.LowW < thr {
+				ran = time.Duration(p.StartS*float64(time.Second)) - s.End
+				break
+			}
+		}
+		if ran <= allow {
+			continue
+		}
+		var mean, n float64
+		for _, p := range ser.Points {
+			if time.Duration(p.StartS*float64(time.Second))-s.End < ran {
+				mean += p.PowerW
+				n++
+			}
+		}
+		if n > 0 {
+			mean /= n
+		}
+		r := &regions[i]
+		r.GPUs[gi].Warnings = append(r.GPUs[gi].Warnings, status.Warning{Code: CodeUnsynced, Key: s.Name, Value: ran.Seconds(), Unit: "s",
+			Message: fmt.Sprintf("the power stayed at %.0f W (the region's mean %.0f W, idle %.0f W) for %.2f s after %s, while no region ran: longer than the sensor's lag and the markers' timing explain (%.2f s). The work this region measured ran past its end marker (written before the GPU finished); synchronise the GPU before writing it (torch.cuda.synchronize(), cudaDeviceSynchronize()): this region's energy is too low",
+				mean, level, idle, ran.Seconds(), s.Stop.where(), allow.Seconds())})
+	}
+}
