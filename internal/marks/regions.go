@@ -23,6 +23,9 @@ type Region struct {
 	StartS    float64 `json:"start_s"`
 	EndS      float64 `json:"end_s"`
 	DurationS float64 `json:"duration_s"`
+	// Start and End are StartS and EndS to the nanosecond.
+	Start time.Duration `json:"-"`
+	End   time.Duration `json:"-"`
 	// BeginLine and EndLine are the marks file's lines (absent: markers made in process).
 	BeginLine int `json:"begin_line,omitempty"`
 	EndLine   int `json:"end_line,omitempty"`
@@ -91,7 +94,7 @@ func Energies(tr *trace.Trace, spans []Span, o Options) []Region {
 	out := make([]Region, 0, len(spans))
 	for _, s := range spans {
 		r := Region{Name: s.Name, Instance: s.Instance, Depth: s.Depth, StartS: s.Start.Seconds(), EndS: s.End.Seconds(),
-			DurationS: (s.End - s.Start).Seconds(), BeginLine: s.Begin.Line, EndLine: s.Stop.Line,
+			DurationS: (s.End - s.Start).Seconds(), Start: s.Start, End: s.End, BeginLine: s.Begin.Line, EndLine: s.Stop.Line,
 			GPUs: []GPUEnergy{}, Warnings: []status.Warning{}}
 		if s.Parent >= 0 {
 			p := s.Parent
@@ -203,10 +206,11 @@ func CheckSync(tr *trace.Trace, gpu int, spans []Span, regions []Region, cache *
 	if len(spans) == 0 {
 		return
 	}
-	idle := 0.0
+	idle, idleText := 0.0, "no idle baseline: halfway to 0 W"
 	if b, ok := correct.TraceBaseline(tr, gpu); ok {
 		if est := energy.Region(tr, gpu, b.From, b.To, energy.Options{What: "the baseline", Cache: cache}); est.Method != energy.NoFigure {
 			idle = est.EnergyJ / (b.To - b.From).Seconds()
+			idleText = fmt.Sprintf("%s %.0f W", b.Level, idle)
 		}
 	}
 	end := time.Duration(tr.Meta.Duration * float64(time.Second))
@@ -257,7 +261,7 @@ func CheckSync(tr *trace.Trace, gpu int, spans []Span, regions []Region, cache *
 		thr := idle + (level-idle)/2
 		ran := next - s.End
 		for _, p := range ser.Points {
-			if p.LowW < thr {
+			if p.PowerW < thr {
 				ran = time.Duration(p.StartS*float64(time.Second)) - s.End
 				break
 			}
@@ -277,7 +281,7 @@ func CheckSync(tr *trace.Trace, gpu int, spans []Span, regions []Region, cache *
 		}
 		r := &regions[i]
 		r.GPUs[gi].Warnings = append(r.GPUs[gi].Warnings, status.Warning{Code: CodeUnsynced, Key: s.Name, Value: ran.Seconds(), Unit: "s",
-			Message: fmt.Sprintf("the power stayed at %.0f W (the region's mean %.0f W, idle %.0f W) for %.2f s after %s, while no region ran: longer than the sensor's lag and the markers' timing explain (%.2f s). The work this region measured ran past its end marker (written before the GPU finished); synchronise the GPU before writing it (torch.cuda.synchronize(), cudaDeviceSynchronize()): this region's energy is too low",
-				mean, level, idle, ran.Seconds(), s.Stop.where(), allow.Seconds())})
+			Message: fmt.Sprintf("the power stayed at %.0f W (the region's mean %.0f W, %s) for %.2f s after %s, while no region ran: longer than the sensor's lag and the markers' timing explain (%.2f s). The work this region measured ran past its end marker (written before the GPU finished); synchronise the GPU before writing it (torch.cuda.synchronize(), cudaDeviceSynchronize()): this region's energy is too low",
+				mean, level, idleText, ran.Seconds(), s.Stop.where(), allow.Seconds())})
 	}
 }
