@@ -86,6 +86,7 @@ type Recorder struct {
 	own     bool // sys was opened by Start (closed by Stop)
 	devs    []gpu.Device
 	smp     *sensor.Sampler
+	poll    sensor.Options
 	margin  time.Duration
 	warn    []Warning
 	started bool // a CommandObserver was told the program started
@@ -176,6 +177,7 @@ func Start(ctx context.Context, o Options) (*Recorder, error) {
 		}
 		popt = p
 	}
+	r.poll = popt
 	r.smp = sensor.New(r.clk, sensors, popt)
 	if err := r.smp.Start(ctx); err != nil {
 		return fail(fmt.Errorf("gpuwatt: %w", err))
@@ -270,8 +272,11 @@ func (r *Recorder) Stop() (*Result, error) {
 	meta := trace.Meta{
 		Format: trace.Format, Version: version(), Device: r.sys.Name(), Simulated: r.sys.Simulated(),
 		DriverVersion: r.sys.DriverVersion(), NVMLVersion: r.sys.NVMLVersion(), Start: r.clk.Epoch(),
-		Duration: end.Seconds(), Poll: trace.Poll{Mode: "adaptive"}, Channels: chans, Unavailable: r.smp.Unavailable(),
+		Duration: end.Seconds(), Poll: trace.Poll{Mode: r.poll.String()}, Channels: chans, Unavailable: r.smp.Unavailable(),
 		Marks: []trace.Mark{}, VirtualClock: clock.IsVirtual(r.clk),
+	}
+	if r.poll.Mode == sensor.Fixed {
+		meta.Poll = trace.Poll{Mode: "fixed", Interval: r.poll.Interval.Seconds()}
 	}
 	for _, d := range r.devs {
 		meta.GPUs = append(meta.GPUs, d.Info())

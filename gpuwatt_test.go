@@ -17,8 +17,8 @@ import (
 // TestRegionsHoldTruth brackets regions of 40 ms to 3 s at 200 to 700 W, nested and
 // repeated, on the simulated H200 through the public API: each region's true energy lies
 // inside its interval with the board's gain error, each figure within 5 % of the truth,
-// and the intervals of regions of 250 ms and more within 10 % (a 40 ms region's spans most
-// of its figure: a few readings of the 20 ms ring, its edges unresolved).
+// and the intervals as docs/markers.md states them: 3 s within 2 %, 250 ms 5 %, 120 ms 12 %
+// (a 40 ms region's spans most of its figure: two readings of the 20 ms ring).
 func TestRegionsHoldTruth(t *testing.T) {
 	s, err := sim.New(sim.Options{Preset: "h200", Seed: 7})
 	if err != nil {
@@ -58,8 +58,10 @@ func TestRegionsHoldTruth(t *testing.T) {
 		if off := math.Abs(e.Joules/truth - 1); off > 0.05 {
 			t.Errorf("%s #%d: %.2f J is %.1f %% from the truth %.2f J", r.Name, r.Instance, e.Joules, 100*off, truth)
 		}
-		if hw := (e.High - e.Low) / 2; r.Duration() >= 250*time.Millisecond && hw > 0.1*truth {
-			t.Errorf("%s #%d: half-width %.2f J over 10 %% of %.2f J", r.Name, r.Instance, hw, truth)
+		// The half-widths docs/markers.md states for these regions.
+		limit := map[time.Duration]float64{3 * time.Second: 0.02, 250 * time.Millisecond: 0.05, 120 * time.Millisecond: 0.12, 40 * time.Millisecond: 1}[r.Duration()]
+		if hw := (e.High - e.Low) / 2; limit > 0 && hw > limit*truth {
+			t.Errorf("%s #%d: half-width %.2f J over %.0f %% of %.2f J", r.Name, r.Instance, hw, 100*limit, truth)
 		}
 		for _, w := range e.Warnings {
 			if w.Code == "unsynchronised_marker" {

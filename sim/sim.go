@@ -13,8 +13,10 @@
 // done (no Synchronize) ends its region too early, and gpuwatt flags it, as on a GPU.
 //
 // Record on it with gpuwatt.Start(ctx, gpuwatt.Options{Sim: s}). Each GPU has a CUDA
-// context open from time 0 (the program's), so between launches it draws its active idle
-// power. The model is documented in the repository's docs/sim.md.
+// context open from time 0 (the program's): between launches it draws its active idle
+// power, held (the h200 preset, as the H200 holds it while a context is open) or for a
+// while before it steps down to idle (the others). The model and the presets are
+// documented in the repository's docs/sim.md.
 package sim
 
 import (

@@ -127,7 +127,7 @@ func ParseLines(lines []Line, toAxis func(sec float64) time.Duration) ([]Event, 
 		ev := Event{Begin: f[0] == "begin", Name: f[1], T: l.Arrived, Line: l.No}
 		if len(f) == 3 {
 			sec, err := strconv.ParseFloat(f[2], 64)
-			if err != nil || math.IsNaN(sec) || math.IsInf(sec, 0) || sec < 0 {
+			if err != nil || math.IsNaN(sec) || math.IsInf(sec, 0) || sec < 0 || sec > 1e9 {
 				bad(fmt.Sprintf("the time %q is not a number of seconds on CLOCK_MONOTONIC", f[2]))
 				continue
 			}
