@@ -82,6 +82,10 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	if ctx.Err() != nil {
 		return interruptedCode(ctx)
 	}
+	if res.Incomplete {
+		fmt.Fprintf(a.Stderr, "gpuwatt profile: incomplete: %s\n", res.Reason)
+		return ExitFailure
+	}
 	if len(res.Profile) == 0 {
 		fmt.Fprintf(a.Stderr, "gpuwatt profile: no profile could be computed (the warnings say why)\n")
 		return ExitFailure

@@ -262,6 +262,11 @@ var (
 	ErrNotInitialized = errors.New("CUDA not initialized")
 	// ErrNotReady: CUDA_ERROR_NOT_READY (work still running).
 	ErrNotReady = errors.New("not ready")
+	// ErrHung: work that had not finished when its bounded wait ended (Event.Wait,
+	// Stream.Wait): a kernel that does not end. The context cannot be used any more: a
+	// call that waits for the device (a free, an unload, a synchronize, closing the
+	// context) would wait for ever.
+	ErrHung = errors.New("did not finish")
 	// ErrLaunchFailed: a kernel failed on the device (an illegal address, instruction,
 	// misalignment, a trap, a timeout, ...). These errors are sticky: the context cannot be
 	// used any more.

@@ -930,3 +930,60 @@ func TestFakeArgumentStorageIsNotGoMemory(t *testing.T) {
 		t.Errorf("host allocations = %d (want the arena only)", n.HostAllocs)
 	}
 }
+
+// TestFakeHangBoundedWait: a kernel that never finishes (the fake's SetHang) is waited for
+// within a bound by Event.Wait and Stream.Wait, which then fail with ErrHung, naming the
+// call, where Synchronize would wait for ever; once the kernel ends they succeed (issue 20).
+func TestFakeHangBoundedWait(t *testing.T) {
+	l, fake := openFake(t)
+	c := newContext(t, l, fake, 0)
+	t.Cleanup(func() { fake.SetHang(false) }) // before the context's Close
+	m, err := c.LoadPTX(testPTX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := m.Function("noargs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := c.NewStream(cuda.StreamNonBlocking)
+	ev, _ := c.NewEvent(cuda.EventDefault)
+	cfg := cuda.LaunchConfig{Grid: cuda.D1(1), Block: cuda.D1(32), Stream: s}
+	// A kernel that ends: Wait returns at once.
+	if err := c.Launch(f, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Record(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Wait(time.Second); err != nil {
+		t.Fatalf("Wait on a finished kernel: %v", err)
+	}
+	fake.SetHang(true)
+	if err := c.Launch(f, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Record(s); err != nil {
+		t.Fatal(err)
+	}
+	for name, wait := range map[string]func() error{
+		"Event.Wait":  func() error { return ev.Wait(50 * time.Millisecond) },
+		"Stream.Wait": func() error { return s.Wait(50 * time.Millisecond) },
+	} {
+		t0 := time.Now()
+		err := wait()
+		if d := time.Since(t0); d < 50*time.Millisecond || d > 2*time.Second {
+			t.Errorf("%s took %v with a bound of 50ms", name, d)
+		}
+		if !errors.Is(err, cuda.ErrHung) || !strings.Contains(err.Error(), "had not finished after 50ms") {
+			t.Errorf("%s on a hung kernel = %v, want ErrHung", name, err)
+		}
+	}
+	fake.SetHang(false)
+	if err := ev.Wait(time.Second); err != nil {
+		t.Errorf("Wait once the kernel ended: %v", err)
+	}
+	if err := s.Wait(time.Second); err != nil {
+		t.Errorf("Stream.Wait once the kernel ended: %v", err)
+	}
+}

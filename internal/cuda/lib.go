@@ -86,6 +86,8 @@ type Lib struct {
 	cuEventCreate       func(e *uintptr, flags EventFlags) Result
 	cuEventRecord       func(e, s uintptr) Result
 	cuEventSynchronize  func(e uintptr) Result
+	cuEventQuery        func(e uintptr) Result                       // optional: Event.Wait polls it
+	cuStreamQuery       func(s uintptr) Result                       // optional: Stream.Wait polls it
 	cuEventElapsedTime  func(ms *float32, start, end uintptr) Result // _v2 when present
 	cuEventDestroy      func(e uintptr) Result
 
@@ -136,6 +138,8 @@ const (
 	symEventCreate        = "cuEventCreate"
 	symEventRecord        = "cuEventRecord"
 	symEventSynchronize   = "cuEventSynchronize"
+	symEventQuery         = "cuEventQuery"
+	symStreamQuery        = "cuStreamQuery"
 	symEventElapsedTimeV2 = "cuEventElapsedTime_v2"
 	symEventElapsedTime   = "cuEventElapsedTime"
 	symEventDestroy       = "cuEventDestroy_v2"
@@ -356,6 +360,8 @@ func (l *Lib) bind() error {
 		return func(e, s uintptr) Result { return call(p, e, s) }
 	})
 	l.cuEventSynchronize = bind(l, symEventSynchronize, mkHandle)
+	l.cuEventQuery = bind(l, symEventQuery, mkHandle)
+	l.cuStreamQuery = bind(l, symStreamQuery, mkHandle)
 	l.cuEventElapsedTime, l.symElapsed = bindFirst(l, func(p uintptr) func(*float32, uintptr, uintptr) Result {
 		return func(ms *float32, a, b uintptr) Result { return call(p, uintptr(unsafe.Pointer(ms)), a, b) }
 	}, symEventElapsedTimeV2, symEventElapsedTime)

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -231,4 +232,69 @@ func Elapsed(start, end *Event) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Duration(math.Round(float64(ms) * 1e6)), nil
+}
+
+// Wait is Synchronize with a bound: it polls cuEventQuery until the work before the event's
+// last Record is done, and returns an error matching ErrHung when it is not done after
+// timeout (a kernel that never ends), instead of waiting for ever as cuEventSynchronize
+// would. It spins for the first millisecond (a short wait's end is seen within
+// microseconds, as Synchronize's spin sees it), then sleeps between polls (up to 2 ms).
+// Without cuEventQuery in the driver (or timeout <= 0) it is Synchronize.
+func (e *Event) Wait(timeout time.Duration) error {
+	if e == nil {
+		return refuse(ErrorInvalidHandle, symEventQuery, "nil Event")
+	}
+	c := e.c
+	if c.lib.cuEventQuery == nil || timeout <= 0 {
+		return e.Synchronize()
+	}
+	return c.run(symEventQuery, func() error {
+		h, err := c.eventHandle(e, symEventQuery)
+		if err != nil {
+			return err
+		}
+		return poll(func() Result { return c.lib.cuEventQuery(h) }, symEventQuery, "the work before the event", timeout)
+	})
+}
+
+// Wait is Synchronize with a bound, polling cuStreamQuery (see Event.Wait).
+func (s *Stream) Wait(timeout time.Duration) error {
+	if s == nil {
+		return refuse(ErrorInvalidHandle, symStreamQuery, "nil Stream")
+	}
+	c := s.c
+	if c.lib.cuStreamQuery == nil || timeout <= 0 {
+		return s.Synchronize()
+	}
+	return c.run(symStreamQuery, func() error {
+		h, err := c.streamHandle(s, symStreamQuery)
+		if err != nil {
+			return err
+		}
+		return poll(func() Result { return c.lib.cuStreamQuery(h) }, symStreamQuery, "the stream's work", timeout)
+	})
+}
+
+// poll calls query until it returns Success (nil), an error other than
+// CUDA_ERROR_NOT_READY (that error), or timeout has passed (an error matching ErrHung).
+func poll(query func() Result, fn, what string, timeout time.Duration) error {
+	t0 := time.Now()
+	spin, nap := t0.Add(time.Millisecond), 20*time.Microsecond
+	for {
+		switch r := query(); r {
+		case Success:
+			return nil
+		case ErrorNotReady:
+		default:
+			return check(r, fn)
+		}
+		now := time.Now()
+		if now.Sub(t0) >= timeout {
+			return fmt.Errorf("cuda: %s: %s had not finished after %s: %w", fn, what, timeout, ErrHung)
+		}
+		if now.After(spin) {
+			time.Sleep(nap)
+			nap = min(2*nap, 2*time.Millisecond)
+		}
+	}
 }

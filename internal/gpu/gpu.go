@@ -3,6 +3,7 @@
 package gpu
 
 import (
+	"errors"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
@@ -74,6 +75,12 @@ type Executor interface {
 	// its buffers. The kernel is released by Close.
 	Prepare(d kernels.Descriptor) (Kernel, error)
 }
+
+// ErrKernelHung is the error (wrapped) of a Kernel's Run whose launches did not finish
+// within their bound, and of every later Prepare on that device: the GPU is still running a
+// kernel that does not end, and nothing more can be run on it (nor its resources freed)
+// until the process ends.
+var ErrKernelHung = errors.New("a kernel hangs")
 
 // Kernel is a prepared kernel.
 type Kernel interface {

@@ -290,7 +290,8 @@ type Failure struct {
 // MeasureAll prepares and measures each descriptor in turn on GPU gpuIndex. The result has
 // one entry per descriptor, nil for a kernel that could not be prepared or measured (it is
 // listed among the failures and the rest go on) or was not reached. An interruption (ctx)
-// ends the run and returns ctx's error. progress is told each kernel before it runs (its
+// ends the run and returns ctx's error; a kernel that hangs (gpu.ErrKernelHung) ends it
+// with that error, the kernel listed among the failures. progress is told each kernel before it runs (its
 // name as the Step, I of N).
 func (m *Meter) MeasureAll(ctx context.Context, gpuIndex int, exec gpu.Executor, ds []kernels.Descriptor, opt Options, progress status.Progress) ([]*Measurement, []Failure, error) {
 	out := make([]*Measurement, len(ds))
@@ -309,6 +310,12 @@ func (m *Meter) MeasureAll(ctx context.Context, gpuIndex int, exec gpu.Executor,
 		k.Close()
 		if ctx.Err() != nil {
 			return out, failed, ctx.Err()
+		}
+		if errors.Is(err, gpu.ErrKernelHung) {
+			// The GPU is still running it: the kernels after it cannot run. The run ends
+			// with what was measured before it, naming the kernel.
+			failed = append(failed, Failure{d.Name, err})
+			return out, failed, err
 		}
 		if err != nil {
 			failed = append(failed, Failure{d.Name, err})

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -97,6 +98,7 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 	var runs []run
 	var pts []Point
 	prevEnd := pr.end
+	var hung error // a run that hangs: the runs before it are analysed
 	for i := 0; i < opt.Runs && ctx.Err() == nil; i++ {
 		earliest := max(clk.Now(), prevEnd+gap)
 		place := func() (time.Duration, time.Duration) {
@@ -120,6 +122,10 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 			return nil, err
 		}
 		rs, re, err := k.Run(1)
+		if errors.Is(err, gpu.ErrKernelHung) && len(runs) > 0 {
+			hung = fmt.Errorf("%s: run %d: %w", name, i+1, err)
+			break
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: run %d: %w", name, i+1, err)
 		}
@@ -174,6 +180,7 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 	if ctx.Err() != nil {
 		res.MarkIncomplete(fmt.Sprintf("%s after %d of %d runs", status.Interrupted(ctx), len(runs), opt.Runs))
 	}
+	markHung(res, hung, len(runs), opt.Runs)
 	return res, nil
 }
 
@@ -254,6 +261,7 @@ func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.
 	var pts []Point
 	missed := 0
 	prevEnd := pr.end
+	var hung error // a run that hangs: the runs before it are analysed
 	for i := 0; i < opt.Runs && ctx.Err() == nil; i++ {
 		if clk.Now()-synced > MaxSyncAge {
 			if err := sync(); err != nil {
@@ -267,6 +275,10 @@ func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.
 			break
 		}
 		rs, re, err := k.Run(1)
+		if errors.Is(err, gpu.ErrKernelHung) && len(runs) > 0 {
+			hung = fmt.Errorf("%s: run %d: %w", name, i+1, err)
+			break
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: run %d: %w", name, i+1, err)
 		}
@@ -310,6 +322,7 @@ func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.
 	if ctx.Err() != nil {
 		res.MarkIncomplete(fmt.Sprintf("%s after %d of %d runs", status.Interrupted(ctx), len(runs), opt.Runs))
 	}
+	markHung(res, hung, len(runs), opt.Runs)
 	return res, nil
 }
 

@@ -25,6 +25,7 @@ package profile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -346,6 +347,7 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 	gap := max(T, D+W+time.Millisecond) // from a kernel's end to the next start, at least
 	var runs []run
 	var recRuns []RunRecord
+	var hung error // a run that hangs: the runs before it are analysed
 	prevEnd := e0
 	for i := 0; i < opt.Runs && ctx.Err() == nil; i++ {
 		now := clk.Now()
@@ -368,6 +370,10 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 			break
 		}
 		rs, re, err := k.Run(1)
+		if errors.Is(err, gpu.ErrKernelHung) && len(runs) > 0 {
+			hung = fmt.Errorf("%s: run %d: %w", name, i+1, err)
+			break
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: run %d: %w", name, i+1, err)
 		}
@@ -414,6 +420,7 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 	if ctx.Err() != nil {
 		res.MarkIncomplete(fmt.Sprintf("%s after %d of %d runs", status.Interrupted(ctx), len(runs), opt.Runs))
 	}
+	markHung(res, hung, len(runs), opt.Runs)
 	return res, nil
 }
 
@@ -447,6 +454,13 @@ func meanRun(runs []run) time.Duration {
 		tex += r.end - r.start
 	}
 	return tex / time.Duration(len(runs))
+}
+
+// markHung marks res incomplete where a run hung (hung: its error) after done of want runs.
+func markHung(res *Result, hung error, done, want int) {
+	if hung != nil {
+		res.MarkIncomplete(fmt.Sprintf("%v, after %d of %d runs", hung, done, want))
+	}
 }
 
 // snap puts the stamps of a buffered channel's samples on their grid, and records it.

@@ -2,6 +2,7 @@ package profile_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -260,5 +261,43 @@ func TestEnergyIntervalHoldsModelError(t *testing.T) {
 	}
 	if res2.EnergyModelHalfWidthJ != 0 || !strings.Contains(res2.EnergyModelNote, "not included") {
 		t.Errorf("a model without intervals: model part %.4f J, note %q", res2.EnergyModelHalfWidthJ, res2.EnergyModelNote)
+	}
+}
+
+// hangsAfter is a kernel whose run number n+1 hangs: its Run returns gpu.ErrKernelHung, as
+// the CUDA executor's does once its bounded wait ends.
+type hangsAfter struct {
+	gpu.Kernel
+	n, runs int
+}
+
+func (h *hangsAfter) Run(n int) (time.Duration, time.Duration, error) {
+	if h.runs++; h.runs > h.n {
+		return 0, 0, fmt.Errorf("%w: 1 launches of shaped had not finished after 20s", gpu.ErrKernelHung)
+	}
+	return h.Kernel.Run(n)
+}
+
+// TestRunHangKeepsRuns: a kernel that hangs part-way through a profile (offline and online)
+// ends it with the runs before it analysed and the result incomplete, naming the run; a
+// failed run lost them all before (issue 20).
+func TestRunHangKeepsRuns(t *testing.T) {
+	for _, online := range []bool{false, true} {
+		su := newSetup(t, "h100", "power.instant")
+		k := &hangsAfter{Kernel: su.k, n: 41} // the timing run and 40 runs
+		run := profile.Run
+		if online {
+			run = profile.RunOnline
+		}
+		res, err := run(context.Background(), su.clk, su.dev.Sensor("power.instant"), k, "shaped", profile.RunOptions{Sensor: su.sens, Runs: 100})
+		if err != nil {
+			t.Fatalf("online %v: %v", online, err)
+		}
+		if !res.Incomplete || !strings.Contains(res.Reason, "shaped: run 41: a kernel hangs") || !strings.Contains(res.Reason, "after 40 of 100 runs") {
+			t.Errorf("online %v: incomplete %v, %q", online, res.Incomplete, res.Reason)
+		}
+		if res.Runs != 40 {
+			t.Errorf("online %v: %d runs kept, want 40", online, res.Runs)
+		}
 	}
 }

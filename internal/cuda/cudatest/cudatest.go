@@ -97,6 +97,8 @@ func (l *Launch) Kernel() string {
 type Fake struct {
 	count      func(int32) int32
 	setElapsed func(float32)
+	setHang    func(int32)
+	setPerLnch func(float32)
 	lastLaunch func(*Launch) int32
 	lastJIT    func(*int32, *int32, *int32)
 	lastFlags  func(int32) uint32
@@ -108,11 +110,13 @@ func Control(t testing.TB, path string) *Fake {
 	t.Helper()
 	f := &Fake{}
 	lib.Bind(t, path, map[string]any{
-		"fakeCount":        &f.count,
-		"fakeSetElapsedMS": &f.setElapsed,
-		"fakeLastLaunch":   &f.lastLaunch,
-		"fakeLastJIT":      &f.lastJIT,
-		"fakeLastFlags":    &f.lastFlags,
+		"fakeCount":          &f.count,
+		"fakeSetElapsedMS":   &f.setElapsed,
+		"fakeSetHang":        &f.setHang,
+		"fakeSetPerLaunchMS": &f.setPerLnch,
+		"fakeLastLaunch":     &f.lastLaunch,
+		"fakeLastJIT":        &f.lastJIT,
+		"fakeLastFlags":      &f.lastFlags,
 	})
 	return f
 }
@@ -142,6 +146,24 @@ func (c Counts) Outstanding() int {
 
 // SetElapsedMS sets what cuEventElapsedTime returns.
 func (f *Fake) SetElapsedMS(ms float32) { f.setElapsed(ms) }
+
+// SetPerLaunchMS(ms > 0) makes the elapsed time between two events ms per launch made
+// between their records (a run of n launches takes n × ms), instead of SetElapsedMS's fixed
+// figure; 0 goes back to that.
+func (f *Fake) SetPerLaunchMS(ms float32) { f.setPerLnch(ms) }
+
+// SetHang(true) makes the next launch hang (never finish): events recorded after it are
+// never ready, and the calls that wait for the device (cuEventSynchronize on such an event,
+// cuStreamSynchronize, cuCtxSynchronize, cuMemFree, cuModuleUnload, the primary context's
+// release) block until SetHang(false), which ends the hang. Call SetHang(false) in the
+// test's cleanup, so that nothing is left blocked.
+func (f *Fake) SetHang(on bool) {
+	v := int32(0)
+	if on {
+		v = 1
+	}
+	f.setHang(v)
+}
 
 // LastLaunch returns the last successful launch; ok is false before the first.
 func (f *Fake) LastLaunch() (l Launch, ok bool) {

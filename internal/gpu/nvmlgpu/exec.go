@@ -7,9 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/cuda"
 	"github.com/gpuwatt/gpuwatt/internal/gpu"
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // The real GPU runs gpuwatt's kernels through the CUDA driver (gpu.Executor). The CUDA
@@ -22,13 +24,38 @@ type executor struct {
 	ctx   *cuda.Context
 	props gpu.Props
 	err   error
+
+	// timeout is the bound of a wait for the GPU (0: DefaultKernelTimeout): see
+	// cudaKernel.bound.
+	timeout time.Duration
+	mu      sync.Mutex
+	hung    error    // set once a kernel hangs: the GPU runs nothing more
+	paths   []string // where libcuda is looked for (nil: cudaPaths)
 }
 
+// DefaultKernelTimeout bounds a wait for the GPU whose time is not known (a kernel's first
+// run, an event on an idle stream); a run of n launches of a kernel whose launches took
+// per each is given that plus KernelTimeoutFactor × n × per. gpuwatt's kernels take
+// milliseconds a launch, and a run about a second: a bound a hundred times longer than
+// that is not reached by a kernel that works.
+const (
+	DefaultKernelTimeout = 20 * time.Second
+	KernelTimeoutFactor  = 10
+)
+
 func (e *executor) close() error {
-	if e.ctx == nil {
+	if e.ctx == nil || e.hungErr() != nil {
+		// Closing the context waits for the GPU (cuCtxSynchronize), which a kernel that
+		// hangs never lets finish: it is left for the process's end to release.
 		return nil
 	}
 	return e.ctx.Close()
+}
+
+func (e *executor) hungErr() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.hung
 }
 
 // cudaPaths lets tests point the CUDA binding at a fake library.
@@ -38,7 +65,11 @@ var cudaPaths []string
 func (d *Device) open() (*cuda.Context, gpu.Props, error) {
 	e := &d.exec
 	e.once.Do(func() {
-		lib, err := cuda.Open(cudaPaths...)
+		paths := cudaPaths
+		if e.paths != nil {
+			paths = e.paths
+		}
+		lib, err := cuda.Open(paths...)
 		if err != nil {
 			e.err = err
 			return
@@ -105,6 +136,9 @@ func (d *Device) Prepare(desc kernels.Descriptor) (gpu.Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := d.exec.hungErr(); err != nil {
+		return nil, fmt.Errorf("%s: not run: %w", desc.Name, err)
+	}
 	k := &cudaKernel{d: d, ctx: ctx, desc: desc}
 	if err := k.prepare(); err != nil {
 		k.Close()
@@ -123,6 +157,18 @@ type cudaKernel struct {
 	args   []cuda.Arg
 	stream *cuda.Stream
 	ev     [3]*cuda.Event
+	per    time.Duration // the time of a launch in the last run (0: none yet)
+}
+
+// bound is how long a run of n launches may take before it is taken to hang: the
+// executor's timeout, plus KernelTimeoutFactor × the run's expected time where an earlier
+// run of the kernel timed a launch.
+func (k *cudaKernel) bound(n int) time.Duration {
+	b := k.d.exec.timeout
+	if b <= 0 {
+		b = DefaultKernelTimeout
+	}
+	return b + time.Duration(KernelTimeoutFactor*float64(n)*float64(k.per))
 }
 
 func (k *cudaKernel) prepare() error {
@@ -184,12 +230,16 @@ func (k *cudaKernel) Run(n int) (start, end time.Duration, err error) {
 		return 0, 0, errors.New("run: n must be at least 1")
 	}
 	cfg := cuda.LaunchConfig{Grid: cuda.D1(k.desc.Blocks), Block: cuda.D1(k.desc.Threads), SharedBytes: k.desc.SharedBytes, Stream: k.stream}
+	if err := k.d.exec.hungErr(); err != nil {
+		return 0, 0, err
+	}
 	var h0 time.Duration
+	bound := k.bound(n)
 	err = k.ctx.Do(func() error {
 		if err := k.ev[0].Record(k.stream); err != nil {
 			return err
 		}
-		if err := k.ev[0].Synchronize(); err != nil {
+		if err := k.ev[0].Wait(k.bound(0)); err != nil {
 			return err
 		}
 		h0 = k.d.clk.Now()
@@ -204,8 +254,21 @@ func (k *cudaKernel) Run(n int) (start, end time.Duration, err error) {
 		if err := k.ev[2].Record(k.stream); err != nil {
 			return err
 		}
-		return k.ev[2].Synchronize()
+		return k.ev[2].Wait(bound)
 	})
+	if errors.Is(err, cuda.ErrHung) {
+		// The GPU is still running it: nothing more can be run, freed or closed.
+		what := fmt.Sprintf("%d launches of %s", n, k.desc.Name)
+		if k.per > 0 {
+			what += fmt.Sprintf(" (expected to take %s)", time.Duration(n)*k.per)
+		}
+		err = fmt.Errorf("%w: %s had not finished after %s (cuEventQuery polled); the GPU runs nothing more until gpuwatt exits", gpu.ErrKernelHung, what, bound)
+		k.d.exec.mu.Lock()
+		if k.d.exec.hung == nil {
+			k.d.exec.hung = fmt.Errorf("%w: %s did not finish", gpu.ErrKernelHung, k.desc.Name)
+		}
+		k.d.exec.mu.Unlock()
+	}
 	if err != nil {
 		return 0, 0, err
 	}
@@ -218,11 +281,16 @@ func (k *cudaKernel) Run(n int) (start, end time.Duration, err error) {
 		return 0, 0, err
 	}
 	start = h0 + lead
+	k.per = run / time.Duration(n)
 	return start, start + run, nil
 }
 
-// Close implements gpu.Kernel.
+// Close implements gpu.Kernel. After a kernel hangs it frees nothing (each free would wait
+// for the GPU for ever): the process's end releases it all.
 func (k *cudaKernel) Close() error {
+	if k.d.exec.hungErr() != nil {
+		return nil
+	}
 	var errs []error
 	for _, e := range k.ev {
 		if e != nil {
@@ -240,3 +308,28 @@ func (k *cudaKernel) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// CUDAExecutor is the CUDA side of a Device alone, without NVML: gpuwatt's kernels run on
+// the CUDA device of a given UUID. Tests run the verbs' kernels through it on the fake
+// libcuda (beside the sim's sensors) to see what a kernel that hangs does to a run.
+type CUDAExecutor struct{ d *Device }
+
+var _ gpu.Executor = (*CUDAExecutor)(nil)
+
+// NewCUDAExecutor runs kernels on the CUDA device with UUID uuid of the libcuda found at
+// paths (none: the default places), its runs placed on clk, each wait for the GPU bounded
+// by timeout (0: DefaultKernelTimeout) plus KernelTimeoutFactor × its expected time.
+func NewCUDAExecutor(uuid string, clk clock.Clock, timeout time.Duration, paths ...string) *CUDAExecutor {
+	d := &Device{info: trace.GPU{UUID: uuid}, clk: clk}
+	d.exec.timeout, d.exec.paths = timeout, paths
+	return &CUDAExecutor{d: d}
+}
+
+// Props implements gpu.Executor.
+func (x *CUDAExecutor) Props() gpu.Props { return x.d.Props() }
+
+// Prepare implements gpu.Executor.
+func (x *CUDAExecutor) Prepare(desc kernels.Descriptor) (gpu.Kernel, error) { return x.d.Prepare(desc) }
+
+// Close closes the CUDA context (not after a kernel hangs: see gpu.ErrKernelHung).
+func (x *CUDAExecutor) Close() error { return x.d.exec.close() }

@@ -2,11 +2,14 @@ package nvmlgpu
 
 import (
 	"encoding/binary"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/cuda/cudatest"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
@@ -92,5 +95,54 @@ func TestExecutorNoMatchingDevice(t *testing.T) {
 	}
 	if !samePCI("00000000:19:00.0", "0000:19:00.0") || samePCI("0000:19:00.0", "0000:1A:00.0") {
 		t.Error("samePCI")
+	}
+}
+
+// TestKernelHangIsBounded: a kernel that never finishes (the fake libcuda's SetHang) ends its
+// Run after the bound, with an error matching gpu.ErrKernelHung that names the kernel,
+// where the wait had no end (cuEventSynchronize); later Prepares fail at once, and Close and
+// the executor's close return without waiting for the GPU (issue 20).
+func TestKernelHangIsBounded(t *testing.T) {
+	path := cudatest.Build(t)
+	fake := cudatest.Control(t, path)
+	t.Cleanup(func() { fake.SetHang(false) })
+	x := NewCUDAExecutor(cudatest.Dev0UUID, clock.NewReal(), 100*time.Millisecond, path)
+	desc := kernels.Descriptor{
+		Name: "fill", PTX: fillPTX, Entry: "fill_u32", Blocks: 1, Threads: 32,
+		Params: []kernels.Param{{Name: "buf", Kind: kernels.Buffer, Size: 64}, {Name: "value", Kind: kernels.U32, Int: 1}, {Name: "n", Kind: kernels.U32, Int: 16}},
+	}
+	k, err := x.Prepare(desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := k.Run(3); err != nil {
+		t.Fatal(err)
+	}
+	fake.SetHang(true)
+	t0 := time.Now()
+	_, _, err = k.Run(2)
+	d := time.Since(t0)
+	t.Logf("after %v: %v", d, err)
+	if !errors.Is(err, gpu.ErrKernelHung) || !strings.Contains(err.Error(), "2 launches of fill (expected to take 1ms) had not finished after 110ms (cuEventQuery polled)") {
+		t.Errorf("Run of a kernel that hangs = %v; want gpu.ErrKernelHung naming it", err)
+	}
+	if d < 100*time.Millisecond || d > 3*time.Second {
+		t.Errorf("Run returned after %v with a bound of 110ms", d)
+	}
+	t0 = time.Now()
+	if _, err := x.Prepare(desc); !errors.Is(err, gpu.ErrKernelHung) {
+		t.Errorf("Prepare after a hang = %v", err)
+	}
+	if _, _, err := k.Run(1); !errors.Is(err, gpu.ErrKernelHung) {
+		t.Errorf("Run after a hang = %v", err)
+	}
+	if err := k.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Error(err)
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("Prepare, Run and Close after the hang took %v: they waited for the GPU", d)
 	}
 }

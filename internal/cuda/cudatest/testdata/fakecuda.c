@@ -19,7 +19,13 @@
  * CUDA_ERROR_INVALID_PTX and a ptxas-like error log. A launch records its shape and the
  * bytes of each parameter (fakeLastLaunch); the kernel "fill_u32(.u64 buf, .u32 value,
  * .u32 n)" really writes value into buf[0..n), checking the buffer's bounds (700 otherwise).
- * Streams do nothing; events return the elapsed time set by fakeSetElapsedMS (default 1.5).
+ * Streams do nothing; events return the elapsed time set by fakeSetElapsedMS (default 1.5),
+ * or, after fakeSetPerLaunchMS(ms > 0), ms per launch made between their records.
+ * fakeSetHang(1): the next launch never finishes (a kernel that hangs): from then on every
+ * event recorded is not ready (cuEventQuery, cuStreamQuery: CUDA_ERROR_NOT_READY), and
+ * cuEventSynchronize on such an event, cuStreamSynchronize, cuCtxSynchronize, cuMemFree,
+ * cuModuleUnload and the primary context's release block, as a real driver's do behind a
+ * kernel that does not end; fakeSetHang(0) lets them all finish.
  *
  * Defines:
  *   FAKE_OLD_DRIVER  no cuGetErrorName/String, cuDeviceGetUuid_v2 (cuDeviceGetUuid only),
@@ -32,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -52,6 +59,7 @@ enum {
     CUDA_ERROR_INVALID_PTX = 218,
     CUDA_ERROR_INVALID_HANDLE = 400,
     CUDA_ERROR_NOT_FOUND = 500,
+    CUDA_ERROR_NOT_READY = 600,
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
     CUDA_ERROR_NOT_SUPPORTED = 801,
     CUDA_ERROR_UNKNOWN = 999,
@@ -105,6 +113,8 @@ typedef struct obj {
     unsigned long long size;
     unsigned flags;
     int recorded;
+    int pending; /* events: recorded behind a kernel that hangs */
+    int launchesAt; /* events: launches made before the last record */
     int dev;
     void *extra;
 } obj;
@@ -230,6 +240,7 @@ typedef struct {
 static launchRecord lastLaunch;
 static int launches;
 static float elapsedMS = 1.5f;
+static float perLaunchMS; /* > 0: elapsed times are this per launch between the events */
 static int lastOptLevel = -1, lastNOpts, lastVerbose;
 static unsigned lastStreamFlags, lastEventFlags, lastHostFlags;
 
@@ -252,6 +263,26 @@ EXPORT int fakeCount(int what) {
 }
 
 EXPORT void fakeSetElapsedMS(float ms) { LOCK(); elapsedMS = ms; }
+EXPORT void fakeSetPerLaunchMS(float ms) { LOCK(); perLaunchMS = ms; }
+
+/* fakeSetHang(1) arms a hang: the next launch never finishes; fakeSetHang(0) ends it. */
+static int hangArmed, wedged;
+EXPORT void fakeSetHang(int on) {
+    LOCK();
+    hangArmed = on;
+    if (!on) wedged = 0;
+}
+
+/* waitWedged blocks while a launched kernel hangs (the mutex released meanwhile). */
+static void waitWedged(void) {
+    for (;;) {
+        pthread_mutex_lock(&mu);
+        int w = wedged;
+        pthread_mutex_unlock(&mu);
+        if (!w) return;
+        usleep(1000);
+    }
+}
 
 EXPORT int fakeLastLaunch(launchRecord *out) {
     LOCK();
@@ -433,6 +464,7 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(ctx **pctx, CUdevice d) {
 }
 
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+    waitWedged();
     LOCK();
     NEED_DEV(d);
     if (ctxs[d].refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
@@ -453,6 +485,7 @@ EXPORT CUresult cuCtxSetCurrent(ctx *c) {
 }
 
 EXPORT CUresult cuCtxSynchronize(void) {
+    waitWedged();
     LOCK();
     NEED_CTX();
     return CUDA_SUCCESS;
@@ -494,6 +527,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 }
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+    waitWedged();
     LOCK();
     NEED_CTX();
     obj *o = findAddr(K_ALLOC, p);
@@ -665,6 +699,7 @@ EXPORT CUresult cuModuleLoadDataEx(void **mod, const void *image, unsigned n, co
 }
 
 EXPORT CUresult cuModuleUnload(void *mod) {
+    waitWedged();
     LOCK();
     NEED_CTX();
     obj *o = find(K_MODULE, mod);
@@ -753,6 +788,7 @@ EXPORT CUresult cuLaunchKernel(function *f, unsigned gx, unsigned gy, unsigned g
     }
     lastLaunch = r;
     launches++;
+    if (hangArmed) wedged = 1;
     return CUDA_SUCCESS;
 }
 
@@ -770,9 +806,17 @@ EXPORT CUresult cuStreamCreate(void **s, unsigned flags) {
 }
 
 EXPORT CUresult cuStreamSynchronize(void *s) {
+    waitWedged();
     LOCK();
     NEED_CTX();
     return streamOK(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+EXPORT CUresult cuStreamQuery(void *s) {
+    LOCK();
+    NEED_CTX();
+    if (!streamOK(s)) return CUDA_ERROR_INVALID_HANDLE;
+    return wedged ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuStreamDestroy_v2(void *s) {
@@ -801,10 +845,28 @@ EXPORT CUresult cuEventRecord(void *e, void *s) {
     obj *o = find(K_EVENT, e);
     if (o == NULL || !streamOK(s)) return CUDA_ERROR_INVALID_HANDLE;
     o->recorded = 1;
+    o->pending = wedged;
+    o->launchesAt = launches;
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuEventQuery(void *e) {
+    LOCK();
+    NEED_CTX();
+    obj *o = find(K_EVENT, e);
+    if (o == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    return o->pending && wedged ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuEventSynchronize(void *e) {
+    for (;;) {
+        pthread_mutex_lock(&mu);
+        obj *o = find(K_EVENT, e);
+        int w = o != NULL && o->pending && wedged;
+        pthread_mutex_unlock(&mu);
+        if (!w) break;
+        usleep(1000);
+    }
     LOCK();
     NEED_CTX();
     return find(K_EVENT, e) != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
@@ -817,7 +879,8 @@ static CUresult elapsed(float *ms, void *a, void *b) {
     if (ms == NULL) return CUDA_ERROR_INVALID_VALUE;
     if (x == NULL || y == NULL || !x->recorded || !y->recorded || (x->flags & 2) || (y->flags & 2))
         return CUDA_ERROR_INVALID_HANDLE;
-    *ms = elapsedMS;
+    if ((x->pending || y->pending) && wedged) return CUDA_ERROR_NOT_READY;
+    *ms = perLaunchMS > 0 ? perLaunchMS * (float)(y->launchesAt - x->launchesAt) : elapsedMS;
     return CUDA_SUCCESS;
 }
 
