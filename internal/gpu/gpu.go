@@ -104,3 +104,23 @@ type Props struct {
 	MaxThreadsPerSM   int     `json:"max_threads_per_sm"`
 	SharedPerSM       int     `json:"shared_bytes_per_sm"`
 }
+
+// ProcessUse is one process's use of a GPU over the span since the previous call of
+// ProcessLister.Processes.
+type ProcessUse struct {
+	PID  int
+	Comm string // the command name (/proc/PID/comm where the driver gives none)
+	// SMUtil is the percentage of the span during which the SMs ran this process's
+	// kernels (NVML's per-process smUtil), 0 to 100.
+	SMUtil float64
+}
+
+// ProcessLister is implemented by devices that say which processes used them, and how much
+// of the SMs each used: a real GPU through NVML's per-process utilisation samples, the sim
+// device through its scripted processes. gpuwatt serve splits the energy by it.
+type ProcessLister interface {
+	// Processes returns the processes that used the GPU since the previous call (the
+	// first call: the driver's recent past), each with its mean SM utilisation over that
+	// span; none when nothing ran.
+	Processes() ([]ProcessUse, error)
+}

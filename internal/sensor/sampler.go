@@ -104,6 +104,7 @@ type chanState struct {
 	lastNew  time.Duration // stamp of the previous new sample
 
 	samples   []trace.Sample
+	nSamples  int // new samples filed (kept in samples, or handed to Options.Sink)
 	polls     int
 	repeats   int
 	errs      int
@@ -130,6 +131,7 @@ type chanState struct {
 	probe                []time.Duration // updates stamped precisely while searching
 	rng                  uint64          // dither state
 	buf                  []Reading
+	sink                 func(trace.Sample) // SetSink
 }
 
 // New returns a Sampler for the given sensors. Call Start to begin recording.
@@ -418,6 +420,38 @@ func (s *Sampler) waitLanes() {
 	}
 }
 
+// SetSink makes the Sampler hand every new sample to sink as it is filed (on the goroutine
+// that polled it: calls for channels of different lanes may come at once) and keep none:
+// Stop then returns no samples, and memory stays flat however long the recording runs
+// (gpuwatt serve). Call it before Start.
+func (s *Sampler) SetSink(sink func(trace.Sample)) {
+	for _, cs := range s.chans {
+		cs.sink = sink
+	}
+}
+
+// Stats describes the recorded channels with their statistics so far (polls, samples,
+// errors, missed updates, the last error). Safe to call while recording on a real clock;
+// on a virtual clock, call it from the goroutine that advances the clock.
+func (s *Sampler) Stats() []trace.Channel {
+	s.mu.Lock()
+	chans := s.chans
+	s.mu.Unlock()
+	out := make([]trace.Channel, 0, len(chans))
+	for _, cs := range chans {
+		if l := cs.lane; l != nil {
+			l.mu.Lock()
+		}
+		ch := cs.ch
+		ch.Stats = cs.stats()
+		if l := cs.lane; l != nil {
+			l.mu.Unlock()
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
 // Hung says which driver calls had not returned when Stop gave up waiting for them (and
 // which channels went unread behind them), one line each; nil when none: the recording
 // of those channels ends early, and is incomplete. Call it after Stop.
@@ -621,7 +655,13 @@ func (cs *chanState) record(tc time.Duration, rs []Reading) {
 				}
 			}
 		}
-		cs.samples = append(cs.samples, trace.Sample{T: t, GPU: cs.ch.GPU, Channel: cs.ch.Name, Value: r.Value, DriverUS: r.DriverUS})
+		smp := trace.Sample{T: t, GPU: cs.ch.GPU, Channel: cs.ch.Name, Value: r.Value, DriverUS: r.DriverUS}
+		if cs.sink != nil {
+			cs.sink(smp)
+		} else {
+			cs.samples = append(cs.samples, smp)
+		}
+		cs.nSamples++
 		cs.have, cs.lastVal, cs.lastDrv, cs.lastNew = true, r.Value, r.DriverUS, t
 		anyNew = true
 	}
@@ -895,7 +935,7 @@ func (cs *chanState) stats() *trace.ChannelStats {
 	}
 	return &trace.ChannelStats{
 		Polls:        cs.polls,
-		Samples:      len(cs.samples),
+		Samples:      cs.nSamples,
 		Repeats:      cs.repeats,
 		Errors:       cs.errs,
 		LastError:    cs.lastErr,

@@ -38,3 +38,7 @@ type Sensor interface {
 type PeriodHinter interface {
 	PeriodHint() time.Duration
 }
+
+// ProcessCPU is the user + system CPU time of this process so far (0 where the platform
+// does not say).
+func ProcessCPU() time.Duration { return processCPU() }

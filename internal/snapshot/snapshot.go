@@ -76,6 +76,9 @@ type GPU struct {
 	// Processes is the per-process split of the energy (serve's documented split, see
 	// docs/serve.md): each process's share of the energy above idle since serve saw it.
 	Processes []Process
+	// UnattributedJ is the energy since serve started that the split gave to no process:
+	// the idle floor, and what was drawn above it while no process showed SM use.
+	UnattributedJ float64
 
 	// Health of the sampling of this GPU, cumulative since serve started.
 	Polls  int64 // driver calls made

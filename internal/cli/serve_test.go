@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestServeBadListen: a port in use, an address that is not one, and a GPU that is not
+// there are bad input: exit 2 with one line naming it, before anything is served.
+func TestServeBadListen(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := ln.Addr().String()
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--listen", busy}, "--listen " + busy + ": "},
+		{[]string{"--listen", "nonsense"}, `--listen "nonsense": want HOST:PORT or :PORT`},
+		{[]string{"--listen", "127.0.0.1:99999"}, "the port must be a number from 0 to 65535"},
+		{[]string{"--listen", "127.0.0.1:0", "--gpu", "3"}, "--gpu 3: no such GPU (found 1)"},
+		{[]string{"--listen", "127.0.0.1:0", "--gpu", "x"}, `--gpu "x": want all or a comma-separated list`},
+		{[]string{"--listen", "127.0.0.1:0", "--poll", "soon"}, `--poll "soon"`},
+	} {
+		a, _, stderr, _ := testApp(t)
+		code := a.Main(context.Background(), append([]string{"serve", "--device", "sim", "--quiet"}, tc.args...))
+		if code != ExitUsage || !strings.Contains(stderr.String(), tc.says) || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("serve %v: exit %d, stderr %q; want exit 2 saying %q", tc.args, code, stderr, tc.says)
+		}
+	}
+}
+
+// TestServeProcess runs `gpuwatt serve --device sim --listen 127.0.0.1:0` as a real process
+// (this test binary re-run as gpuwatt) on a sim board drawing 300 W: /metrics passes
+// `promtool check metrics`; between two scrapes 4 s apart the energy counter grows at the
+// power gauge's rate (within the counter's and the polls' timing: each figure is read up to
+// a poll interval and a counter period, 0.2 s, before the scrape); SIGTERM ends it with
+// exit 0 within 1 s.
+func TestServeProcess(t *testing.T) {
+	if os.Getenv("GPUWATT_SERVE_HELPER") == "1" {
+		var args []string
+		if err := json.Unmarshal([]byte(os.Getenv("GPUWATT_ARGS")), &args); err != nil {
+			os.Exit(99)
+		}
+		ctx, stop := SignalContext(context.Background())
+		code := Main(ctx, args, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	cfg := filepath.Join(t.TempDir(), "sim.json")
+	if err := os.WriteFile(cfg, []byte(`{"preset": "h100", "load": [{"t_s": 0, "power_w": 300}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal([]string{"serve", "--device", "sim", "--sim-config", cfg, "--listen", "127.0.0.1:0"})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServeProcess$")
+	cmd.Env = append(os.Environ(), "GPUWATT_SERVE_HELPER=1", "GPUWATT_ARGS="+string(args))
+	pr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var stderr bytes.Buffer
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		re := regexp.MustCompile(`http://([^/]+)/metrics`)
+		for sc.Scan() {
+			stderr.WriteString(sc.Text() + "\n")
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	var url string
+	select {
+	case a := <-addr:
+		url = "http://" + a + "/metrics"
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not say where it listens in 20 s")
+	}
+	get := func() (string, time.Time) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b), time.Now()
+	}
+	time.Sleep(2500 * time.Millisecond) // the first corrected figure needs a second of readings and an update
+	m1, t1 := get()
+	time.Sleep(4 * time.Second)
+	m2, t2 := get()
+
+	if p, err := exec.LookPath("promtool"); err == nil {
+		c := exec.Command(p, "check", "metrics")
+		c.Stdin = strings.NewReader(m2)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	} else if os.Getenv("GPUWATT_REQUIRE_PROMETHEUS") != "" {
+		t.Errorf("promtool is not on PATH and GPUWATT_REQUIRE_PROMETHEUS is set")
+	} else {
+		t.Logf("promtool is not on PATH: the exposition is not checked with it")
+	}
+	e1, e2 := metric(t, m1, "gpuwatt_gpu_energy_joules_total{"), metric(t, m2, "gpuwatt_gpu_energy_joules_total{")
+	rate := (e2 - e1) / t2.Sub(t1).Seconds()
+	for _, ch := range []string{"corrected", "power.samples"} {
+		sel := `gpuwatt_gpu_power_watts{channel="` + ch + `"`
+		p := (metric(t, m1, sel) + metric(t, m2, sel)) / 2
+		// Each energy reading is up to 0.2 s old at its scrape: ±0.4 s of 4 s, and the
+		// counter's and the power channel's board errors (the sim's h100: 1.3 %).
+		tol := 0.4/t2.Sub(t1).Seconds() + 0.02
+		t.Logf("energy counter %.1f -> %.1f J over %.2f s: %.1f W; %s %.1f W (%+.1f %%, tolerance %.0f %%)", e1, e2, t2.Sub(t1).Seconds(), rate, ch, p, 100*(rate/p-1), 100*tol)
+		if math.Abs(rate/p-1) > tol {
+			t.Errorf("the counter grew at %.1f W between two scrapes, %s reads %.1f W", rate, ch, p)
+		}
+	}
+
+	t0 := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("serve did not end 5 s after SIGTERM: %s", stderr.String())
+	}
+	took := time.Since(t0)
+	if code := cmd.ProcessState.ExitCode(); code != 0 || took > time.Second {
+		t.Errorf("SIGTERM: exit %d after %s, want exit 0 within 1 s: %s", code, took, stderr.String())
+	}
+	t.Logf("SIGTERM: exit %d after %s", cmd.ProcessState.ExitCode(), took.Round(time.Millisecond))
+}
+
+// metric returns the value of the first line of an exposition that starts with prefix.
+func metric(t testing.TB, text, prefix string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			f := strings.Fields(l)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no %s in\n%s", prefix, text)
+	return 0
+}

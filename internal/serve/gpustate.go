@@ -1,0 +1,371 @@
+package serve
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/nvml"
+	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/snapshot"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+)
+
+// CorrectedBin is the span the corrected power gauge is the mean over.
+const CorrectedBin = time.Second
+
+// forgetProcess is how long a process that no longer shows up keeps its counter.
+const forgetProcess = 5 * time.Minute
+
+type reading struct {
+	v float64
+	t time.Duration
+}
+
+// gpuState is what serve knows about one GPU: the latest readings (filled by the Sampler's
+// sink, under mu) and the derived figures (worked out by update, under Server.mu).
+type gpuState struct {
+	dev  gpu.Device
+	info trace.GPU
+	keep time.Duration
+
+	// Set once by setChannels, read-only after.
+	powerChans []string
+	corrChan   string
+	model      sensormodel.Model
+	modelWhy   string
+	hasCounter bool
+	unread     []trace.Missing
+	procs      gpu.ProcessLister
+
+	mu          sync.Mutex
+	latest      map[string]reading
+	ring        []trace.Sample // the corrected channel's recent readings
+	ctrHave     bool
+	ctrLast     float64
+	ctrSum      float64 // the counter's rises since the first reading
+	ctrResets   int
+	ringScratch []trace.Sample
+
+	// Derived, under Server.mu.
+	up                  bool
+	reason              string
+	corrW               float64
+	hasCorr             bool
+	delay               time.Duration
+	corrJ               float64
+	corrUpTo            time.Duration
+	corrStarted         bool
+	idleW               float64
+	hasIdle             bool
+	energyJ             float64
+	prevEnergyJ         float64
+	prevT               time.Duration
+	splitStarted        bool
+	proc                map[int]*procState
+	unattributedJ       float64
+	polls, errs, missed int64
+}
+
+type procState struct {
+	comm     string
+	energyJ  float64
+	share    float64
+	lastSeen time.Duration
+}
+
+func newGPUState(d gpu.Device, o Options) *gpuState {
+	g := &gpuState{dev: d, info: d.Info(), keep: o.Keep, latest: map[string]reading{}, proc: map[int]*procState{}, up: true}
+	g.procs, _ = d.(gpu.ProcessLister)
+	return g
+}
+
+// setChannels notes which channels the Sampler reads for this GPU and picks the one the
+// corrected power comes from (trace.PowerPreference: the driver's buffer first).
+func (g *gpuState) setChannels(chans []trace.Channel, missing []trace.Missing) {
+	have := map[string]bool{}
+	for _, c := range chans {
+		if c.GPU != g.info.Index {
+			continue
+		}
+		have[c.Name] = true
+		if c.Quantity == trace.QPower && !c.Setting {
+			g.powerChans = append(g.powerChans, c.Name)
+		}
+	}
+	for _, m := range missing {
+		if m.GPU == g.info.Index {
+			g.unread = append(g.unread, m)
+		}
+	}
+	g.hasCounter = have[trace.ChEnergyTotal]
+	if name, ok := trace.Preferred(trace.PowerPreference, func(n string) bool { return have[n] }); ok {
+		g.corrChan = name
+		g.model, g.modelWhy = correct.Auto(name, g.info.Name)
+	}
+	if len(have) == 0 {
+		g.up = false
+		g.reason = "no channel could be read"
+		if len(g.unread) > 0 {
+			g.reason = g.unread[0].Name + ": " + g.unread[0].Reason
+		}
+	}
+}
+
+// add files a new sample (the Sampler's sink).
+func (g *gpuState) add(x trace.Sample, clk clock.Clock) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.latest[x.Channel] = reading{x.Value, x.T}
+	switch x.Channel {
+	case g.corrChan:
+		g.ring = append(g.ring, x)
+		// Drop what is older than keep, a quarter of keep at a time (each drop copies).
+		if cut := x.T - g.keep; g.ring[0].T < cut-g.keep/4 {
+			i := sort.Search(len(g.ring), func(i int) bool { return g.ring[i].T >= cut })
+			g.ring = append(g.ring[:0], g.ring[i:]...)
+		}
+	case trace.ChEnergyTotal:
+		if g.ctrHave {
+			if d := x.Value - g.ctrLast; d > 0 {
+				g.ctrSum += d
+			} else if d < 0 {
+				g.ctrResets++ // a driver reload: count on from the new value
+			}
+		}
+		g.ctrHave, g.ctrLast = true, x.Value
+	}
+}
+
+// update works out the derived figures at now. chans are this GPU's channels with their
+// statistics; last the statistics at the previous update (by GPU and channel).
+func (g *gpuState) update(now time.Duration, chans []trace.Channel, last map[statKey]trace.ChannelStats) {
+	g.health(chans, last)
+
+	g.mu.Lock()
+	ring := append(g.ringScratch[:0], g.ring...)
+	g.ringScratch = ring
+	ctrHave, ctrSum := g.ctrHave, g.ctrSum
+	g.mu.Unlock()
+
+	g.correct(now, ring)
+	prev := g.energyJ
+	switch {
+	case g.hasCounter && ctrHave:
+		g.energyJ = ctrSum
+	case !g.hasCounter:
+		g.energyJ = g.corrJ
+	}
+	g.energyJ = max(g.energyJ, prev) // a counter never goes back
+	g.split(now)
+}
+
+// health sets up and the sampling counters from the Sampler's statistics: a GPU whose
+// every call since the previous update failed is down.
+func (g *gpuState) health(chans []trace.Channel, last map[statKey]trace.ChannelStats) {
+	if len(chans) == 0 {
+		return // nothing read from the start: setChannels said why
+	}
+	var polls, errs, missed int64
+	polled, failing := 0, 0
+	why := ""
+	for _, c := range chans {
+		st := c.Stats
+		if st == nil {
+			continue
+		}
+		polls += int64(st.Polls)
+		errs += int64(st.Errors)
+		missed += int64(st.Missed)
+		prev := last[statKey{c.GPU, c.Name}]
+		dp, de := st.Polls-prev.Polls, st.Errors-prev.Errors
+		if dp > 0 {
+			polled++
+			if de >= dp {
+				failing++
+				if why == "" {
+					why = c.Name + ": " + st.LastError
+				}
+			}
+		}
+	}
+	g.polls, g.errs, g.missed = polls, errs, missed
+	if polled > 0 {
+		g.up = failing < polled
+		g.reason = ""
+		if !g.up {
+			g.reason = why
+		}
+	}
+}
+
+// tail is how long after a reading the inversion of the model still needs readings: the
+// corrected power up to t is settled once readings reach t + tail.
+func tail(m sensormodel.Model, period time.Duration) time.Duration {
+	return m.Window + m.Delay + 3*m.Tau + period
+}
+
+// correct integrates the corrected power of the readings in ring up to the settled time,
+// and sets the corrected power gauge (the mean over the last settled CorrectedBin) and
+// the idle floor.
+func (g *gpuState) correct(now time.Duration, ring []trace.Sample) {
+	if len(ring) < 4 {
+		return
+	}
+	ser := correct.Prepare(ring, g.model, correct.Options{})
+	per := ser.Period()
+	tl := tail(g.model, per)
+	head := ring[0].T + tl
+	settled := ring[len(ring)-1].T - tl
+	if settled <= head {
+		return
+	}
+	if !g.corrStarted {
+		g.corrStarted, g.corrUpTo = true, settled
+	}
+	// Readings lost (the GPU was down longer than the ring holds): the integral goes on
+	// from what the ring describes, without the gap.
+	g.corrUpTo = max(g.corrUpTo, head)
+	if settled > g.corrUpTo {
+		if e, ok := ser.Joules(g.corrUpTo, settled); ok {
+			g.corrJ += max(e, 0)
+			g.corrUpTo = settled
+		}
+	}
+	if settled-CorrectedBin >= head {
+		if e, ok := ser.Joules(settled-CorrectedBin, settled); ok {
+			g.corrW, g.hasCorr = e/CorrectedBin.Seconds(), true
+			g.delay = max(now-settled, 0)
+			if !g.hasIdle || g.corrW < g.idleW {
+				g.idleW, g.hasIdle = g.corrW, true
+			}
+		}
+	}
+}
+
+// split gives the energy since the previous update above the idle floor to the processes
+// by their share of the SM utilisation (see docs/serve.md); the rest is unattributed.
+func (g *gpuState) split(now time.Duration) {
+	if !g.splitStarted {
+		g.splitStarted, g.prevEnergyJ, g.prevT = true, g.energyJ, now
+		if g.procs != nil {
+			_, _ = g.procs.Processes() // start the driver's window here
+		}
+		return
+	}
+	dE, dt := g.energyJ-g.prevEnergyJ, (now - g.prevT).Seconds()
+	g.prevEnergyJ, g.prevT = g.energyJ, now
+	if dt <= 0 {
+		return
+	}
+	attributed := 0.0
+	if g.procs != nil {
+		use, err := g.procs.Processes()
+		if err == nil {
+			total := 0.0
+			for _, u := range use {
+				total += max(u.SMUtil, 0)
+			}
+			above := 0.0
+			if g.hasIdle {
+				above = min(max(dE-g.idleW*dt, 0), dE)
+			}
+			for _, u := range use {
+				p := g.proc[u.PID]
+				if p == nil {
+					p = &procState{}
+					g.proc[u.PID] = p
+				}
+				p.comm, p.lastSeen, p.share = u.Comm, now, 0
+				if total > 0 && u.SMUtil > 0 {
+					p.share = u.SMUtil / total
+					e := above * p.share
+					p.energyJ += e
+					attributed += e
+				}
+			}
+		}
+	}
+	g.unattributedJ += max(dE-attributed, 0)
+	for pid, p := range g.proc {
+		if now-p.lastSeen > forgetProcess {
+			delete(g.proc, pid)
+		}
+	}
+}
+
+// knownReasons are the clock-event reasons every GPU exposes a series for.
+var knownReasons = func() []string {
+	var out []string
+	for i := 0; i < 9; i++ {
+		out = append(out, nvml.ClockReasons(1<<i).Names()...)
+	}
+	return out
+}()
+
+func (g *gpuState) snapshot(host string, wall time.Time, clk clock.Clock) snapshot.GPU {
+	s := snapshot.GPU{
+		Index: g.info.Index, UUID: g.info.UUID, Model: g.info.Name, Hostname: host, At: wall,
+		Up: g.up, Reason: g.reason,
+		EnergyJ: g.energyJ, EnergySource: snapshot.SourceCorrected, EnergyChannel: g.corrChan,
+		CorrectedW: g.corrW, HasCorrected: g.hasCorr, CorrectedChannel: g.corrChan, CorrectedDelay: g.delay,
+		IdleW: g.idleW, HasIdle: g.hasIdle, UnattributedJ: g.unattributedJ,
+		Polls: g.polls, Errors: g.errs, Missed: g.missed,
+	}
+	if g.hasCounter {
+		s.EnergySource, s.EnergyChannel = snapshot.SourceCounter, trace.ChEnergyTotal
+	}
+	at := func(t time.Duration) time.Time { return clk.Epoch().Add(t) }
+	g.mu.Lock()
+	if g.ctrHave {
+		s.CounterJ, s.HasCounter = g.ctrLast, true
+	}
+	for _, name := range g.powerChans {
+		if r, ok := g.latest[name]; ok {
+			s.Power = append(s.Power, snapshot.ChannelPower{Channel: name, W: r.v, At: at(r.t)})
+		}
+	}
+	for _, name := range []string{trace.ChClockSM, trace.ChClockMem, trace.ChClockGr} {
+		if r, ok := g.latest[name]; ok {
+			if s.ClocksHz == nil {
+				s.ClocksHz = map[string]float64{}
+			}
+			s.ClocksHz[name] = r.v
+		}
+	}
+	for _, name := range []string{trace.ChTempGPU, trace.ChTempMem} {
+		if r, ok := g.latest[name]; ok {
+			if s.TempC == nil {
+				s.TempC = map[string]float64{}
+			}
+			s.TempC[name] = r.v
+		}
+	}
+	if r, ok := g.latest[trace.ChThrottleReasons]; ok {
+		mask := nvml.ClockReasons(uint64(r.v))
+		active := map[string]bool{}
+		for _, n := range mask.Names() {
+			active[n] = true
+		}
+		for _, n := range knownReasons {
+			s.ClockEvents = append(s.ClockEvents, snapshot.ClockEvent{Reason: n, Active: active[n]})
+		}
+	}
+	g.mu.Unlock()
+	pids := make([]int, 0, len(g.proc))
+	for pid := range g.proc {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	for _, pid := range pids {
+		p := g.proc[pid]
+		s.Processes = append(s.Processes, snapshot.Process{PID: pid, Comm: p.comm, EnergyJ: p.energyJ, SMShare: p.share})
+	}
+	return s
+}
+
+func (g *gpuState) label() string { return fmt.Sprint(g.info.Index) }

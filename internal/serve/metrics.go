@@ -1,0 +1,151 @@
+package serve
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+)
+
+// The metrics, as docs/serve.md lists them.
+var (
+	descEnergy = prometheus.NewDesc("gpuwatt_gpu_energy_joules_total",
+		"Energy of the GPU since gpuwatt serve started, in J: from the board's energy counter where it has one (source=\"counter\"), else the integral of the corrected power (source=\"corrected\", which trails the present by gpuwatt_gpu_corrected_power_delay_seconds).",
+		[]string{"gpu", "uuid", "model", "hostname", "source"}, nil)
+	descPower = prometheus.NewDesc("gpuwatt_gpu_power_watts",
+		"Power of the GPU in W: the latest reading of each power channel of the driver (channel=power.usage, power.instant, power.samples, ...), and channel=\"corrected\": the true power as the inverted sensor model of the best channel gives it, the mean over the last settled second, which lags the present by gpuwatt_gpu_corrected_power_delay_seconds.",
+		[]string{"gpu", "uuid", "channel"}, nil)
+	descDelay = prometheus.NewDesc("gpuwatt_gpu_corrected_power_delay_seconds",
+		"How far the corrected power (and the corrected energy) lags the present, in s: the inversion of a sensor's window and lag needs the readings that come after.",
+		[]string{"gpu", "uuid", "channel"}, nil)
+	descIdle = prometheus.NewDesc("gpuwatt_gpu_idle_power_watts",
+		"The GPU's idle floor in W: the lowest 1 s mean of the corrected power since gpuwatt serve started.",
+		[]string{"gpu", "uuid"}, nil)
+	descClock = prometheus.NewDesc("gpuwatt_gpu_clock_hertz",
+		"Clock of the GPU in Hz (clock=sm, mem, graphics).",
+		[]string{"gpu", "uuid", "clock"}, nil)
+	descTemp = prometheus.NewDesc("gpuwatt_gpu_temperature_celsius",
+		"Temperature in degrees Celsius (sensor=gpu, memory).",
+		[]string{"gpu", "uuid", "sensor"}, nil)
+	descEvent = prometheus.NewDesc("gpuwatt_gpu_clock_event_active",
+		"1 while the clock-event (throttle) reason holds the clocks down, else 0 (NVML's clock event reasons).",
+		[]string{"gpu", "uuid", "reason"}, nil)
+	descUp = prometheus.NewDesc("gpuwatt_gpu_up",
+		"1 while the GPU's driver calls succeed, 0 while every call since the previous update failed (the other figures then keep their last values).",
+		[]string{"gpu", "uuid"}, nil)
+	descProc = prometheus.NewDesc("gpuwatt_process_gpu_energy_joules_total",
+		"Energy of the GPU attributed to a process since gpuwatt serve first saw it, in J: each second's energy above the idle floor split by the processes' shares of the SM utilisation (docs/serve.md states the limits).",
+		[]string{"gpu", "pid", "comm"}, nil)
+	descUnattr = prometheus.NewDesc("gpuwatt_gpu_unattributed_energy_joules_total",
+		"Energy of the GPU since gpuwatt serve started that the per-process split gave to no process, in J: the idle floor, and what was drawn above it while no process showed SM use.",
+		[]string{"gpu", "uuid"}, nil)
+	descPolls = prometheus.NewDesc("gpuwatt_sampler_polls_total",
+		"Driver calls the sampler made for the GPU.",
+		[]string{"gpu"}, nil)
+	descErrors = prometheus.NewDesc("gpuwatt_sampler_errors_total",
+		"Driver calls of the sampler for the GPU that failed.",
+		[]string{"gpu"}, nil)
+	descMissed = prometheus.NewDesc("gpuwatt_sampler_missed_updates_total",
+		"Sensor updates that came and went between two polls of the sampler, for the GPU.",
+		[]string{"gpu"}, nil)
+	descCPU = prometheus.NewDesc("gpuwatt_sampler_cpu_seconds_total",
+		"CPU time (user + system) of the gpuwatt serve process since sampling started, in s: sampling, the corrections and the answers to scrapes together.",
+		nil, nil)
+
+	descDCGMPower = prometheus.NewDesc("DCGM_FI_DEV_POWER_USAGE",
+		"Power draw (in W).",
+		[]string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}, nil)
+	descDCGMEnergy = prometheus.NewDesc("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+		"Total energy consumption since boot (in mJ).",
+		[]string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}, nil)
+)
+
+// collector turns the Server's snapshot into metrics at each scrape.
+type collector struct{ s *Server }
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descEnergy, descPower, descDelay, descIdle, descClock, descTemp, descEvent, descUp, descProc, descUnattr, descPolls, descErrors, descMissed, descCPU} {
+		ch <- d
+	}
+	if c.s.opt.DCGMNames {
+		ch <- descDCGMPower
+		ch <- descDCGMEnergy
+	}
+}
+
+var clockLabel = map[string]string{trace.ChClockSM: "sm", trace.ChClockMem: "mem", trace.ChClockGr: "graphics"}
+var tempLabel = map[string]string{trace.ChTempGPU: "gpu", trace.ChTempMem: "memory"}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	snaps := c.s.Snapshot()
+	c.s.mu.Lock()
+	cpu := c.s.cpuSec
+	c.s.mu.Unlock()
+	gauge := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	counter := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
+	}
+	for i := range snaps {
+		g := &snaps[i]
+		idx := strconv.Itoa(g.Index)
+		up := 0.0
+		if g.Up {
+			up = 1
+		}
+		gauge(descUp, up, idx, g.UUID)
+		counter(descEnergy, g.EnergyJ, idx, g.UUID, g.Model, g.Hostname, g.EnergySource)
+		for _, p := range g.Power {
+			gauge(descPower, p.W, idx, g.UUID, p.Channel)
+		}
+		if g.HasCorrected {
+			gauge(descPower, g.CorrectedW, idx, g.UUID, "corrected")
+			gauge(descDelay, g.CorrectedDelay.Seconds(), idx, g.UUID, g.CorrectedChannel)
+		}
+		if g.HasIdle {
+			gauge(descIdle, g.IdleW, idx, g.UUID)
+		}
+		for _, k := range sortedKeys(g.ClocksHz) {
+			gauge(descClock, g.ClocksHz[k], idx, g.UUID, clockLabel[k])
+		}
+		for _, k := range sortedKeys(g.TempC) {
+			gauge(descTemp, g.TempC[k], idx, g.UUID, tempLabel[k])
+		}
+		for _, e := range g.ClockEvents {
+			v := 0.0
+			if e.Active {
+				v = 1
+			}
+			gauge(descEvent, v, idx, g.UUID, e.Reason)
+		}
+		for _, p := range g.Processes {
+			counter(descProc, p.EnergyJ, idx, strconv.Itoa(p.PID), p.Comm)
+		}
+		counter(descUnattr, g.UnattributedJ, idx, g.UUID)
+		counter(descPolls, float64(g.Polls), idx)
+		counter(descErrors, float64(g.Errors), idx)
+		counter(descMissed, float64(g.Missed), idx)
+		if c.s.opt.DCGMNames {
+			l := []string{idx, g.UUID, c.s.busID(g.Index), "nvidia" + idx, g.Model, g.Hostname}
+			for _, p := range g.Power {
+				if p.Channel == trace.ChPowerUsage {
+					gauge(descDCGMPower, p.W, l...)
+				}
+			}
+			if g.HasCounter {
+				counter(descDCGMEnergy, g.CounterJ*1e3, l...)
+			}
+		}
+	}
+	counter(descCPU, cpu)
+}
+
+func (s *Server) busID(i int) string {
+	if g := s.byIdx[i]; g != nil {
+		return strings.ToLower(g.info.PCIBusID)
+	}
+	return ""
+}

@@ -1,0 +1,320 @@
+// Package serve is `gpuwatt serve`: it samples every watched GPU without end, with bounded
+// memory, and exposes what it knows on /metrics (Prometheus, through client_golang): the
+// energy counter (the board's, else the corrected integral), power per channel and the
+// corrected power, idle, clocks, temperatures, clock events, the per-process split and the
+// sampler's health. The metrics and the methods behind them are in docs/serve.md.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/snapshot"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+)
+
+// DefaultListen is --listen's default: every interface, port 9402 (dcgm-exporter has 9400).
+const DefaultListen = ":9402"
+
+// DefaultPoll is --poll's default: every channel read every 100 ms (the driver's buffer of
+// 20 ms samples and the energy counter by their own rules, see sensor.Options). The
+// corrected power is worked out from the buffer's samples, so polling faster buys nothing
+// but CPU.
+const DefaultPoll = 100 * time.Millisecond
+
+// Options of serve.
+type Options struct {
+	// Listen is the address /metrics is served on (host:port); DefaultListen when empty.
+	Listen string
+	// GPUs are the indexes to watch; nil: all.
+	GPUs []int
+	// DCGMNames also exposes DCGM_FI_DEV_POWER_USAGE (W) and
+	// DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ) with dcgm-exporter's labels.
+	DCGMNames bool
+	// Poll is the Sampler's polling; nil: Fixed every DefaultPoll.
+	Poll *sensor.Options
+	// Hostname labels every GPU; os.Hostname() when empty.
+	Hostname string
+	// Update is how often the derived figures (corrected power, energy, idle, the
+	// per-process split, up) are worked out; 1 s when 0.
+	Update time.Duration
+	// Keep is how much of the recent readings of a GPU's corrected channel is kept (the
+	// ring the corrected power is worked out from); 8 s when 0.
+	Keep time.Duration
+}
+
+// ParseGPUs parses --gpu: "all" (nil) or a comma-separated list of indexes.
+func ParseGPUs(s string) ([]int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.EqualFold(s, "all") {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		i, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || i < 0 {
+			return nil, fmt.Errorf("%w: --gpu %q: want all or a comma-separated list of GPU indexes such as 0,2", status.ErrInput, s)
+		}
+		if !slices.Contains(out, i) {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+// Validate checks the options without opening anything.
+func (o Options) Validate() error {
+	if err := ValidateListen(o.listen()); err != nil {
+		return err
+	}
+	if o.Update < 0 || o.Keep < 0 {
+		return fmt.Errorf("%w: update and keep must not be negative", status.ErrInput)
+	}
+	return nil
+}
+
+// ValidateListen checks that addr is host:port with a port number.
+func ValidateListen(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%w: --listen %q: want HOST:PORT or :PORT (%v)", status.ErrInput, addr, err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("%w: --listen %q: the port must be a number from 0 to 65535", status.ErrInput, addr)
+	}
+	_ = host
+	return nil
+}
+
+func (o Options) listen() string {
+	if o.Listen == "" {
+		return DefaultListen
+	}
+	return o.Listen
+}
+
+func (o Options) withDefaults() Options {
+	if o.Poll == nil {
+		o.Poll = &sensor.Options{Mode: sensor.Fixed, Interval: DefaultPoll}
+	}
+	if o.Update <= 0 {
+		o.Update = time.Second
+	}
+	if o.Keep <= 0 {
+		o.Keep = 8 * time.Second
+	}
+	if o.Hostname == "" {
+		o.Hostname, _ = os.Hostname()
+	}
+	return o
+}
+
+// Listen opens the listener of o.Listen. An address in use or that cannot be bound is
+// status.ErrInput (exit 2 on the command line), naming the address.
+func Listen(o Options) (net.Listener, error) {
+	addr := o.listen()
+	if err := ValidateListen(addr); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --listen %s: %v", status.ErrInput, addr, err)
+	}
+	return ln, nil
+}
+
+// Server samples the watched GPUs and answers /metrics. It implements snapshot.Source.
+type Server struct {
+	opt     Options
+	sys     gpu.System
+	clk     clock.Clock
+	sampler *sensor.Sampler
+	gpus    []*gpuState
+	byIdx   map[int]*gpuState
+	reg     *prometheus.Registry
+	cpu0    time.Duration
+	started time.Duration
+
+	mu        sync.Mutex // guards the derived figures in gpus and lastStats
+	lastStats map[statKey]trace.ChannelStats
+	cpuSec    float64
+}
+
+var _ snapshot.Source = (*Server)(nil)
+
+type statKey struct {
+	gpu  int
+	name string
+}
+
+// New opens a Sampler on the watched GPUs of sys (on clk) and starts it. Close stops it.
+func New(ctx context.Context, sys gpu.System, clk clock.Clock, o Options) (*Server, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	devs := sys.Devices()
+	var watch []gpu.Device
+	if o.GPUs == nil {
+		watch = devs
+	} else {
+		for _, i := range o.GPUs {
+			if i >= len(devs) {
+				return nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", status.ErrInput, i, len(devs))
+			}
+			watch = append(watch, devs[i])
+		}
+	}
+	if len(watch) == 0 {
+		return nil, errors.New("no GPU to watch")
+	}
+	s := &Server{opt: o, sys: sys, clk: clk, byIdx: map[int]*gpuState{}, lastStats: map[statKey]trace.ChannelStats{}}
+	var sensors []sensor.Sensor
+	for _, d := range watch {
+		g := newGPUState(d, o)
+		s.gpus = append(s.gpus, g)
+		s.byIdx[g.info.Index] = g
+		sensors = append(sensors, d.Sensors()...)
+	}
+	s.sampler = sensor.New(clk, sensors, *o.Poll)
+	s.sampler.SetSink(s.sink)
+	if err := s.sampler.Start(ctx); err != nil {
+		return nil, err
+	}
+	s.started = clk.Now()
+	s.cpu0 = sensor.ProcessCPU()
+	for _, g := range s.gpus {
+		g.setChannels(s.sampler.Channels(), s.sampler.Unavailable())
+	}
+	s.reg = prometheus.NewRegistry()
+	s.reg.MustRegister(&collector{s: s})
+	s.Update()
+	return s, nil
+}
+
+// sink files a new sample with its GPU (Options.Sink: on the Sampler's goroutines).
+func (s *Server) sink(x trace.Sample) {
+	if g := s.byIdx[x.GPU]; g != nil {
+		g.add(x, s.clk)
+	}
+}
+
+// Update works out the derived figures (corrected power and energy, idle, the process
+// split, up) from what was read so far. Run calls it every Options.Update; on a virtual
+// clock call it from the goroutine that advances the clock.
+func (s *Server) Update() {
+	now := s.clk.Now()
+	stats := s.sampler.Stats()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	per := map[int][]trace.Channel{}
+	for _, ch := range stats {
+		per[ch.GPU] = append(per[ch.GPU], ch)
+	}
+	for _, g := range s.gpus {
+		g.update(now, per[g.info.Index], s.lastStats)
+	}
+	for _, ch := range stats {
+		if ch.Stats != nil {
+			s.lastStats[statKey{ch.GPU, ch.Name}] = *ch.Stats
+		}
+	}
+	if !clock.IsVirtual(s.clk) {
+		s.cpuSec = (sensor.ProcessCPU() - s.cpu0).Seconds()
+	}
+}
+
+// Snapshot implements snapshot.Source.
+func (s *Server) Snapshot() []snapshot.GPU {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]snapshot.GPU, 0, len(s.gpus))
+	wall := s.clk.Epoch().Add(s.clk.Now())
+	for _, g := range s.gpus {
+		out = append(out, g.snapshot(s.opt.Hostname, wall, s.clk))
+	}
+	return out
+}
+
+// Handler serves /metrics (and a short page at /).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, "gpuwatt serve: metrics at /metrics (docs/serve.md)\n")
+	})
+	return mux
+}
+
+// Registry is the Prometheus registry behind /metrics.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Close stops the sampling.
+func (s *Server) Close() {
+	s.sampler.Stop()
+}
+
+// Run serves /metrics on ln until ctx ends, then shuts the server down (at most 500 ms for
+// scrapes under way) and stops the sampling. It returns nil on a clean end. tick, when
+// non-nil, is called after every Update (the OTLP exporter pushes there).
+func (s *Server) Run(ctx context.Context, ln net.Listener, tick func()) error {
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	t := time.NewTicker(s.opt.Update)
+	defer t.Stop()
+	var err error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err = <-errc:
+			break loop
+		case <-t.C:
+			s.Update()
+			if tick != nil {
+				tick()
+			}
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 500*time.Millisecond)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	s.Close()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	k := make([]string, 0, len(m))
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return k
+}
