@@ -332,3 +332,47 @@ func (d Device) AppendSamples(dst []Sample, typ SamplingType, lastSeenUS uint64)
 	}
 	return dst, check(ErrorInsufficientSize, symSamples)
 }
+
+// ProcessUtilization returns the per-process utilisation samples newer than lastSeenUS
+// (µs since 1970; 0 for all the driver keeps), nvmlDeviceGetProcessUtilization: the size
+// is asked first (a NULL buffer, NVML_ERROR_INSUFFICIENT_SIZE and the count), then the
+// samples. None newer is an empty result, not an error.
+func (d Device) ProcessUtilization(lastSeenUS uint64) ([]ProcessUtilization, error) {
+	f := d.l().deviceGetProcessUtilization
+	if d.lib == nil {
+		return nil, check(ErrorUninitialized, symProcessUtilization)
+	}
+	if f == nil {
+		return nil, missing(symProcessUtilization)
+	}
+	s := getScratch()
+	defer putScratch(s)
+	n := uint32(0)
+	for range 3 {
+		var buf []processUtilizationSample
+		var p *processUtilizationSample
+		if n > 0 {
+			buf = make([]processUtilizationSample, n)
+			p = &buf[0]
+		}
+		s.u32 = n
+		switch r := f(&s.args, d.h, p, &s.u32, lastSeenUS); r {
+		case Success:
+			out := make([]ProcessUtilization, 0, s.u32)
+			for _, e := range buf[:min(int(s.u32), len(buf))] {
+				out = append(out, ProcessUtilization{PID: int(e.pid), TimeStampUS: e.timeStamp, SMUtil: e.smUtil, MemUtil: e.memUtil, EncUtil: e.encUtil, DecUtil: e.decUtil})
+			}
+			return out, nil
+		case ErrorNotFound:
+			return nil, nil
+		case ErrorInsufficientSize:
+			if s.u32 == 0 {
+				return nil, nil
+			}
+			n = s.u32 + 4 // room for a process that starts between the calls
+		default:
+			return nil, check(r, symProcessUtilization)
+		}
+	}
+	return nil, check(ErrorInsufficientSize, symProcessUtilization)
+}

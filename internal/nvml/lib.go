@@ -58,6 +58,7 @@ type Lib struct {
 	deviceGetCurrentClocksEventReasons    func(a *args, d uintptr, m *uint64) Return
 	deviceGetCurrentClocksThrottleReasons func(a *args, d uintptr, m *uint64) Return
 	deviceGetUtilizationRates             func(a *args, d uintptr, u *utilization) Return
+	deviceGetProcessUtilization           func(a *args, d uintptr, u *processUtilizationSample, n *uint32, lastSeen uint64) Return
 }
 
 // Symbol names, versioned where NVML versions them.
@@ -84,6 +85,7 @@ const (
 	symClocksEventReasons    = "nvmlDeviceGetCurrentClocksEventReasons"
 	symClocksThrottleReasons = "nvmlDeviceGetCurrentClocksThrottleReasons"
 	symUtilizationRates      = "nvmlDeviceGetUtilizationRates"
+	symProcessUtilization    = "nvmlDeviceGetProcessUtilization"
 )
 
 const (
@@ -154,6 +156,7 @@ func (l *Lib) bind() error {
 	l.deviceGetCurrentClocksEventReasons = bind(l, symClocksEventReasons, mkDevPtr[uint64])
 	l.deviceGetCurrentClocksThrottleReasons = bind(l, symClocksThrottleReasons, mkDevPtr[uint64])
 	l.deviceGetUtilizationRates = bind(l, symUtilizationRates, mkDevPtr[utilization])
+	l.deviceGetProcessUtilization = bind(l, symProcessUtilization, mkProcessUtil)
 	switch {
 	case l.init == nil:
 		return &openError{msg: dl.NoDriver + l.path + " is not libnvidia-ml (it has no " + symInit + ")"}
@@ -267,6 +270,16 @@ func mkSamples(p uintptr) func(*args, uintptr, uint32, uint64, *uint32, *uint32,
 		runtime.KeepAlive(vt)
 		runtime.KeepAlive(n)
 		runtime.KeepAlive(s)
+		return r
+	}
+}
+
+func mkProcessUtil(p uintptr) func(*args, uintptr, *processUtilizationSample, *uint32, uint64) Return {
+	return func(a *args, d uintptr, u *processUtilizationSample, n *uint32, last uint64) Return {
+		a[0], a[1], a[2], a[3] = d, uintptr(unsafe.Pointer(u)), uintptr(unsafe.Pointer(n)), uintptr(last)
+		r := call(p, a[:4])
+		runtime.KeepAlive(u)
+		runtime.KeepAlive(n)
 		return r
 	}
 }

@@ -27,6 +27,27 @@ type sample struct {
 	value     uint64 // nvmlValue_t union
 }
 
+// processUtilizationSample is nvmlProcessUtilizationSample_t (32 bytes: the pid padded to
+// the 8-byte time stamp).
+type processUtilizationSample struct {
+	pid       uint32
+	_         uint32
+	timeStamp uint64 // µs since 1970
+	smUtil    uint32
+	memUtil   uint32
+	encUtil   uint32
+	decUtil   uint32
+}
+
+// ProcessUtilization is one per-process utilisation sample
+// (nvmlDeviceGetProcessUtilization): the process's share of the sample's period, in
+// percent, during which the SMs (and the memory, encoder, decoder) ran its work.
+type ProcessUtilization struct {
+	PID                               int
+	TimeStampUS                       uint64 // µs since 1970
+	SMUtil, MemUtil, EncUtil, DecUtil uint32
+}
+
 // pciInfo is nvmlPciInfo_t as filled by nvmlDeviceGetPciInfo_v3.
 type pciInfo struct {
 	busIDLegacy    [16]byte

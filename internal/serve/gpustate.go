@@ -66,6 +66,7 @@ type gpuState struct {
 	prevEnergyJ         float64
 	prevT               time.Duration
 	splitStarted        bool
+	splitBaseJ          float64 // energyJ when the split began
 	proc                map[int]*procState
 	unattributedJ       float64
 	polls, errs, missed int64
@@ -251,7 +252,7 @@ func (g *gpuState) correct(now time.Duration, ring []trace.Sample) {
 // by their share of the SM utilisation (see docs/serve.md); the rest is unattributed.
 func (g *gpuState) split(now time.Duration) {
 	if !g.splitStarted {
-		g.splitStarted, g.prevEnergyJ, g.prevT = true, g.energyJ, now
+		g.splitStarted, g.prevEnergyJ, g.prevT, g.splitBaseJ = true, g.energyJ, now, g.energyJ
 		if g.procs != nil {
 			_, _ = g.procs.Processes() // start the driver's window here
 		}

@@ -147,6 +147,7 @@ type Device struct {
 	sensors []sensor.Sensor
 	clk     clock.Clock
 	exec    executor // the CUDA side, opened on first use (exec.go)
+	procs   procState
 }
 
 // Info implements gpu.Device.

@@ -52,6 +52,9 @@ type Config struct {
 	BoardSpread float64
 
 	Load []LoadStep // load: scripted true power on the clock axis
+	// Processes are scripted processes using the GPUs (processes): each holds a context,
+	// shows an SM utilisation and draws a power of its own (process.go).
+	Processes []Process
 	// Sensors maps a channel name to its model, or marks it unsupported; a channel missing
 	// from the map is unsupported.
 	Sensors map[string]SensorConfig
@@ -179,6 +182,7 @@ type SensorConfig struct {
 // clone returns a deep copy of c.
 func (c Config) clone() Config {
 	c.Load = slices.Clone(c.Load)
+	c.Processes = slices.Clone(c.Processes)
 	s := make(map[string]SensorConfig, len(c.Sensors))
 	for k, v := range c.Sensors {
 		s[k] = v
@@ -261,6 +265,7 @@ type configFile struct {
 	OperandToggleShare     *float64        `json:"operand_toggle_share"`
 	OperandDensityShare    *float64        `json:"operand_density_share"`
 	Load                   json.RawMessage `json:"load"`
+	Processes              json.RawMessage `json:"processes"`
 	Sensors                json.RawMessage `json:"sensors"`
 }
 
@@ -297,6 +302,7 @@ func (c Config) file() configFile {
 		epsLevel[string(k)] = float64(v / units.Picojoule)
 	}
 	load, _ := json.Marshal(loadJSON(c.Load))
+	procs, _ := json.Marshal(processesJSON(c.Processes))
 	sensors, _ := json.Marshal(sensorsJSON(c.Sensors))
 	return configFile{
 		Preset: ptr(c.Preset), Seed: ptr(c.Seed), GPUs: ptr(c.GPUs), Name: ptr(c.Name),
@@ -313,7 +319,7 @@ func (c Config) file() configFile {
 		Pi0W: ptr(float64(c.Pi0)), PiOccW: ptr(float64(c.PiOcc)), EpsFlopFP32PJ: pj(c.EpsFlopFP32), EpsFlopFP64PJ: pj(c.EpsFlopFP64), EpsMemPJPerByte: pj(c.EpsMemPerByte),
 		EpsOpPJ: rawMap(epsOp), EpsLevelPJPerByte: rawMap(epsLevel), EpsMemRailPJPerByte: pj(c.EpsMemRail),
 		OperandToggleShare: ptr(c.OperandToggleShare), OperandDensityShare: ptr(c.OperandDensityShare),
-		Load: load, Sensors: sensors,
+		Load: load, Processes: procs, Sensors: sensors,
 	}
 }
 
@@ -388,6 +394,11 @@ func (f configFile) apply(c *Config) error {
 	}
 	if len(f.Load) > 0 {
 		if err := setLoad(c, f.Load); err != nil {
+			return err
+		}
+	}
+	if len(f.Processes) > 0 {
+		if err := setProcesses(c, f.Processes); err != nil {
 			return err
 		}
 	}
@@ -834,6 +845,9 @@ func (c Config) Validate() error {
 		case i > 0 && s.T < c.Load[i-1].T:
 			return fmt.Errorf("%s: t_s %g is before the previous entry's %g: list the load in time order", where, s.T.Seconds(), c.Load[i-1].T.Seconds())
 		}
+	}
+	if err := c.validateProcesses(); err != nil {
+		return err
 	}
 	for name, sc := range c.Sensors {
 		spec, ok := specOf(name)

@@ -87,6 +87,12 @@
 //	load                   scripted true power: a list of steps, in time order, either
 //	                       {"t_s": 1, "power_w": 500} (until the next step, or for ever) or
 //	                       {"t_s": 1, "duration_s": 2, "power_w": 500} (then active idle)
+//	processes              scripted processes (gpuwatt serve's per-process split): a list of
+//	                       {"gpu": 0, "pid": 4242, "comm": "train", "t_s": 2, "duration_s": 10,
+//	                       "sm_util": 60, "power_w": 240}: while it runs the process shows
+//	                       sm_util % of SM use and the board draws active_idle_w plus the
+//	                       power_w of every process running (a load like the others); its
+//	                       true energy is its power_w over the time it ran
 //	sensors                per channel: {"unsupported": true} or overrides of the model:
 //	                       period_s, jitter (± fraction of the period, < 0.5), phase_s,
 //	                       window_s (0 = point sample), delay_s, tau_s (RC lag), noise_w

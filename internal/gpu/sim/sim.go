@@ -138,6 +138,9 @@ type Device struct {
 	ctxs    []ctxSpan
 	execCtx int
 	cmdCtx  []int
+	// procSeen is when Processes was last called (procAsked: ever).
+	procSeen  time.Duration
+	procAsked bool
 }
 
 // ctxSpan is a CUDA context open over [open, close) (close = clock.Never while open).
@@ -217,6 +220,7 @@ func newDevice(clk clock.Clock, cfg Config, index int) (*Device, error) {
 			d.acts[i].end = d.acts[i+1].start
 		}
 	}
+	d.acts = append(d.acts, processActivities(cfg, index, d.loadActivity)...)
 	d.findHorizon()
 	d.rebuild(0)
 

@@ -81,6 +81,8 @@ type Fake struct {
 	initCount    func() int32
 	setLost      func(int32)
 	setHang      func(string)
+	addProc      func(uint32, uint64, uint32)
+	clearProcs   func()
 }
 
 // Control opens the fake at path (the same library nvml.Open(path) loads) and returns its
@@ -89,12 +91,14 @@ func Control(t testing.TB, path string) *Fake {
 	t.Helper()
 	f := &Fake{}
 	lib.Bind(t, path, map[string]any{
-		"fakeSetTimeUS":    &f.setTimeUS,
-		"fakeAddSample":    &f.addSample,
-		"fakeClearSamples": &f.clearSamples,
-		"fakeInitCount":    &f.initCount,
-		"fakeSetLost":      &f.setLost,
-		"fakeSetHang":      &f.setHang,
+		"fakeSetTimeUS":           &f.setTimeUS,
+		"fakeAddSample":           &f.addSample,
+		"fakeClearSamples":        &f.clearSamples,
+		"fakeInitCount":           &f.initCount,
+		"fakeSetLost":             &f.setLost,
+		"fakeSetHang":             &f.setHang,
+		"fakeAddProcessSample":    &f.addProc,
+		"fakeClearProcessSamples": &f.clearProcs,
 	})
 	return f
 }
@@ -124,3 +128,10 @@ func (f *Fake) SetLost(lost bool) {
 // SetHang makes every later call of the NVML function fn block, as a driver call that
 // never returns, until SetHang("") lets the calls go on.
 func (f *Fake) SetHang(fn string) { f.setHang(fn) }
+
+// AddProcessSample adds a per-process utilisation sample of device 0 (pid, its time in µs
+// since 1970, SM utilisation in percent), as nvmlDeviceGetProcessUtilization returns them.
+func (f *Fake) AddProcessSample(pid uint32, tsUS uint64, sm uint32) { f.addProc(pid, tsUS, sm) }
+
+// ClearProcessSamples empties the per-process samples.
+func (f *Fake) ClearProcessSamples() { f.clearProcs() }

@@ -405,3 +405,55 @@ EXPORT nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t d, int type, unsigned long
     *count = (unsigned int)k;
     return NVML_SUCCESS;
 }
+
+/*
+ * nvmlDeviceGetProcessUtilization, device 0 only (device 1: NOT_SUPPORTED). The fake keeps a
+ * table of per-process samples (fakeAddProcessSample; fakeClearProcessSamples). With
+ * utilization == NULL it returns NVML_ERROR_INSUFFICIENT_SIZE and the number of samples newer
+ * than lastSeen in *count (as the documentation says: ask for the size first); with a
+ * buffer, those samples oldest first (INSUFFICIENT_SIZE if *count is too small); none newer:
+ * NVML_ERROR_NOT_FOUND.
+ */
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil, memUtil, encUtil, decUtil;
+} nvmlProcessUtilizationSample_t;
+
+#define PROCS 64
+static nvmlProcessUtilizationSample_t procs[PROCS];
+static int nprocs;
+
+EXPORT void fakeAddProcessSample(unsigned int pid, unsigned long long ts, unsigned int sm) {
+    if (nprocs == PROCS) {
+        memmove(procs, procs + 1, (PROCS - 1) * sizeof procs[0]);
+        nprocs--;
+    }
+    procs[nprocs].pid = pid;
+    procs[nprocs].timeStamp = ts;
+    procs[nprocs].smUtil = sm;
+    procs[nprocs].memUtil = sm / 2;
+    procs[nprocs].encUtil = 0;
+    procs[nprocs].decUtil = 0;
+    nprocs++;
+}
+EXPORT void fakeClearProcessSamples(void) { nprocs = 0; }
+
+EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlProcessUtilizationSample_t *u,
+                                                    unsigned int *count, unsigned long long lastSeen) {
+    int i, n = 0, k = 0;
+    NEED_DEV(d);
+    if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    if (d->index != 0) return NVML_ERROR_NOT_SUPPORTED;
+    for (i = 0; i < nprocs; i++)
+        if (procs[i].timeStamp > lastSeen) n++;
+    if (n == 0) return NVML_ERROR_NOT_FOUND;
+    if (u == NULL || *count < (unsigned int)n) {
+        *count = (unsigned int)n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (i = 0; i < nprocs; i++)
+        if (procs[i].timeStamp > lastSeen) u[k++] = procs[i];
+    *count = (unsigned int)k;
+    return NVML_SUCCESS;
+}
