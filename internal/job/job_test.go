@@ -2,6 +2,8 @@ package job
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -71,4 +73,26 @@ func TestShellQuote(t *testing.T) {
 			t.Errorf("%q: %s, want %s", in, got, want)
 		}
 	}
+}
+
+// FuzzReadBegin: whatever begin.json holds, ReadBegin returns a record or an error, never
+// panics; an error for a file that is there is bad input.
+func FuzzReadBegin(f *testing.F) {
+	f.Add([]byte(`{"format":"gpuwatt-job-begin/1","job_id":"7","start":"2026-11-24T03:00:00Z","gpus":[{"index":0,"uuid":"GPU-1","counter":{"t_s":0.001,"energy_j":12.5}}]}`))
+	f.Add([]byte(`{"format":"other"}`))
+	f.Add([]byte(`{`))
+	f.Add([]byte(``))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, BeginFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		bg, err := ReadBegin(dir)
+		if err != nil && !errors.Is(err, status.ErrInput) {
+			t.Errorf("error %v is not bad input", err)
+		}
+		if err == nil && bg.Format != BeginFormat {
+			t.Errorf("format %q accepted", bg.Format)
+		}
+	})
 }
