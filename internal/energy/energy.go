@@ -386,8 +386,15 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 				why = calErr.Error()
 			}
 			est.Note += "; " + ctrWhy()
-			warn(CodeUncalibrated, est.Channel, "%s could not be calibrated to %s (%s), and %s: the energy is %s's own, with its gain and offset errors",
-				est.Channel, counterChannel, why, ctrWhy(), est.Channel)
+			if cal != nil && cal.Channel == est.Channel && calSer != nil {
+				// A calibration there is, but not enough readings for its figure: say so,
+				// not "no calibration" (marked regions of 20 ms steps were told that).
+				warn(CodeUncalibrated, est.Channel, "%s has %d readings inside %s (its calibrated figure wants %d covering it), and %s: the energy is %s's own, with its gain and offset errors",
+					est.Channel, calRes.Samples, what, MinChannelReadings, ctrWhy(), est.Channel)
+			} else {
+				warn(CodeUncalibrated, est.Channel, "%s could not be calibrated to %s (%s), and %s: the energy is %s's own, with its gain and offset errors",
+					est.Channel, counterChannel, why, ctrWhy(), est.Channel)
+			}
 		}
 		if est.Method == NoFigure && ctrOK && o.Method == "" {
 			est.Method, est.Channel, est.Source, est.EnergyJ, est.Readings = CounterInterpolated, counterChannel, counterChannel, est.CounterJ, est.CounterReadings

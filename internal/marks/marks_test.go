@@ -185,3 +185,22 @@ func onBoardScale(s simtest.Sim, g GPUEnergy, truth float64, d time.Duration) fl
 	}
 	return gain*truth + float64(m.Offset)*d.Seconds()
 }
+
+// TestShortRegionNamesItsReadings: a region too short for the calibrated ring's figure
+// is told how many readings it has, not "no calibration" (a calibration there is).
+func TestShortRegionNamesItsReadings(t *testing.T) {
+	tr, _ := recordSim(t, 4*time.Second, 1, [][3]float64{{2, 2.03, 500}})
+	regs := Energies(tr, []Span{{Name: "s", Instance: 1, Parent: -1, Start: sec(2), End: sec(2.03)}}, Options{})
+	found := false
+	for _, w := range regs[0].GPUs[0].Warnings {
+		if w.Code == "uncalibrated_channel" {
+			found = true
+			if strings.Contains(w.Message, "no calibration") || !strings.Contains(w.Message, "its calibrated figure wants 10") {
+				t.Errorf("%s", w.Message)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no uncalibrated_channel warning: %v", regs[0].GPUs[0].Warnings)
+	}
+}
