@@ -97,6 +97,16 @@ func TestMeasureMarksBadAndUnsynced(t *testing.T) {
 	if !strings.Contains(string(meta), `"name": "begin step"`) || !strings.Contains(string(page), "step #1") {
 		t.Errorf("trace.json or report.html lacks the region")
 	}
+	// The page with its regions table and bands, in the browser as every report.html.
+	if _, err := exec.LookPath("chromium"); err == nil || os.Getenv("GPUWATT_REQUIRE_BROWSER") != "" {
+		t.Run("browser", func(t *testing.T) {
+			for _, pc := range browserCheck(t, findChromium(t), map[string]string{"measure with regions": filepath.Join(out, "report.html")}) {
+				if pc.Error != "" || pc.ScrollWidth > pc.InnerWidth || len(pc.BadSVGs) > 0 || len(pc.DuplicateID) > 0 {
+					t.Errorf("report.html in the browser: %+v", pc)
+				}
+			}
+		})
+	}
 	var text bytes.Buffer
 	measure.WriteText(&text, sum)
 	if !strings.Contains(text.String(), "step #1") || !strings.Contains(text.String(), "!unsynchronised") {

@@ -55,7 +55,7 @@ func Page(tr *trace.Trace, s *Summary) report.Page {
 		}
 		sec.Table = tab
 		sec.Plots = gpuPlots(tr, g, marks, band)
-		if pl, ok := seriesPlot(tr, g, s, marks, band); ok {
+		if pl, ok := seriesPlot(tr, g, s, marks, append(slices.Clone(band), regionBands(s)...)); ok {
 			sec.Plots = append(sec.Plots, pl)
 		}
 		p.Sections = append(p.Sections, sec)
@@ -65,6 +65,21 @@ func Page(tr *trace.Trace, s *Summary) report.Page {
 	}
 	p.Sections = append(p.Sections, channelSection(m))
 	return p
+}
+
+// regionBands are the top-level marked regions as bands on the corrected power plot
+// (none where there are more than 20: the table lists them).
+func regionBands(s *Summary) []report.Band {
+	var out []report.Band
+	for _, r := range s.Regions {
+		if r.Depth == 0 {
+			out = append(out, report.Band{X0: r.StartS, X1: r.EndS, Label: fmt.Sprintf("%s #%d", r.Name, r.Instance), Color: "#4a90d9"})
+		}
+	}
+	if len(out) > 20 {
+		return nil
+	}
+	return out
 }
 
 // regionSection lists the marked regions ($GPUWATT_MARKS) with their energies.
