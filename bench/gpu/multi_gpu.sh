@@ -12,7 +12,7 @@
 #    this gpuwatt has the serve verb.
 # 3. `gpuwatt characterize --quick --gpu all` (each card in turn, then compared), unless
 #    CHARACTERIZE=0 (it takes about 5 minutes of GPU time per card).
-# Environment: GPUWATT (default .gpu/gpuwatt), SECONDS_RUN (all-reduce length, default 20),
+# curl may be missing there: python3 scrapes. Environment: GPUWATT (default .gpu/gpuwatt), SECONDS_RUN (all-reduce length, default 20),
 # CHARACTERIZE (default 1), STAGES (characterize --stages, default all).
 set -u
 OUT=${1:?usage: multi_gpu.sh OUTDIR}
@@ -36,7 +36,7 @@ if "$B" serve --help > /dev/null 2>&1; then
 	sleep 3
 	( while kill -0 $spid 2> /dev/null; do
 		echo "# scrape $(date -u +%s.%N)"
-		curl -s --max-time 2 http://127.0.0.1:9464/metrics | grep -E '^(gpuwatt_gpu_(energy_joules_total|power_watts|up)|gpuwatt_sampler)'
+		python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:9464/metrics", timeout=2).read().decode(), end="")' | grep -E '^(gpuwatt_gpu_(energy_joules_total|power_watts|up)|gpuwatt_sampler)'
 		sleep 1
 	done ) > "$OUT/scrape.log" 2>&1 &
 	cpid=$!
