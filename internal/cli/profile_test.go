@@ -171,6 +171,30 @@ func TestProfileFromRecord(t *testing.T) {
 	if other.TauS != 0.012 || other.EnergyJ == res.EnergyJ || !strings.Contains(other.ChannelWhy, "re-analysed offline") {
 		t.Errorf("--tau 12ms: tau %g s, energy %g J (live %g J), %q", other.TauS, other.EnergyJ, res.EnergyJ, other.ChannelWhy)
 	}
+	// A profile.json written before the record was kept: its runs are recovered from the
+	// readings' phases on the sample grid (each run's first sample follows the last of the
+	// run before), and give nearly the same profile: the twin stamps a quarter of its
+	// samples off the grid, as the H200 does, and a few snap onto a neighbour's instant.
+	var m map[string]any
+	readJSON(t, filepath.Join(live, "profile.json"), &m)
+	delete(m, "record")
+	old := filepath.Join(t.TempDir(), "profile.json")
+	b, _ := json.Marshal(m)
+	if err := os.WriteFile(old, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if code := a.Main(ctx, []string{"profile", "--from", old, "--json", "--quiet"}); code != 0 {
+		t.Fatalf("--from without a record: exit %d: %s", code, stderr)
+	}
+	var rec profile.Result
+	if err := json.Unmarshal(stdout.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(rec.EnergyJ/res.EnergyJ-1) > 0.005 || math.Abs(rec.ResolutionS/res.ResolutionS-1) > 0.05 || len(rec.Profile) != len(res.Profile) ||
+		rec.Record == nil || len(rec.Record.Runs) != res.Runs || !strings.Contains(rec.Record.Reconstructed, "runs recovered") {
+		t.Errorf("recovered runs: energy %g J (live %g), resolution %g s (live %g), %q", rec.EnergyJ, res.EnergyJ, rec.ResolutionS, res.ResolutionS, rec.Record.Reconstructed)
+	}
 	for _, bad := range [][]string{{"--from", filepath.Join(t.TempDir(), "nothing")}, {"--from", live, "--sensor-profile", "none"}} {
 		stderr.Reset()
 		if code := a.Main(ctx, append([]string{"profile"}, bad...)); code != 2 || !strings.Contains(stderr.String(), "gpuwatt profile") {

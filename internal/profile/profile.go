@@ -239,17 +239,18 @@ type UpdateRecord struct {
 
 // The codes of profile's warnings.
 const (
-	CodeNoProfile    status.Code = "no_profile"
-	CodeCoarse       status.Code = "coarse_profile"
-	CodeImplausible  status.Code = "implausible_profile"
-	CodePredicted    status.Code = "predicted_update_time"
-	CodeMissedRuns   status.Code = "runs_missed"
-	CodeLongRun      status.Code = "long_run_disagreement"
-	CodeNoGrid       status.Code = "no_grid"
-	CodeOffGrid      status.Code = "off_grid"
-	CodePointSampler status.Code = "point_sampler"
-	CodeGuessedModel status.Code = "guessed_model"
-	CodeLongLag      status.Code = "long_lag"
+	CodeNoProfile     status.Code = "no_profile"
+	CodeCoarse        status.Code = "coarse_profile"
+	CodeImplausible   status.Code = "implausible_profile"
+	CodePredicted     status.Code = "predicted_update_time"
+	CodeMissedRuns    status.Code = "runs_missed"
+	CodeLongRun       status.Code = "long_run_disagreement"
+	CodeNoGrid        status.Code = "no_grid"
+	CodeOffGrid       status.Code = "off_grid"
+	CodePointSampler  status.Code = "point_sampler"
+	CodeGuessedModel  status.Code = "guessed_model"
+	CodeLongLag       status.Code = "long_lag"
+	CodeReconstructed status.Code = "runs_reconstructed"
 )
 
 // Grid is the regular grid of a buffered channel's sample instants (correct.Lattice).

@@ -3,6 +3,7 @@ package profile
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"time"
 
@@ -20,7 +21,10 @@ import (
 func Reanalyse(r *Result, m *sensormodel.Model, from string) (*Result, error) {
 	rec := r.Record
 	if rec == nil {
-		return nil, fmt.Errorf("%w: the profile holds no record of its runs and readings (an online profile, or one written before gpuwatt kept them): it cannot be computed again", status.ErrInput)
+		var err error
+		if rec, err = reconstruct(r); err != nil {
+			return nil, err
+		}
 	}
 	if len(rec.Runs) == 0 {
 		return nil, fmt.Errorf("%w: the profile's record holds no runs", status.ErrInput)
@@ -56,6 +60,13 @@ func Reanalyse(r *Result, m *sensormodel.Model, from string) (*Result, error) {
 	nrec.Sensor = opt.Sensor
 	res.Record = &nrec
 	res.Device, res.Simulated = r.Device, r.Simulated
+	if rec.Reconstructed != "" {
+		res.Warnf(CodeReconstructed, "%s", rec.Reconstructed)
+		if r.Grid != nil && res.Grid != nil { // as the driver stamped them, not as recovered
+			g := *r.Grid
+			res.Grid = &g
+		}
+	}
 	res.ChannelWhy = r.ChannelWhy
 	// What the run itself warned of before the analysis (a guessed model, a long lag)
 	// stands where the model is the recorded one.
@@ -92,3 +103,87 @@ func Reanalyse(r *Result, m *sensormodel.Model, from string) (*Result, error) {
 
 // seconds is s seconds as a Duration, to the nanosecond.
 func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+// reconstruct recovers the runs and updates of an offline profile on a buffered channel
+// from its readings alone (profile.json written before the record was kept: each reading's
+// phase to its run, its value, the model's delay, the samples' grid). A reading's sample
+// instant lies on the grid, so each run's start is known modulo the grid's period P from
+// its readings' phases; between runs it moves by the previous run's length plus a wait in
+// [T, T + P) (Run: the next start is placed on the grid at least T after the previous
+// end), which picks one of the candidates P apart. Each reading's own phase is as
+// recorded; only the phases to earlier runs (a lag's tail) rest on the recovered spacing.
+// The model's intervals are not in such a file: pass them (--sensor-profile).
+func reconstruct(r *Result) (*Record, error) {
+	if !strings.HasPrefix(r.Method, "offline") || r.Grid == nil || len(r.Points) == 0 {
+		return nil, fmt.Errorf("%w: the profile holds no record of its runs and readings (written before gpuwatt kept them), and its runs can be recovered only for an offline profile on a buffered channel with a sample grid (this one: %s, grid %v)", status.ErrInput, r.Method, r.Grid != nil)
+	}
+	m, err := sensormodel.Parse(r.Model)
+	if err != nil {
+		return nil, fmt.Errorf("%w: model %q: %v", status.ErrInput, r.Model, err)
+	}
+	P := r.Grid.PeriodS
+	T := m.Period.Seconds()
+	tex := r.KernelS
+	D := r.DelayS
+	if P <= 0 || T <= 0 || tex <= 0 {
+		return nil, fmt.Errorf("%w: grid period %g s, update period %g s, kernel %g s: cannot recover the runs", status.ErrInput, P, T, tex)
+	}
+	// each run's readings: a = phase + D, the sample instant less the run's start
+	byRun := map[int][]Point{}
+	last := 0
+	for _, p := range r.Points {
+		byRun[p.Run] = append(byRun[p.Run], p)
+		last = max(last, p.Run)
+	}
+	mod := func(x float64) float64 { return x - P*math.Floor(x/P) }
+	rec := &Record{Sensor: m, Buffered: true, PollS: r.PollS, MinEdges: 12, Seed: 1}
+	start, prev := 0.0, -1
+	var lastA float64 // the previous run's last reading: its sample instant less that run's start
+	ambiguous, missing, inconsistent := 0, 0, 0
+	for run := 1; run <= last; run++ {
+		ps := byRun[run]
+		if len(ps) == 0 {
+			missing++ // placed with the next run that has readings
+			continue
+		}
+		sort.Slice(ps, func(i, j int) bool { return ps[i].PhaseS < ps[j].PhaseS })
+		c := mod(-(ps[0].PhaseS + D)) // start ≡ c (mod P), the grid's origin at 0
+		for _, p := range ps[1:] {
+			if d := math.Abs(mod(-(p.PhaseS+D)-c+P/2) - P/2); d > 1e-6 {
+				inconsistent++
+				break
+			}
+		}
+		if prev < 0 {
+			start = c
+		} else {
+			// Every grid instant is a sample, tied to the run in which it falls: this
+			// run's first reading is the sample after the previous one's last (a run
+			// between them without a reading of its own included).
+			k := float64(run - prev)
+			gap := lastA + P - (ps[0].PhaseS + D)
+			if gap < k*(tex+T)-2e-3 || gap > k*(tex+T+P)+2e-3 {
+				// a sample missing: the spacing is the previous run's length plus a
+				// wait in [T, T + P), which picks one of the candidates P apart
+				lo := k*(tex+T) + (k-1)*P/2 - 5e-5
+				gap = lo + mod(c-start-lo)
+				ambiguous++
+			}
+			// runs without readings: placed evenly between their neighbours
+			for j := 1; j < run-prev; j++ {
+				t := start + gap*float64(j)/k
+				rec.Runs = append(rec.Runs, RunRecord{StartS: t, EndS: t + tex})
+			}
+			start += gap
+		}
+		prev = run
+		lastA = ps[len(ps)-1].PhaseS + D
+		rec.Runs = append(rec.Runs, RunRecord{StartS: start, EndS: start + tex})
+		for _, p := range ps {
+			rec.Updates = append(rec.Updates, UpdateRecord{TS: start + p.PhaseS + D, PowerW: p.PowerW})
+		}
+	}
+	sort.Slice(rec.Updates, func(i, j int) bool { return rec.Updates[i].TS < rec.Updates[j].TS })
+	rec.Reconstructed = fmt.Sprintf("runs recovered from the readings' phases on the %.4g ms grid (profile.json kept no record of them): %d runs, each placed one grid period after the run before's last sample except %d (a sample missing: placed by the wait's range, their spacing to the run before may be off by one grid period); %d without readings placed evenly between their neighbours; %d whose readings disagree on the run's start; updates not tied to a run are not in the file; the model's intervals are not either unless given", P*1e3, len(rec.Runs), ambiguous, missing, inconsistent)
+	return rec, nil
+}
