@@ -74,9 +74,11 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	}
 	q := penalty(g, ts, free)
 	var sol solution
+	var nm normal
 	ok := m > 0
 	if ok {
-		sol, ok = gcvSolve(buildNormal(pts, nil, g, nominal), q)
+		nm = buildNormal(pts, nil, g, nominal)
+		sol, ok = gcvSolve(nm, q)
 	}
 	if !ok {
 		res.Warnf(CodeNoProfile, "the kernel (%s) is not seen by %d readings anywhere, or the deconvolution is singular: too few runs", tex, opt.MinEdges)
@@ -142,7 +144,10 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 		}
 		truths = append(truths, pair...)
 	}
-	st := measureStep(pts, ts, free, g, nominal, truths, x[0], above, sol.sigma, opt.Seed)
+	stp := newStepper(pts, ts, g, nominal, truths, nm, q, x[0], sol.sigma, opt.Seed)
+	stp.shift = shift
+	res.stepper = stp
+	st := stp.measureStep(above)
 	res.ResolutionS = max(st.width, h)
 	res.PlacementS = st.offset + shift
 	edge := "window edges (a reading's window start or end)"
@@ -166,12 +171,13 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	if len(truths) > 1 {
 		models = fmt.Sprintf("the nominal model and each end of its lag's and window's intervals (%d models, the step at %d places across a bin each; widest: %s)", len(truths), StepPositions, st.worst)
 	}
+	models += fmt.Sprintf(", with %d draws of noise of the fit's %.3g W at each, and deconvolved as the readings were (the same bins, lambda by GCV); the 95th percentile of the widths over places and draws, the widest model's", StepDraws, sol.sigma)
 	place := "; the delay carries no interval"
 	if shift > 0 {
 		place = fmt.Sprintf(", and the delay's interval moves the whole profile by up to %.3g ms more", shift*1e3)
 	}
-	res.ResolutionWhy = fmt.Sprintf("the 10-90 %% width of a step (down by a quarter of the kernel's mean power above the baseline, near the kernel's middle) read at these %d readings' own phases through %s, with noise of the fit's %.3g W, and deconvolved as the readings were; its middle lands within %.3g ms of the true step%s. %d bins of %.3g ms over the %.3g ms kernel and %.3g ms either side, each crossed by >= %d %s (fewest %d); %s; Tikhonov-regularised least squares on first differences, lambda by GCV (%.1f effective parameters); %s",
-		len(pts), models, sol.sigma, st.offset*1e3, place, m, h*1e3, ts*1e3, margin*1e3, opt.MinEdges, edge, minInt(counts), how, sol.df, stamps)
+	res.ResolutionWhy = fmt.Sprintf("the 10-90 %% width of a step (down by a quarter of the kernel's mean power above the baseline, near the kernel's middle) read at these %d readings' own phases through %s; its middle lands within %.3g ms of the true step (likewise)%s. %d bins of %.3g ms over the %.3g ms kernel and %.3g ms either side, each crossed by >= %d %s (fewest %d); %s; Tikhonov-regularised least squares on first differences, lambda by GCV (%.1f effective parameters); %s",
+		len(pts), models, st.offset*1e3, place, m, h*1e3, ts*1e3, margin*1e3, opt.MinEdges, edge, minInt(counts), how, sol.df, stamps)
 	for j := 0; j < m; j++ {
 		sd := math.Sqrt(max(cov[j+1][j+1], 0))
 		hw := math.Hypot(1.96*sd, modelBin[j])
@@ -192,6 +198,29 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	e := energyOf(x)
 	res.EnergyJ, res.EnergyAboveBaselineJ = e, e-x[0]*ts
 	res.EnergyStatHalfWidthJ = 1.96 * math.Sqrt(max(ev, 0))
+	// Beyond the fit's statistics, which hold only where the model is right and the
+	// readings' errors independent: the spread of the energy over the runs (a jackknife
+	// over JackknifeGroups groups of runs, at the same bins and λ: what is left of the
+	// model's misfit varies with the phases the runs were read at), and the
+	// regularisation's bias (the energy at a thousandth of λ against it).
+	res.EnergyJackknifeHalfWidthJ = 1.96 * jackknife(pts, g, nominal, q, sol.lambda, energyOf)
+	if s0, ok := solveAt(nm, q, sol.lambda*1e-3); ok {
+		res.EnergyRegularisationJ = math.Abs(energyOf(s0.x) - e)
+	}
+	// The bins' part: how far the energy moves with bins twice as wide (the kernel in half
+	// as many, λ again by GCV): a shape finer than the bins is represented only so well.
+	if k := int(math.Round(ts / h)); k >= 2 {
+		h2 := ts / float64(k/2)
+		nm2 := int(math.Ceil(margin/h2 - 1e-9))
+		g2 := bins{a0: -float64(nm2) * h2, h: h2, m: k/2 + 2*nm2}
+		if s2, ok := gcvSolve(buildNormal(pts, nil, g2, nominal), penalty(g2, ts, h2+free-h)); ok {
+			e2 := s2.x[0] * (ts - float64(g2.m)*h2)
+			for j := 0; j < g2.m; j++ {
+				e2 += s2.x[j+1] * h2
+			}
+			res.EnergyBinsJ = math.Abs(e2 - e)
+		}
+	}
 	res.EnergyModelHalfWidthJ = modelE
 	switch {
 	case len(varied) > 0:
@@ -201,8 +230,6 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	default:
 		res.EnergyModelNote = "the sensor model carries no interval (pass a sensor.json from gpuwatt sensor): its own uncertainty is not included"
 	}
-	hw := math.Hypot(res.EnergyStatHalfWidthJ, res.EnergyModelHalfWidthJ)
-	res.EnergyLowJ, res.EnergyHighJ = e-hw, e+hw
 	if res.ResolutionS > ts/2 {
 		res.Warnf(CodeCoarse, "coarse profile: a step is reproduced over %.3g ms of the %.3g ms kernel; run more (--runs) or narrow the model's intervals", res.ResolutionS*1e3, ts*1e3)
 	}
@@ -214,7 +241,21 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	}
 	if lowP < 0.5*x[0] || highP > 3*x[0]+1000 {
 		res.Warnf(CodeImplausible, "implausible powers in the profile (%.0f .. %.0f W against a baseline of %.0f W): the sensor model (%s) is likely wrong for this channel", lowP, highP, x[0], res.Model)
+		// The model evidently does not hold: its part of the energy's interval is
+		// taken twice over (as if its intervals were twice as wide).
+		if res.EnergyModelHalfWidthJ > 0 {
+			res.EnergyModelHalfWidthJ *= 2
+			res.EnergyModelNote += "; doubled: the profile is implausible, so the model's intervals are not trusted to hold the channel"
+			res.Warnf(CodeEnergyWidened, "the energy's interval is widened (the sensor model's part doubled) because the profile is implausible")
+		} else {
+			res.Warnf(CodeEnergyWidened, "the profile is implausible and its model carries no interval: the energy's interval holds the fit's statistics only and is not to be trusted")
+		}
 	}
+	// The energy's 95 % interval: the statistical part (the larger of the fit's and the
+	// runs' spread), the model's and the bins' combined as independent, the
+	// regularisation's bias added.
+	hw := math.Hypot(math.Hypot(max(res.EnergyStatHalfWidthJ, res.EnergyJackknifeHalfWidthJ), res.EnergyModelHalfWidthJ), res.EnergyBinsJ) + res.EnergyRegularisationJ
+	res.EnergyLowJ, res.EnergyHighJ = e-hw, e+hw
 }
 
 // modelVariants are the models at the two ends of each parameter's 95 % interval (the
@@ -324,4 +365,49 @@ func rawBins(pts []Point) []Bin {
 		out = append(out, Bin{StartS: lo + float64(i)*w, EndS: lo + float64(i+1)*w, N: n[i], PowerW: mean, LowW: mean - ci, HighW: mean + ci})
 	}
 	return out
+}
+
+// JackknifeGroups is how many groups of runs the energy's jackknife leaves out in turn.
+const JackknifeGroups = 10
+
+// jackknife is the standard deviation of the energy per run over the runs: the delete-a-
+// group jackknife over JackknifeGroups groups of runs (run number modulo the groups), each
+// solved at the same bins and λ.
+func jackknife(pts []Point, g bins, v variant, q [][]float64, lambda float64, energyOf func([]float64) float64) float64 {
+	K := JackknifeGroups
+	groups := make([][]Point, K)
+	for _, p := range pts {
+		groups[p.Run%K] = append(groups[p.Run%K], p)
+	}
+	parts := make([]normal, K)
+	var all normal
+	for k := range groups {
+		parts[k] = buildNormal(groups[k], nil, g, v)
+		all = addNormal(all, parts[k], 1)
+	}
+	var es []float64
+	for k := range parts {
+		if parts[k].n == 0 {
+			continue
+		}
+		s, ok := solveAt(addNormal(all, parts[k], -1), q, lambda)
+		if !ok {
+			return 0
+		}
+		es = append(es, energyOf(s.x))
+	}
+	if len(es) < 2 {
+		return 0
+	}
+	mean := 0.0
+	for _, e := range es {
+		mean += e
+	}
+	mean /= float64(len(es))
+	ss := 0.0
+	for _, e := range es {
+		ss += (e - mean) * (e - mean)
+	}
+	n := float64(len(es))
+	return math.Sqrt((n - 1) / n * ss)
 }

@@ -51,7 +51,7 @@ func WriteText(w io.Writer, r *Result) error {
 	}
 	if len(r.Profile) > 0 {
 		fmt.Fprintf(&b, "effective resolution %.3g ms: %s\n", r.ResolutionS*1e3, r.ResolutionWhy)
-		fmt.Fprintf(&b, "baseline %.1f W; energy per run %.4g J (95 %%: %.4g .. %.4g J; fit ±%.2g J, sensor model ±%.2g J), %.4g J above the baseline\n", r.BaselineW, r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ, r.EnergyStatHalfWidthJ, r.EnergyModelHalfWidthJ, r.EnergyAboveBaselineJ)
+		fmt.Fprintf(&b, "baseline %.1f W; energy per run %.4g J (95 %%: %.4g .. %.4g J; fit ±%.2g J, runs ±%.2g J, sensor model ±%.2g J, bins ±%.2g J, regularisation %.2g J), %.4g J above the baseline\n", r.BaselineW, r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ, r.EnergyStatHalfWidthJ, r.EnergyJackknifeHalfWidthJ, r.EnergyModelHalfWidthJ, r.EnergyBinsJ, r.EnergyRegularisationJ, r.EnergyAboveBaselineJ)
 		if r.EnergyModelHalfWidthJ == 0 && r.EnergyModelNote != "" {
 			fmt.Fprintf(&b, "  (sensor model: %s)\n", r.EnergyModelNote)
 		}
@@ -190,8 +190,8 @@ func phaseLines(r *Result) []string {
 		if !t.Within {
 			within = "beyond"
 		}
-		out = append(out, fmt.Sprintf("transition at %.3f ms: shown at %.3f ms, 10-90 %% over %.3g ms (%s the stated resolution %.3g ms and placement %.3g ms)",
-			t.AtS*1e3, t.MidS*1e3, t.WidthS*1e3, within, r.ResolutionS*1e3, r.PlacementS*1e3))
+		out = append(out, fmt.Sprintf("transition at %.3f ms: shown at %.3f ms, 10-90 %% over %.3g ms (%s the resolution %.3g ms and placement %.3g ms stated for a step of its height)",
+			t.AtS*1e3, t.MidS*1e3, t.WidthS*1e3, within, t.ResolutionS*1e3, t.PlacementS*1e3))
 	}
 	return out
 }

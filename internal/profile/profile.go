@@ -173,11 +173,18 @@ type Result struct {
 	// EnergyStatHalfWidthJ is the fit's statistical part of the 95 % interval,
 	// EnergyModelHalfWidthJ the sensor model's (EnergyModelNote says how, or why not);
 	// LowJ and HighJ combine them (root sum of squares).
-	EnergyStatHalfWidthJ  float64  `json:"energy_statistical_half_width_j"`
-	EnergyModelHalfWidthJ float64  `json:"energy_model_half_width_j"`
-	EnergyModelNote       string   `json:"energy_model_note"`
-	EnergyAboveBaselineJ  float64  `json:"energy_above_baseline_j"`
-	LongRun               *LongRun `json:"long_run,omitempty"`
+	EnergyStatHalfWidthJ  float64 `json:"energy_statistical_half_width_j"`
+	EnergyModelHalfWidthJ float64 `json:"energy_model_half_width_j"`
+	EnergyModelNote       string  `json:"energy_model_note"`
+	// EnergyJackknifeHalfWidthJ is the runs' own spread (a jackknife over groups of runs:
+	// 1.96 times its standard deviation), taken where it exceeds the fit's statistics;
+	// EnergyRegularisationJ the regularisation's bias (the energy at a thousandth of λ
+	// against it), added to the interval.
+	EnergyJackknifeHalfWidthJ float64  `json:"energy_jackknife_half_width_j"`
+	EnergyRegularisationJ     float64  `json:"energy_regularisation_j"`
+	EnergyBinsJ               float64  `json:"energy_bins_j"`
+	EnergyAboveBaselineJ      float64  `json:"energy_above_baseline_j"`
+	LongRun                   *LongRun `json:"long_run,omitempty"`
 	// EnergyDiff is (EnergyJ − LongRun energy per launch) / LongRun energy per launch.
 	EnergyDiff *float64 `json:"energy_diff,omitempty"`
 	// Phases and Transition: a two-phase kernel's phases against their steady powers, and
@@ -192,6 +199,8 @@ type Result struct {
 	// update of the channel), so that it can be computed again offline (Reanalyse,
 	// `gpuwatt profile --from DIR`); nil for the online variant.
 	Record *Record `json:"record,omitempty"`
+	// stepper reproduces known shapes through this profile's deconvolution (CheckPhases).
+	stepper *stepper
 	// Status: the warnings, and whether the runs were cut short (interrupted).
 	status.Status
 }
@@ -251,6 +260,7 @@ const (
 	CodeGuessedModel  status.Code = "guessed_model"
 	CodeLongLag       status.Code = "long_lag"
 	CodeReconstructed status.Code = "runs_reconstructed"
+	CodeEnergyWidened status.Code = "energy_interval_widened"
 )
 
 // Grid is the regular grid of a buffered channel's sample instants (correct.Lattice).
@@ -263,7 +273,10 @@ type Grid struct {
 	// EarlyS before a grid instant, or up to T − EarlyS after it, belongs to it.
 	OnGrid  float64 `json:"on_grid"`
 	Snapped int     `json:"snapped"`
-	EarlyS  float64 `json:"early_s"`
+	// Reassigned counts the samples put back on the instant their neighbours left empty
+	// (two had landed on one: their stamps lay past the cut).
+	Reassigned int     `json:"reassigned"`
+	EarlyS     float64 `json:"early_s"`
 }
 
 // SetLongRun records the long-run energy per launch beside the profile's.
@@ -479,14 +492,32 @@ func (r *Result) snap(ups []update, T time.Duration) []update {
 	moved := 0
 	tol := max(time.Millisecond, g.Period/20)
 	for i, u := range ups {
-		t := g.Snap(u.T)
-		if d := u.T - t; d > tol || d < -tol {
+		out[i] = u
+		out[i].T = g.Snap(u.T)
+	}
+	// The samples come in the driver's order, one per grid instant: a stamp so late (or
+	// early) that it falls past the cut lands on the next (previous) instant, beside its
+	// neighbour's, and leaves its own empty. Where two samples share an instant beside an
+	// empty one, the one next to the gap goes back to it (the cut lies in the emptiest
+	// stretch of the period, but a few hundred stamps do not always find it).
+	res := 0
+	steps := func(i int) int { return int(math.Round(float64(out[i].T-out[i-1].T) / float64(g.Period))) }
+	for i := 1; i+1 < len(out); i++ {
+		switch a, b := steps(i), steps(i+1); {
+		case a == 2 && b == 0:
+			out[i].T -= g.Period
+			res++
+		case a == 0 && b == 2:
+			out[i].T += g.Period
+			res++
+		}
+	}
+	for i, u := range ups {
+		if d := u.T - out[i].T; d > tol || d < -tol {
 			moved++
 		}
-		u.T = t
-		out[i] = u
 	}
-	r.Grid = &Grid{PeriodS: g.Period.Seconds(), R: g.R, OnGrid: g.OnGrid, Snapped: moved, EarlyS: g.Early.Seconds()}
+	r.Grid = &Grid{PeriodS: g.Period.Seconds(), R: g.R, OnGrid: g.OnGrid, Snapped: moved, Reassigned: res, EarlyS: g.Early.Seconds()}
 	r.PeriodS = g.Period.Seconds()
 	if g.OnGrid < 0.5 {
 		r.Warnf(CodeOffGrid, "only %.0f %% of the samples' timestamps lie on their %s grid: the rest are moved onto it", 100*g.OnGrid, g.Period)

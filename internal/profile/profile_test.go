@@ -55,6 +55,12 @@ func newSetup(t *testing.T, preset, channel string) setup {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return setupConfig(t, cfg, channel)
+}
+
+// setupConfig is newSetup on the twin configured by cfg.
+func setupConfig(t *testing.T, cfg sim.Config, channel string) setup {
+	t.Helper()
 	sm := simtest.OpenConfig(t, cfg)
 	clk, dev := sm.Clock, sm.Dev
 	p := dev.Props()

@@ -83,7 +83,7 @@ func Reanalyse(r *Result, m *sensormodel.Model, from string) (*Result, error) {
 		}
 		res.ChannelWhy += "; model from " + from + " (re-analysed offline from the recorded runs)"
 	}
-	res.Warnings = append(pre, res.Warnings...)
+	res.Warnings = append(append([]status.Warning{}, pre...), res.Warnings...)
 	if r.Incomplete {
 		res.MarkIncomplete(r.Reason)
 	}

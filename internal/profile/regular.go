@@ -3,6 +3,7 @@ package profile
 import (
 	"math"
 	"math/rand/v2"
+	"sort"
 
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 )
@@ -98,6 +99,26 @@ func buildNormal(pts []Point, y []float64, g bins, v variant) normal {
 	return nm
 }
 
+// addNormal returns a + f·b (f = ±1: two sets of readings joined, or one taken out).
+func addNormal(a, b normal, f float64) normal {
+	p := len(b.aty)
+	out := normal{ata: make([][]float64, p), aty: make([]float64, p), yy: a.yy + f*b.yy, n: a.n + int(f)*b.n}
+	for i := range p {
+		out.ata[i] = make([]float64, p)
+		for j := range p {
+			if a.ata != nil {
+				out.ata[i][j] = a.ata[i][j]
+			}
+			out.ata[i][j] += f * b.ata[i][j]
+		}
+		if a.aty != nil {
+			out.aty[i] = a.aty[i]
+		}
+		out.aty[i] += f * b.aty[i]
+	}
+	return out
+}
+
 // penalty returns LᵀL for the first differences of neighbouring bins (indices 1..m), the
 // first and last bin (in the margins) against the baseline (index 0) included, except
 // across the kernel's own start and end: the boundaries between bins within `free` of
@@ -138,6 +159,7 @@ type solution struct {
 	df     float64 // tr H: the effective number of parameters
 	sigma  float64 // residual standard deviation, √(RSS / (n − df))
 	gcv    float64
+	inv    [][]float64 // G = (AᵀA + λ LᵀL)⁻¹
 }
 
 // solveAt solves the regularised normal equations at λ; it returns false where the system
@@ -174,7 +196,7 @@ func solveAt(nm normal, q [][]float64, lambda float64) (solution, bool) {
 	rss = max(rss, 0)
 	n := float64(nm.n)
 	dof := max(1, n-df)
-	s := solution{x: x, lambda: lambda, df: df, sigma: math.Sqrt(rss / dof), gcv: n * rss / (dof * dof)}
+	s := solution{x: x, lambda: lambda, df: df, sigma: math.Sqrt(rss / dof), gcv: n * rss / (dof * dof), inv: g}
 	// cov = σ² G AᵀA G
 	ga := matMul(g, nm.ata)
 	c := matMul(ga, g)
@@ -191,19 +213,13 @@ func solveAt(nm normal, q [][]float64, lambda float64) (solution, bool) {
 // apart, from ten decades below to two above the scale of AᵀA's diagonal, and returns
 // that solve.
 func gcvSolve(nm normal, q [][]float64) (solution, bool) {
-	p := len(nm.aty)
-	scale := 0.0
-	for i := 1; i < p; i++ {
-		scale += nm.ata[i][i]
-	}
-	scale /= float64(max(1, p-1))
-	if p <= 2 || scale <= 0 {
+	lams := lambdaGrid(nm)
+	if lams == nil {
 		return solveAt(nm, q, 0)
 	}
 	var best solution
 	found := false
-	for k := 0; k <= 24; k++ {
-		lam := scale * math.Pow(10, -10+0.5*float64(k))
+	for _, lam := range lams {
 		s, ok := solveAt(nm, q, lam)
 		if !ok {
 			continue
@@ -213,6 +229,25 @@ func gcvSolve(nm normal, q [][]float64) (solution, bool) {
 		}
 	}
 	return best, found
+}
+
+// lambdaGrid is gcvSolve's grid of λ: 25 values half a decade apart, from ten decades
+// below to two above the scale of AᵀA's diagonal; nil where there is nothing to regularise.
+func lambdaGrid(nm normal) []float64 {
+	p := len(nm.aty)
+	scale := 0.0
+	for i := 1; i < p; i++ {
+		scale += nm.ata[i][i]
+	}
+	scale /= float64(max(1, p-1))
+	if p <= 2 || scale <= 0 {
+		return nil
+	}
+	out := make([]float64, 25)
+	for k := range out {
+		out[k] = scale * math.Pow(10, -10+0.5*float64(k))
+	}
+	return out
 }
 
 // invSPD inverts a symmetric positive definite matrix by Cholesky; false if it is not
@@ -309,59 +344,200 @@ func synth(p Point, segs []segment, base float64, v variant) float64 {
 
 // stepTest is the resolution measured on a known shape: a step in the middle of the kernel.
 type stepTest struct {
-	width  float64 // 10-90 % width of the reproduced step, s (the largest over the models)
-	offset float64 // largest |middle of the reproduced step − true step|, s
+	width  float64 // 10-90 % width of the reproduced step, s: the 95th percentile over the noise draws, the widest model's
+	offset float64 // |middle of the reproduced step − true step|, s: likewise
 	worst  string  // the model that gave the widest step
 	models int
+	draws  int // noise draws per model and place
 }
 
 // StepPositions is how many places within a bin the step test puts its step at (a step
 // on a bin's boundary is reproduced sharper than one across a bin's middle).
 const StepPositions = 4
 
+// StepDraws is how many noise draws the step test makes at each place and model: the
+// stated width is the 95th percentile over them, so that a step the profile shows is
+// no wider than stated in 19 of 20 profiles.
+const StepDraws = 10
+
+// stepper measures how the deconvolution at this profile's λ reproduces known shapes:
+// the readings' own phases, the nominal model's design and its regularised inverse G.
+type stepper struct {
+	pts     []Point
+	g       bins
+	tex     float64
+	fits    []lamFit    // (AᵀA + λ LᵀL)⁻¹ of the nominal design at each λ of gcvSolve's grid
+	ata     [][]float64 // AᵀA
+	rows    [][]float64 // the nominal design A, one row per reading
+	truths  []variant   // the models the readings may have come through
+	base    float64     // baseline, W
+	sigma   float64     // the fit's residual scatter, W
+	seed    uint64
+	nominal variant
+	shift   float64 // the delay's interval: how far it moves the whole profile, s
+}
+
+// lamFit is the regularised inverse at one λ, and its effective number of parameters.
+type lamFit struct {
+	inv [][]float64
+	df  float64
+}
+
+// newStepper prepares the step test on the nominal design nm of the readings pts: the
+// regularised inverse at every λ GCV may choose (the design is the same for every
+// synthetic set of readings; only Aᵀy changes).
+func newStepper(pts []Point, tex float64, g bins, nominal variant, truths []variant, nm normal, q [][]float64, base, sigma float64, seed uint64) *stepper {
+	st := &stepper{pts: pts, g: g, tex: tex, ata: nm.ata, truths: truths, base: base, sigma: sigma, seed: seed, nominal: nominal}
+	st.rows = make([][]float64, len(pts))
+	for i, p := range pts {
+		st.rows[i] = row(nil, shifted(p, nominal.dD), g, nominal.W, nominal.tau)
+	}
+	lams := lambdaGrid(nm)
+	if lams == nil {
+		lams = []float64{0}
+	}
+	for _, lam := range lams {
+		s, ok := solveAt(nm, q, lam)
+		if ok {
+			st.fits = append(st.fits, lamFit{inv: s.inv, df: s.df})
+		}
+	}
+	return st
+}
+
+// solve returns the profile (baseline first) the deconvolution gives for readings y, λ
+// chosen by GCV as for the readings themselves.
+func (st *stepper) solve(y []float64) []float64 {
+	p := st.g.m + 1
+	aty := make([]float64, p)
+	yy := 0.0
+	for i, r := range st.rows {
+		yy += y[i] * y[i]
+		for a, v := range r {
+			if v != 0 {
+				aty[a] += v * y[i]
+			}
+		}
+	}
+	n := float64(len(y))
+	var best []float64
+	bestG := math.Inf(1)
+	x := make([]float64, p)
+	for _, f := range st.fits {
+		for i := range x {
+			x[i] = 0
+			for j, v := range aty {
+				x[i] += f.inv[i][j] * v
+			}
+		}
+		rss := yy
+		for i := range x {
+			rss -= 2 * x[i] * aty[i]
+			for j := range x {
+				rss += x[i] * st.ata[i][j] * x[j]
+			}
+		}
+		dof := max(1, n-f.df)
+		if gv := n * max(rss, 0) / (dof * dof); gv < bestG || best == nil {
+			bestG, best = gv, append(best[:0], x...)
+		}
+	}
+	return best
+}
+
+// shape measures the reproduction of the shape segs (levels above the baseline) whose
+// step from level p1 to p2 (above the baseline) lies at t0, over every truth model and
+// StepDraws noise draws of the fit's σ: per model the 95th percentile of the 10-90 %
+// width and of the middle's distance from t0, and the widest model. The step's levels are
+// taken at the scale the profile shows them (a model's error in the lag scales the power
+// above the baseline by about the ratio of the lags): from the profile's energy above its
+// baseline against the shape's.
+func (st *stepper) shape(segs []segment, p1, p2, t0, lo, hi float64, rng *rand.Rand, widths, offsets map[string][]float64) {
+	y0 := make([]float64, len(st.pts))
+	y := make([]float64, len(st.pts))
+	want := 0.0
+	for _, s := range segs {
+		want += (s.b - s.a) * s.w
+	}
+	for _, tv := range st.truths {
+		for i, p := range st.pts {
+			y0[i] = synth(p, segs, st.base, tv)
+		}
+		for range StepDraws {
+			for i := range y {
+				y[i] = y0[i] + st.sigma*rng.NormFloat64()
+			}
+			x := st.solve(y)
+			got := 0.0
+			for j := 0; j < st.g.m; j++ {
+				got += (x[j+1] - x[0]) * st.g.h
+			}
+			r := 1.0
+			if want > 0 && got > 0 {
+				r = got / want
+			}
+			w, mid := stepWidth(x[1:], st.g, x[0]+r*p1, x[0]+r*p2, t0, lo, hi)
+			widths[tv.name] = append(widths[tv.name], w)
+			offsets[tv.name] = append(offsets[tv.name], math.Abs(mid-t0))
+		}
+	}
+}
+
+// p95 is the 95th percentile of v (the value below which 95 % of them lie).
+func p95(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[max(0, int(math.Ceil(0.95*float64(len(s))))-1)]
+}
+
+// worst returns the widest model's 95th percentiles of widths and offsets.
+func (st *stepper) worst(widths, offsets map[string][]float64) stepTest {
+	out := stepTest{models: len(widths), draws: StepDraws}
+	for _, tv := range st.truths {
+		w, ok := widths[tv.name]
+		if !ok {
+			continue
+		}
+		if pw := p95(w); pw > out.width || out.worst == "" {
+			out.width, out.worst = pw, tv.name
+		}
+		out.offset = max(out.offset, p95(offsets[tv.name]))
+	}
+	return out
+}
+
 // measureStep generates readings at the points' own phases of a kernel whose power steps
 // down by a quarter of its height, from the baseline plus `above` to the baseline plus
 // 3/4 of it, near the kernel's middle, through each model in truths (the nominal one and
-// the ends of each parameter's interval), adds noise of the fit's σ, deconvolves them with
-// the nominal model exactly as the measured readings were (same bins, λ again by GCV) and
-// measures the 10-90 % width of the step in the result. The step is put at StepPositions
-// places across a bin, each with its own noise; the widest is the resolution. A small step
-// is the hard case: GCV smooths it more than a large one.
-func measureStep(pts []Point, tex, free float64, g bins, nominal variant, truths []variant, base, above, sigma float64, seed uint64) stepTest {
-	q := penalty(g, tex, free)
-	out := stepTest{}
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	y := make([]float64, len(pts))
+// the ends of each parameter's interval), adds noise of the fit's σ (StepDraws draws),
+// deconvolves them with the nominal model as the readings were (the same bins, λ by GCV)
+// and measures the 10-90 % width of the step in the result. The step is put at StepPositions places
+// across a bin; the stated width is the widest model's 95th percentile over places and
+// draws. A small step is the hard case: noise moves its 10 and 90 % crossings more.
+func (st *stepper) measureStep(above float64) stepTest {
+	rng := rand.New(rand.NewPCG(st.seed, 0x5eed))
+	g := st.g
 	// the bin boundary nearest the kernel's middle
-	b0 := g.start(int(math.Round((tex/2 - g.a0) / g.h)))
-	for _, tv := range truths {
-		for k := range StepPositions {
-			tstep := b0 + (float64(k)+0.5)/StepPositions*g.h
-			segs := []segment{{0, tstep, above}, {tstep, tex, 0.75 * above}}
-			for i, p := range pts {
-				y[i] = synth(p, segs, base, tv) + sigma*rng.NormFloat64()
-			}
-			s, ok := gcvSolve(buildNormal(pts, y, g, nominal), q)
-			if !ok {
-				continue
-			}
-			// A model's error in the lag scales what the profile shows (by about the ratio
-			// of the lags): the step's levels are taken at that scale, from the profile's
-			// energy above its baseline against the shape's.
-			got := 0.0
-			for j := 0; j < g.m; j++ {
-				got += (s.x[j+1] - s.x[0]) * g.h
-			}
-			r := got / (tstep*above + (tex-tstep)*0.75*above)
-			w, mid := stepWidth(s.x[1:], g, s.x[0]+r*above, s.x[0]+r*0.75*above, tstep, 0, tex)
-			out.models++
-			if w > out.width {
-				out.width, out.worst = w, tv.name
-			}
-			out.offset = max(out.offset, math.Abs(mid-tstep))
-		}
+	b0 := g.start(int(math.Round((st.tex/2 - g.a0) / g.h)))
+	widths, offsets := map[string][]float64{}, map[string][]float64{}
+	for k := range StepPositions {
+		tstep := b0 + (float64(k)+0.5)/StepPositions*g.h
+		segs := []segment{{0, tstep, above}, {tstep, st.tex, 0.75 * above}}
+		st.shape(segs, above, 0.75*above, tstep, 0, st.tex, rng, widths, offsets)
 	}
-	return out
+	return st.worst(widths, offsets)
+}
+
+// measureTransition is the step test for a two-phase kernel's own transition: levels hA
+// until t0 and hB after it (above the baseline), t0 where the profile places it.
+func (st *stepper) measureTransition(hA, hB, t0 float64) stepTest {
+	rng := rand.New(rand.NewPCG(st.seed, 0x7a5e))
+	widths, offsets := map[string][]float64{}, map[string][]float64{}
+	segs := []segment{{0, t0, hA}, {t0, st.tex, hB}}
+	for range StepPositions { // as many draws as the quarter step's
+		st.shape(segs, hA, hB, t0, 0, st.tex, rng, widths, offsets)
+	}
+	return st.worst(widths, offsets)
 }
 
 // stepWidth measures, on the profile x (the bins g, read as a line through the bins'

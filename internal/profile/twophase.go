@@ -124,12 +124,16 @@ type Transition struct {
 	// AtS is the true boundary (the first phase's mean end, from the kernels' timing),
 	// MidS where the profile crosses halfway between the phases' steady powers (taken at
 	// the scale the profile shows them: its energy above the baseline against theirs),
-	// WidthS its 10-90 % width. Within: WidthS at most the stated resolution and |MidS −
-	// AtS| at most the stated placement plus half the resolution.
-	AtS    float64 `json:"at_s"`
-	MidS   float64 `json:"mid_s"`
-	WidthS float64 `json:"width_s"`
-	Within bool    `json:"within_resolution"`
+	// WidthS its 10-90 % width. ResolutionS and PlacementS are the width and placement
+	// stated for this step (its own height, against the fit's noise: the step test of the
+	// profile's resolution, run on this shape); Within: WidthS at most ResolutionS and
+	// |MidS − AtS| at most PlacementS plus half of ResolutionS.
+	AtS         float64 `json:"at_s"`
+	MidS        float64 `json:"mid_s"`
+	WidthS      float64 `json:"width_s"`
+	ResolutionS float64 `json:"resolution_s"`
+	PlacementS  float64 `json:"placement_s"`
+	Within      bool    `json:"within_resolution"`
 }
 
 // MaxPhaseDiff is how far a resolved phase's profile may lie from its steady power.
@@ -184,5 +188,12 @@ func (r *Result) CheckPhases(ph []Phase) {
 	}
 	at := ph[0].EndS
 	w, mid := stepWidth(x, g, b+scale*(ph[0].SteadyW-b), b+scale*(ph[1].SteadyW-b), at, ph[0].StartS, ph[1].EndS)
-	r.Transition = &Transition{AtS: at, MidS: mid, WidthS: w, Within: w <= r.ResolutionS && math.Abs(mid-at) <= r.PlacementS+r.ResolutionS/2}
+	t := &Transition{AtS: at, MidS: mid, WidthS: w, ResolutionS: r.ResolutionS, PlacementS: r.PlacementS}
+	if st := r.stepper; st != nil {
+		// this step's own height against the fit's noise
+		s := st.measureTransition(ph[0].SteadyW-b, ph[1].SteadyW-b, at)
+		t.ResolutionS, t.PlacementS = max(s.width, g.h), s.offset+st.shift
+	}
+	t.Within = w <= t.ResolutionS && math.Abs(mid-at) <= t.PlacementS+t.ResolutionS/2
+	r.Transition = t
 }
