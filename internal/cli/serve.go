@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/otlpexport"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
 	"github.com/gpuwatt/gpuwatt/internal/serve"
 )
@@ -19,8 +21,10 @@ func (a *App) serve(ctx context.Context, args []string) int {
 	listen := fs.String("listen", serve.DefaultListen, "address to serve /metrics on, HOST:PORT or :PORT")
 	gpus := fs.String("gpu", "all", "the GPUs to watch: all, or a comma-separated list of indexes (0,2)")
 	dcgm := fs.Bool("dcgm-names", false, "also expose DCGM_FI_DEV_POWER_USAGE (W) and DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ) with dcgm-exporter's labels")
+	otlpURL := fs.String("otlp", "", "also push hw.energy and hw.power to this OpenTelemetry collector (OTLP/HTTP, http://HOST:4318; docs/otlp.md)")
+	otlpEvery := fs.Duration("otlp-interval", 10*time.Second, "how often --otlp pushes")
 	poll := fs.String("poll", serve.DefaultPoll.String(), "how often each channel is read: an interval such as 100ms, or adaptive (learn each channel's update period; more CPU)")
-	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|sim[:PRESET]] [--listen ADDR] [--gpu all|LIST] [--dcgm-names] [--poll D]"); !ok {
+	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|sim[:PRESET]] [--listen ADDR] [--gpu all|LIST] [--dcgm-names] [--poll D] [--otlp URL [--otlp-interval D]]"); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
@@ -36,6 +40,14 @@ func (a *App) serve(ctx context.Context, args []string) int {
 	idx, err := serve.ParseGPUs(*gpus)
 	if err != nil {
 		return a.exitFor("serve", err)
+	}
+	if *otlpURL != "" {
+		if _, err := otlpexport.ParseURL(*otlpURL); err != nil {
+			return a.exitFor("serve", err)
+		}
+		if *otlpEvery <= 0 {
+			return a.usageError("serve", fmt.Errorf("--otlp-interval %s: want a positive duration such as 10s", *otlpEvery))
+		}
 	}
 	opt := serve.Options{Listen: *listen, GPUs: idx, DCGMNames: *dcgm, Poll: &popt, Hostname: a.Host}
 	if err := opt.Validate(); err != nil {
@@ -62,6 +74,26 @@ func (a *App) serve(ctx context.Context, args []string) int {
 	}
 	if !sh.quiet {
 		fmt.Fprintf(a.Stderr, "gpuwatt serve: %s, %d GPU(s), poll %s: metrics at http://%s/metrics\n", sys.Name(), len(srv.Snapshot()), popt, ln.Addr())
+	}
+	if *otlpURL != "" {
+		ex, err := otlpexport.New(ctx, otlpexport.Options{URL: *otlpURL, Interval: *otlpEvery, Host: a.host(), Version: a.versionString()},
+			func() []otlpexport.GPU { return otlpexport.FromSnapshot(srv.Snapshot()) })
+		if err != nil {
+			srv.Close()
+			return a.exitFor("serve", err)
+		}
+		defer func() {
+			// The last push, bounded: SIGTERM must end serve within a second even when
+			// the collector does not answer.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 600*time.Millisecond)
+			defer cancel()
+			if err := ex.Shutdown(sctx); err != nil && !sh.quiet {
+				fmt.Fprintf(a.Stderr, "gpuwatt serve: the last push: %v\n", err)
+			}
+		}()
+		if !sh.quiet {
+			fmt.Fprintf(a.Stderr, "gpuwatt serve: pushing to %s every %s\n", ex.Endpoint(), *otlpEvery)
+		}
 	}
 	if err := srv.Run(ctx, ln, nil); err != nil {
 		return a.fail("serve", err)

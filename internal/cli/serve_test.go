@@ -18,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/otlpexport"
+	"github.com/gpuwatt/gpuwatt/internal/otlpexport/otlptest"
 )
 
 // TestServeBadListen: a port in use, an address that is not one, and a GPU that is not
@@ -39,6 +42,7 @@ func TestServeBadListen(t *testing.T) {
 		{[]string{"--listen", "127.0.0.1:0", "--gpu", "3"}, "--gpu 3: no such GPU (found 1)"},
 		{[]string{"--listen", "127.0.0.1:0", "--gpu", "x"}, `--gpu "x": want all or a comma-separated list`},
 		{[]string{"--listen", "127.0.0.1:0", "--poll", "soon"}, `--poll "soon"`},
+		{[]string{"--listen", "127.0.0.1:0", "--otlp", "collector:4318"}, `--otlp "collector:4318": want the collector's OTLP/HTTP URL`},
 	} {
 		a, _, stderr, _ := testApp(t)
 		code := a.Main(context.Background(), append([]string{"serve", "--device", "sim", "--quiet"}, tc.args...))
@@ -172,4 +176,56 @@ func metric(t testing.TB, text, prefix string) float64 {
 	}
 	t.Fatalf("no %s in\n%s", prefix, text)
 	return 0
+}
+
+// TestServeOTLP: serve --otlp pushes each GPU's energy (hw.energy, growing, from the
+// board's counter) and corrected power (hw.power) to a collector (a receiver decoding the
+// collector's own protobuf types) every --otlp-interval, and once more when it ends.
+func TestServeOTLP(t *testing.T) {
+	rcv := otlptest.Start(t)
+	a, _, stderr, _ := testApp(t)
+	a.NewClock = nil // a real clock: serve runs in wall time
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	code := make(chan int, 1)
+	go func() {
+		code <- a.Main(ctx, []string{"serve", "--device", "sim:h200", "--listen", "127.0.0.1:0", "--otlp", rcv.URL, "--otlp-interval", "700ms"})
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for len(rcv.Requests()) < 3 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	n := len(rcv.Requests())
+	cancel()
+	if c := <-code; c != ExitOK {
+		t.Fatalf("exit %d: %s", c, stderr)
+	}
+	reqs := rcv.Requests()
+	if n < 3 || len(reqs) <= n {
+		t.Fatalf("%d pushes while serving and %d in all; want 3 or more, and a last one at the end: %s", n, len(reqs), stderr)
+	}
+	var energy []float64
+	power := 0.0
+	for _, req := range reqs {
+		for _, p := range otlptest.Points(req) {
+			switch p.Metric {
+			case otlpexport.MetricEnergy:
+				if p.Attrs[otlpexport.AttrSource] != "counter" || !p.Monotonic {
+					t.Errorf("hw.energy: source %q, monotonic %v", p.Attrs[otlpexport.AttrSource], p.Monotonic)
+				}
+				energy = append(energy, p.Value)
+			case otlpexport.MetricPower:
+				power = p.Value
+			}
+		}
+	}
+	if len(energy) < 3 || energy[len(energy)-1] <= energy[0] {
+		t.Errorf("hw.energy pushed %v: want it growing", energy)
+	}
+	if power < 50 || power > 200 {
+		t.Errorf("hw.power %.1f W: want the idle sim h200's corrected power (~80-120 W)", power)
+	}
+	if r := otlptest.Resource(reqs[0]); r["host.name"] != "testhost" {
+		t.Errorf("resource %v: want host.name testhost", r)
+	}
 }
