@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -177,6 +178,12 @@ var stageWhat = map[string]string{
 func Run(ctx context.Context, opt Options) (*Results, error) {
 	if opt.Clock == nil || opt.System == nil || opt.Device == nil {
 		return nil, errors.New("characterize: Clock, System and Device are required")
+	}
+	if st := opt.Stages; st == nil || slices.Contains(st, StageMicro) || slices.Contains(st, StageArchline) {
+		// micro and archline run gpuwatt's own kernels: PTX, NVIDIA only.
+		if err := device.NVIDIAOnly(opt.Device, opt.Device.Info().Index); err != nil {
+			return nil, err
+		}
 	}
 	exec, ok := opt.Device.(gpu.Executor)
 	if !ok {

@@ -41,6 +41,9 @@ type App struct {
 	Runner measure.Runner
 	// NVMLPaths overrides where libnvidia-ml is looked for (tests point it at nothing).
 	NVMLPaths []string
+	// AMDSMIPaths overrides where libamd_smi is looked for (tests point it at nothing or at
+	// the fake).
+	AMDSMIPaths []string
 	// Host overrides the host name written into metadata.
 	Host string
 	// Version overrides the version string (golden tests pin it).
@@ -249,7 +252,7 @@ func (a *App) version(ctx context.Context, args []string) int {
 	if sh.dev.device == "" && sh.dev.simConfig == "" {
 		return ExitOK
 	}
-	op, err := device.Open(sh.dev.spec(), device.Options{NVMLPaths: a.NVMLPaths, Notice: a.Stderr, Verb: "version"})
+	op, err := device.Open(sh.dev.spec(), device.Options{NVMLPaths: a.NVMLPaths, AMDSMIPaths: a.AMDSMIPaths, Notice: a.Stderr, Verb: "version"})
 	if err != nil {
 		return a.exitFor("version", err)
 	}

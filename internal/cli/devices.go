@@ -50,7 +50,7 @@ func (a *App) devices(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
 	var sh shared
 	sh.register(fs, withJSON, "")
-	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|sim[:PRESET]] [--json]"); !ok {
+	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|amdsmi|sim[:PRESET]] [--json]"); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
@@ -62,7 +62,7 @@ func (a *App) devices(ctx context.Context, args []string) int {
 	}
 	rep := deviceReport{}
 	// auto's fall-back is noted in the report (Note), not on stderr.
-	op, err := device.Open(sh.dev.spec(), device.Options{Clock: clk, NVMLPaths: a.NVMLPaths})
+	op, err := device.Open(sh.dev.spec(), device.Options{Clock: clk, NVMLPaths: a.NVMLPaths, AMDSMIPaths: a.AMDSMIPaths})
 	if err != nil {
 		return a.exitFor("devices", err)
 	}
@@ -74,7 +74,9 @@ func (a *App) devices(ctx context.Context, args []string) int {
 	rep.System, rep.DriverVersion, rep.NVMLVersion = sys.Name(), sys.DriverVersion(), sys.NVMLVersion()
 	for _, d := range sys.Devices() {
 		gr := gpuReport{GPU: d.Info()}
-		if ex, ok := d.(gpu.Executor); ok && sys.Simulated() {
+		if err := device.NVIDIAOnly(d, d.Info().Index); err != nil {
+			gr.Kernels = kernels.KernelVerbs + " cannot run on an AMD GPU: " + device.KernelsNVIDIAOnly
+		} else if ex, ok := d.(gpu.Executor); ok && sys.Simulated() {
 			if why := kernels.Unsupported(ex.Props().ComputeCapability); why != "" {
 				gr.Kernels = kernels.KernelVerbs + " cannot run: " + why
 			}
@@ -146,9 +148,17 @@ func (a *App) printDevices(rep deviceReport) {
 	if rep.Note != "" {
 		fmt.Fprintf(w, "%s\n\n", rep.Note)
 	}
-	fmt.Fprintf(w, "system %s, driver %s, NVML %s, %d GPU(s)\n", rep.System, rep.DriverVersion, rep.NVMLVersion, len(rep.GPUs))
+	nvmlVersion := ""
+	if rep.NVMLVersion != "" {
+		nvmlVersion = ", NVML " + rep.NVMLVersion
+	}
+	fmt.Fprintf(w, "system %s, driver %s%s, %d GPU(s)\n", rep.System, rep.DriverVersion, nvmlVersion, len(rep.GPUs))
 	for _, g := range rep.GPUs {
-		fmt.Fprintf(w, "\nGPU %d  %s\n  uuid %s", g.Index, g.Name, g.UUID)
+		vendor := ""
+		if g.Vendor == trace.VendorAMD {
+			vendor = " (AMD)"
+		}
+		fmt.Fprintf(w, "\nGPU %d  %s%s\n  uuid %s", g.Index, g.Name, vendor, g.UUID)
 		if g.PCIBusID != "" {
 			fmt.Fprintf(w, ", pci %s", g.PCIBusID)
 		}

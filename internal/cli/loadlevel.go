@@ -98,7 +98,7 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 			return bad(err)
 		}
 	}
-	o := device.Options{VirtualSim: true, NVMLPaths: a.NVMLPaths, Notice: a.Stderr, Verb: "loadlevel"}
+	o := device.Options{VirtualSim: true, NVMLPaths: a.NVMLPaths, AMDSMIPaths: a.AMDSMIPaths, Notice: a.Stderr, Verb: "loadlevel"}
 	spec := sh.dev.spec()
 	switch *clk {
 	case "auto":

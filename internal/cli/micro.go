@@ -235,7 +235,7 @@ func (a *App) start(verb string, sh shared, validate func() error) (*run, int) {
 // openForKernels opens the GPUs for gpuwatt's own workloads: a real clock for a real GPU,
 // a virtual one (instant, deterministic) for the sim device.
 func (a *App) openForKernels(verb string, df deviceFlags) (gpu.System, clock.Clock, error) {
-	o := device.Options{VirtualSim: true, NVMLPaths: a.NVMLPaths, Notice: a.Stderr, Verb: verb}
+	o := device.Options{VirtualSim: true, NVMLPaths: a.NVMLPaths, AMDSMIPaths: a.AMDSMIPaths, Notice: a.Stderr, Verb: verb}
 	if a.NewClock != nil {
 		o.Clock = a.NewClock()
 	}

@@ -24,7 +24,7 @@ func (df deviceFlags) spec() device.Spec {
 // auto's fall-back to the sim is announced on stderr). A bad flag value returns a
 // device.UsageError.
 func (a *App) openSystem(verb string, df deviceFlags, clk clock.Clock) (gpu.System, error) {
-	op, err := device.Open(df.spec(), device.Options{Clock: clk, NVMLPaths: a.NVMLPaths, Notice: a.Stderr, Verb: verb})
+	op, err := device.Open(df.spec(), device.Options{Clock: clk, NVMLPaths: a.NVMLPaths, AMDSMIPaths: a.AMDSMIPaths, Notice: a.Stderr, Verb: verb})
 	if err != nil {
 		return nil, err
 	}

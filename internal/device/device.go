@@ -1,6 +1,7 @@
 // Package device resolves --device and --sim-config, once, for every verb: "auto" (the
-// NVIDIA driver, else the sim device, announced in one line), "nvml", "sim" or
-// "sim:PRESET", optionally configured from a JSON file. It is the only place that decides
+// NVIDIA and AMD GPUs of this machine, side by side on a mixed host, else the sim device,
+// announced in one line), "nvml", "amdsmi", "sim" or "sim:PRESET", optionally configured
+// from a JSON file. It is the only place that decides
 // which kind of device a value names; everything else asks gpu.System.Simulated.
 package device
 
@@ -11,24 +12,27 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuwatt/gpuwatt/internal/amdsmi"
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/amdgpu"
 	"github.com/gpuwatt/gpuwatt/internal/gpu/nvmlgpu"
 	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
 	"github.com/gpuwatt/gpuwatt/internal/nvml"
 	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // Help texts of the shared flags, identical in every verb.
 const (
-	DeviceHelp    = "auto (the NVIDIA driver, else the sim device with a notice on stderr), nvml, sim or sim:PRESET"
+	DeviceHelp    = "auto (the NVIDIA and AMD GPUs, else the sim device with a notice on stderr), nvml, amdsmi, sim or sim:PRESET"
 	SimConfigHelp = "JSON file configuring the sim device (see docs/sim.md); implies the sim for --device auto"
 )
 
 // Spec is what --device and --sim-config say.
 type Spec struct {
-	Device    string // auto (or empty), nvml, sim, sim:PRESET
+	Device    string // auto (or empty), nvml, amdsmi, sim, sim:PRESET
 	SimConfig string // a JSON sim config file
 }
 
@@ -37,9 +41,10 @@ type Kind int
 
 // Kinds.
 const (
-	Auto Kind = iota // the driver, else the sim
-	NVML             // a real GPU through the NVIDIA driver
-	Sim              // the sim device
+	Auto   Kind = iota // the drivers, else the sim
+	NVML               // real GPUs through the NVIDIA driver
+	Sim                // the sim device
+	AMDSMI             // real AMD GPUs through amdsmi (ROCm)
 )
 
 // UsageError is an error in the flags' values (exit 2 on the command line).
@@ -52,6 +57,9 @@ func usage(format string, a ...any) error { return &UsageError{fmt.Errorf(format
 
 // ErrNoGPU is returned when the NVIDIA driver loads but sees no GPU.
 var ErrNoGPU = errors.New("the NVIDIA driver sees no GPU")
+
+// ErrNoAMDGPU is returned when libamd_smi loads but sees no GPU.
+var ErrNoAMDGPU = errors.New("the AMD SMI library sees no GPU")
 
 // Parse returns the kind the spec names and, for the sim, its preset ("" for the default
 // or the config's). A bad value is a UsageError naming the value and the presets. It opens
@@ -69,6 +77,11 @@ func (s Spec) Parse() (Kind, string, error) {
 			return 0, "", usage("--sim-config %s configures the sim device, but --device is %s", s.SimConfig, s.Device)
 		}
 		return NVML, "", nil
+	case v == "amdsmi":
+		if s.SimConfig != "" {
+			return 0, "", usage("--sim-config %s configures the sim device, but --device is %s", s.SimConfig, s.Device)
+		}
+		return AMDSMI, "", nil
 	case v == "sim":
 		return Sim, "", nil
 	case strings.HasPrefix(v, "sim:"):
@@ -80,7 +93,7 @@ func (s Spec) Parse() (Kind, string, error) {
 		}
 		return Sim, p, nil
 	}
-	return 0, "", usage("--device %q: want auto, nvml, sim or sim:PRESET (presets: %s)", s.Device, strings.Join(sim.Presets(), ", "))
+	return 0, "", usage("--device %q: want auto, nvml, amdsmi, sim or sim:PRESET (presets: %s)", s.Device, strings.Join(sim.Presets(), ", "))
 }
 
 // Validate checks the spec's values without opening anything.
@@ -100,6 +113,8 @@ type Options struct {
 	VirtualSim bool
 	// NVMLPaths overrides where libnvidia-ml is looked for (tests point it at nothing).
 	NVMLPaths []string
+	// AMDSMIPaths overrides where libamd_smi is looked for (amdsmi.DefaultPaths when nil).
+	AMDSMIPaths []string
 	// Notice receives the one-line notice of auto's fall-back to the sim (stderr); nil
 	// prints nothing (the caller reads Opened.Fallback).
 	Notice io.Writer
@@ -115,7 +130,9 @@ type Opened struct {
 	Fallback error
 }
 
-// Open resolves spec and opens the system it names.
+// Open resolves spec and opens the system it names. auto opens the NVIDIA GPUs and the AMD
+// GPUs, side by side on a host that has both (NVIDIA's numbered first), and falls back to
+// the sim device when neither library is there or sees a GPU.
 func Open(spec Spec, o Options) (*Opened, error) {
 	kind, preset, err := spec.Parse()
 	if err != nil {
@@ -124,29 +141,61 @@ func Open(spec Spec, o Options) (*Opened, error) {
 	switch kind {
 	case NVML:
 		return openNVML(o)
+	case AMDSMI:
+		return openAMD(o, 0)
 	case Sim:
 		return openSim(spec, preset, o)
 	}
-	op, err := openNVML(o)
-	if err == nil {
-		return op, nil
+	nv, nvErr := openNVML(o)
+	if nvErr != nil && !absent(nvErr) {
+		return nil, nvErr
 	}
-	if !errors.Is(err, nvml.ErrLibraryNotFound) && !errors.Is(err, nvml.ErrDriverNotLoaded) && !errors.Is(err, ErrNoGPU) {
-		return nil, err
+	first := 0
+	if nv != nil {
+		first = len(nv.System.Devices())
 	}
+	amd, amdErr := openAMD(o, first)
+	switch {
+	case amdErr == nil && nv == nil:
+		return amd, nil
+	case amdErr == nil:
+		return &Opened{System: &mixed{systems: []gpu.System{nv.System, amd.System}}, Clock: nv.Clock}, nil
+	case nv != nil:
+		if !absent(amdErr) {
+			// The NVIDIA GPUs are measured; the AMD ones are named as not read.
+			notice(o, fmt.Sprintf("AMD GPUs not read: %v", amdErr))
+		}
+		return nv, nil
+	case !absent(amdErr):
+		return nil, amdErr
+	}
+	err = fmt.Errorf("%w; %w", nvErr, amdErr)
 	op, serr := openSim(spec, preset, o)
 	if serr != nil {
 		return nil, serr
 	}
 	op.Fallback = err
-	if o.Notice != nil {
-		prefix := "gpuwatt"
-		if o.Verb != "" {
-			prefix += " " + o.Verb
-		}
-		fmt.Fprintf(o.Notice, "%s: %v; using the sim device (%s): figures are simulated\n", prefix, err, op.System.Name())
-	}
+	notice(o, fmt.Sprintf("%v; using the sim device (%s): figures are simulated", err, op.System.Name()))
 	return op, nil
+}
+
+// absent reports whether err says a vendor's GPUs are not on this machine (no library, no
+// driver, no GPU), as opposed to GPUs that are there and fail.
+func absent(err error) bool {
+	return errors.Is(err, nvml.ErrLibraryNotFound) || errors.Is(err, nvml.ErrDriverNotLoaded) || errors.Is(err, ErrNoGPU) ||
+		errors.Is(err, amdsmi.ErrLibraryNotFound) || errors.Is(err, amdsmi.ErrDriverNotLoaded) || errors.Is(err, ErrNoAMDGPU)
+}
+
+// notice writes one line to o.Notice, "gpuwatt VERB: msg".
+func notice(o Options, msg string) {
+	if o.Notice == nil {
+		return
+	}
+	prefix := "gpuwatt"
+	if o.Verb != "" {
+		prefix += " " + o.Verb
+	}
+	fmt.Fprintf(o.Notice, "%s: %s\n", prefix, msg)
 }
 
 func openNVML(o Options) (*Opened, error) {
@@ -165,6 +214,23 @@ func openNVML(o Options) (*Opened, error) {
 	if len(sys.Devices()) == 0 {
 		sys.Close()
 		return nil, ErrNoGPU
+	}
+	return &Opened{System: sys, Clock: clk}, nil
+}
+
+// openAMD opens the AMD GPUs, numbered from first.
+func openAMD(o Options, first int) (*Opened, error) {
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.NewReal()
+	}
+	sys, err := amdgpu.Open(first, o.AMDSMIPaths...)
+	if err != nil {
+		return nil, err
+	}
+	if len(sys.Devices()) == 0 {
+		sys.Close()
+		return nil, ErrNoAMDGPU
 	}
 	return &Opened{System: sys, Clock: clk}, nil
 }
@@ -232,6 +298,9 @@ func (e Env) KernelGPU(idx int) (gpu.Device, gpu.Executor, error) {
 		return nil, nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", status.ErrInput, idx, len(devs))
 	}
 	dev := devs[idx]
+	if err := NVIDIAOnly(dev, idx); err != nil {
+		return nil, nil, err
+	}
 	exec, ok := dev.(gpu.Executor)
 	if !ok {
 		return nil, nil, fmt.Errorf("GPU %d cannot run kernels", idx)
@@ -242,4 +311,17 @@ func (e Env) KernelGPU(idx int) (gpu.Device, gpu.Executor, error) {
 		}
 	}
 	return dev, exec, nil
+}
+
+// KernelsNVIDIAOnly says why gpuwatt's own kernels do not run on AMD boards, for messages.
+const KernelsNVIDIAOnly = "gpuwatt's own kernels are PTX, run through the CUDA driver: NVIDIA GPUs only"
+
+// NVIDIAOnly returns bad input (status.ErrInput: exit 2) naming the vendor when dev, GPU idx,
+// is an AMD board (real or the sim's), nil otherwise.
+func NVIDIAOnly(dev gpu.Device, idx int) error {
+	info := dev.Info()
+	if info.Vendor != trace.VendorAMD {
+		return nil
+	}
+	return fmt.Errorf("%w: --gpu %d is an AMD GPU (%s): micro, archline, profile and loadlevel's GPU workloads run gpuwatt's own kernels, PTX run through the CUDA driver: NVIDIA GPUs only (devices, measure and energy read AMD GPUs)", status.ErrInput, idx, info.Name)
 }

@@ -17,7 +17,10 @@ import (
 
 // noDriver points the NVML search at a file that does not exist: no driver, whatever the
 // machine has.
-var noDriver = []string{"/nonexistent/libnvidia-ml.so.1"}
+var (
+	noDriver = []string{"/nonexistent/libnvidia-ml.so.1"}
+	noAMD    = []string{"/nonexistent/libamd_smi.so"}
+)
 
 func TestOpen(t *testing.T) {
 	dir := t.TempDir()
@@ -51,13 +54,16 @@ func TestOpen(t *testing.T) {
 		{name: "sim-config missing", spec: Spec{Device: "sim", SimConfig: filepath.Join(dir, "nope.json")}, usage: true, errHas: "nope.json"},
 		{name: "sim-config bad key", spec: Spec{Device: "sim", SimConfig: bad}, usage: true, errHas: "no_such_key"},
 		{name: "sim-config with nvml", spec: Spec{Device: "nvml", SimConfig: cfg}, usage: true, errHas: "--sim-config"},
-		{name: "bad value", spec: Spec{Device: "cuda"}, usage: true, errHas: `--device "cuda": want auto, nvml, sim or sim:PRESET (presets: h100, h200, a100, v100, k20)`},
-		{name: "bad preset", spec: Spec{Device: "sim:p100"}, usage: true, errHas: `unknown preset "p100" (presets: h100, h200, a100, v100, k20)`},
+		{name: "bad value", spec: Spec{Device: "cuda"}, usage: true, errHas: `--device "cuda": want auto, nvml, amdsmi, sim or sim:PRESET (presets: h100, h200, a100, v100, k20, mi300x)`},
+		{name: "bad preset", spec: Spec{Device: "sim:p100"}, usage: true, errHas: `unknown preset "p100" (presets: h100, h200, a100, v100, k20, mi300x)`},
 		{name: "nvml without a driver", spec: Spec{Device: "nvml"}, noDriverEr: true},
+		{name: "amdsmi without ROCm", spec: Spec{Device: "amdsmi"}, errHas: "no AMD GPU driver found: cannot load /nonexistent/libamd_smi.so"},
+		{name: "sim-config with amdsmi", spec: Spec{Device: "amdsmi", SimConfig: cfg}, usage: true, errHas: "--sim-config"},
+		{name: "sim:mi300x", spec: Spec{Device: "sim:mi300x"}, wantName: "sim:mi300x", wantGPUs: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var notice bytes.Buffer
-			op, err := Open(tc.spec, Options{NVMLPaths: noDriver, Notice: &notice, Verb: "test", VirtualSim: true})
+			op, err := Open(tc.spec, Options{NVMLPaths: noDriver, AMDSMIPaths: noAMD, Notice: &notice, Verb: "test", VirtualSim: true})
 			if tc.wantName == "" {
 				if err == nil {
 					op.System.Close()

@@ -11,6 +11,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/gpu"
 	"github.com/gpuwatt/gpuwatt/internal/ptd"
 	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // Variants of the workload.
@@ -223,6 +224,14 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 		dev = devs[o.GPU]
 	}
 	variant, workload := o.Variant, o.Workload
+	if dev != nil && dev.Info().Vendor == trace.VendorAMD {
+		// The GPU workloads are PTX and cuBLAS/cuFFT: on an AMD board only the host's FFTs
+		// run, with the board's power measured.
+		if variant == VariantGPU || variant == VariantCuFFT || variant == VariantCuBLAS || workload == WorkloadGEMM {
+			return nil, device.NVIDIAOnly(dev, o.GPU)
+		}
+		variant = VariantCPU
+	}
 	switch variant {
 	case VariantGPU, VariantCuFFT:
 		workload = WorkloadFFT

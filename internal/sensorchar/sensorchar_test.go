@@ -98,7 +98,13 @@ func TestIdentifyPresets(t *testing.T) {
 					if !iv.ci.Known() {
 						continue
 					}
-					if iv.ci.Low > iv.true || iv.ci.High < iv.true || iv.ci.High-iv.ci.Low > 0.1*iv.true {
+					// Readings in whole watts (the MI300X's socket power) against a 1 ms
+					// window leave the fit a wider interval: half the window.
+					width := 0.1
+					if m.Quantum >= 1 {
+						width = 0.5
+					}
+					if iv.ci.Low > iv.true || iv.ci.High < iv.true || iv.ci.High-iv.ci.Low > width*iv.true {
 						t.Errorf("%s: 95 %% interval [%.6f, %.6f] s, true %.6f s", c.Name, iv.ci.Low, iv.ci.High, iv.true)
 					}
 				}

@@ -8,6 +8,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/device"
 	"github.com/gpuwatt/gpuwatt/internal/gpu"
 	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // Validate checks the options without running anything; its errors name the flag.
@@ -33,6 +34,9 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 	}
 	dev := devs[o.GPU]
 	exec, ok := dev.(gpu.Executor)
+	if !ok && dev.Info().Vendor == trace.VendorAMD {
+		return nil, fmt.Errorf("GPU %d is an AMD GPU (%s): %w: the sensor verb loads the board with gpuwatt's own kernels, which are PTX (NVIDIA only); the sim's AMD board (--device sim:mi300x) shows what it reports", o.GPU, dev.Info().Name, ErrNoExecutor)
+	}
 	if !ok {
 		return nil, fmt.Errorf("GPU %d: %w", o.GPU, ErrNoExecutor)
 	}

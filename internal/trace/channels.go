@@ -12,9 +12,12 @@ const (
 	ChPowerMemoryInstant = "power.memory.instant" // as power.instant, memory scope
 	ChPowerMemoryAverage = "power.memory.average"
 	ChPowerSamples       = "power.samples" // nvmlDeviceGetSamples: the driver's buffer of timestamped samples every 20 ms
-	ChPower              = "power"         // a plain CSV's only channel
-	ChPowerLimit         = "power.limit"   // the enforced power limit: a setting, not a reading
-	ChEnergyTotal        = "energy.total"  // nvmlDeviceGetTotalEnergyConsumption: the board's energy counter (mJ)
+	// AMD boards (amdsmi_get_power_info): the socket power, whole watts.
+	ChPowerSocketCurrent = "power.socket_current" // current_socket_power: MI300 and later
+	ChPowerSocketAverage = "power.socket_average" // average_socket_power: Navi, MI200 and earlier
+	ChPower              = "power"                // a plain CSV's only channel
+	ChPowerLimit         = "power.limit"          // the enforced power limit: a setting, not a reading
+	ChEnergyTotal        = "energy.total"         // nvmlDeviceGetTotalEnergyConsumption, amdsmi_get_energy_count: the board's energy counter
 	ChClockSM            = "clock.sm"
 	ChClockMem           = "clock.mem"
 	ChClockGr            = "clock.gr"
@@ -37,11 +40,17 @@ const (
 //   - power.usage: a ~1 s average updated every ~100 ms: lags by about a second (on older
 //     boards, K20 to V100, it is the only channel and then the one to use);
 //   - power.average: the same ~1 s average through the field API, where usage is missing;
+//   - power.socket_current: an AMD board's current socket power (MI300 and later; its
+//     update period and window are not published: docs/amd.md), placed with power.instant;
+//   - power.socket_average: an AMD board's average socket power (MI200 and earlier), placed
+//     with the 1 s averages;
 //   - power: a plain CSV's only channel, whatever it was measured with.
+//
+// A board offers either NVIDIA's channels or AMD's, never both.
 //
 // The energy counter (ChEnergyTotal) is not in the list: where a figure can use it, it
 // comes first, before every channel here (see CounterPreference).
-var PowerPreference = []string{ChPowerSamples, ChPowerInstant, ChPowerUsage, ChPowerAverage, ChPower}
+var PowerPreference = []string{ChPowerSamples, ChPowerInstant, ChPowerSocketCurrent, ChPowerUsage, ChPowerAverage, ChPowerSocketAverage, ChPower}
 
 // CounterPreference is the order for a region's headline energy: the board's energy
 // counter where it has readings (it integrates every microsecond in hardware), then the

@@ -6,7 +6,7 @@ import (
 )
 
 func TestPowerPreference(t *testing.T) {
-	want := []string{"power.samples", "power.instant", "power.usage", "power.average", "power"}
+	want := []string{"power.samples", "power.instant", "power.socket_current", "power.usage", "power.average", "power.socket_average", "power"}
 	if !slices.Equal(PowerPreference, want) {
 		t.Errorf("PowerPreference = %v, want %v", PowerPreference, want)
 	}

@@ -111,7 +111,12 @@ type GPU struct {
 	// SamplerCPUSecs is the CPU time the Sampler's threads spent polling this GPU while
 	// recording (absent: not known, as on a virtual clock).
 	SamplerCPUSecs float64 `json:"sampler_cpu_s,omitempty"`
+	// Vendor is "amd" for AMD boards; empty for NVIDIA's (every board before AMD's came).
+	Vendor string `json:"vendor,omitempty"`
 }
+
+// VendorAMD is GPU.Vendor of an AMD board.
+const VendorAMD = "amd"
 
 // Mark is a named instant on the trace's axis (a command's start, a kernel's end...).
 type Mark struct {

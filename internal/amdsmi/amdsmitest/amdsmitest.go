@@ -74,7 +74,9 @@ func Control(t testing.TB, path string) *Fake {
 
 // SetVersion sets what amdsmi_get_lib_version reports (year 0: the year-less shape of ROCm
 // 6.4 and later) and the layout amdsmi_get_power_info writes.
-func (f *Fake) SetVersion(year, major, minor, release uint32) { f.setVersion(year, major, minor, release) }
+func (f *Fake) SetVersion(year, major, minor, release uint32) {
+	f.setVersion(year, major, minor, release)
+}
 
 // SetEnergy sets GPU i's raw energy accumulator.
 func (f *Fake) SetEnergy(i int, raw uint64) { f.setEnergy(int32(i), raw) }

@@ -28,6 +28,9 @@ type Config struct {
 	Seed   uint64 // seed: fixes noise, jitter, board errors of GPUs 1.., UUIDs
 	GPUs   int    // gpus: number of devices
 	Name   string // name: the product name devices report
+	// Vendor (vendor) is "nvidia" (or empty) or "amd": the channels the board offers, as
+	// NVML or amdsmi name them, and whether gpuwatt's own kernels (PTX, NVIDIA only) run.
+	Vendor string
 
 	Idle           units.Power   // idle_w: idle at rest: no CUDA context open, long after any load
 	ActiveIdle     units.Power   // active_idle_w: active idle: a context open (ContextActiveIdle) or right after a load, nothing running
@@ -179,6 +182,14 @@ type SensorConfig struct {
 	Pairs simsensor.Pairs
 }
 
+// vendor is c.Vendor with the default spelled out: "nvidia" or "amd".
+func (c Config) vendor() string {
+	if c.Vendor == VendorAMD {
+		return VendorAMD
+	}
+	return "nvidia"
+}
+
 // clone returns a deep copy of c.
 func (c Config) clone() Config {
 	c.Load = slices.Clone(c.Load)
@@ -228,6 +239,7 @@ type configFile struct {
 	Seed                   *uint64         `json:"seed"`
 	GPUs                   *int            `json:"gpus"`
 	Name                   *string         `json:"name"`
+	Vendor                 *string         `json:"vendor"`
 	IdleW                  *float64        `json:"idle_w"`
 	ActiveIdleW            *float64        `json:"active_idle_w"`
 	ActiveIdleHoldS        *float64        `json:"active_idle_hold_s"`
@@ -303,9 +315,9 @@ func (c Config) file() configFile {
 	}
 	load, _ := json.Marshal(loadJSON(c.Load))
 	procs, _ := json.Marshal(processesJSON(c.Processes))
-	sensors, _ := json.Marshal(sensorsJSON(c.Sensors))
+	sensors, _ := json.Marshal(sensorsJSON(c.vendor(), c.Sensors))
 	return configFile{
-		Preset: ptr(c.Preset), Seed: ptr(c.Seed), GPUs: ptr(c.GPUs), Name: ptr(c.Name),
+		Preset: ptr(c.Preset), Seed: ptr(c.Seed), GPUs: ptr(c.GPUs), Name: ptr(c.Name), Vendor: ptr(c.vendor()),
 		IdleW: ptr(float64(c.Idle)), ActiveIdleW: ptr(float64(c.ActiveIdle)), ActiveIdleHoldS: ptr(c.ActiveIdleHold.Seconds()), ContextActiveIdle: ptr(c.ContextActiveIdle),
 		IdleSteps: ptr(c.IdleSteps), IdleStepS: ptr(c.IdleStepInterval.Seconds()), CommandLoadW: ptr(float64(c.CommandLoad)),
 		PowerLimitW: ptr(float64(c.PowerLimit)), DefaultPowerLimitW: ptr(float64(c.DefaultPowerLimit)),
@@ -330,6 +342,10 @@ func (f configFile) apply(c *Config) error {
 	setPtr(&c.OperandDensityShare, f.OperandDensityShare)
 	setPtr(&c.GPUs, f.GPUs)
 	setPtr(&c.Name, f.Name)
+	setPtr(&c.Vendor, f.Vendor)
+	if c.Vendor == "nvidia" {
+		c.Vendor = VendorNVIDIA // one spelling: the presets'
+	}
 	setPtr(&c.IdleSteps, f.IdleSteps)
 	setPtr(&c.ContextActiveIdle, f.ContextActiveIdle)
 	setPtr(&c.ComputeCapability, f.ComputeCapability)
@@ -647,9 +663,9 @@ func setSensors(c *Config, raw json.RawMessage) error {
 		c.Sensors = map[string]SensorConfig{}
 	}
 	for _, m := range ms {
-		spec, ok := specOf(m.key)
+		spec, ok := specOf(c.vendor(), m.key)
 		if !ok {
-			return fmt.Errorf("sensors: unknown channel %q (want one of %s)", m.key, strings.Join(ChannelNames(), ", "))
+			return fmt.Errorf("sensors: unknown channel %q of a %s board (want one of %s)", m.key, c.vendor(), strings.Join(names(specsFor(c.vendor())), ", "))
 		}
 		where := fmt.Sprintf("sensors[%q]", m.key)
 		sc := c.Sensors[m.key]
@@ -747,11 +763,11 @@ func sensorJSON(spec chanSpec, sc SensorConfig) json.RawMessage {
 	return b.Bytes()
 }
 
-func sensorsJSON(s map[string]SensorConfig) any {
+func sensorsJSON(vendor string, s map[string]SensorConfig) any {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	n := 0
-	for _, spec := range channelSpecs {
+	for _, spec := range specsFor(vendor) {
 		sc, ok := s[spec.name]
 		if !ok {
 			continue
@@ -774,6 +790,9 @@ func (c Config) MarshalJSON() ([]byte, error) {
 
 // Validate reports the first setting of c that is out of range.
 func (c Config) Validate() error {
+	if c.Vendor != "" && c.Vendor != "nvidia" && c.Vendor != VendorAMD {
+		return fmt.Errorf("vendor: want nvidia or amd, got %q", c.Vendor)
+	}
 	finite := func(key string, v float64) error {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("%s: not a finite number", key)
@@ -850,9 +869,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	for name, sc := range c.Sensors {
-		spec, ok := specOf(name)
+		spec, ok := specOf(c.vendor(), name)
 		if !ok {
-			return fmt.Errorf("sensors: unknown channel %q (want one of %s)", name, strings.Join(ChannelNames(), ", "))
+			return fmt.Errorf("sensors: unknown channel %q of a %s board (want one of %s)", name, c.vendor(), strings.Join(names(specsFor(c.vendor())), ", "))
 		}
 		if sc.Unsupported || spec.kind == kindConst {
 			continue

@@ -67,17 +67,53 @@ var channelSpecs = []chanSpec{
 	{trace.ChPowerLimit, trace.QPower, kindConst, truthBoard, "nvmlDeviceGetEnforcedPowerLimit", "enforced power limit"},
 }
 
-// ChannelNames returns the names of the sim device's channels, in the order of Sensors.
-func ChannelNames() []string {
-	out := make([]string, len(channelSpecs))
-	for i, s := range channelSpecs {
+// amdChannelSpecs are the channels of an AMD board (vendor "amd"), as internal/sensor/amdsensor
+// reads them through amdsmi: the same names where the quantity is the same.
+var amdChannelSpecs = []chanSpec{
+	{trace.ChPowerSocketCurrent, trace.QPower, kindPublished, truthBoard, "amdsmi_get_power_info (current_socket_power)", "socket power"},
+	{trace.ChPowerSocketAverage, trace.QPower, kindPublished, truthBoard, "amdsmi_get_power_info (average_socket_power)", "socket power"},
+	{trace.ChEnergyTotal, trace.QEnergy, kindCounter, truthBoard, "amdsmi_get_energy_count", "socket energy"},
+	{trace.ChClockSM, trace.QFrequency, kindPublished, truthSMClock, "amdsmi_get_clock_info(AMDSMI_CLK_TYPE_GFX)", "graphics clock = offset + gain × busy"},
+	{trace.ChClockMem, trace.QFrequency, kindPublished, truthBusy, "amdsmi_get_clock_info(AMDSMI_CLK_TYPE_MEM)", "memory clock = offset + gain × busy"},
+	{trace.ChTempGPU, trace.QTemperature, kindPublished, truthBoard, "amdsmi_get_temp_metric(AMDSMI_TEMPERATURE_TYPE_HOTSPOT)", "temperature = ambient (offset) + gain × board power through a thermal lag (tau)"},
+	{trace.ChUtilGPU, trace.QUtilization, kindPublished, truthBusy, "amdsmi_get_gpu_activity (gfx_activity)", "percent of the window busy (gain × mean of busy)"},
+	{trace.ChUtilMem, trace.QUtilization, kindPublished, truthBusy, "amdsmi_get_gpu_activity (umc_activity)", "memory utilisation = gain × mean of busy"},
+	{trace.ChPowerLimit, trace.QPower, kindConst, truthBoard, "amdsmi_get_power_cap_info", "power cap"},
+}
+
+// Vendors of the sim's boards (Config.Vendor).
+const (
+	VendorNVIDIA = ""
+	VendorAMD    = trace.VendorAMD
+)
+
+// specsFor returns the channels of a board of vendor v, in the order of Sensors.
+func specsFor(v string) []chanSpec {
+	if v == VendorAMD {
+		return amdChannelSpecs
+	}
+	return channelSpecs
+}
+
+// ChannelNames returns the names of the sim device's channels of an NVIDIA board, in the
+// order of Sensors (AMDChannelNames: an AMD board's).
+func ChannelNames() []string { return names(channelSpecs) }
+
+// AMDChannelNames returns the names of the channels of the sim's AMD boards, in the order
+// of Sensors.
+func AMDChannelNames() []string { return names(amdChannelSpecs) }
+
+func names(specs []chanSpec) []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
 		out[i] = s.name
 	}
 	return out
 }
 
-func specOf(name string) (chanSpec, bool) {
-	for _, s := range channelSpecs {
+// specOf returns the channel name of a board of vendor v.
+func specOf(v, name string) (chanSpec, bool) {
+	for _, s := range specsFor(v) {
 		if s.name == name {
 			return s, true
 		}
@@ -89,7 +125,7 @@ func specOf(name string) (chanSpec, bool) {
 const DefaultPreset = "h100"
 
 // presetOrder is the order of Presets.
-var presetOrder = []string{"h100", "h200", "a100", "v100", "k20"}
+var presetOrder = []string{"h100", "h200", "a100", "v100", "k20", "mi300x"}
 
 // Presets returns the names of the built-in presets.
 func Presets() []string { return append([]string(nil), presetOrder...) }
@@ -107,6 +143,8 @@ func Preset(name string) (Config, error) {
 		return v100(), nil
 	case "k20":
 		return k20(), nil
+	case "mi300x":
+		return mi300x(), nil
 	}
 	return Config{}, fmt.Errorf("unknown preset %q (want one of %s)", name, strings.Join(presetOrder, ", "))
 }
@@ -349,6 +387,68 @@ func k20() Config {
 	exec{cc: "3.5", sms: 13, maxMHz: 705, minMHz: 324, memMHz: 2600, busBits: 320, l2: 1280 << 10, mem: 4800 * mib,
 		shared: 48 << 10, saturating: 1024, launch: 5 * time.Microsecond, rates: keplerRates,
 		dram: 0.15e12, l2bw: 0.5e12, sharedPerClk: 128, pi0: 75, fp32: 22, fp64: 50, memByte: 250, scale: 4.5, rail: 120}.apply(&c)
+	return c
+}
+
+// mi300x is an AMD Instinct MI300X (OAM, 192 GB HBM3) read through amdsmi, from published
+// figures; no MI300X was measured for it, and what is not published is marked assumed:
+//   - power limit 750 W: the board's TBP (AMD's MI300X data sheet), and the cap rocm-smi
+//     shows on an MI300X (ROCm/legacy-rocm-build issue 5231: PwrCap 750.0W);
+//   - active idle 191 W: the socket power rocm-smi showed there with a process holding 95 %
+//     of the memory and 0 % busy (issue 5231, 39 °C junction, MCLK 900 MHz); idle at rest
+//     140 W is assumed (no figure of an MI300X with no process open was found);
+//   - command load 670 W: the per-GPU peaks of prefill-heavy inference on MI300X
+//     (SemiAnalysisAI/InferenceX issue 828: 662-671 W, 89 % of TBP);
+//   - power.socket_current (amdsmi_power_info_t.current_socket_power, whole watts) is the
+//     MI300's socket power; power.socket_average is "N/A" on MI300 (ROCm/pytorch PR 1457:
+//     "MI300: Current socket power: 717, Average socket power: N/A"; amdsmi.h: the average
+//     is for "Navi + Mi 200 and earlier"), so it is unsupported here;
+//   - update period and window of power.socket_current: not published. The amdgpu driver
+//     refreshes the SMU's metrics table at most once a millisecond, so the value cannot
+//     change faster; the firmware's own averaging is unknown. Assumed: a 1 ms mean every
+//     1 ms, quantised to 1 W. McDaniel et al. (arXiv 2604.06056, 2026) measured update
+//     intervals and delays of these sensors on MI250X and MI300A (several ms of delay from
+//     filtering); their figures were not available to this preset;
+//   - energy.total: amdsmi_get_energy_count's accumulator in units of 15.3 µJ (ROCm's
+//     library reports counter_resolution 15.3; the metrics table's unit is 2^-16 J =
+//     15.259 µJ), assumed to step with the metrics table every 1 ms;
+//   - clocks: 2100 MHz peak engine clock (data sheet), memory clock 900 MHz at idle (issue
+//     5231) to 1300 MHz under load (assumed); no throttle-reason or P-state channel
+//     (amdsmi has no equivalent that gpuwatt reads: docs/amd.md).
+//
+// The execution model (304 CUs, 128 FP32 FMA per CU per clock: the data sheet's 163.4
+// TFLOP/s FP32 vector at 2100 MHz; 5.3 TB/s HBM3) is only there so that the sensor verb's
+// step loads draw power on the twin: gpuwatt's own kernels are PTX and refuse AMD boards.
+// Its energies are assumed, not measured: 2.0 pJ per FP32 flop (so that 163.4 TFLOP/s stays
+// under the 750 W cap with pi0 250 W), 4.0 per FP64 flop, Hopper's per DRAM byte and for
+// the other instructions.
+func mi300x() Config {
+	b := board{gain: 1.012, offset: 0.8, phase: 300 * time.Microsecond, jitter: 0.02}
+	socket := b.power(time.Millisecond, time.Millisecond, 1)
+	socket.Quantum = units.Watt
+	average := b.power(time.Millisecond, time.Second, 0.2)
+	average.Quantum = units.Watt
+	s := map[string]SensorConfig{
+		trace.ChPowerSocketCurrent: {Model: socket},
+		trace.ChPowerSocketAverage: {Model: average, Unsupported: true},
+		trace.ChEnergyTotal:        {Model: sensormodel.Model{Period: time.Millisecond, Jitter: b.jitter, Phase: 700 * time.Microsecond, Quantum: units.Power(15.3e-6), Gain: b.gain}},
+		trace.ChClockSM:            {Model: state(100*ms, (2100-132)*1e6, 132*1e6, 1e6)},
+		trace.ChClockMem:           {Model: state(100*ms, (1300-900)*1e6, 900*1e6, 1e6)},
+		trace.ChTempGPU:            {Model: sensormodel.Model{Period: time.Second, Tau: 30 * time.Second, Gain: 0.07, Offset: 26, Quantum: 1}},
+		trace.ChUtilGPU:            {Model: sensormodel.Model{Period: utilPeriod, Window: utilPeriod, Gain: 100, Quantum: 1}},
+		trace.ChUtilMem:            {Model: sensormodel.Model{Period: utilPeriod, Window: utilPeriod, Gain: 35, Quantum: 1}},
+		trace.ChPowerLimit:         {},
+	}
+	c := Config{
+		Preset: "mi300x", Seed: 1, GPUs: 1, Name: "gpuwatt sim AMD Instinct MI300X (OAM 192GB)", Vendor: VendorAMD,
+		Idle: 140, ActiveIdle: 191, ActiveIdleHold: 2 * time.Second, IdleSteps: 1, IdleStepInterval: time.Second,
+		CommandLoad: 670, PowerLimit: 750,
+		MemoryIdle: 40, MemoryLoadFraction: 0.15, BoardSpread: 0.03,
+		Sensors: s,
+	}
+	exec{cc: "", sms: 304, maxMHz: 2100, minMHz: 132, memMHz: 1300, busBits: 8192, l2: 256 * mib, mem: 192 * gib,
+		shared: 64 << 10, saturating: 512, launch: 5 * time.Microsecond, rates: hopperRates,
+		dram: 5.3e12 * dramEfficiency, l2bw: 14.7e12, sharedPerClk: 128, pi0: 250, fp32: 2.0, fp64: 4.0, memByte: 96.5, scale: 1, rail: 30}.apply(&c)
 	return c
 }
 

@@ -162,13 +162,29 @@ func unit(seed, a, b uint64) float64 {
 // pciBuses are the bus numbers of the GPUs of an 8-GPU HGX board.
 var pciBuses = []int{0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb}
 
+// uuidPrefix is how a vendor's UUIDs start: NVML's "GPU-", amdsmi's nothing.
+func uuidPrefix(vendor string) string {
+	if vendor == VendorAMD {
+		return ""
+	}
+	return "GPU-"
+}
+
+// traceVendor is trace.GPU.Vendor of a board of vendor.
+func traceVendor(vendor string) string {
+	if vendor == VendorAMD {
+		return trace.VendorAMD
+	}
+	return ""
+}
+
 func newDevice(clk clock.Clock, cfg Config, index int) (*Device, error) {
 	cfg = cfg.clone() // the board errors below are this device's own
 	seed := mix(cfg.Seed ^ mix(uint64(index)+1))
 	if index > 0 && cfg.BoardSpread > 0 {
 		g := 1 + cfg.BoardSpread*(2*unit(cfg.Seed, uint64(index), 1)-1)
 		o := units.Power(cfg.BoardSpread * float64(cfg.Idle) * (2*unit(cfg.Seed, uint64(index), 2) - 1))
-		for _, spec := range channelSpecs {
+		for _, spec := range specsFor(cfg.Vendor) {
 			sc, ok := cfg.Sensors[spec.name]
 			if !ok || spec.q != trace.QPower && spec.q != trace.QEnergy {
 				continue
@@ -194,10 +210,11 @@ func newDevice(clk clock.Clock, cfg Config, index int) (*Device, error) {
 		info: trace.GPU{
 			Index:             index,
 			Name:              cfg.Name,
-			UUID:              fmt.Sprintf("GPU-5a1d0000-%04x-4%03x-8%03x-%012x", index, mix(seed)&0xfff, mix(seed+1)&0xfff, mix(seed+2)&0xffffffffffff),
+			UUID:              fmt.Sprintf("%s5a1d0000-%04x-4%03x-8%03x-%012x", uuidPrefix(cfg.Vendor), index, mix(seed)&0xfff, mix(seed+1)&0xfff, mix(seed+2)&0xffffffffffff),
 			PCIBusID:          fmt.Sprintf("00000000:%02X:00.0", bus),
 			PowerLimitW:       float64(cfg.PowerLimit),
 			DefaultPowerLimit: float64(def),
+			Vendor:            traceVendor(cfg.Vendor),
 		},
 		board:   simsensor.NewLoad(cfg.Idle),
 		memory:  simsensor.NewLoad(cfg.MemoryIdle),
@@ -226,7 +243,7 @@ func newDevice(clk clock.Clock, cfg Config, index int) (*Device, error) {
 
 	// Energy counters count from the driver's start, long before ours.
 	start := units.Energy(math.Round(1e5 + 9e5*unit(seed, 3, 3)))
-	for _, spec := range channelSpecs {
+	for _, spec := range specsFor(cfg.Vendor) {
 		sn, err := d.newSensor(spec, seed, start)
 		if err != nil {
 			return nil, fmt.Errorf("sim gpu %d: %w", index, err)

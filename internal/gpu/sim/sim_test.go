@@ -43,6 +43,9 @@ func TestEveryPresetOpensWithAllChannels(t *testing.T) {
 	wantOrder := []string{"power.usage", "power.instant", "power.average", "power.module.instant", "power.module.average",
 		"power.memory.instant", "power.memory.average", "power.samples", "energy.total", "clock.sm", "clock.mem", "temp.gpu",
 		"throttle.reasons", "pstate", "util.gpu", "util.mem", "power.limit"}
+	// An AMD board's channels, as amdsmi gives them.
+	wantAMD := []string{"power.socket_current", "power.socket_average", "energy.total", "clock.sm", "clock.mem", "temp.gpu",
+		"util.gpu", "util.mem", "power.limit"}
 	wantQ := map[string]trace.Quantity{"energy.total": trace.QEnergy, "clock.sm": trace.QFrequency, "clock.mem": trace.QFrequency,
 		"temp.gpu": trace.QTemperature, "throttle.reasons": trace.QReasons, "pstate": trace.QState, "util.gpu": trace.QUtilization, "util.mem": trace.QUtilization}
 	unsupported := map[string][]string{
@@ -52,8 +55,9 @@ func TestEveryPresetOpensWithAllChannels(t *testing.T) {
 		"v100": {"power.instant", "power.average", "power.module.instant", "power.module.average", "power.memory.instant", "power.memory.average"},
 		"k20": {"power.instant", "power.average", "power.module.instant", "power.module.average", "power.memory.instant", "power.memory.average",
 			"power.samples", "energy.total"},
+		"mi300x": {"power.socket_average"}, // "N/A" on MI300 (ROCm/pytorch PR 1457)
 	}
-	if !reflect.DeepEqual(Presets(), []string{"h100", "h200", "a100", "v100", "k20"}) {
+	if !reflect.DeepEqual(Presets(), []string{"h100", "h200", "a100", "v100", "k20", "mi300x"}) {
 		t.Errorf("Presets() = %v", Presets())
 	}
 	for _, name := range Presets() {
@@ -85,7 +89,16 @@ func TestEveryPresetOpensWithAllChannels(t *testing.T) {
 				t.Fatalf("%d devices", len(devs))
 			}
 			info := devs[0].Info()
-			if !strings.HasPrefix(info.Name, "gpuwatt sim ") || !strings.HasPrefix(info.UUID, "GPU-5a1d0000-") || len(info.UUID) != 40 ||
+			order, prefix := wantOrder, "GPU-"
+			if cfg.Vendor == VendorAMD {
+				order, prefix = wantAMD, "" // amdsmi's UUIDs have no "GPU-"
+				if info.Vendor != trace.VendorAMD {
+					t.Errorf("vendor %q, want amd", info.Vendor)
+				}
+			} else if info.Vendor != "" {
+				t.Errorf("vendor %q on an NVIDIA board", info.Vendor)
+			}
+			if !strings.HasPrefix(info.Name, "gpuwatt sim ") || !strings.HasPrefix(info.UUID, prefix+"5a1d0000-") || len(info.UUID) != 36+len(prefix) ||
 				info.PCIBusID == "" || info.PowerLimitW != float64(cfg.PowerLimit) || info.DefaultPowerLimit != float64(cfg.PowerLimit) {
 				t.Errorf("info %+v", info)
 			}
@@ -112,7 +125,7 @@ func TestEveryPresetOpensWithAllChannels(t *testing.T) {
 					}
 				}
 			}
-			if !reflect.DeepEqual(names, wantOrder) || !reflect.DeepEqual(ChannelNames(), wantOrder) {
+			if !reflect.DeepEqual(names, order) || !reflect.DeepEqual(ChannelNames(), wantOrder) || !reflect.DeepEqual(AMDChannelNames(), wantAMD) {
 				t.Errorf("channels %v", names)
 			}
 		})
