@@ -33,7 +33,10 @@
 // (Device.Sensors, in this order): power.usage, power.instant, power.average,
 // power.module.instant, power.module.average, power.memory.instant, power.memory.average,
 // power.samples, energy.total, clock.sm, clock.mem, temp.gpu, throttle.reasons, pstate,
-// util.gpu, util.mem, power.limit. Each is a truth passed through its own sensor model
+// util.gpu, util.mem, power.limit; on an AMD board (vendor "amd": the mi300x preset) the
+// channels amdsmi gives, as internal/sensor/amdsensor reads them: power.socket_current,
+// power.socket_average, energy.total, clock.sm, clock.mem, temp.gpu, util.gpu, util.mem,
+// power.limit. Each is a truth passed through its own sensor model
 // (sensormodel.Model):
 //
 //   - power.*: board power (memory power for power.memory.*; module = board in the sim);
@@ -66,10 +69,12 @@
 // An unknown key anywhere is an error naming it. Times in seconds, powers in watts.
 //
 //	key                    meaning
-//	preset                 h100, h200, a100, v100 or k20
+//	preset                 h100, h200, a100, v100, k20 or mi300x
 //	seed                   fixes noise, jitter, the board errors of GPUs 1.. and UUIDs (default 1)
 //	gpus                   number of devices (default 1)
 //	name                   product name the devices report
+//	vendor                 nvidia (default) or amd: the channels (NVML's or amdsmi's) and
+//	                       whether gpuwatt's kernels run (PTX: NVIDIA only)
 //	idle_w                 idle at rest: true power with no CUDA context open, long after any load
 //	active_idle_w          active idle: true power with a context open and nothing running
 //	                       (context_active_idle), and right after a load ends
@@ -216,6 +221,10 @@
 //	        power.instant, .average, .module.*, .memory.*                           unsupported
 //	k20     power.usage             15 ms ± 45 %  0  0.84 s  1.01 / +2.4 W   0.3    ok
 //	        every other power channel, power.samples, energy.total                  unsupported
+//	mi300x  power.socket_current    1 ms    1 ms   0       1.012 / +0.8 W    1      ok (assumed)
+//	        energy.total            1 ms    -      -       1.012 (15.3 µJ)   -      ok (assumed T)
+//	        power.socket_average    1 ms    1 s    0       1.012 / +0.8 W    0.2    unsupported
+//	        (whole watts; sources and what is assumed: presets.go, mi300x)
 //
 // Delays are 0 everywhere; jitter is ±1 % on Hopper and A100, ±2 % on V100.
 //
@@ -225,6 +234,7 @@
 //	a100    62 W   75 W (2 s, 1)              350 W    400 W  20 W         210-1410, mem 1593
 //	v100    42 W   55 W (2 s, 1)              250 W    300 W  15 W         135-1530, mem 877
 //	k20     25 W   52.5 W (3.5 s, 4 × 1 s)    158 W    225 W  8 W          324-705, mem 324-2600, P8 idle
+//	mi300x  140 W  191 W (2 s, 1)             670 W    750 W  -            132-2100, mem 900-1300
 //
 // Execution model of the presets (energies in pJ per thread-level instruction or byte):
 //
@@ -234,6 +244,7 @@
 //	a100    8.0  108  210-1410     512    3 µs     1.80e12   4.5e12  128 B/clk/SM      107 W
 //	v100    7.0  80   135-1530     512    3.5 µs   0.80e12   2.5e12  128 B/clk/SM      85 W
 //	k20     3.5  13   324-705      1024   5 µs     0.15e12   0.5e12  128 B/clk/SM      75 W
+//	mi300x  -    304  132-2100     512    5 µs     4.68e12   14.7e12 128 B/clk/SM      250 W
 //
 //	preset  eps_flop fp32/fp64  eps_mem  rail  other classes and levels
 //	h100    4.89 / 11.68        96.5     30    Hopper table (below)
@@ -241,6 +252,8 @@
 //	a100    6.63 / 14.96        102      32    Hopper table × 1.36
 //	v100    9 / 18              110      35    Hopper table × 1.84
 //	k20     22 / 50             250      120   Hopper table × 4.5
+//	mi300x  2 / 4 (assumed)     96.5     30    Hopper table (its kernels refuse AMD boards
+//	                                           but for the sensor verb's step loads)
 //
 //	Hopper  int32.add 5, int32.mad 9, int32.popc 7.5, int32.shift 5.5, int32.logic 4.5,
 //	        int32.cmp 5, int64.add 11, fp32.add 6, fp32.sin 30, fp32.ex2 28, fp32.rsqrt 28,
