@@ -52,12 +52,13 @@ import (
 	"github.com/gpuwatt/gpuwatt/sim"
 )
 
-// Options configure a recording. The zero value records every GPU of the NVIDIA driver,
-// else of the sim device (Result.Warnings then says so), polling adaptively.
+// Options configure a recording. The zero value records every GPU of the NVIDIA driver and
+// of AMD's amdsmi, else of the sim device (Result.Warnings then says so), polling adaptively.
 type Options struct {
-	// Device is "auto" (or ""): the NVIDIA driver, else the sim device; "nvml": the NVIDIA
-	// driver only; "sim" or "sim:PRESET" (h100, h200, a100, v100, k20): the sim device on
-	// the wall clock, whose GPUs draw their load from Start to Stop, as a measured program's.
+	// Device is "auto" (or ""): the NVIDIA and AMD GPUs, else the sim device; "nvml": the
+	// NVIDIA driver only; "amdsmi": the AMD GPUs only (ROCm's libamd_smi); "sim" or
+	// "sim:PRESET" (h100, h200, a100, v100, k20, mi300x): the sim device on the wall clock,
+	// whose GPUs draw their load from Start to Stop, as a measured program's.
 	Device string
 	// Sim records on a simulated system (sim.New) and its virtual clock instead: work is
 	// what the program launches on it, and its true energy is known. Device must then be

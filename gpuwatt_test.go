@@ -80,7 +80,7 @@ func TestOptionsAndMisuse(t *testing.T) {
 		o    gpuwatt.Options
 		want string
 	}{
-		{gpuwatt.Options{Device: "tpu"}, `Options.Device: "tpu": want auto, nvml, sim or sim:PRESET`},
+		{gpuwatt.Options{Device: "tpu"}, `Options.Device: "tpu": want auto, nvml, amdsmi, sim or sim:PRESET`},
 		{gpuwatt.Options{Device: "sim:z80"}, `unknown preset "z80"`},
 		{gpuwatt.Options{Sim: s, Device: "nvml"}, `Options.Device "nvml" with Options.Sim`},
 		{gpuwatt.Options{Sim: s, GPUs: []int{1}}, "Options.GPUs: no GPU 1 (found 1)"},
