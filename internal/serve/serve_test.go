@@ -87,6 +87,9 @@ func TestEnergyAgainstTruth(t *testing.T) {
 		{"h200 corrected", "h200", true, "", 0.02},
 		{"v100 corrected", "v100", true, "", 0.03},
 		{"h200 usage", "h200", true, "power.usage", 0.02},
+		// An AMD board (the twin's MI300X): its counter, and power.socket_current alone.
+		{"mi300x counter", "mi300x", false, "", 0.01},
+		{"mi300x corrected", "mi300x", true, "", 0.03},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := simConfig(t, tc.preset, 1)
