@@ -15,18 +15,20 @@ import (
 )
 
 // BenchmarkEnergyVerb is `gpuwatt energy --trace FILE` as a user runs it (the default
-// sensor model, the whole trace, the text on stdout), on two gpuwatt CSVs of 2^18 readings:
-// usage, power.usage alone 100 ms apart (energy's BenchmarkEnergyPipeline's trace), and
-// ring, a trace as measure records it: the 20 ms driver ring with driver stamps, with
-// power.usage, power.instant, the energy counter and the SM clock every 100 ms (the figure
-// then comes from the ring calibrated to the counter, the ring's inversion beside it). It
+// sensor model, the whole trace, the text on stdout), on three gpuwatt CSVs of 2^18
+// readings: usage, power.usage alone 100 ms apart (energy's BenchmarkEnergyPipeline's
+// trace: its 1 s boxcar deconvolved), instant, power.instant alone 100 ms apart (its 25 ms
+// window held over its period), and ring, a trace as measure records it: the 20 ms driver
+// ring with driver stamps, with power.usage, power.instant, the energy counter and the SM
+// clock every 100 ms (the figure then comes from the ring calibrated to the counter, the
+// ring's inversion beside it). It
 // reports the peak heap per reading (sampled every 2 ms, garbage not yet collected
 // included: what the process needs), and readings per CPU second; run it with -cpu 1:
 //
 //	go test ./internal/cli -run XXX -bench EnergyVerb -benchtime 4x -cpu 1
 func BenchmarkEnergyVerb(b *testing.B) {
 	const n = 1 << 18
-	for _, kind := range []string{"usage", "ring"} {
+	for _, kind := range []string{"usage", "instant", "ring"} {
 		b.Run(kind, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "big.csv")
 			if err := os.WriteFile(path, benchTrace(kind, n), 0o644); err != nil {
@@ -70,18 +72,19 @@ func BenchmarkEnergyVerb(b *testing.B) {
 	}
 }
 
-// benchTrace is BenchmarkEnergyVerb's trace of about n readings (kind usage or ring).
+// benchTrace is BenchmarkEnergyVerb's trace of about n readings (kind usage, instant or ring).
 func benchTrace(kind string, n int) []byte {
 	var buf bytes.Buffer
 	buf.WriteString(trace.CSVHeader + "\n")
-	if kind == "usage" {
+	if kind == "usage" || kind == "instant" {
+		ch := "power." + kind
 		for i := 0; i < n; i++ {
 			w := 100.0
 			if i/50%4 == 1 {
 				w = 300
 			}
 			w += float64(i%7) * 0.125
-			fmt.Fprintf(&buf, "%d.%06d,0,power.usage,%g,%g,W,\n", i/10, i%10*100000, w, w)
+			fmt.Fprintf(&buf, "%d.%06d,0,%s,%g,%g,W,\n", i/10, i%10*100000, ch, w, w)
 		}
 		return buf.Bytes()
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
@@ -128,7 +127,7 @@ func Energy(samples []trace.Sample, from, to time.Duration, m sensormodel.Model,
 // model's inversion set up and the idle floor computed on first use. It is not safe for
 // concurrent use.
 type Series struct {
-	raw, kept []trace.Sample
+	raw, kept trace.Readings
 	m         sensormodel.Model
 	opt       Options
 	period    time.Duration
@@ -138,15 +137,22 @@ type Series struct {
 	haveIdle  bool
 	idleSrc   string
 	snapped   int            // readings moved onto their grid (snapToGrid)
-	early     []trace.Sample // half-done values dropped (dropEarly), in time order
+	early     trace.Readings // half-done values dropped (dropEarly), in time order
 	gaps      []trace.Gap    // of kept, found on first use
 	gapUsual  time.Duration  // kept's usual interval between readings
 	haveGaps  bool
 }
 
 // Prepare drops stale repeats from samples (one channel, sorted by time, in W) and sets up
-// the inversion of m. samples must not change while the Series is in use.
+// the inversion of m: PrepareReadings on the samples' columns.
 func Prepare(samples []trace.Sample, m sensormodel.Model, opt Options) *Series {
+	return PrepareReadings(trace.ReadingsOf(samples), m, opt)
+}
+
+// PrepareReadings is Prepare on one channel's readings as columns (a compact trace's own:
+// nothing is copied where nothing is dropped or moved). They must not change while the
+// Series is in use.
+func PrepareReadings(samples trace.Readings, m sensormodel.Model, opt Options) *Series {
 	if opt.Dedupe == 0 {
 		opt.Dedupe = DefaultDedupe
 	}
@@ -155,7 +161,7 @@ func Prepare(samples []trace.Sample, m sensormodel.Model, opt Options) *Series {
 	}
 	s := &Series{raw: samples, kept: samples, m: m, opt: opt}
 	if opt.Dedupe > 0 {
-		s.kept, _ = trace.Dedupe(samples, opt.Dedupe)
+		s.kept, _ = trace.DedupeReadings(samples, opt.Dedupe)
 	}
 	switch {
 	case m.Period > 0:
@@ -163,7 +169,7 @@ func Prepare(samples []trace.Sample, m sensormodel.Model, opt Options) *Series {
 	case opt.Period > 0:
 		s.period, s.periodSrc = opt.Period, "trace"
 	default:
-		if s.period = LearnPeriod(s.kept); s.period > 0 {
+		if s.period = learnPeriod(s.kept.T); s.period > 0 {
 			s.periodSrc = "readings"
 		}
 	}
@@ -171,7 +177,7 @@ func Prepare(samples []trace.Sample, m sensormodel.Model, opt Options) *Series {
 	if s.snapped == 0 && opt.Dedupe > 0 {
 		s.kept, s.early = dropEarly(s.kept, s.period)
 	}
-	if len(s.kept) > 0 {
+	if s.kept.Len() > 0 {
 		s.inv = newInverter(s.kept, m, s.period)
 	}
 	if opt.IdleSet {
@@ -185,26 +191,29 @@ func Prepare(samples []trace.Sample, m sensormodel.Model, opt Options) *Series {
 // 100 ms updates; the twin too), which held over a period would stand for the update's.
 // The same rule as the sensor verb's transients. Readings of a driver's buffer (with
 // driver stamps) are left alone: their grid, not their spacing, tells them apart.
-func dropEarly(s []trace.Sample, period time.Duration) (kept, dropped []trace.Sample) {
+func dropEarly(s trace.Readings, period time.Duration) (kept, dropped trace.Readings) {
 	gap := period / 8
-	if len(s) < 2 || gap <= 0 || s[0].DriverUS != 0 {
-		return s, nil
+	T, V := s.T, s.V
+	if len(T) < 2 || gap <= 0 || (s.Drv != nil && s.Drv[0] != 0) {
+		return s, trace.Readings{}
 	}
-	var out []trace.Sample
-	for i, x := range s {
-		if i+1 < len(s) && s[i+1].T-x.T < gap {
-			if out == nil {
-				out = append(make([]trace.Sample, 0, len(s)), s[:i]...)
+	var out trace.Readings
+	copied := false
+	for i, t := range T {
+		if i+1 < len(T) && T[i+1]-t < gap {
+			if !copied {
+				out = trace.Readings{T: append(make([]time.Duration, 0, len(T)), T[:i]...), V: append(make([]float64, 0, len(T)), V[:i]...)}
+				copied = true
 			}
-			dropped = append(dropped, x)
+			dropped.T, dropped.V = append(dropped.T, t), append(dropped.V, V[i])
 			continue
 		}
-		if out != nil {
-			out = append(out, x)
+		if copied {
+			out.T, out.V = append(out.T, t), append(out.V, V[i])
 		}
 	}
-	if out == nil {
-		return s, nil
+	if !copied {
+		return s, trace.Readings{}
 	}
 	return out, dropped
 }
@@ -216,33 +225,38 @@ func dropEarly(s []trace.Sample, period time.Duration) (kept, dropped []trace.Sa
 // stamped, they put the power of a step up to 14 ms off (−2.4 % on a 200 ms burst on the
 // twin, which stamps so). Readings without driver stamps, stamps that lie on no grid, or a
 // grid every stamp is already on, are returned as they are, with 0.
-func snapToGrid(s []trace.Sample, period time.Duration) ([]trace.Sample, int) {
-	if len(s) < 16 || period <= 0 {
+//
+// The snapped readings get a time column of their own; their values stay s's where no two
+// stamps fall on one instant (the driver stamps are not carried: nothing after uses them).
+func snapToGrid(s trace.Readings, period time.Duration) (trace.Readings, int) {
+	if s.Len() < 16 || period <= 0 || !s.Stamped() {
 		return s, 0
 	}
-	ts := make([]time.Duration, 0, len(s))
-	for _, x := range s {
-		if x.DriverUS == 0 {
-			return s, 0
-		}
-		ts = append(ts, x.T)
-	}
-	g, ok := FitLattice(ts, period)
+	g, ok := FitLattice(s.T, period)
 	if !ok || g.OnGrid >= 0.999 {
 		return s, 0
 	}
-	out := make([]trace.Sample, 0, len(s))
+	out := trace.Readings{T: make([]time.Duration, 0, s.Len()), V: s.V}
+	var v []float64 // the values, copied from the first reading dropped on
 	n := 0
-	for _, x := range s {
-		t := g.Snap(x.T)
-		if len(out) > 0 && t <= out[len(out)-1].T {
+	for i, x := range s.T {
+		t := g.Snap(x)
+		if k := len(out.T); k > 0 && t <= out.T[k-1] {
+			if v == nil {
+				v = append(make([]float64, 0, s.Len()), s.V[:i]...)
+			}
 			continue // two stamps on one instant: keep the first
 		}
-		if t != x.T {
+		if t != x {
 			n++
 		}
-		x.T = t
-		out = append(out, x)
+		out.T = append(out.T, t)
+		if v != nil {
+			v = append(v, s.V[i])
+		}
+	}
+	if v != nil {
+		out.V = v
 	}
 	return out, n
 }
@@ -315,18 +329,14 @@ func (s *Series) WithModel(m sensormodel.Model) *Series {
 		// the same readings collapsed the same way (collapseBursts at period/4): the same
 		// period, or no bursts to merge at either period
 		same := v.period == s.period
-		if !same && len(d.l.t) == len(s.kept) {
-			same = len(collapseBursts(v.kept, v.period/4)) == len(s.kept)
+		if !same && len(d.l.t) == s.kept.Len() {
+			same = collapseBursts(v.kept, v.period/4).Len() == s.kept.Len()
 		}
 		if same {
 			v.inv = d.with(m.Window.Seconds(), m.Delay.Seconds()+m.Tau.Seconds())
 		}
 	}
-	if v.inv == nil && len(v.kept) > 0 && m.Kind() == sensormodel.Boxcar && !denseBoxcar(m, v.period) {
-		// newInverter's hold, worked out as it is asked (lazyHold): the same figures
-		v.inv = newLazyHold(collapseBursts(v.kept, v.period/4), m.Delay.Seconds()+m.Tau.Seconds()+m.Window.Seconds()/2, v.period.Seconds(), m.Window.Seconds())
-	}
-	if v.inv == nil && len(v.kept) > 0 {
+	if v.inv == nil && v.kept.Len() > 0 {
 		v.inv = newInverter(v.kept, m, v.period)
 	}
 	if s.opt.IdleSet {
@@ -336,11 +346,13 @@ func (s *Series) WithModel(m sensormodel.Model) *Series {
 }
 
 // Readings returns the kept readings (stale repeats dropped) with from <= T <= to, on the
-// readings' own time axis. The slice is shared: do not modify it.
-func (s *Series) Readings(from, to time.Duration) []trace.Sample {
-	i := sort.Search(len(s.kept), func(i int) bool { return s.kept[i].T >= from })
-	j := sort.Search(len(s.kept), func(j int) bool { return s.kept[j].T > to })
-	return s.kept[i:j]
+// readings' own time axis. The columns are shared: do not modify them.
+func (s *Series) Readings(from, to time.Duration) trace.Readings {
+	i, j := s.kept.Search(from), s.kept.After(to)
+	if j < i {
+		j = i
+	}
+	return s.kept.Slice(i, j)
 }
 
 // Span returns the part of the time axis the readings describe under the model: from the
@@ -409,7 +421,7 @@ func (s *Series) Energy(from, to time.Duration) Result {
 		warn(CodeEmpty, "the region is empty (from %s to %s)", fmtT(from), fmtT(to))
 		return r
 	}
-	r.EnergyRaw = trace.Integrate(s.raw, from, to).Energy
+	r.EnergyRaw = trace.IntegrateReadings(s.raw, from, to).Energy
 	r.Samples = countIn(s.kept, from, to)
 	r.Dropped = countIn(s.raw, from, to) - r.Samples
 	r.HalfDone = countIn(s.early, from, to)
@@ -495,7 +507,7 @@ func (s *Series) Energy(from, to time.Duration) Result {
 // they leave unmeasured: each gap's length within the region less one usual interval.
 func (s *Series) gapsIn(from, to time.Duration) ([]trace.Gap, time.Duration) {
 	if !s.haveGaps {
-		s.gaps, s.gapUsual = trace.Gaps(s.kept)
+		s.gaps, s.gapUsual = trace.GapsReadings(s.kept)
 		s.haveGaps = true
 	}
 	var out []trace.Gap
@@ -531,14 +543,23 @@ func Span(samples []trace.Sample, m sensormodel.Model, opt Options) (from, to ti
 // percentile: some boards publish an update as two changes a fraction of a millisecond
 // apart). 0 if there are fewer than two readings.
 func LearnPeriod(s []trace.Sample) time.Duration {
-	if len(s) < 2 {
+	return learnPeriodOf(len(s), func(i int) time.Duration { return s[i].T })
+}
+
+// learnPeriod is LearnPeriod of readings at times t.
+func learnPeriod(t []time.Duration) time.Duration {
+	return learnPeriodOf(len(t), func(i int) time.Duration { return t[i] })
+}
+
+func learnPeriodOf(n int, at func(int) time.Duration) time.Duration {
+	if n < 2 {
 		return 0
 	}
 	const most = 8192
-	step := max(1, (len(s)-1)/most)
-	iv := make([]time.Duration, 0, min(len(s)-1, most+1))
-	for i := step; i < len(s); i += step {
-		if d := s[i].T - s[i-1].T; d > 0 {
+	step := max(1, (n-1)/most)
+	iv := make([]time.Duration, 0, min(n-1, most+1))
+	for i := step; i < n; i += step {
+		if d := at(i) - at(i-1); d > 0 {
 			iv = append(iv, d)
 		}
 	}
@@ -556,10 +577,8 @@ func LearnPeriod(s []trace.Sample) time.Duration {
 	return big[len(big)/2]
 }
 
-func countIn(s []trace.Sample, from, to time.Duration) int {
-	i := sort.Search(len(s), func(i int) bool { return s[i].T >= from })
-	j := sort.Search(len(s), func(i int) bool { return s[i].T > to })
-	return max(j-i, 0)
+func countIn(s trace.Readings, from, to time.Duration) int {
+	return max(s.After(to)-s.Search(from), 0)
 }
 
 // idleLevel is the median of the lowest decile of the corrected mean power over bins of

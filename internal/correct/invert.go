@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
@@ -28,7 +27,7 @@ type inverter interface {
 // interval is [a, b] on the trace's axis, in seconds.
 type interval struct{ a, b float64 }
 
-func newInverter(s []trace.Sample, m sensormodel.Model, period time.Duration) inverter {
+func newInverter(s trace.Readings, m sensormodel.Model, period time.Duration) inverter {
 	delay := m.Delay.Seconds()
 	if m.Kind() == sensormodel.Boxcar {
 		delay += m.Tau.Seconds() // a lag before the window: its mean delay (energy is kept)
@@ -48,27 +47,28 @@ func newInverter(s []trace.Sample, m sensormodel.Model, period time.Duration) in
 // the last value, at the first one's time. A boxcar published every T sometimes shows one
 // update as two changes a fraction of a millisecond apart (the H200's power.instant does:
 // internal/nvml/REAL_GPU_NOTES.md); held over a period each, the first would take half of
-// it. s is not modified.
-func collapseBursts(s []trace.Sample, gap time.Duration) []trace.Sample {
+// it. s is not modified; the result has no driver stamps where it merged any.
+func collapseBursts(s trace.Readings, gap time.Duration) trace.Readings {
 	if gap <= 0 {
 		return s
 	}
+	T, V := s.T, s.V
 	i := 1
-	for i < len(s) && s[i].T-s[i-1].T >= gap {
+	for i < len(T) && T[i]-T[i-1] >= gap {
 		i++
 	}
-	if i >= len(s) {
+	if i >= len(T) {
 		return s // none: no copy
 	}
-	out := slices.Clone(s[:i])
-	start := s[i-1].T
-	for ; i < len(s); i++ {
-		if s[i].T-start < gap {
-			out[len(out)-1].Value = s[i].Value
+	out := trace.Readings{T: slices.Clone(T[:i]), V: slices.Clone(V[:i])}
+	start := T[i-1]
+	for ; i < len(T); i++ {
+		if T[i]-start < gap {
+			out.V[len(out.V)-1] = V[i]
 			continue
 		}
-		out = append(out, s[i])
-		start = s[i].T
+		out.T, out.V = append(out.T, T[i]), append(out.V, V[i])
+		start = T[i]
 	}
 	return out
 }
@@ -76,12 +76,15 @@ func collapseBursts(s []trace.Sample, gap time.Duration) []trace.Sample {
 // linear is the piecewise-linear interpolant of readings, with its running integral.
 type linear struct {
 	t, v  []float64
-	cum   []float64 // cum[i] = integral from t[0] to t[i]
-	shift float64   // the readings' times less t
+	shift float64 // the readings' times less t
+	// The running integral from t[0] to t[i], kept every holdStride readings (ck) and
+	// summed from there (cum): the sums over the times ct it was made on (t, or the t of the
+	// linear this one is shifted from: a sum of differences of t, shared).
+	ck, ct []float64
 }
 
-// shifted is l with its readings placed at their times less shift instead: v and cum (a
-// sum of differences of t) are shared, only t is new.
+// shifted is l with its readings placed at their times less shift instead: v and the
+// running integral (a sum of differences of t) are shared, only t is new.
 func (l *linear) shifted(shift float64) *linear {
 	if shift == l.shift {
 		return l
@@ -90,21 +93,43 @@ func (l *linear) shifted(shift float64) *linear {
 	for i, x := range l.t {
 		t[i] = x + l.shift - shift
 	}
-	return &linear{t: t, v: l.v, cum: l.cum, shift: shift}
+	return &linear{t: t, v: l.v, ck: l.ck, ct: l.ct, shift: shift}
 }
 
-// newLinear places reading i at s[i].T − shift.
-func newLinear(s []trace.Sample, shift float64) *linear {
-	n := len(s)
-	l := &linear{t: make([]float64, n), v: make([]float64, n), cum: make([]float64, n), shift: shift}
-	for i := range s {
-		l.t[i] = s[i].T.Seconds() - shift
-		l.v[i] = s[i].Value
+// newLinear places reading i at s.T[i] − shift. The values are s's own (shared, not
+// modified).
+func newLinear(s trace.Readings, shift float64) *linear {
+	n := s.Len()
+	l := &linear{t: make([]float64, n), v: s.V, ck: make([]float64, 0, n/holdStride+1), shift: shift}
+	for i, t := range s.T {
+		l.t[i] = t.Seconds() - shift
 	}
-	for i := 1; i < n; i++ {
-		l.cum[i] = l.cum[i-1] + (l.t[i]-l.t[i-1])*(l.v[i]+l.v[i-1])/2
+	l.ct = l.t
+	var cum float64
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			cum += l.piece(i)
+		}
+		if i%holdStride == 0 {
+			l.ck = append(l.ck, cum)
+		}
 	}
 	return l
+}
+
+// piece is the integral from reading i−1 to reading i (on ct).
+func (l *linear) piece(i int) float64 {
+	return (l.ct[i] - l.ct[i-1]) * (l.v[i] + l.v[i-1]) / 2
+}
+
+// cum is the integral from t[0] to t[i]: the same sums in the same order as a running
+// integral kept at every reading.
+func (l *linear) cum(i int) float64 {
+	c := l.ck[i/holdStride]
+	for j := i/holdStride*holdStride + 1; j <= i; j++ {
+		c += l.piece(j)
+	}
+	return c
 }
 
 func (l *linear) span() (float64, float64) { return l.t[0], l.t[len(l.t)-1] }
@@ -147,7 +172,7 @@ func (l *linear) cumAt(x float64) float64 {
 		return 0
 	}
 	i := l.seg(x)
-	return l.cum[i] + (x-l.t[i])*(l.v[i]+l.at(x))/2
+	return l.cum(i) + (x-l.t[i])*(l.v[i]+l.at(x))/2
 }
 
 func (l *linear) energy(a, b float64) float64 { return l.cumAt(b) - l.cumAt(a) }
@@ -174,12 +199,20 @@ func (l *linear) notes() []string { return nil }
 // held at the mixed value. For W = T the cell's energy is unchanged and only its share on
 // either side of a region's edge moves; for W < T it also puts the step where it was seen
 // instead of at the midpoint of the unseen gap.
+//
+// The cells are worked out as they are asked, from the readings: a hold stores only the
+// running integral at every holdStride-th edge (8 bytes per holdStride readings, where
+// four arrays over every reading took 32 bytes a reading), and sums the cells from there
+// on: the same sums in the same order as the integral over every cell, bit for bit.
 type hold struct {
-	edges []float64 // n+1
-	v     []float64
-	cum   []float64 // cum[i] = integral from edges[0] to edges[i]
-	split []float64 // where cell i changes from v[i−1] to v[i+1]; NaN: held at v[i]
+	s                   trace.Readings // collapsed (collapseBursts)
+	shift, half, w, thr float64
+	ck                  []float64 // ck[j] = the integral from the first edge to edge holdStride·j
+	total               float64   // to the last edge
 }
+
+// holdStride is how many cells apart a hold keeps its running integral.
+const holdStride = 64
 
 // holdHalf is how far the first and last cells of a hold reach beyond their centres c0
 // and cn (n readings): half the period, else half the mean interval.
@@ -196,8 +229,8 @@ func holdHalf(period, c0, cn float64, n int) float64 {
 }
 
 // holdThreshold is the change between readings beyond which a hold splits a cell.
-func holdThreshold(s []trace.Sample) float64 {
-	return 6*noiseSigma(len(s), func(i int) float64 { return s[i].Value }) + 1e-3
+func holdThreshold(s trace.Readings) float64 {
+	return 6*noiseSigma(s.Len(), func(i int) float64 { return s.V[i] }) + 1e-3
 }
 
 // holdSplit is where cell i of a hold changes level, or NaN (see hold): prev, cur and next
@@ -220,61 +253,39 @@ func holdCell(prev, cur, next, split, e0, x float64) float64 {
 	return cur * (x - e0)
 }
 
-// newHold centres reading i at s[i].T − shift (shift = delay + W/2); period is used for the
-// half cells beyond the ends (0: the mean interval).
-func newHold(s []trace.Sample, shift, period, w float64) *hold {
-	n := len(s)
-	h := &hold{edges: make([]float64, n+1), v: make([]float64, n), cum: make([]float64, n+1), split: make([]float64, n)}
-	c := func(i int) float64 { return s[i].T.Seconds() - shift }
-	for i := range s {
-		h.v[i] = s[i].Value
-		h.split[i] = math.NaN()
+// newHold centres reading i at s.T[i] − shift (shift = delay + W/2); period is used for the
+// half cells beyond the ends (0: the mean interval). s is held, not copied.
+func newHold(s trace.Readings, shift, period, w float64) *hold {
+	n := s.Len()
+	h := &hold{s: s, shift: shift, w: w, thr: holdThreshold(s), ck: make([]float64, 0, n/holdStride+1)}
+	h.half = holdHalf(period, h.c(0), h.c(n-1), n)
+	// One pass over the cells, each reading's centre and each edge worked out once.
+	var cum float64
+	cj, e := h.c(0), h.edge(0)
+	for j := 0; j < n; j++ {
+		if j%holdStride == 0 {
+			h.ck = append(h.ck, cum)
+		}
+		var cNext, eNext float64
+		if j+1 < n {
+			cNext = h.c(j + 1)
+			eNext = (cj + cNext) / 2
+		} else {
+			eNext = cj + h.half
+		}
+		cum += h.cellAt(j, cj, e, eNext, eNext)
+		cj, e = cNext, eNext
 	}
-	for i := 1; i < n; i++ {
-		h.edges[i] = (c(i-1) + c(i)) / 2
-	}
-	half := holdHalf(period, c(0), c(n-1), n)
-	h.edges[0], h.edges[n] = c(0)-half, c(n-1)+half
-	thr := holdThreshold(s)
-	for i := 1; i+1 < n; i++ {
-		h.split[i] = holdSplit(h.v[i-1], h.v[i], h.v[i+1], c(i), h.edges[i], h.edges[i+1], w, thr)
-	}
-	for i := 0; i < n; i++ {
-		h.cum[i+1] = h.cum[i] + h.cellEnergy(i, h.edges[i+1])
-	}
+	h.total = cum
 	return h
 }
 
-// cellEnergy is the energy of cell i from its start to x (within the cell).
-func (h *hold) cellEnergy(i int, x float64) float64 {
-	if p := h.split[i]; !math.IsNaN(p) {
-		return holdCell(h.v[i-1], h.v[i], h.v[i+1], p, h.edges[i], x)
-	}
-	return holdCell(0, h.v[i], 0, math.NaN(), h.edges[i], x)
-}
+// c is reading i's centre.
+func (h *hold) c(i int) float64 { return h.s.T[i].Seconds() - h.shift }
 
-// lazyHold is the hold of readings s worked out as it is asked, in one pass over the cells
-// up to the region's end, with nothing stored: an interval's model part asks each of its
-// model variants for one energy, which newHold's arrays (and their garbage) over every
-// reading of a long ring made slow. Its figures are newHold's, bit for bit (the same sums
-// in the same order).
-type lazyHold struct {
-	s                   []trace.Sample // collapsed (collapseBursts)
-	shift, half, w, thr float64
-	full                *hold // built for binEnergies, where asked
-	period              float64
-}
-
-func newLazyHold(s []trace.Sample, shift, period, w float64) *lazyHold {
-	h := &lazyHold{s: s, shift: shift, w: w, period: period, thr: holdThreshold(s)}
-	h.half = holdHalf(period, h.c(0), h.c(len(s)-1), len(s))
-	return h
-}
-
-func (h *lazyHold) c(i int) float64 { return h.s[i].T.Seconds() - h.shift }
-
-func (h *lazyHold) edge(i int) float64 {
-	switch n := len(h.s); i {
+// edge is edge i of n+1: the midpoint of the centres around it, half a cell beyond the ends.
+func (h *hold) edge(i int) float64 {
+	switch n := h.s.Len(); i {
 	case 0:
 		return h.c(0) - h.half
 	case n:
@@ -283,85 +294,49 @@ func (h *lazyHold) edge(i int) float64 {
 	return (h.c(i-1) + h.c(i)) / 2
 }
 
-func (h *lazyHold) span() (float64, float64) { return h.edge(0), h.edge(len(h.s)) }
-
-// where is hold.cumAt's case for x: -1 before the first edge (0), n from the last on
-// (the whole sum), else the cell k holding x (the sum of the cells before it, and cell
-// k's part up to x).
-func (h *lazyHold) where(x float64) int {
-	n := len(h.s)
-	if x <= h.edge(0) {
-		return -1
+// cellAt is the energy of cell j (its centre cj, its edges e0 and e1) from e0 to x.
+func (h *hold) cellAt(j int, cj, e0, e1, x float64) float64 {
+	V := h.s.V
+	if j >= 1 && j+1 < len(V) {
+		prev, cur, next := V[j-1], V[j], V[j+1]
+		split := holdSplit(prev, cur, next, cj, e0, e1, h.w, h.thr)
+		return holdCell(prev, cur, next, split, e0, x)
 	}
-	if x >= h.edge(n) {
-		return n
-	}
-	k := sort.Search(n+1, func(i int) bool { return h.edge(i) >= x })
-	return min(max(k-1, 0), n-1)
+	return holdCell(0, V[j], 0, math.NaN(), e0, x)
 }
 
-func (h *lazyHold) energy(a, b float64) float64 {
-	ka, kb := h.where(a), h.where(b)
-	n := len(h.s)
-	var cum, ca, cb float64
-	// One pass over the cells, each reading's centre and each edge worked out once
-	// (edge i is (c(i−1) + c(i))/2, as newHold has it).
-	cj, e := h.c(0), h.edge(0)
-	for j := 0; j <= min(max(ka, kb), n-1); j++ {
-		var cNext, eNext float64
-		if j+1 < n {
-			cNext = h.c(j + 1)
-			eNext = (cj + cNext) / 2
-		} else {
-			eNext = cj + h.half
-		}
-		prev, cur, next, split := 0.0, h.s[j].Value, 0.0, math.NaN()
-		if j >= 1 && j+1 < n {
-			prev, next = h.s[j-1].Value, h.s[j+1].Value
-			split = holdSplit(prev, cur, next, cj, e, eNext, h.w, h.thr)
-		}
-		if j == ka {
-			ca = cum + holdCell(prev, cur, next, split, e, a)
-		}
-		if j == kb {
-			cb = cum + holdCell(prev, cur, next, split, e, b)
-		}
-		if max(ka, kb) > j {
-			cum += holdCell(prev, cur, next, split, e, eNext)
-		}
-		cj, e = cNext, eNext
-	}
-	if ka == n {
-		ca = cum
-	}
-	if kb == n {
-		cb = cum
-	}
-	return cb - ca
+// cell is cellAt for cell j, its centre and edges worked out.
+func (h *hold) cell(j int, x float64) float64 {
+	return h.cellAt(j, h.c(j), h.edge(j), h.edge(j+1), x)
 }
 
-func (h *lazyHold) binEnergies(bins []interval) []float64 {
-	if h.full == nil {
-		h.full = newHold(h.s, h.shift, h.period, h.w)
-	}
-	return h.full.binEnergies(bins)
-}
+func (h *hold) span() (float64, float64) { return h.edge(0), h.edge(h.s.Len()) }
 
-func (h *lazyHold) notes() []string { return nil }
-
-func (h *hold) span() (float64, float64) { return h.edges[0], h.edges[len(h.edges)-1] }
-
+// cumAt is the integral from the first edge to x.
 func (h *hold) cumAt(x float64) float64 {
-	n := len(h.v)
-	if x <= h.edges[0] {
+	n := h.s.Len()
+	if x <= h.edge(0) {
 		return 0
 	}
-	if x >= h.edges[n] {
-		return h.cum[n]
+	if x >= h.edge(n) {
+		return h.total
 	}
-	k := searchF(h.edges, x) // first edge >= x: x lies in cell k−1
-	k = min(max(k-1, 0), n-1)
-	return h.cum[k] + h.cellEnergy(k, x)
+	// k: the first edge >= x (x lies in cell k−1)
+	lo, hi := 0, n+1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if h.edge(m) < x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	k := min(max(lo-1, 0), n-1)
+	cum := h.ck[k/holdStride]
+	for j := k / holdStride * holdStride; j < k; j++ {
+		cum += h.cell(j, h.edge(j+1))
+	}
+	return cum + h.cell(k, x)
 }
 
 func (h *hold) energy(a, b float64) float64 { return h.cumAt(b) - h.cumAt(a) }
@@ -406,9 +381,9 @@ const (
 	rcShort = 6
 )
 
-// newRC places reading i at s[i].T − delay; short selects the inversion interval by
+// newRC places reading i at s.T[i] − delay; short selects the inversion interval by
 // interval for regions with edges inside the readings (shortLag).
-func newRC(s []trace.Sample, tau, delay float64, short bool) *rcInv {
+func newRC(s trace.Readings, tau, delay float64, short bool) *rcInv {
 	return &rcInv{l: newLinear(s, delay), tau: tau, short: short}
 }
 
@@ -728,9 +703,9 @@ func (d *dense) with(w, delay float64) *dense {
 	return &dense{l: d.l.shifted(delay), w: w, tol: d.tol, sigma: d.sigma}
 }
 
-func newDense(s []trace.Sample, w, delay float64) *dense {
+func newDense(s trace.Readings, w, delay float64) *dense {
 	d := &dense{l: newLinear(s, delay), w: w}
-	d.sigma = NoiseSigma(changes(d.l.v))
+	d.sigma = changesSigma(d.l.v)
 	d.tol = 6*d.sigma + 1e-4*math.Abs(median(d.l.v)) + 1e-3
 	return d
 }
@@ -1039,6 +1014,36 @@ func changes(v []float64) []float64 {
 		}
 	}
 	return out
+}
+
+// changesSigma is NoiseSigma(changes(v)) without the copy: the second differences it samples
+// are taken from the changes as they are met.
+func changesSigma(v []float64) float64 {
+	nc := 0
+	for i, x := range v {
+		if i == 0 || x != v[i-1] {
+			nc++
+		}
+	}
+	if nc < 3 {
+		return 0
+	}
+	step := max(1, (nc-2)/4096)
+	d := make([]float64, 0, min(nc-2, 4097))
+	// c0, c1, c2: changes k−1, k, k+1 (k the middle one), as noiseSigma's at(i−1), at(i), at(i+1)
+	var c0, c1, c2 float64
+	k := -2
+	for i, x := range v {
+		if i > 0 && x == v[i-1] {
+			continue
+		}
+		c0, c1, c2 = c1, c2, x
+		k++
+		if k >= 1 && (k-1)%step == 0 {
+			d = append(d, math.Abs(c2-2*c1+c0))
+		}
+	}
+	return 1.4826 * median(d) / math.Sqrt(6)
 }
 
 // NoiseSigma estimates the standard deviation of the readings' noise from their second

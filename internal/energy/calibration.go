@@ -121,13 +121,13 @@ func (c *Calibration) String() string {
 // ring, else power.instant) to its energy counter over the readings in [from, to]; to <= from
 // means the whole trace.
 func FitCalibration(tr *trace.Trace, gpu int, from, to time.Duration) (Calibration, error) {
-	return fitCalibration(tr, gpu, from, to, func(name string) []trace.Sample { return tr.Series(gpu, name) })
+	return fitCalibration(tr, gpu, from, to, func(name string) trace.Readings { return tr.Readings(gpu, name) })
 }
 
 // fitCalibration is FitCalibration with the channels' readings from series.
-func fitCalibration(tr *trace.Trace, gpu int, from, to time.Duration, series func(name string) []trace.Sample) (Calibration, error) {
+func fitCalibration(tr *trace.Trace, gpu int, from, to time.Duration, series func(name string) trace.Readings) (Calibration, error) {
 	ctr := series(counterChannel)
-	if len(ctr) == 0 {
+	if ctr.Len() == 0 {
 		return Calibration{}, fmt.Errorf("no %s channel", counterChannel)
 	}
 	var names, whys []string
@@ -167,43 +167,51 @@ func joinWhys(names, whys []string) string {
 }
 
 // fitCalibration relates the counter's readings ctr to the integral of power series p.
-func fitChannel(p, ctr []trace.Sample, from, to time.Duration) (Calibration, error) {
-	if len(p) < 2 {
+func fitChannel(p, ctr trace.Readings, from, to time.Duration) (Calibration, error) {
+	if p.Len() < 2 {
 		return Calibration{}, errors.New("fewer than 2 readings")
 	}
-	lo, hi := p[0].T, p[len(p)-1].T
+	lo, hi := p.T[0], p.T[p.Len()-1]
 	if to > from {
 		lo, hi = max(lo, from), min(hi, to)
 	}
-	// The readings inside the channel's span, in the longest stretch without a reset.
-	var in, cur []trace.Sample
-	for _, s := range ctr {
-		if s.T < lo || s.T > hi {
-			continue
+	// The readings inside the channel's span, in the longest stretch without a reset: the
+	// first of the longest runs [a, b) of ctr's readings in [lo, hi] that never go down.
+	in := trace.Readings{}
+	{
+		cur := -1 // the current run's start (-1: none)
+		best0, best1 := 0, 0
+		for k, t := range ctr.T {
+			if t < lo || t > hi {
+				continue
+			}
+			if cur >= 0 && ctr.V[k] < ctr.V[k-1] {
+				cur = -1
+			}
+			if cur < 0 {
+				cur = k
+			}
+			if k+1-cur > best1-best0 {
+				best0, best1 = cur, k+1
+			}
 		}
-		if len(cur) > 0 && s.Value < cur[len(cur)-1].Value {
-			cur = nil
-		}
-		cur = append(cur, s)
-		if len(cur) > len(in) {
-			in = cur
-		}
+		in = ctr.Slice(best0, best1)
 	}
-	if len(in) < MinCalibrationReadings {
+	if in.Len() < MinCalibrationReadings {
 		where := "in the recording"
 		if to > from {
 			where = "in the window"
 		}
-		return Calibration{}, fmt.Errorf("only %d readings of %s %s (want %d)", len(in), counterChannel, where, MinCalibrationReadings)
+		return Calibration{}, fmt.Errorf("only %d readings of %s %s (want %d)", in.Len(), counterChannel, where, MinCalibrationReadings)
 	}
 	// The channel's integral from the first reading to each, one segment at a time.
-	n := len(in)
+	n := in.Len()
 	xe, xt, y := make([]float64, n), make([]float64, n), make([]float64, n)
-	t0 := in[0].T
+	t0 := in.T[0]
 	for i := 1; i < n; i++ {
-		xe[i] = xe[i-1] + trace.Integrate(p, in[i-1].T, in[i].T).Energy.Joules()
-		xt[i] = (in[i].T - t0).Seconds()
-		y[i] = in[i].Value - in[0].Value
+		xe[i] = xe[i-1] + trace.IntegrateReadings(p, in.T[i-1], in.T[i]).Energy.Joules()
+		xt[i] = (in.T[i] - t0).Seconds()
+		y[i] = in.V[i] - in.V[0]
 	}
 	c := Calibration{Readings: n, SpanS: xt[n-1]}
 	if xe[n-1] <= 0 || c.SpanS <= 0 {
@@ -212,15 +220,13 @@ func fitChannel(p, ctr []trace.Sample, from, to time.Duration) (Calibration, err
 	c.RatioCounterToSamples = y[n-1] / xe[n-1]
 	// Least squares y = g xe + o xt + k (internal/lsq). A well-posed fit needs the power to
 	// vary: xe must not be (nearly) a line in xt, 1 − r² of the two regressors > 1e-6.
-	A := make([][]float64, n)
-	for i := range A {
-		A[i] = []float64{xt[i], 1}
+	// (The regressors as columns: lsq.SolveColumns, the figures of Solve on the rows.)
+	ones := make([]float64, n)
+	for i := range ones {
+		ones[i] = 1
 	}
-	if col, err := lsq.Solve(A, xe); err == nil && 1-col.R2 > 1e-6 {
-		for i := range A {
-			A[i] = []float64{xe[i], xt[i], 1}
-		}
-		if f, err := lsq.Solve(A, y); err == nil {
+	if col, err := lsq.SolveColumns([][]float64{xt, ones}, xe); err == nil && 1-col.R2 > 1e-6 {
+		if f, err := lsq.SolveColumns([][]float64{xe, xt, ones}, y); err == nil {
 			g, o := f.Coef[0], f.Coef[1]
 			if g > 0.8 && g < 1.25 && math.Abs(o) < 50 {
 				c.Gain, c.OffsetW = g, o
@@ -281,12 +287,12 @@ func CounterResolution(tr *trace.Trace, gpu int) time.Duration {
 
 // counterResolves says whether a counter's readings inside (from, to) are enough for its
 // own figure (see the thresholds above), with their number and span.
-func counterResolves(s []trace.Sample, from, to, resolution time.Duration) (ok bool, n int, span time.Duration) {
-	in := Inside(s, from, to)
-	if len(in) > 0 {
-		span = in[len(in)-1].T - in[0].T
+func counterResolves(s trace.Readings, from, to, resolution time.Duration) (ok bool, n int, span time.Duration) {
+	i, j := inside(s, from, to)
+	if j > i {
+		span = s.T[j-1] - s.T[i]
 	}
-	n = len(in)
+	n = j - i
 	ok = n >= MinCounterReadings && float64(span) >= MinCounterSpan*float64(to-from) && span >= MinCounterSteps*resolution
 	return ok, n, span
 }
@@ -299,6 +305,26 @@ func Inside(s []trace.Sample, from, to time.Duration) []trace.Sample {
 		return nil
 	}
 	return s[i:j]
+}
+
+// inside is the range [i, j) of s's readings strictly inside (from, to) (Inside's).
+func inside(s trace.Readings, from, to time.Duration) (int, int) {
+	i, j := s.After(from), s.Search(to)
+	if i >= j {
+		return 0, 0
+	}
+	return i, j
+}
+
+// insideSamples is Inside of s's readings, as Samples (of no GPU or channel: InsideRate and
+// InsideMean read times and values alone).
+func insideSamples(s trace.Readings, from, to time.Duration) []trace.Sample {
+	i, j := inside(s, from, to)
+	out := make([]trace.Sample, 0, j-i)
+	for k := i; k < j; k++ {
+		out = append(out, trace.Sample{T: s.T[k], Value: s.V[k]})
+	}
+	return out
 }
 
 // InsideRate is a counter's rate (W) from its readings inside (from, to), how many, and

@@ -2,6 +2,7 @@ package energy
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +120,43 @@ func TestWarningsOneLine(t *testing.T) {
 	}
 	if uncal == 0 {
 		t.Error("no case gave the uncalibrated warning: the test does not test it")
+	}
+}
+
+// TestSpreadByCounts: the intervals' spread from their counts is the one from the
+// intervals sorted, bit for bit, on regular, jittered and two-valued stamps, odd and even.
+func TestSpreadByCounts(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{3, 4, 5, 100, 101, 5000} {
+		for kind := 0; kind < 4; kind++ {
+			ts := make([]time.Duration, n)
+			for i := 1; i < n; i++ {
+				d := 100 * time.Millisecond
+				switch kind {
+				case 1:
+					d += time.Duration(r.IntN(50)) * time.Microsecond
+				case 2:
+					if r.IntN(4) == 0 {
+						d = 30 * time.Millisecond
+					}
+				case 3:
+					d += time.Duration(r.IntN(3)) * time.Millisecond
+				}
+				ts[i] = ts[i-1] + d
+			}
+			iv := make([]float64, n-1)
+			for i := 1; i < n; i++ {
+				iv[i-1] = (ts[i] - ts[i-1]).Seconds()
+			}
+			med := median(iv)
+			for i := range iv {
+				iv[i] = math.Abs(iv[i] - med)
+			}
+			want := median(iv)
+			got, ok := spreadByCounts(ts)
+			if !ok || got != want {
+				t.Errorf("n %d, kind %d: %v (%v), want %v", n, kind, got, ok, want)
+			}
+		}
 	}
 }

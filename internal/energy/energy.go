@@ -36,8 +36,10 @@
 package energy
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -130,31 +132,31 @@ type Cache struct {
 	m   map[prepKey]prepared
 	ser map[serKey]prepared // by the model resolved: two specs that name one model share it
 
-	// The channels' readings as trace.Samples, each copied once (a compact trace's
-	// Series copies at every call), with their own lock: prepare holds mu.
+	// The channels' readings as columns (a compact trace's own, shared; a trace of Samples
+	// copied once), with their own lock: prepare holds mu.
 	smu     sync.Mutex
 	str     *trace.Trace
-	samples map[trace.Key][]trace.Sample
+	samples map[trace.Key]trace.Readings
 }
 
-// series is the readings of channel name of GPU gpu in tr (correct.Channel), from c where
-// given: callers share the slice and must not modify it.
-func (c *Cache) series(tr *trace.Trace, gpu int, name string) []trace.Sample {
-	if c == nil {
-		return correct.Channel(tr, gpu, name)
+// series is the readings of channel name of GPU gpu in tr (trace.Readings), from c where
+// given: callers share the columns and must not modify them.
+func (c *Cache) series(tr *trace.Trace, gpu int, name string) trace.Readings {
+	if c == nil || tr.Compact() {
+		return tr.Readings(gpu, name) // a compact trace's columns: no copy to keep
 	}
 	c.smu.Lock()
 	defer c.smu.Unlock()
 	if c.str == nil {
-		c.str, c.samples = tr, map[trace.Key][]trace.Sample{}
+		c.str, c.samples = tr, map[trace.Key]trace.Readings{}
 	}
 	if c.str != tr {
-		return correct.Channel(tr, gpu, name)
+		return tr.Readings(gpu, name)
 	}
 	k := trace.Key{GPU: gpu, Name: name}
 	s, ok := c.samples[k]
 	if !ok {
-		s = correct.Channel(tr, gpu, name)
+		s = tr.Readings(gpu, name)
 		c.samples[k] = s
 	}
 	return s
@@ -179,7 +181,7 @@ type prepKey struct {
 type prepared struct {
 	ser     *correct.Series
 	choice  correct.Choice
-	samples []trace.Sample
+	samples trace.Readings
 	copt    correct.Options
 	err     error
 }
@@ -270,18 +272,18 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 	}
 
 	// 1. The counter.
-	var ctrSeries []trace.Sample
+	var ctrSeries trace.Readings
 	if ch, ok := tr.Channel(gpu, counterChannel); ok && ch.Quantity == trace.QEnergy && ch.Cumulative {
 		ctrSeries = o.Cache.series(tr, gpu, counterChannel)
 	}
 	ctrOK, ctrEnough := false, false
 	var ctrSE float64
 	res := time.Duration(0)
-	if len(ctrSeries) > 0 {
-		e, ok := trace.CounterDelta(ctrSeries, from, to)
+	if ctrSeries.Len() > 0 {
+		e, ok := trace.CounterDeltaReadings(ctrSeries, from, to)
 		est.CounterJ, ctrOK = e.Joules(), ok
 		if o.Steady {
-			if rate, n, se := InsideRate(ctrSeries, from, to); n >= 2 {
+			if rate, n, se := InsideRate(insideSamples(ctrSeries, from, to), from, to); n >= 2 {
 				est.CounterJ, ctrOK, ctrSE = rate*dur.Seconds(), true, se
 			}
 		}
@@ -303,8 +305,8 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 	// 2. The calibrated channel.
 	cal := o.Calibration
 	var calErr error
-	if cal == nil && len(ctrSeries) > 0 {
-		if c, err := fitCalibration(tr, gpu, 0, 0, func(name string) []trace.Sample { return o.Cache.series(tr, gpu, name) }); err == nil {
+	if cal == nil && ctrSeries.Len() > 0 {
+		if c, err := fitCalibration(tr, gpu, 0, 0, func(name string) trace.Readings { return o.Cache.series(tr, gpu, name) }); err == nil {
 			cal = &c
 		} else {
 			calErr = err
@@ -326,7 +328,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 			calRes = ser.Energy(from, to)
 			e, n, cov := calRes.Energy.Joules(), calRes.Samples, calRes.DataCoverage
 			if o.Steady {
-				if mean, k := InsideMean(o.Cache.series(tr, gpu, cal.Channel), from, to); k >= 2 {
+				if mean, k := InsideMean(insideSamples(o.Cache.series(tr, gpu, cal.Channel), from, to), from, to); k >= 2 {
 					e, cov = mean*dur.Seconds(), 1
 				}
 			}
@@ -365,7 +367,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 		} else {
 			est.Note = fmt.Sprintf("%s: integral (%s inverted) × %.4f %+.2f W × duration", cal.Channel, calChoice.Model, cal.Gain, cal.OffsetW)
 		}
-		if len(ctrSeries) > 0 {
+		if ctrSeries.Len() > 0 {
 			est.Note += "; " + ctrWhy()
 		} else {
 			est.Note += "; " + counterChannel + " does not cover " + what
@@ -380,7 +382,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 		}
 	case o.Method == "" || o.Method == Inversion:
 		est.invert(tr, gpu, o, what, warn)
-		if est.Method == Inversion && len(ctrSeries) > 0 && o.Method == "" {
+		if est.Method == Inversion && ctrSeries.Len() > 0 && o.Method == "" {
 			why := "no calibration"
 			if calErr != nil {
 				why = calErr.Error()
@@ -413,7 +415,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 		switch o.Method {
 		case Counter:
 			why = "no counter"
-			if len(ctrSeries) > 0 {
+			if ctrSeries.Len() > 0 {
 				why = ctrWhy()
 			}
 		case CalibratedRing:
@@ -463,7 +465,7 @@ func (est *Estimate) invert(tr *trace.Trace, gpu int, o Options, what string, wa
 	}
 	ser, choice, samples, _, err := prepare(tr, gpu, name, o, false)
 	if err != nil {
-		if samples != nil {
+		if samples.Len() > 0 {
 			warn(CodeInversion, name, "%v", err)
 		}
 		return
@@ -515,8 +517,8 @@ func gapsComponent(ser *correct.Series, r correct.Result, from, to time.Duration
 	c := Component{Name: "gaps", Note: fmt.Sprintf("%d gap(s) in the readings (%s in all, the first at %s): the power there may be anything the region's readings span",
 		len(r.Gaps), fmtDur(lost), correct.FmtS(r.Gaps[0].From.Seconds()))}
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, p := range ser.Readings(from, to) {
-		lo, hi = min(lo, p.Value), max(hi, p.Value)
+	for _, v := range ser.Readings(from, to).V {
+		lo, hi = min(lo, v), max(hi, v)
 	}
 	if !(lo < hi) {
 		c.Note += "; the readings around it do not vary, so nothing bounds it: not included"
@@ -588,7 +590,7 @@ func coverageComponent(ser *correct.Series, m sensormodel.Model, r correct.Resul
 		return c
 	}
 	pts := ser.Readings(from-T, to+T)
-	if len(pts) < 2 {
+	if pts.Len() < 2 {
 		c.Note = "too few readings to bound what the sensor does not resolve"
 		return c
 	}
@@ -610,19 +612,20 @@ func coverageComponent(ser *correct.Series, m sensormodel.Model, r correct.Resul
 	var ss float64
 	held := 0
 	partial := m.Kind() == sensormodel.Boxcar && m.Window < T
-	for i := 1; i < len(pts); i++ {
+	pt, pv := pts.T, pts.V
+	for i := 1; i < len(pt); i++ {
 		un := unseen
 		// A partial window's value held for more than 1.5 periods (not read, or not updating:
 		// an H200's power.instant at idle repeats its value for up to 400 ms) leaves the
 		// whole interval but its last window unseen: a step there may lie anywhere in it
 		// (a 1 s burst's start placed 110 ms early, +13.5 %: docs/energy.md).
-		if dt := pts[i].T - pts[i-1].T; partial && dt*2 > 3*T {
+		if dt := pt[i] - pt[i-1]; partial && dt*2 > 3*T {
 			un = max(un, dt.Seconds()-seen*T.Seconds()+2*jit*T.Seconds())
-			if pts[i].Value != pts[i-1].Value {
+			if pv[i] != pv[i-1] {
 				held++
 			}
 		}
-		d := (pts[i].Value - pts[i-1].Value) * un
+		d := (pv[i] - pv[i-1]) * un
 		ss += d * d / 2
 	}
 	if held > 0 {
@@ -641,19 +644,92 @@ const MinTimingSpread = 0.025
 // intervalSpread is the robust standard deviation (1.4826 × the median absolute
 // deviation) of the intervals between consecutive readings, in seconds; 0 for fewer than
 // three readings.
-func intervalSpread(s []trace.Sample) float64 {
-	if len(s) < 3 {
+func intervalSpread(s trace.Readings) float64 {
+	t := s.T
+	if len(t) < 3 {
 		return 0
 	}
-	iv := make([]float64, len(s)-1)
-	for i := 1; i < len(s); i++ {
-		iv[i-1] = (s[i].T - s[i-1].T).Seconds()
+	if mad, ok := spreadByCounts(t); ok {
+		return 1.4826 * mad
 	}
-	med := median(iv)
+	iv := make([]float64, len(t)-1)
+	for i := 1; i < len(t); i++ {
+		iv[i-1] = (t[i] - t[i-1]).Seconds()
+	}
+	// Both medians on the one scratch slice, sorted in place: a median is the multiset's,
+	// whatever the order the deviations are taken in.
+	med := medianInPlace(iv)
 	for i := range iv {
 		iv[i] = math.Abs(iv[i] - med)
 	}
-	return 1.4826 * median(iv)
+	return 1.4826 * medianInPlace(iv)
+}
+
+// spreadByCounts is the median absolute deviation of the intervals between times t (in
+// seconds) from a count of each distinct interval, where there are at most 4096 of them
+// (a trace's stamps are µs on a regular poll or a driver's grid: a few): the same figure
+// as from the intervals sorted (a median is a multiset's), without an array of them.
+func spreadByCounts(t []time.Duration) (float64, bool) {
+	const most = 4096
+	counts := map[time.Duration]int{}
+	last, run := t[1]-t[0], 0
+	for i := 1; i < len(t); i++ {
+		d := t[i] - t[i-1]
+		if d == last {
+			run++
+			continue
+		}
+		counts[last] += run
+		last, run = d, 1
+		if len(counts) > most {
+			return 0, false
+		}
+	}
+	counts[last] += run
+	if len(counts) > most {
+		return 0, false
+	}
+	n := len(t) - 1
+	type kc struct {
+		x float64
+		c int
+	}
+	vals := make([]kc, 0, len(counts))
+	for d, c := range counts {
+		vals = append(vals, kc{d.Seconds(), c})
+	}
+	// the r-th (from 0) of the values in order, each as often as it is counted
+	rank := func(v []kc, r int) float64 {
+		for _, x := range v {
+			if r < x.c {
+				return x.x
+			}
+			r -= x.c
+		}
+		return v[len(v)-1].x
+	}
+	median := func(v []kc) float64 {
+		slices.SortFunc(v, func(a, b kc) int { return cmp.Compare(a.x, b.x) })
+		if n%2 == 1 {
+			return rank(v, n/2)
+		}
+		return (rank(v, n/2-1) + rank(v, n/2)) / 2
+	}
+	med := median(vals)
+	for i := range vals {
+		vals[i].x = math.Abs(vals[i].x - med)
+	}
+	return median(vals), true
+}
+
+// medianInPlace is median(v), sorting v.
+func medianInPlace(w []float64) float64 {
+	slices.Sort(w)
+	n := len(w)
+	if n%2 == 1 {
+		return w[n/2]
+	}
+	return (w[n/2-1] + w[n/2]) / 2
 }
 
 // median is the middle of v, the mean of the two middle values for an even count (not
@@ -694,8 +770,8 @@ func blindComponent(tr *trace.Trace, gpu int, ser *correct.Series, r correct.Res
 		}
 	}
 	lo := math.Inf(1)
-	for _, p := range ser.Readings(from-T, to+T) {
-		lo = min(lo, p.Value)
+	for _, v := range ser.Readings(from-T, to+T).V {
+		lo = min(lo, v)
 	}
 	if limit <= 0 || math.IsInf(lo, 1) || limit <= lo {
 		c.Note += "; the board's power limit is not in the trace, so nothing bounds it"
@@ -778,7 +854,7 @@ func Prepared(tr *trace.Trace, gpu int, o Options) (*correct.Series, correct.Cho
 // prepare sets up the inversion of channel name's sensor model: the model o.Sensor names,
 // else (or, for the ring, where it names none for the channel) the guess from the names.
 // samples is nil where the channel has no readings.
-func prepare(tr *trace.Trace, gpu int, name string, o Options, autoFallback bool) (*correct.Series, correct.Choice, []trace.Sample, correct.Options, error) {
+func prepare(tr *trace.Trace, gpu int, name string, o Options, autoFallback bool) (*correct.Series, correct.Choice, trace.Readings, correct.Options, error) {
 	c := o.Cache
 	if c == nil {
 		return prepareChannel(tr, gpu, name, o, autoFallback)
@@ -836,16 +912,16 @@ func resolveChannel(tr *trace.Trace, gpu int, name string, o Options, autoFallba
 }
 
 // prepareChannel is prepare without the cache.
-func prepareChannel(tr *trace.Trace, gpu int, name string, o Options, autoFallback bool) (*correct.Series, correct.Choice, []trace.Sample, correct.Options, error) {
+func prepareChannel(tr *trace.Trace, gpu int, name string, o Options, autoFallback bool) (*correct.Series, correct.Choice, trace.Readings, correct.Options, error) {
 	samples := o.Cache.series(tr, gpu, name)
-	if len(samples) == 0 {
-		return nil, correct.Choice{}, nil, o.Correct, fmt.Errorf("no readings of %s", name)
+	if samples.Len() == 0 {
+		return nil, correct.Choice{}, trace.Readings{}, o.Correct, fmt.Errorf("no readings of %s", name)
 	}
 	choice, copt, err := resolveChannel(tr, gpu, name, o, autoFallback)
 	if err != nil {
 		return nil, correct.Choice{}, samples, o.Correct, err
 	}
-	return correct.Prepare(samples, choice.Model, copt), choice, samples, copt, nil
+	return correct.PrepareReadings(samples, choice.Model, copt), choice, samples, copt, nil
 }
 
 // meanPower is the corrected mean power over [a, b] (ok false where the readings describe
@@ -897,38 +973,36 @@ func seriesEdges(ser *correct.Series, m sensormodel.Model, period time.Duration,
 // power stepping once between them, from the rate before a to the rate after b, the
 // interpolation is off by at most |ΔP|·g/4; and each reading may be late by up to res at
 // the highest of those rates. A missing neighbour counts as a rate of 0 (not known).
-func counterEdge(s []trace.Sample, t, res time.Duration) float64 {
-	j := sort.Search(len(s), func(i int) bool { return s[i].T >= t })
-	if j == 0 || j >= len(s) {
+func counterEdge(s trace.Readings, t, res time.Duration) float64 {
+	j := s.Search(t)
+	T, V := s.T, s.V
+	if j == 0 || j >= len(T) {
 		return 0
 	}
 	i := j - 1
 	rate := func(a, b int) float64 {
-		if a < 0 || b >= len(s) || s[b].T <= s[a].T || s[b].Value < s[a].Value {
+		if a < 0 || b >= len(T) || T[b] <= T[a] || V[b] < V[a] {
 			return 0
 		}
-		return (s[b].Value - s[a].Value) / (s[b].T - s[a].T).Seconds()
+		return (V[b] - V[a]) / (T[b] - T[a]).Seconds()
 	}
 	left, mid, right := rate(i-1, i), rate(i, j), rate(j, j+1)
-	g := (s[j].T - s[i].T).Seconds()
+	g := (T[j] - T[i]).Seconds()
 	return math.Abs(left-right)*g/4 + max(left, mid, right)*res.Seconds()
 }
 
 // noiseComponent is the readings' noise in the energy: σ × duration / √n at 95 %, with n
 // the readings inside and σ from the second differences of all the channel's readings
 // (the sensor's noise, not the region's changes), × gain (a calibrated channel).
-func noiseComponent(s []trace.Sample, from, to time.Duration, gain float64) Component {
-	n := len(Inside(s, from, to))
+func noiseComponent(s trace.Readings, from, to time.Duration, gain float64) Component {
+	i, j := inside(s, from, to)
+	n := j - i
 	c := Component{Name: "readings", Note: "the readings' noise (from the second differences of the channel's readings) averaged over the readings inside"}
-	if n < 1 || len(s) < 3 {
+	if n < 1 || s.Len() < 3 {
 		c.Note = "too few readings: their noise is not known"
 		return c
 	}
-	v := make([]float64, len(s))
-	for i, x := range s {
-		v[i] = x.Value
-	}
-	c.HalfWidthJ = 1.96 * math.Abs(gain) * correct.NoiseSigma(v) * (to - from).Seconds() / math.Sqrt(float64(n))
+	c.HalfWidthJ = 1.96 * math.Abs(gain) * correct.NoiseSigma(s.V) * (to - from).Seconds() / math.Sqrt(float64(n))
 	c.Known = true
 	return c
 }

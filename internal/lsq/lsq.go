@@ -96,6 +96,26 @@ func SolveWeighted(A [][]float64, b, w []float64) (*Result, error) {
 			return nil, ErrShape
 		}
 	}
+	return solve(n, k, func(i, j int) float64 { return A[i][j] }, b, w)
+}
+
+// SolveColumns is Solve of the matrix whose columns are cols (each as long as b): the same
+// figures, for a caller that holds its regressors as columns (no rows to build).
+func SolveColumns(cols [][]float64, b []float64) (*Result, error) {
+	n, k := len(b), len(cols)
+	if n == 0 || k == 0 {
+		return nil, ErrShape
+	}
+	for _, c := range cols {
+		if len(c) != n {
+			return nil, ErrShape
+		}
+	}
+	return solve(n, k, func(i, j int) float64 { return cols[j][i] }, b, nil)
+}
+
+// solve is SolveWeighted of the n × k matrix whose entries at gives.
+func solve(n, k int, at func(i, j int) float64, b, w []float64) (*Result, error) {
 	used := n
 	sw := make([]float64, n) // √wᵢ
 	for i := range sw {
@@ -121,7 +141,7 @@ func SolveWeighted(A [][]float64, b, w []float64) (*Result, error) {
 		c := make([]float64, n)
 		s := 0.0
 		for i := range n {
-			c[i] = sw[i] * A[i][j]
+			c[i] = sw[i] * at(i, j)
 			s += c[i] * c[i]
 		}
 		s = math.Sqrt(s / float64(used))
@@ -237,7 +257,11 @@ func SolveWeighted(A [][]float64, b, w []float64) (*Result, error) {
 	var tss float64
 	for i := range n {
 		wi := sw[i] * sw[i]
-		res.Resid[i] = b[i] - res.Predict(A[i])
+		p := 0.0 // res.Predict of row i
+		for j, c := range res.Coef {
+			p += at(i, j) * c
+		}
+		res.Resid[i] = b[i] - p
 		res.RSS += wi * res.Resid[i] * res.Resid[i]
 		tss += wi * (b[i] - mean) * (b[i] - mean)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -258,5 +259,31 @@ func TestSerialInflation(t *testing.T) {
 	}
 	if k := (&Result{Resid: same}).SerialInflation(); math.Abs(k-math.Sqrt(19)) > 1e-9 {
 		t.Errorf("a constant offset: %g, want the cap sqrt(19)", k)
+	}
+}
+
+// TestSolveColumnsIsSolve: the regressors as columns give Solve's figures on the rows, bit
+// for bit.
+func TestSolveColumnsIsSolve(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	n := 500
+	cols := [][]float64{make([]float64, n), make([]float64, n), make([]float64, n)}
+	A, b := make([][]float64, n), make([]float64, n)
+	for i := range n {
+		x, z := r.Float64()*10, r.Float64()*3
+		cols[0][i], cols[1][i], cols[2][i] = x, z, 1
+		A[i] = []float64{x, z, 1}
+		b[i] = 2*x - z + 5 + r.NormFloat64()
+	}
+	want, err := Solve(A, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := SolveColumns(cols, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("SolveColumns %+v, Solve %+v", got, want)
 	}
 }

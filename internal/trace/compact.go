@@ -31,6 +31,19 @@ func (c *column) add(s Sample) {
 	}
 }
 
+// reserve makes room for n readings in all (no less than a quarter more than it holds).
+func (c *column) reserve(n int) {
+	n = max(n, len(c.t)+len(c.t)/4)
+	if n <= cap(c.t) {
+		return
+	}
+	c.t = slices.Grow(c.t, n-len(c.t))
+	c.v = slices.Grow(c.v, n-len(c.v))
+	if c.drv != nil {
+		c.drv = slices.Grow(c.drv, n-len(c.drv))
+	}
+}
+
 func (c *column) sample(i int) Sample {
 	s := Sample{T: c.t[i], GPU: c.key.GPU, Channel: c.key.Name, Value: c.v[i]}
 	if c.drv != nil {

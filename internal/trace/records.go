@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -23,6 +24,38 @@ type recordReader struct {
 	rec        []byte
 	ends       []int
 	fields     [][]byte
+
+	in   *countingReader
+	size int64 // the input's size where known (0: not known)
+}
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// consumed is how many bytes of the input the records read so far took.
+func (r *recordReader) consumed() int64 { return r.in.n - int64(r.br.Buffered()) }
+
+// inputSize is the size of the input r where it tells it (a file, a bytes.Reader or
+// strings.Reader at its start), else 0.
+func inputSize(r io.Reader) int64 {
+	switch x := r.(type) {
+	case interface{ Stat() (os.FileInfo, error) }:
+		if fi, err := x.Stat(); err == nil && fi.Mode().IsRegular() {
+			return fi.Size()
+		}
+	case interface{ Len() int }:
+		return int64(x.Len())
+	}
+	return 0
 }
 
 // MaxLine is the longest line (and the longest record, quoted line breaks included) the
@@ -31,7 +64,8 @@ type recordReader struct {
 const MaxLine = 1 << 20
 
 func newRecordReader(r io.Reader) *recordReader {
-	return &recordReader{br: bufio.NewReaderSize(r, 64<<10), first: true}
+	in := &countingReader{r: r}
+	return &recordReader{br: bufio.NewReaderSize(in, 64<<10), first: true, in: in, size: inputSize(r)}
 }
 
 // readLine returns the next physical line without its terminator, and the terminator

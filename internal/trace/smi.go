@@ -172,7 +172,7 @@ func readSMIRows(rr *recordReader, header []string, headerLine int, compact bool
 	var (
 		start  time.Time
 		haveT0 bool
-		list   = sampleList{compact: compact}
+		list   = sampleList{compact: compact, rr: rr}
 		gpus   = map[int]*smiGPU{}
 		order  []int
 		idOf   = map[string]int{} // bus id or uuid → GPU when there is no index column
