@@ -158,3 +158,20 @@ func TestChangesSigma(t *testing.T) {
 		}
 	}
 }
+
+// TestSincosIsSinCos: the lattice's sums take math.Sincos for math.Sin and math.Cos, which
+// must give their figures bit for bit (they share Go's argument reduction and polynomials)
+// for the lattice to fit as it did.
+func TestSincosIsSinCos(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for i := range 200000 {
+		x := r.Float64() * 2 * math.Pi * 1e5
+		if i%2 == 1 {
+			x = 2 * math.Pi * r.Float64() * 5e4 / 0.02
+		}
+		s, c := math.Sincos(x)
+		if math.Float64bits(s) != math.Float64bits(math.Sin(x)) || math.Float64bits(c) != math.Float64bits(math.Cos(x)) {
+			t.Fatalf("Sincos(%v) = %v, %v; Sin, Cos %v, %v", x, s, c, math.Sin(x), math.Cos(x))
+		}
+	}
+}

@@ -49,9 +49,11 @@ func FitLattice(ts []time.Duration, guess time.Duration) (Lattice, bool) {
 	coh := func(T float64, from, to int) (float64, float64) {
 		var c, s float64
 		for _, x := range sec[from:to] {
-			a := 2 * math.Pi * x / T
-			c += math.Cos(a)
-			s += math.Sin(a)
+			// (Sincos: Sin's and Cos's figures bit for bit, one argument reduction:
+			// TestSincosIsSinCos)
+			sa, ca := math.Sincos(2 * math.Pi * x / T)
+			c += ca
+			s += sa
 		}
 		n := float64(to - from)
 		return math.Hypot(c, s) / n, math.Atan2(s, c)
@@ -188,8 +190,8 @@ func cohMany(sec []float64, Ts []float64, c float64) []float64 {
 		ch := chunk{x0: sec[i]}
 		j := i
 		for ; j < len(sec) && sec[j]-ch.x0 <= u; j++ {
-			a := 2 * math.Pi * sec[j] / c
-			e := complex(math.Cos(a), math.Sin(a))
+			sa, ca := math.Sincos(2 * math.Pi * sec[j] / c)
+			e := complex(ca, sa)
 			p := 1.0
 			for k := range terms {
 				ch.m[k] += e * complex(p, 0)
@@ -213,8 +215,8 @@ func cohMany(sec []float64, Ts []float64, c float64) []float64 {
 			for k := terms - 1; k >= 0; k-- {
 				t += coef[k] * ch.m[k]
 			}
-			ph := w * ch.x0
-			sum += t * complex(math.Cos(ph), math.Sin(ph))
+			sp, cp := math.Sincos(w * ch.x0)
+			sum += t * complex(cp, sp)
 		}
 		out[ti] = math.Hypot(real(sum), imag(sum)) / float64(len(sec))
 	}

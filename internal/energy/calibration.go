@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuwatt/gpuwatt/internal/lsq"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // The energy of a region. The driver's energy counter (energy.total) is the reference
@@ -208,8 +209,11 @@ func fitChannel(p, ctr trace.Readings, from, to time.Duration) (Calibration, err
 	n := in.Len()
 	xe, xt, y := make([]float64, n), make([]float64, n), make([]float64, n)
 	t0 := in.T[0]
+	hint := 0 // the segments come in time order (trace.IntegrateEnergy)
 	for i := 1; i < n; i++ {
-		xe[i] = xe[i-1] + trace.IntegrateReadings(p, in.T[i-1], in.T[i]).Energy.Joules()
+		var e units.Energy
+		e, hint = trace.IntegrateEnergy(p, in.T[i-1], in.T[i], hint)
+		xe[i] = xe[i-1] + e.Joules()
 		xt[i] = (in.T[i] - t0).Seconds()
 		y[i] = in.V[i] - in.V[0]
 	}

@@ -204,6 +204,71 @@ func parseFinite(s string) (float64, string) {
 	return f, ""
 }
 
+// parseFiniteBytes is parseFinite(string(b)), without the string for the usual
+// [+-]digits[.digits] of at most 15 significant digits and 22 decimals: their value is
+// the digits as a whole number (exact in a float64) divided by a power of ten (exact), one
+// correctly rounded division: the float64 nearest the decimal, which is what ParseFloat
+// gives (its own exact path is the same division).
+func parseFiniteBytes(b []byte) (float64, string) {
+	i, neg := 0, false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg = b[0] == '-'
+		i++
+	}
+	var m uint64
+	nd, dec, intDigits := 0, 0, 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		m = m*10 + uint64(b[i]-'0')
+		if m != 0 {
+			nd++
+		}
+		intDigits++
+	}
+	if i < len(b) && b[i] == '.' && intDigits > 0 {
+		i++
+		j := i
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			m = m*10 + uint64(b[i]-'0')
+			if m != 0 {
+				nd++
+			}
+			dec++
+		}
+		if i == j {
+			i = -1 // "5.": the slow path
+		}
+	}
+	if i != len(b) || intDigits == 0 || nd > 15 || dec > 22 {
+		return parseFinite(string(b))
+	}
+	f := float64(m)
+	if neg {
+		f = -f
+	}
+	if dec > 0 {
+		f /= pow10[dec]
+	}
+	return f, ""
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// parseUint reads a whole number of 1 to 18 digits (no sign); ok is false otherwise.
+func parseUint(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
 // parseIndex reads a small whole number ≥ 0.
 func parseIndex(b []byte) (int, bool) {
 	if len(b) == 0 || len(b) > 9 {
@@ -354,7 +419,7 @@ func readCSVRows(rr *recordReader, c csvCols, compact bool) (*Trace, error) {
 			return nil, colErr(line, c.names[c.t], tb, msg)
 		}
 		if len(pw) > 0 {
-			if s.Value, msg = parseFinite(string(pw)); msg != "" {
+			if s.Value, msg = parseFiniteBytes(pw); msg != "" {
 				return nil, colErr(line, c.names[c.power], pw, msg)
 			}
 			if msg = checkValue(QPower, s.Value); msg != "" {
@@ -362,7 +427,7 @@ func readCSVRows(rr *recordReader, c csvCols, compact bool) (*Trace, error) {
 			}
 		}
 		if len(val) > 0 && !(len(pw) > 0 && bytes.Equal(pw, val)) {
-			v, msg := parseFinite(string(val))
+			v, msg := parseFiniteBytes(val)
 			if msg != "" {
 				return nil, colErr(line, c.names[c.value], val, msg)
 			}
@@ -383,7 +448,11 @@ func readCSVRows(rr *recordReader, c csvCols, compact bool) (*Trace, error) {
 			name = f[c.channel]
 		}
 		if c.driver >= 0 && len(f[c.driver]) > 0 {
-			d, err := strconv.ParseInt(string(f[c.driver]), 10, 64)
+			d, ok := parseUint(f[c.driver])
+			var err error
+			if !ok {
+				d, err = strconv.ParseInt(string(f[c.driver]), 10, 64)
+			}
 			if err != nil {
 				return nil, colErr(line, c.names[c.driver], f[c.driver], "is not a whole number of µs since 1970")
 			}

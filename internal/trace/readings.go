@@ -180,6 +180,46 @@ func IntegrateReadings(s Readings, from, to time.Duration) Integral {
 	return r
 }
 
+// IntegrateEnergy is IntegrateReadings(s, from, to).Energy, bit for bit, for many regions in
+// time order: hint is where the last call's search ended (0 at first), and the search for
+// from's reading goes forward from there instead of over all of s; it returns the next hint.
+func IntegrateEnergy(s Readings, from, to time.Duration, hint int) (units.Energy, int) {
+	n := len(s.T)
+	if to <= from || n == 0 {
+		return 0, hint
+	}
+	T, V := s.T, s.V
+	lo, hi := max(from, T[0]), min(to, T[n-1])
+	if lo >= hi {
+		return 0, hint
+	}
+	// j: the first reading after lo (After(lo)), searched forward from hint where the
+	// reading before hint is not after lo.
+	j := hint
+	if j < 0 || j > n || (j > 0 && T[j-1] > lo) {
+		j = s.After(lo)
+	} else {
+		for j < n && T[j] <= lo {
+			j++
+		}
+	}
+	next := j
+	j = min(j, n-1)
+	pt, pv := lo, s.interpolate(j-1, j, lo)
+	var e float64 // W·ns
+	for ; T[j] < hi; j++ {
+		v := V[j]
+		e += float64(T[j]-pt) * (pv + v) / 2
+		pt, pv = T[j], v
+	}
+	hv := V[j]
+	if T[j] > hi {
+		hv = s.interpolate(j-1, j, hi)
+	}
+	e += float64(hi-pt) * (pv + hv) / 2
+	return units.Energy(e / 1e9), next
+}
+
 func (s Readings) interpolate(a, b int, t time.Duration) float64 {
 	if t == s.T[a] {
 		return s.V[a]
