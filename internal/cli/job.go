@@ -146,7 +146,16 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, job.BeginFile)); err == nil {
-		return a.usageError("job begin", fmt.Errorf("job %s has already begun (%s exists): end it first, or use another --dir", id, filepath.Join(dir, job.BeginFile)))
+		if pid, ok := job.LiveRecorder(dir); ok {
+			return a.usageError("job begin", fmt.Errorf("job %s has already begun (%s exists; its recorder, pid %d, runs): end it first, or use another --dir", id, filepath.Join(dir, job.BeginFile), pid))
+		}
+		// Begun before and ended, or its recorder gone (a job Slurm requeued, an epilog
+		// that never ran): keep that run's files aside and begin anew.
+		old, err := job.SetAside(dir)
+		if err != nil {
+			return a.fail("job begin", err)
+		}
+		fmt.Fprintf(a.Stderr, "gpuwatt job begin: job %s was begun before (requeued, or its epilog never ran): that run's files moved to %s\n", id, old)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return a.usageError("job begin", fmt.Errorf("--dir %s: cannot create the job's directory: %v", jf.dir, unwrapPath(err)))

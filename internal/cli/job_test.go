@@ -217,6 +217,18 @@ func TestJobSimTruth(t *testing.T) {
 	if code != ExitUsage || !strings.Contains(stderr, "already ended") {
 		t.Errorf("a second end: exit %d, %q; want 2, already ended", code, stderr)
 	}
+
+	// Slurm requeues the job: begun again, the first run's files are set aside.
+	code, _, stderr = e.run(t, "job", "begin", "--dir", e.dir, "--device", "sim", "--sim-config", e.simCfg)
+	if code != ExitOK || !strings.Contains(stderr, "moved to "+filepath.Join(e.dir, "101.1")) {
+		t.Fatalf("begin of a requeued job: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "101.1", job.JobFile)); err != nil {
+		t.Errorf("the first run's job.json: %v", err)
+	}
+	if code, _, stderr = e.run(t, "job", "end", "--dir", e.dir); code != ExitOK {
+		t.Errorf("end of the requeued job: exit %d: %s", code, stderr)
+	}
 }
 
 // TestJobRecorderDied: the recorder killed mid-job (SIGKILL): job end says so, marks the

@@ -136,5 +136,28 @@ func orNone(s string) string {
 	return "its log: " + s
 }
 
+// LiveRecorder returns the pid of the job directory's recorder where it still runs.
+func LiveRecorder(dir string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, PIDFile))
+	if err != nil {
+		return 0, false
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	abs, _ := filepath.Abs(dir)
+	return pid, isRecorder(pid, abs)
+}
+
+// SetAside renames a job's directory to the first free DIR.1, DIR.2, … and returns the
+// new name: a job begun again (Slurm requeued it) keeps what its earlier run left.
+func SetAside(dir string) (string, error) {
+	for n := 1; n < 1000; n++ {
+		to := fmt.Sprintf("%s.%d", dir, n)
+		if _, err := os.Lstat(to); errors.Is(err, os.ErrNotExist) {
+			return to, os.Rename(dir, to)
+		}
+	}
+	return "", fmt.Errorf("%s: no free name to set the earlier run aside", dir)
+}
+
 // ErrEnded is returned (wrapped) by end for a job that has already ended.
 var ErrEnded = errors.New("the job has already ended")
