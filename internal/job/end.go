@@ -167,30 +167,55 @@ func secs(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
 
 // merge adds begin's and end's counter readings to the trace's counter series: the same
 // counter on the same axis, read just before the recorder started and just after it
-// stopped polling, so the job's edges have a reading each.
+// stopped polling, so the job's edges have a reading each. Their stamps are the middle of
+// their own calls; the recorder stamps a value that changed since its last poll half-way
+// back to that poll, so a value it read after end's reading may carry an earlier stamp:
+// a recorder reading that contradicts begin's or end's (a later stamp with a smaller value,
+// or an earlier one with a larger) is left out, or the counter would seem to have reset.
 func merge(tr *trace.Trace, b *Begin, end map[int]*Counter) {
-	n := len(tr.Samples)
+	type anchor struct {
+		t time.Duration
+		v float64
+	}
+	anchors := map[int][]anchor{}
+	var add []trace.Sample
 	for _, g := range b.GPUs {
 		if _, ok := tr.Channel(g.Index, trace.ChEnergyTotal); !ok {
 			continue
 		}
 		for _, c := range []*Counter{g.Counter, end[g.Index]} {
 			if c != nil {
-				tr.Samples = append(tr.Samples, trace.Sample{T: secs(c.T), GPU: g.Index, Channel: trace.ChEnergyTotal, Value: c.EnergyJ})
+				anchors[g.Index] = append(anchors[g.Index], anchor{secs(c.T), c.EnergyJ})
+				add = append(add, trace.Sample{T: secs(c.T), GPU: g.Index, Channel: trace.ChEnergyTotal, Value: c.EnergyJ})
 			}
 		}
 	}
-	if len(tr.Samples) > n {
-		slices.SortStableFunc(tr.Samples, func(a, b trace.Sample) int {
-			switch {
-			case a.T < b.T:
-				return -1
-			case a.T > b.T:
-				return 1
-			}
-			return 0
-		})
+	if len(add) == 0 {
+		return
 	}
+	kept := tr.Samples[:0]
+	for _, s := range tr.Samples {
+		if s.Channel == trace.ChEnergyTotal {
+			bad := false
+			for _, a := range anchors[s.GPU] {
+				bad = bad || (s.T < a.t && s.Value > a.v) || (s.T > a.t && s.Value < a.v)
+			}
+			if bad {
+				continue
+			}
+		}
+		kept = append(kept, s)
+	}
+	tr.Samples = append(kept, add...)
+	slices.SortStableFunc(tr.Samples, func(a, b trace.Sample) int {
+		switch {
+		case a.T < b.T:
+			return -1
+		case a.T > b.T:
+			return 1
+		}
+		return 0
+	})
 }
 
 // counterOnly is a GPU's figure from begin's and end's counter readings alone. Each reading
