@@ -46,7 +46,7 @@ func Presets() []string { return isim.Presets() }
 
 // Options of New. The zero value is one GPU of the h100 preset, seed 1.
 type Options struct {
-	// Preset names the board: h100 (default), h200, a100, v100 or k20 (Presets).
+	// Preset names the board: h100 (default), h200, a100, v100, k20 or mi300x (an AMD board) (Presets).
 	Preset string
 	// GPUs is the number of GPUs (default 1); GPUs after the first carry board errors of
 	// their own.
