@@ -44,6 +44,15 @@ func TestMeasureMI300X(t *testing.T) {
 	if g.EnergySource != trace.ChEnergyTotal || g.EnergyJ < 0.95*truth || g.EnergyJ > 1.05*truth {
 		t.Errorf("energy %.2f J from %s, truth %.2f J (670 W x %g s)", g.EnergyJ, g.EnergySource, truth, sum.DurationS)
 	}
+
+	// energy on the recorded trace: a region inside the command, from the counter, its
+	// interval holding the truth on the board's scale (the counter's gain, 1.012, x 670 W).
+	v := energyJSON(t, "--trace", out, "--from", "1.2s", "--to", "1.8s")
+	want := 1.012 * 670 * 0.6
+	lo, hi := v["energy_low_j"].(float64), v["energy_high_j"].(float64)
+	if v["energy_source"] != trace.ChEnergyTotal || lo > want || hi < want {
+		t.Errorf("energy on the MI300X trace: %v J [%g, %g] from %v, truth %.2f J", v["energy_j"], lo, hi, v["energy_source"], want)
+	}
 }
 
 // TestMeasureMI300XSleep runs a real process (sleep 1) on the sim's MI300X on the real clock.
