@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"time"
 )
 
 // A Worker calls the driver straight from the goroutine that uses it, instead of handing
@@ -224,6 +225,24 @@ func (t *Thread) Synchronize(s *Stream) error {
 		return err
 	}
 	return check(c.lib.cuStreamSynchronize(sh), symStreamSynchronize)
+}
+
+// Wait is Synchronize of stream s with a bound: it polls cuStreamQuery and returns an
+// error matching ErrHung when the stream's work is not done after timeout (see
+// Event.Wait). Without cuStreamQuery (or timeout <= 0, or a nil s) it is Synchronize.
+func (t *Thread) Wait(s *Stream, timeout time.Duration) error {
+	c, err := t.check(symStreamQuery)
+	if err != nil {
+		return err
+	}
+	if s == nil || c.lib.cuStreamQuery == nil || timeout <= 0 {
+		return t.Synchronize(s)
+	}
+	sh, err := t.stream(c, s, symStreamQuery)
+	if err != nil {
+		return err
+	}
+	return poll(func() Result { return c.lib.cuStreamQuery(sh) }, symStreamQuery, "the stream's work", timeout)
 }
 
 // Handle returns the CUstream, for libraries that take one (cufftSetStream). Zero for nil.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
@@ -282,6 +283,7 @@ type check struct {
 
 type engine struct {
 	cfg      Config
+	stop     context.CancelCauseFunc // ends the run (a transaction that hangs)
 	users    []*User
 	virtual  bool
 	vclk     *clock.Virtual
@@ -327,6 +329,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		s.Users = cfg.Users
 	}
 	e := &engine{cfg: cfg}
+	// A transaction that hangs (its GPU work never finishes: gpu.ErrKernelHung) ends the
+	// run: the GPU runs nothing more, and what was measured is kept, marked incomplete.
+	parent := ctx
+	ctx, e.stop = context.WithCancelCause(ctx)
+	defer e.stop(nil)
 	e.vclk, e.virtual = cfg.Clock.(*clock.Virtual)
 	if err := e.openUsers(); err != nil {
 		return nil, err
@@ -350,6 +357,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Warnf(CodeNoPowerSource, "no power source: power, tx/J and the score are unavailable")
 	}
 	err := e.run(ctx, res)
+	if hung := context.Cause(ctx); err != nil && parent.Err() == nil && errors.Is(hung, gpu.ErrKernelHung) {
+		err = hung
+	}
 	if e.checks != nil {
 		e.ended.Store(true) // picks still queued are dropped, not checked after the run
 		close(e.checks)
@@ -361,8 +371,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	e.finish(res)
 	if err != nil {
 		why := err.Error()
-		if ctx.Err() != nil {
-			why = status.Interrupted(ctx) // "interrupted by SIGTERM", not "context canceled"
+		if parent.Err() != nil {
+			why = status.Interrupted(parent) // "interrupted by SIGTERM", not "context canceled"
 		}
 		res.MarkIncomplete(why)
 		res.Valid = false
@@ -576,6 +586,9 @@ func (e *engine) closeUsers() {
 
 // txError records a transaction whose Process failed.
 func (e *engine) txError(u *User, err error) {
+	if errors.Is(err, gpu.ErrKernelHung) {
+		e.stop(fmt.Errorf("%s transaction %d of user %d: %w", e.cfg.Tx.Name(), u.Seq, u.ID, err))
+	}
 	if e.txFailed.Add(1) > 5 {
 		return
 	}

@@ -120,6 +120,9 @@ func (g *Gemm) Close() error {
 		return nil
 	}
 	g.closed = true
+	if g.r.Hung() != nil {
+		return nil // see Runtime.Close
+	}
 	var errs []error
 	for _, p := range g.dw {
 		errs = append(errs, g.r.ctx.Free(p))
@@ -208,6 +211,9 @@ func (g *Gemm) CloseContext(ctx any) error {
 		return nil
 	}
 	u.closed = true
+	if g.r.Hung() != nil {
+		return nil // see Runtime.Close
+	}
 	c := g.r.ctx
 	var errs []error
 	if u.h != nil && u.w != nil {
@@ -243,6 +249,9 @@ func (g *Gemm) Process(u *loadlevel.User, _ any) (any, error) {
 	if c.closed {
 		return nil, errors.New("user context is closed (or could not be made)")
 	}
+	if err := g.r.Hung(); err != nil {
+		return nil, err
+	}
 	err := c.w.Run(func(th *cuda.Thread) error {
 		if err := th.CopyHtoDAsync(c.dIn, c.hin, 0, c.bytes, c.s); err != nil {
 			return err
@@ -260,7 +269,7 @@ func (g *Gemm) Process(u *loadlevel.User, _ any) (any, error) {
 		if err := th.CopyDtoHAsync(c.hout, 0, c.bytes, src, c.s); err != nil {
 			return err
 		}
-		return th.Synchronize(c.s)
+		return g.r.wait(th, c.s, g.Name())
 	})
 	if err != nil {
 		return nil, err

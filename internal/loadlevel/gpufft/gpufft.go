@@ -22,11 +22,13 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/gpuwatt/gpuwatt/internal/cuda"
 	"github.com/gpuwatt/gpuwatt/internal/cuda/cublas"
 	"github.com/gpuwatt/gpuwatt/internal/cuda/cufft"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
 	"github.com/gpuwatt/gpuwatt/internal/loadlevel"
 )
@@ -44,7 +46,13 @@ type Options struct {
 	// UUID selects the CUDA device with this UUID (the NVML device measured); "" takes
 	// device 0.
 	UUID string
+	// WaitTimeout bounds a transaction's wait for its stream (0: DefaultWaitTimeout): a
+	// transaction whose GPU work has not finished then is taken to hang (see Runtime.Hung).
+	WaitTimeout time.Duration
 }
+
+// DefaultWaitTimeout is Options.WaitTimeout's default: a transaction takes milliseconds.
+const DefaultWaitTimeout = 20 * time.Second
 
 // Runtime is one GPU opened for FFT transactions.
 type Runtime struct {
@@ -61,6 +69,36 @@ type Runtime struct {
 	blas *cublas.Lib
 	berr error
 	bone sync.Once
+
+	hmu  sync.Mutex
+	hung error // set once a transaction hangs: nothing more runs, is freed or closed
+}
+
+// Hung is the error of the transaction that hung on this GPU (matching gpu.ErrKernelHung),
+// nil while none has.
+func (r *Runtime) Hung() error {
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	return r.hung
+}
+
+// wait waits for stream s within the bound (on th, in a Worker's Run), and marks the
+// runtime hung, naming the transaction, where it does not finish.
+func (r *Runtime) wait(th *cuda.Thread, s *cuda.Stream, what string) error {
+	b := r.opt.WaitTimeout
+	if b <= 0 {
+		b = DefaultWaitTimeout
+	}
+	err := th.Wait(s, b)
+	if errors.Is(err, cuda.ErrHung) {
+		r.hmu.Lock()
+		if r.hung == nil {
+			r.hung = fmt.Errorf("%w: a %s transaction's GPU work had not finished after %s (cuStreamQuery polled); the GPU runs nothing more until gpuwatt exits", gpu.ErrKernelHung, what, b)
+		}
+		err = r.hung
+		r.hmu.Unlock()
+	}
+	return err
 }
 
 // Open loads libcuda, finds the device and opens its context.
@@ -110,8 +148,14 @@ func Open(o Options) (*Runtime, error) {
 // Name is the GPU's name.
 func (r *Runtime) Name() string { return r.name }
 
-// Close releases the context and everything in it.
-func (r *Runtime) Close() error { return r.ctx.Close() }
+// Close releases the context and everything in it; after a transaction hung, nothing (each
+// release would wait for the GPU for ever): the process's end releases it.
+func (r *Runtime) Close() error {
+	if r.Hung() != nil {
+		return nil
+	}
+	return r.ctx.Close()
+}
 
 // CuFFT loads libcufft (once) and returns it, or why it cannot be had.
 func (r *Runtime) CuFFT() (*cufft.Lib, error) {
@@ -285,6 +329,9 @@ func (t *Tx) CloseContext(ctx any) error {
 		return nil
 	}
 	u.closed = true
+	if t.r.Hung() != nil {
+		return nil // see Runtime.Close
+	}
 	c := t.r.ctx
 	var errs []error
 	if u.plan != nil && u.w != nil {
@@ -349,6 +396,9 @@ func (t *Tx) Process(u *loadlevel.User, _ any) (any, error) {
 	if c.closed {
 		return nil, errors.New("user context is closed (or could not be made)")
 	}
+	if err := t.r.Hung(); err != nil {
+		return nil, err
+	}
 	err := c.w.Run(func(th *cuda.Thread) error {
 		if err := th.CopyHtoDAsync(c.dIn, c.hin, 0, c.bytes, c.s); err != nil {
 			return err
@@ -378,7 +428,7 @@ func (t *Tx) Process(u *loadlevel.User, _ any) (any, error) {
 		if err := th.CopyDtoHAsync(c.hout, 0, c.bytes, c.dOut, c.s); err != nil {
 			return err
 		}
-		return th.Synchronize(c.s)
+		return t.r.wait(th, c.s, t.Name())
 	})
 	if err != nil {
 		return nil, err
