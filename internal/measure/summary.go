@@ -62,15 +62,22 @@ type Total struct {
 	MeanPowerW       float64 `json:"mean_power_w"`
 }
 
-// GPUSampler is the Sampler's health on one GPU over the whole recording: new readings of
-// its power channels, updates it estimates were missed (a gap of about two update periods
-// or more counts the updates inside it), and the CPU its polling took.
+// GPUSampler is the Sampler's health on one GPU over the whole recording, on the power
+// channels it polls to catch every update (not the driver's sample buffer, which keeps
+// 2 s of readings, nor the energy counter, which loses nothing by a missed update):
+// the updates expected (the recording over each channel's update period), those read (new
+// values), at most how many fell in gaps between its calls (LostMax), and the intervals
+// where the sensor held its value (a long interval between new values not explained by a
+// gap in polling: common at idle). SeenShare is 1 - LostMax/Expected: a lower bound on the
+// share of updates read. CPUShare is the CPU its threads took polling this GPU, of one core.
 type GPUSampler struct {
 	GPU        int     `json:"gpu"`
-	Updates    int     `json:"updates"`
-	Missed     int     `json:"missed_updates_estimate"`
-	SeenShare  float64 `json:"seen_share"`          // updates / (updates + missed)
-	CPUShare   float64 `json:"cpu_share,omitempty"` // CPU seconds per second of recording, of one core
+	Expected   int     `json:"updates_expected"`
+	Updates    int     `json:"updates_read"`
+	LostMax    int     `json:"lost_updates_max"`
+	Held       int     `json:"held_intervals"`
+	SeenShare  float64 `json:"seen_share"`
+	CPUShare   float64 `json:"cpu_share,omitempty"`
 	CPUUnknown string  `json:"cpu_unavailable,omitempty"`
 }
 
@@ -139,14 +146,17 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 func samplerHealth(m trace.Meta, g trace.GPU) GPUSampler {
 	h := GPUSampler{GPU: g.Index}
 	for _, c := range m.Channels {
-		if c.GPU != g.Index || c.Quantity != trace.QPower || c.Setting || c.Stats == nil {
+		st := c.Stats
+		if c.GPU != g.Index || c.Quantity != trace.QPower || c.Setting || st == nil || !st.Periodic || st.UpdatePeriod <= 0 {
 			continue
 		}
-		h.Updates += c.Stats.Samples
-		h.Missed += c.Stats.Missed
+		h.Expected += int(m.Duration/st.UpdatePeriod + 0.5)
+		h.Updates += st.Samples
+		h.LostMax += st.LostMax
+		h.Held += max(st.Missed-st.LostMax, 0)
 	}
-	if n := h.Updates + h.Missed; n > 0 {
-		h.SeenShare = float64(h.Updates) / float64(n)
+	if h.Expected > 0 {
+		h.SeenShare = max(1-float64(h.LostMax)/float64(h.Expected), 0)
 	}
 	switch {
 	case m.VirtualClock:

@@ -122,17 +122,17 @@ func WriteText(w io.Writer, s *Summary) error {
 	if len(s.Sampler) > 1 || (len(s.Sampler) == 1 && s.Sampler[0].CPUUnknown == "") {
 		fmt.Fprintf(&b, "\n")
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "   sampler\tpower updates seen\tmissed (est.)\tCPU, of one core\t\n")
+		fmt.Fprintf(tw, "   sampler\tpower updates\tread (at least)\tlost (at most)\tsensor held\tCPU, of one core\t\n")
 		for _, h := range s.Sampler {
 			cpu := "unavailable"
 			if h.CPUUnknown == "" {
 				cpu = fmt.Sprintf("%.2f %%", 100*h.CPUShare)
 			}
-			seen := "-"
-			if h.Updates+h.Missed > 0 {
-				seen = fmt.Sprintf("%.2f %% of %d", 100*h.SeenShare, h.Updates+h.Missed)
+			if h.Expected == 0 {
+				fmt.Fprintf(tw, "   GPU %d\t-\t-\t-\t-\t%s\t\n", h.GPU, cpu)
+				continue
 			}
-			fmt.Fprintf(tw, "   GPU %d\t%s\t%d\t%s\t\n", h.GPU, seen, h.Missed, cpu)
+			fmt.Fprintf(tw, "   GPU %d\t%d\t%.2f %%\t%d\t%d\t%s\t\n", h.GPU, h.Expected, 100*h.SeenShare, h.LostMax, h.Held, cpu)
 		}
 		tw.Flush()
 	}

@@ -118,6 +118,7 @@ type chanState struct {
 	pollBase  time.Duration // what the poll interval is derived from: period, or the short intervals of an irregular channel
 	irregular bool
 	missed    int
+	pollLost  int // at most this many updates fell in gaps between calls (kindPower)
 
 	// Phase lock (adaptive mode, regular measurement channels): once the period is known,
 	// the Sampler sleeps until just before the next expected update and polls finely
@@ -631,6 +632,18 @@ func (s *Sampler) poll(cs *chanState) {
 
 // record files the readings of one call made at stamp tc.
 func (cs *chanState) record(tc time.Duration, rs []Reading) {
+	// The updates the polling itself may have lost: a gap between two calls longer than
+	// the update period can hold an update that the next one overwrote before it was read.
+	// (A long interval between new values is more often the sensor holding its value.)
+	if cs.kind == kindPower && cs.have && cs.period > 0 && !cs.irregular {
+		p := cs.period
+		if cs.hint > 0 && cs.hint < p {
+			p = cs.hint // polled slower than it updates, it shows the poll interval
+		}
+		if g := tc - cs.lastPoll; g > p {
+			cs.pollLost += int(g / p)
+		}
+	}
 	anyNew := false
 	for _, r := range rs {
 		if cs.have && r.Value == cs.lastVal && r.DriverUS == cs.lastDrv {
@@ -878,9 +891,12 @@ func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 		default:
 			iv = time.Millisecond
 		}
-		if cs.sinceNew > 200 {
-			// Nothing new for a long while: a constant channel (a power limit), or an idle
-			// counter. Poll it like a state channel until it moves again.
+		if cs.sinceNew > 200 && (cs.kind != kindPower || cs.pollBase == 0) {
+			// Nothing new for a long while: a constant channel, or an idle counter. Poll it
+			// like a state channel until it moves again. Not a power channel whose period
+			// is known: boards hold their instant power for several updates at idle (320 ms
+			// on an H200), and polled slowly the first update of a load would be stamped
+			// late, or lost (TestLostUpdatesBound).
 			iv = max(iv, o.StateInterval)
 		}
 		// Dither the interval by ±25 %: with a fixed interval the phase between polls and
@@ -944,7 +960,9 @@ func (cs *chanState) stats() *trace.ChannelStats {
 		PhaseLocked:  cs.lock == locked,
 		CallLatency:  cs.lat.median().Seconds(),
 
-		Missed: cs.missed,
+		Missed:   cs.missed,
+		LostMax:  cs.pollLost,
+		Periodic: cs.kind == kindPower && !cs.irregular,
 	}
 }
 

@@ -89,6 +89,12 @@ type ChannelStats struct {
 	PhaseLocked  bool    `json:"phase_locked,omitempty"`  // polled in windows around the expected updates
 	CallLatency  float64 `json:"call_latency_s"`          // median duration of one call
 	Missed       int     `json:"missed_updates_estimate"` // intervals of about 2x or more the update period
+	// LostMax bounds the updates the Sampler itself may have missed: each gap between two
+	// calls longer than the update period counts the periods inside it. Missed beyond it
+	// are intervals where the sensor held its value. Periodic: a channel the Sampler polls
+	// to catch every update (not a buffer, a counter or a state).
+	LostMax  int  `json:"lost_updates_max"`
+	Periodic bool `json:"periodic,omitempty"`
 }
 
 // Sample is one new reading of one channel.
