@@ -68,7 +68,8 @@ func BenchmarkServe8GPUs(b *testing.B) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- s.Run(ctx, ln, nil) }()
-			time.Sleep(time.Second) // past the start
+			// Past the start: the first grid fit of each GPU's buffer (then once a minute).
+			time.Sleep(3 * time.Second)
 			c0, w0 := sensor.ProcessCPU(), time.Now()
 			p0, r0 := polls(s), inRead.Load()
 			time.Sleep(10 * time.Second)
