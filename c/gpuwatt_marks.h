@@ -22,7 +22,9 @@
  * or give a sync function once: gpuwatt_set_sync(my_sync) (a void (*)(void)).
  * NAME must be one word (no blanks); a bad name is not written (the call returns -1).
  * Each call returns 0 when written or disabled, -1 on error (errno set).
- * POSIX only (open, write, clock_gettime).
+ * POSIX only (open, write, clock_gettime). Under a strict -std=c99/c11 (no GNU extensions),
+ * include this header before any system header, or compile with -D_POSIX_C_SOURCE=200112L;
+ * the compilers' default modes (gnu17, C++) need nothing.
  */
 #ifndef GPUWATT_MARKS_H
 #define GPUWATT_MARKS_H
