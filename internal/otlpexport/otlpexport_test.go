@@ -186,3 +186,20 @@ func TestFromSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestResourceFromEnv: the SDK's OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME are applied
+// last, so a site's own attributes override gpuwatt's (docs/otlp.md).
+func TestResourceFromEnv(t *testing.T) {
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "host.name=node-override,deployment.environment=prod")
+	t.Setenv("OTEL_SERVICE_NAME", "gpuwatt-site")
+	rcv := otlptest.Start(t)
+	if err := otlpexport.Push(context.Background(), otlpexport.Options{URL: rcv.URL, Host: "node7"}, []otlpexport.GPU{{Index: 0, EnergyJ: 1, Source: "counter"}}); err != nil {
+		t.Fatal(err)
+	}
+	res := otlptest.Resource(rcv.Requests()[0])
+	for k, want := range map[string]string{"host.name": "node-override", "deployment.environment": "prod", "service.name": "gpuwatt-site"} {
+		if res[k] != want {
+			t.Errorf("resource %s = %q, want %q (%v)", k, res[k], want, res)
+		}
+	}
+}
