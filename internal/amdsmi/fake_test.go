@@ -211,6 +211,13 @@ func TestEnergyWrap(t *testing.T) {
 	if got, want := e2-e1, 2000*res; math.Abs(got-want) > 1e-9 || c.Wraps() != 1 {
 		t.Errorf("after the wrap: +%.9g J (want %.9g), %d wraps", got, want, c.Wraps())
 	}
+	// A 64-bit counter that goes back is reset, not wrapped: the energy goes on from the
+	// new count (a wrap of 2^64 counts would add 282 TJ).
+	e3 := read(5_000_000_000)
+	e4 := read(700)
+	if got, want := e4-e3, 700*res; math.Abs(got-want) > 1e-6 || c.Resets() != 1 || c.Wraps() != 1 {
+		t.Errorf("across a reset: %+.9g J (want %+.9g), %d resets, %d wraps", got, want, c.Resets(), c.Wraps())
+	}
 }
 
 func TestParseVersion(t *testing.T) {
