@@ -11,7 +11,10 @@
 # 1000), LENGTHS (default "4ms+4ms 2ms+2ms 1ms+1ms 0.5ms+0.5ms"). On an H200 each length takes
 # about 19 s of long back-to-back runs and 40 ms per run: ~60 s with 1000 runs, ~4 min for the
 # default sweep. results/nvidia-h200/2026-11-24-profile-two-phase was an earlier form of this
-# script whose timeouts cut every run short.
+# script whose timeouts cut every run short. Each profile.json records its runs and readings
+# (from 1ed48ca): `gpuwatt profile --from OUTDIR/4ms_4ms --sensor-profile sensor.json` computes
+# it again offline under a model fitted later (results/nvidia-h200/2026-11-24-profile-resolution
+# did so in the same run).
 set -u
 OUT=${1:?usage: profile_two_phase.sh OUTDIR}
 B=${GPUWATT:-.gpu/gpuwatt}
