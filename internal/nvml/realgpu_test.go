@@ -74,11 +74,6 @@ func latency(n int, f func() error) ([]float64, error) {
 	return d, first
 }
 
-func threadCPU() time.Duration {
-	u, s := threadUserSys()
-	return u + s
-}
-
 // threadUserSys returns the calling thread's user and system CPU time.
 func threadUserSys() (user, sys time.Duration) {
 	var ru syscall.Rusage

@@ -160,16 +160,6 @@ func New(ctx context.Context, o Options, src func() []GPU) (*Exporter, error) {
 // Endpoint is the URL the exporter posts to.
 func (e *Exporter) Endpoint() string { return e.endpoint }
 
-// Flush pushes the GPUs' figures now.
-func (e *Exporter) Flush(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
-	if err := e.provider.ForceFlush(ctx); err != nil {
-		return fmt.Errorf("otlp push to %s: %w", e.endpoint, err)
-	}
-	return nil
-}
-
 // Shutdown pushes the GPUs' figures a last time and closes the exporter.
 func (e *Exporter) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
