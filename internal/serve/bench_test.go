@@ -33,7 +33,8 @@ func eightGPUs(b *testing.B) sim.Config {
 
 // BenchmarkServe8GPUs measures serve on an 8-GPU sim host:
 //
-//   - cpu: serve on a real clock at the default poll (100 ms) for 10 s of wall time: the
+//   - cpu/poll=D: serve on a real clock at the default poll (100 ms), and at 250 and 500 ms,
+//     for 10 s of wall time: the
 //     process's CPU time over wall time, as % of one core ("%core"), and per poll of one
 //     GPU ("us/gpu-poll": every channel of the GPU read once). The sim's reads are computed
 //     (its sensor models), so this is an upper bound of what NVML's ~1 µs calls cost, less
@@ -47,49 +48,51 @@ func eightGPUs(b *testing.B) sim.Config {
 //
 // Run: go test ./internal/serve/ -run '^$' -bench BenchmarkServe8GPUs -benchtime 1x
 func BenchmarkServe8GPUs(b *testing.B) {
-	b.Run("cpu", func(b *testing.B) {
-		cfg := eightGPUs(b)
-		for b.Loop() {
-			clk := clock.NewReal()
-			simSys, err := sim.Open(clk, cfg)
-			if err != nil {
-				b.Fatal(err)
+	for _, poll := range []time.Duration{DefaultPoll, 250 * time.Millisecond, 500 * time.Millisecond} {
+		b.Run("cpu/poll="+poll.String(), func(b *testing.B) {
+			cfg := eightGPUs(b)
+			for b.Loop() {
+				clk := clock.NewReal()
+				simSys, err := sim.Open(clk, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var inRead atomic.Int64
+				sys := timedSystem(simSys, &inRead)
+				ctx, cancel := context.WithCancel(context.Background())
+				s, err := New(ctx, sys, clk, Options{Listen: "127.0.0.1:0", Poll: &sensor.Options{Mode: sensor.Fixed, Interval: poll}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ln, err := Listen(Options{Listen: "127.0.0.1:0"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { done <- s.Run(ctx, ln, nil) }()
+				// Past the start: the first grid fit of each GPU's buffer (then once a minute).
+				time.Sleep(3 * time.Second)
+				c0, w0 := sensor.ProcessCPU(), time.Now()
+				p0, r0 := polls(s), inRead.Load()
+				time.Sleep(10 * time.Second)
+				c1, w1 := sensor.ProcessCPU(), time.Now()
+				p1, r1 := polls(s), inRead.Load()
+				cancel()
+				<-done
+				sys.Close()
+				share := (c1 - c0).Seconds() / w1.Sub(w0).Seconds()
+				b.ReportMetric(100*share, "%core")
+				// Less the time spent inside the sim's reads (its sensor models, computed on
+				// each call; NVML's calls cost ~1 µs, the energy counter's ~3 ms):
+				// serve's own machinery.
+				own := ((c1 - c0).Seconds() - time.Duration(r1-r0).Seconds()) / w1.Sub(w0).Seconds()
+				b.ReportMetric(100*own, "%core-own")
+				// One poll of a GPU: its every channel once (17 on the sim's h200).
+				gpuPolls := float64(p1-p0) / 17
+				b.ReportMetric((c1-c0).Seconds()/gpuPolls*1e6, "us/gpu-poll")
 			}
-			var inRead atomic.Int64
-			sys := timedSystem(simSys, &inRead)
-			ctx, cancel := context.WithCancel(context.Background())
-			s, err := New(ctx, sys, clk, Options{Listen: "127.0.0.1:0"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ln, err := Listen(Options{Listen: "127.0.0.1:0"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- s.Run(ctx, ln, nil) }()
-			// Past the start: the first grid fit of each GPU's buffer (then once a minute).
-			time.Sleep(3 * time.Second)
-			c0, w0 := sensor.ProcessCPU(), time.Now()
-			p0, r0 := polls(s), inRead.Load()
-			time.Sleep(10 * time.Second)
-			c1, w1 := sensor.ProcessCPU(), time.Now()
-			p1, r1 := polls(s), inRead.Load()
-			cancel()
-			<-done
-			sys.Close()
-			share := (c1 - c0).Seconds() / w1.Sub(w0).Seconds()
-			b.ReportMetric(100*share, "%core")
-			// Less the time spent inside the sim's reads (its sensor models, computed on
-			// each call; NVML's calls cost ~1 µs, the energy counter's ~3 ms):
-			// serve's own machinery.
-			own := ((c1 - c0).Seconds() - time.Duration(r1-r0).Seconds()) / w1.Sub(w0).Seconds()
-			b.ReportMetric(100*own, "%core-own")
-			// One poll of a GPU: its every channel once (17 on the sim's h200).
-			gpuPolls := float64(p1-p0) / 17
-			b.ReportMetric((c1-c0).Seconds()/gpuPolls*1e6, "us/gpu-poll")
-		}
-	})
+		})
+	}
 	b.Run("scrape", func(b *testing.B) {
 		s, v, _ := virtualServer(b, eightGPUs(b), Options{})
 		runTo(s, v, 5*time.Second)
