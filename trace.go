@@ -3,7 +3,6 @@ package gpuwatt
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/energy"
@@ -149,14 +148,7 @@ func (t *Trace) Energy(gpu int, from, to time.Duration) Energy {
 // Stop and `gpuwatt measure` write them), each with its energy on every GPU, as Stop
 // gives them; warnings say which marks did not pair.
 func (t *Trace) Regions() ([]RegionResult, []Warning) {
-	var evs []marks.Event
-	for _, m := range t.tr.Meta.Marks {
-		verb, name, ok := strings.Cut(m.Name, " ")
-		if !ok || (verb != "begin" && verb != "end") {
-			continue
-		}
-		evs = append(evs, marks.Event{Begin: verb == "begin", Name: name, T: time.Duration(m.T*float64(time.Second) + 0.5)})
-	}
+	evs := marks.FromTrace(t.tr.Meta.Marks)
 	spans, ws := marks.Pair(evs)
 	res := newResult(t.tr, spans, warningsOf(ws))
 	return res.Regions, res.Warnings

@@ -19,12 +19,13 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/device"
 	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/report"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
-const energySynopsis = "--trace FILE [--from T1] [--to T2] [--sensor SPEC] [--channel NAME] [--method M] [--gpu N] [--idle W] [--series FILE.csv] [--json]"
+const energySynopsis = "--trace FILE [--from T1] [--to T2 | --region NAME[#K]] [--sensor SPEC] [--channel NAME] [--method M] [--gpu N] [--idle W] [--series FILE.csv] [--json]"
 
 // energy is `gpuwatt energy`: the energy of a region of a recorded trace from the one
 // estimator (internal/energy: counter, calibrated ring, or the sensor's model inverted).
@@ -39,6 +40,7 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	path := fs.String("trace", "", "the trace: a gpuwatt trace directory or CSV, any CSV whose header names t_s and power_w, or an nvidia-smi log")
 	fromS := fs.String("from", "", "start of the region on the trace's t_s axis, with a unit (3.2s, 3200ms); default: the first reading")
 	toS := fs.String("to", "", "end of the region, with a unit; default: the last reading")
+	regionS := fs.String("region", "", "a region the trace's marks bracket (begin NAME / end NAME, written through $GPUWATT_MARKS or the Go library): NAME, or NAME#K for its K-th instance; instead of --from and --to")
 	spec := fs.String("sensor", "auto", "the sensor's model: auto (a guess from the trace), none, rc:tau=0.84s, boxcar:window=1s, boxcar:window=25ms,period=100ms, or a sensor.json file")
 	channel := fs.String("channel", "", "the power channel (default: the best present of "+strings.Join(correct.BoardChannels, ", ")+")")
 	methodS := fs.String("method", "auto", "where the figure comes from: auto (the energy counter, else the best channel calibrated to it, else --channel's model inverted), counter, calibrated, or inversion (--channel's sensor model inverted, for comparing a channel with the counter)")
@@ -65,6 +67,9 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	to, haveTo, err := parseTime("--to", *toS)
 	if err != nil {
 		return a.usageError("energy", err)
+	}
+	if *regionS != "" && (haveFrom || haveTo) {
+		return bad("--region %s with --from or --to: give one or the other", *regionS)
 	}
 	if haveFrom && haveTo && from >= to {
 		return bad("--from %s is not before --to %s: want a region of positive length", *fromS, *toS)
@@ -121,6 +126,12 @@ func (a *App) energy(ctx context.Context, args []string) int {
 			return bad("--trace: %v", err)
 		}
 		return bad("--trace %s: %v", *path, unwrapPath(err))
+	}
+	if *regionS != "" {
+		if from, to, err = regionSpan(tr, *regionS); err != nil {
+			return bad("--region %v", err)
+		}
+		haveFrom, haveTo = true, true
 	}
 	g, err := pickGPU(tr, *gpu, gpuSet)
 	if err != nil {
@@ -287,4 +298,47 @@ func fmtT(d time.Duration) string {
 	s := strconv.FormatFloat(d.Seconds(), 'f', 6, 64)
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	return s + " s"
+}
+
+// regionSpan finds the region spec ("NAME" or "NAME#K") among the trace's marks.
+func regionSpan(tr *trace.Trace, spec string) (from, to time.Duration, err error) {
+	name, k := spec, 0
+	if n, ks, ok := strings.Cut(spec, "#"); ok {
+		i, err := strconv.Atoi(ks)
+		if err != nil || i < 1 {
+			return 0, 0, fmt.Errorf("%s: want NAME or NAME#K with K from 1", spec)
+		}
+		name, k = n, i
+	}
+	spans, _ := marks.Pair(marks.FromTrace(tr.Meta.Marks))
+	var match []marks.Span
+	names := map[string]int{}
+	var order []string
+	for _, s := range spans {
+		if names[s.Name] == 0 {
+			order = append(order, s.Name)
+		}
+		names[s.Name]++
+		if s.Name == name {
+			match = append(match, s)
+		}
+	}
+	switch {
+	case len(spans) == 0:
+		return 0, 0, fmt.Errorf("%s: the trace has no regions (no begin/end marks in its trace.json)", spec)
+	case len(match) == 0:
+		var have []string
+		for _, n := range order {
+			have = append(have, fmt.Sprintf("%s (%d)", n, names[n]))
+		}
+		return 0, 0, fmt.Errorf("%s: no such region; the trace's regions: %s", spec, strings.Join(have, ", "))
+	case k == 0 && len(match) > 1:
+		return 0, 0, fmt.Errorf("%s: %d regions of that name: say %s#1 ... %s#%d", spec, len(match), name, name, len(match))
+	case k > len(match):
+		return 0, 0, fmt.Errorf("%s: only %d regions of that name", spec, len(match))
+	}
+	if k == 0 {
+		k = 1
+	}
+	return match[k-1].Start, match[k-1].End, nil
 }

@@ -467,3 +467,74 @@ func TestEnergySeries(t *testing.T) {
 		t.Errorf("%d rows inside the burst; rows add to %.2f J, the channel's corrected energy %v J", inside, sum, v["channel_energy_j"])
 	}
 }
+
+// TestEnergyRegion: --region picks a region by the trace's marks, on the H200 markers run
+// (its trace.csv kept gzipped, read as it is): the energy and interval of `train` and of
+// the third `step_b4096` are measure's own figures for them (one estimator); an unknown
+// name lists the regions, a name with several instances asks for NAME#K, and --region
+// with --from is refused, each exit 2.
+func TestEnergyRegion(t *testing.T) {
+	run := "../../results/nvidia-h200/2026-11-24-markers/sync"
+	var sum struct {
+		Regions []struct {
+			Name string `json:"name"`
+			GPUs []struct {
+				E  float64 `json:"energy_j"`
+				Lo float64 `json:"energy_low_j"`
+				Hi float64 `json:"energy_high_j"`
+			} `json:"gpus"`
+		} `json:"regions"`
+	}
+	readJSON(t, filepath.Join(run, "summary.json"), &sum)
+	nth := func(name string, k int) (e, lo, hi float64) {
+		for _, r := range sum.Regions {
+			if r.Name == name {
+				if k--; k == 0 {
+					return r.GPUs[0].E, r.GPUs[0].Lo, r.GPUs[0].Hi
+				}
+			}
+		}
+		t.Fatalf("no %s in summary.json", name)
+		return
+	}
+	for _, tc := range []struct {
+		spec string
+		name string
+		k    int
+	}{{"train", "train", 1}, {"step_b4096#3", "step_b4096", 3}} {
+		a, stdout, stderr, ctx := testApp(t)
+		if code := a.Main(ctx, []string{"energy", "--trace", run, "--region", tc.spec, "--json"}); code != 0 {
+			t.Fatalf("--region %s: exit %d: %s", tc.spec, code, stderr)
+		}
+		var got struct {
+			E  float64 `json:"energy_j"`
+			Lo float64 `json:"energy_low_j"`
+			Hi float64 `json:"energy_high_j"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		e, lo, hi := nth(tc.name, tc.k)
+		// trace.json keeps the marks' times to the nanosecond, summary.json's regions too.
+		if math.Abs(got.E/e-1) > 1e-5 || math.Abs(got.Lo/lo-1) > 1e-5 || math.Abs(got.Hi/hi-1) > 1e-5 {
+			t.Errorf("--region %s: %.4f J [%.4f, %.4f], measure gave %.4f J [%.4f, %.4f]", tc.spec, got.E, got.Lo, got.Hi, e, lo, hi)
+		}
+	}
+	for _, tc := range []struct{ args, want []string }{
+		{[]string{"--region", "nope"}, []string{"no such region", "train (1)", "step_b4096 (8)"}},
+		{[]string{"--region", "step_b4096"}, []string{"8 regions of that name", "step_b4096#8"}},
+		{[]string{"--region", "step_b4096#9"}, []string{"only 8"}},
+		{[]string{"--region", "train#0"}, []string{"NAME#K with K from 1"}},
+		{[]string{"--region", "train", "--from", "1s"}, []string{"one or the other"}},
+	} {
+		a, _, stderr, ctx := testApp(t)
+		if code := a.Main(ctx, append([]string{"energy", "--trace", run}, tc.args...)); code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, ExitUsage)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("%v: %q lacks %q", tc.args, stderr, w)
+			}
+		}
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // EnvVar is the environment variable that names the marks file.
@@ -269,4 +270,19 @@ func Within(evs []Event, from, to time.Duration) ([]Event, []status.Warning) {
 			Message: fmt.Sprintf("%s lies at %.3f s, %s (%.3f to %.3f s)%s; ignored", e.where(), e.T.Seconds(), where, from.Seconds(), to.Seconds(), hint)})
 	}
 	return out, ws
+}
+
+// FromTrace returns the region marks of a recording ("begin NAME" and "end NAME", as
+// measure and the library write them into trace.json) as events on its axis; other
+// marks (cmd.start, cmd.end) are left out.
+func FromTrace(ms []trace.Mark) []Event {
+	var evs []Event
+	for _, m := range ms {
+		verb, name, ok := strings.Cut(m.Name, " ")
+		if !ok || (verb != "begin" && verb != "end") {
+			continue
+		}
+		evs = append(evs, Event{Begin: verb == "begin", Name: name, T: time.Duration(m.T*float64(time.Second) + 0.5)})
+	}
+	return evs
 }

@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"os"
 	"path/filepath"
@@ -434,5 +435,49 @@ func TestExampleIsCanonical(t *testing.T) {
 	wantMeta, _ := os.ReadFile("testdata/example/trace.json")
 	if m.String() != string(wantMeta) {
 		t.Errorf("WriteMeta gives\n%s\nwant\n%s", m.String(), wantMeta)
+	}
+}
+
+// TestLoadGzipped: a trace whose CSV is gzipped (as results/ keeps them) loads as it is,
+// from its directory, the .csv.gz itself or its sidecar, to the same trace; a .gz that is
+// not gzip is an error naming it.
+func TestLoadGzipped(t *testing.T) {
+	want := fullTrace()
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := trace.Save(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "trace.csv")
+	raw, err := os.ReadFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(raw)
+	zw.Close()
+	if err := os.WriteFile(plain+".gz", z.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(plain)
+	for _, p := range []string{dir, plain + ".gz", filepath.Join(dir, "trace.json")} {
+		for _, load := range []func(string) (*trace.Trace, error){trace.Load, trace.LoadCompact} {
+			got, err := load(p)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			if !reflect.DeepEqual(got.Meta, want.Meta) {
+				t.Errorf("%s: Meta differs", p)
+			}
+			if n := len(got.Series(0, "power.samples")); n != 2 {
+				t.Errorf("%s: %d power.samples readings, want 2", p, n)
+			}
+		}
+	}
+	if err := os.WriteFile(plain+".gz", raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trace.Load(dir); err == nil || !strings.Contains(err.Error(), "trace.csv.gz") {
+		t.Errorf("a .gz that is not gzip: %v, want an error naming it", err)
 	}
 }

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -181,14 +182,19 @@ func load(path string, compact bool) (*Trace, error) {
 	switch ext := filepath.Ext(path); {
 	case fi.IsDir():
 		csvPath, metaPath = filepath.Join(path, "trace.csv"), filepath.Join(path, "trace.json")
-		if _, err := os.Stat(csvPath); err != nil {
-			return nil, fmt.Errorf("%s: not a trace directory: expected trace.csv and trace.json in it", path)
+		if csvPath = orGzip(csvPath); csvPath == "" {
+			return nil, fmt.Errorf("%s: not a trace directory: expected trace.csv (or trace.csv.gz) and trace.json in it", path)
 		}
 	case strings.EqualFold(ext, ".json"):
 		csvPath, metaPath = strings.TrimSuffix(path, ext)+".csv", path
-		if _, err := os.Stat(csvPath); err != nil {
+		if c := orGzip(csvPath); c != "" {
+			csvPath = c
+		} else {
 			return nil, fmt.Errorf("%s: a sidecar without its CSV: expected %s beside it", path, filepath.Base(csvPath))
 		}
+	case strings.EqualFold(ext, ".gz"):
+		base := strings.TrimSuffix(path, ext)
+		metaPath = strings.TrimSuffix(base, filepath.Ext(base)) + ".json"
 	default:
 		metaPath = strings.TrimSuffix(path, ext) + ".json"
 	}
@@ -198,7 +204,17 @@ func load(path string, compact bool) (*Trace, error) {
 		return nil, err
 	}
 	defer f.Close()
-	tr, kind, err := read(f, csvPath, compact)
+	var in io.Reader = f
+	if strings.EqualFold(filepath.Ext(csvPath), ".gz") {
+		// The results under results/ keep their traces gzipped: read them as they are.
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", csvPath, err)
+		}
+		defer zr.Close()
+		in = zr
+	}
+	tr, kind, err := read(in, csvPath, compact)
 	if err != nil {
 		return nil, err
 	}
@@ -229,4 +245,14 @@ func load(path string, compact bool) (*Trace, error) {
 		tr.Meta.GPUs = rebuilt.GPUs
 	}
 	return tr, nil
+}
+
+// orGzip returns path where it exists, else path+".gz" where that exists, else "".
+func orGzip(path string) string {
+	for _, p := range []string{path, path + ".gz"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
 }
