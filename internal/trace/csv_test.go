@@ -347,7 +347,7 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"missing", func() string { return filepath.Join(dir, "nope") }, "no such file"},
 		{"empty dir", func() string { os.Mkdir(filepath.Join(dir, "e"), 0o755); return filepath.Join(dir, "e") },
-			"not a trace directory: expected trace.csv and trace.json"},
+			"not a trace directory: expected trace.csv (or trace.csv.gz) and trace.json"},
 		{"unknown format", func() string { return write("notes.txt", "hello world\n") }, "notes.txt line 1: unknown format"},
 		{"sidecar of another format", func() string {
 			write("v2/trace.json", `{"format": "gpuwatt-trace/2"}`)
