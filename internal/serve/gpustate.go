@@ -49,6 +49,7 @@ type gpuState struct {
 	ctrLast     float64
 	ctrSum      float64 // the counter's rises since the first reading
 	ctrResets   int
+	ctrT        time.Duration // when the counter last rose (its reading's stamp)
 	ringScratch []trace.Sample
 
 	// The grid of a driver buffer's stamps (power.samples), fitted once a minute rather
@@ -76,7 +77,10 @@ type gpuState struct {
 	prevEnergyJ         float64
 	prevT               time.Duration
 	splitStarted        bool
-	splitBaseJ          float64 // energyJ when the split began
+	splitBaseJ          float64       // energyJ when the split began
+	energyTo            time.Duration // the time energyJ describes the board up to
+	energyFrom          time.Duration // ... and where the split's last share ended
+	useHist             []useSpan     // the processes' SM use per update, the last minute
 	proc                map[int]*procState
 	unattributedJ       float64
 	polls, errs, missed int64
@@ -87,6 +91,12 @@ type procState struct {
 	energyJ  float64
 	share    float64
 	lastSeen time.Duration
+}
+
+// useSpan is the processes' SM use (percent, by pid) over [from, to).
+type useSpan struct {
+	from, to time.Duration
+	use      map[int]float64
 }
 
 func newGPUState(d gpu.Device, o Options) *gpuState {
@@ -144,6 +154,7 @@ func (g *gpuState) add(x trace.Sample, clk clock.Clock) {
 		if g.ctrHave {
 			if d := x.Value - g.ctrLast; d > 0 {
 				g.ctrSum += d
+				g.ctrT = x.T
 			} else if d < 0 {
 				g.ctrResets++ // a driver reload: count on from the new value
 			}
@@ -160,16 +171,16 @@ func (g *gpuState) update(now time.Duration, chans []trace.Channel, last map[sta
 	g.mu.Lock()
 	ring := append(g.ringScratch[:0], g.ring...)
 	g.ringScratch = ring
-	ctrHave, ctrSum := g.ctrHave, g.ctrSum
+	ctrHave, ctrSum, ctrT := g.ctrHave, g.ctrSum, g.ctrT
 	g.mu.Unlock()
 
 	g.correct(now, ring)
 	prev := g.energyJ
 	switch {
 	case g.hasCounter && ctrHave:
-		g.energyJ = ctrSum
+		g.energyJ, g.energyTo = ctrSum, ctrT
 	case !g.hasCounter:
-		g.energyJ = g.corrJ
+		g.energyJ, g.energyTo = g.corrJ, g.corrUpTo
 	}
 	g.energyJ = max(g.energyJ, prev) // a counter never goes back
 	g.split(now)
@@ -277,42 +288,72 @@ func (g *gpuState) correct(now time.Duration, ring []trace.Sample) {
 func (g *gpuState) split(now time.Duration) {
 	if !g.splitStarted {
 		g.splitStarted, g.prevEnergyJ, g.prevT, g.splitBaseJ = true, g.energyJ, now, g.energyJ
+		g.energyFrom = g.energyTo
 		if g.procs != nil {
 			_, _ = g.procs.Processes() // start the driver's window here
 		}
 		return
 	}
-	dE, dt := g.energyJ-g.prevEnergyJ, (now - g.prevT).Seconds()
-	g.prevEnergyJ, g.prevT = g.energyJ, now
-	if dt <= 0 {
+	if now <= g.prevT {
 		return
 	}
-	attributed := 0.0
+	// The processes' use over this update, kept for a minute: the energy that arrives
+	// describes its own stretch of time (the board's counter rises in steps, an H200's read
+	// about every 2 s; the corrected integral trails by its delay), and is split by the use
+	// over that stretch.
 	if g.procs != nil {
-		use, err := g.procs.Processes()
-		if err == nil {
-			total := 0.0
-			for _, u := range use {
-				total += max(u.SMUtil, 0)
-			}
-			above := 0.0
-			if g.hasIdle {
-				above = min(max(dE-g.idleW*dt, 0), dE)
-			}
+		if use, err := g.procs.Processes(); err == nil {
+			sp := useSpan{from: g.prevT, to: now, use: map[int]float64{}}
 			for _, u := range use {
 				p := g.proc[u.PID]
 				if p == nil {
 					p = &procState{}
 					g.proc[u.PID] = p
 				}
-				p.comm, p.lastSeen, p.share = u.Comm, now, 0
-				if total > 0 && u.SMUtil > 0 {
-					p.share = u.SMUtil / total
-					e := above * p.share
-					p.energyJ += e
-					attributed += e
-				}
+				p.comm, p.lastSeen = u.Comm, now
+				sp.use[u.PID] += max(u.SMUtil, 0)
 			}
+			g.useHist = append(g.useHist, sp)
+		}
+	}
+	g.prevT = now
+	for len(g.useHist) > 0 && g.useHist[0].to < now-time.Minute {
+		g.useHist = g.useHist[1:]
+	}
+	dE := g.energyJ - g.prevEnergyJ
+	if dE <= 0 {
+		return // nothing new drawn: the use waits for its energy
+	}
+	g.prevEnergyJ = g.energyJ
+	a, b := g.energyFrom, g.energyTo
+	if b <= a {
+		a = b - time.Second // a stretch of unknown length: the last second's use
+	}
+	g.energyFrom = b
+	weight := map[int]float64{}
+	total := 0.0
+	for _, sp := range g.useHist {
+		ov := (min(b, sp.to) - max(a, sp.from)).Seconds()
+		if ov <= 0 {
+			continue
+		}
+		for pid, u := range sp.use {
+			weight[pid] += u * ov
+			total += u * ov
+		}
+	}
+	above := 0.0
+	if g.hasIdle {
+		above = min(max(dE-g.idleW*(b-a).Seconds(), 0), dE)
+	}
+	attributed := 0.0
+	for pid, p := range g.proc {
+		p.share = 0
+		if w := weight[pid]; total > 0 && w > 0 {
+			p.share = w / total
+			e := above * p.share
+			p.energyJ += e
+			attributed += e
 		}
 	}
 	g.unattributedJ += max(dE-attributed, 0)

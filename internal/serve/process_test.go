@@ -16,12 +16,17 @@ import (
 // the split misses by what the shares say, no more: the limit docs/serve.md states.
 func TestProcessSplitAgainstTruth(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		powB  float64 // process B's power at 30 % SM use (A: 240 W at 60 %)
-		exact bool
+		name    string
+		powB    float64       // process B's power at 30 % SM use (A: 240 W at 60 %)
+		counter time.Duration // the board counter's update period (0: the preset's 100 ms)
+		exact   bool
 	}{
-		{"equal efficiency", 120, true},
-		{"B twice the power per SM share", 240, false},
+		{"equal efficiency", 120, 0, true},
+		{"B twice the power per SM share", 240, 0, false},
+		// The counter in 2.5 s steps (an H200's is read about every 2 s): a step's energy is
+		// split by the use over the seconds it covers (split by the last second's use, B's
+		// first 0.5 s went to A and A's last to B: fails before).
+		{"counter in 2.5 s steps", 120, 2500 * time.Millisecond, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := sim.Preset("h100")
@@ -32,6 +37,11 @@ func TestProcessSplitAgainstTruth(t *testing.T) {
 			// the test's truth has none (docs/serve.md: where it has, the split gives it
 			// to the processes by their shares).
 			cfg.ActiveIdle = cfg.Idle
+			if tc.counter > 0 {
+				sc := cfg.Sensors["energy.total"]
+				sc.Model.Period = tc.counter
+				cfg.Sensors["energy.total"] = sc
+			}
 			cfg.Processes = []sim.Process{
 				{PID: 101, Comm: "train", T: 3 * time.Second, Duration: 12 * time.Second, SMUtil: 60, Power: 240},
 				{PID: 202, Comm: "infer", T: 7 * time.Second, Duration: 12 * time.Second, SMUtil: 30, Power: units.Power(tc.powB)},
