@@ -147,7 +147,7 @@ func (s Spec) Resolve(tr *trace.Trace, ch trace.Channel) (Choice, error) {
 //	Volta, Pascal         power.usage, power.samples  boxcar 10 every 20    19–21        8–12         –           0–5
 //	GeForce RTX 3090      power.usage                 boxcar 100 every 100  95–105       90–110       –           0–10
 //	H200                  power.samples               rc 14, 3 late         19.9–20.3    –            12–16       2.5–4.5
-//	                      power.instant               boxcar 25 of a 14 lag 95–105       0–80         0–20        2–15
+//	                      power.instant               boxcar 25 of a 14 lag 95–105       0–80         0–20        2–17
 //	                      power.usage, *.average      boxcar 1 s, 20 late   95–105       0.98–1.03 s  –           8–30
 //	                      power.memory.average        boxcar 1 s            95–105       0–4.3 s      0–1000      0–160
 //	GH200                 power.instant               boxcar 20 every 100   95–105       15–30        –           0–15
