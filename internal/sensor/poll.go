@@ -48,6 +48,12 @@ type Options struct {
 	// whose call takes L is polled at most every L/CPUShare (default 0.002). The H200's
 	// energy counter costs ~3.8 ms of CPU a call, so it is read every ~1.9 s (and on Poke).
 	CPUShare float64
+	// SlowShare, when > 0, caps in Fixed mode the time every other slow channel's calls
+	// may take too (a call slower than 100 µs, the driver buffer aside), as CPUShare does a
+	// counter's: such a channel is polled at most every L/SlowShare. 0 (the default) polls
+	// them at Interval. gpuwatt serve sets it: on an H200 clock.sm and throttle.reasons took
+	// 1.2-1.5 ms a call, and polled every 100 ms they were most of serve's CPU.
+	SlowShare float64
 	// PhaseLock (--poll lock) polls a regular channel in short windows around its expected
 	// updates, once nine precisely stamped updates show that they keep time: stamps within
 	// ~1 ms for about four calls per period. Off by default: on the H200 the power channels

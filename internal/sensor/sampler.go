@@ -861,6 +861,8 @@ func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 			// costs ~0.5 ms of CPU on an H200.
 		case cs.kind == kindCumulative && !virtual && cs.lat.n >= 8:
 			return max(o.Interval, time.Duration(float64(cs.latMed)/o.CPUShare))
+		case o.SlowShare > 0 && !virtual && cs.lat.n >= 8 && cs.latMed > slowCall:
+			return max(o.Interval, time.Duration(float64(cs.latMed)/o.SlowShare))
 		default:
 			return o.Interval
 		}

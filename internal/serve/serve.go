@@ -39,6 +39,11 @@ const DefaultListen = ":9402"
 // but CPU.
 const DefaultPoll = 100 * time.Millisecond
 
+// SlowShare is the Sampler's SlowShare under serve: a channel whose call takes more than
+// 100 µs (an H200's clock.sm, throttle.reasons, temp.gpu: 0.35-1.5 ms) is read at most every
+// (its call's time / 0.2 %), like the energy counter, however short --poll is.
+const SlowShare = 0.002
+
 // Options of serve.
 type Options struct {
 	// Listen is the address /metrics is served on (host:port); DefaultListen when empty.
@@ -113,6 +118,11 @@ func (o Options) listen() string {
 func (o Options) withDefaults() Options {
 	if o.Poll == nil {
 		o.Poll = &sensor.Options{Mode: sensor.Fixed, Interval: DefaultPoll}
+	}
+	if o.Poll.SlowShare == 0 {
+		p := *o.Poll
+		p.SlowShare = SlowShare
+		o.Poll = &p
 	}
 	if o.Update <= 0 {
 		o.Update = time.Second
