@@ -249,7 +249,9 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		return nil, fmt.Errorf("%w: --channels %s: matches no channel", status.ErrInput, strings.Join(o.Channels, ","))
 	}
 	clk := env.Clock
-	smp := sensor.New(clk, sensors, o.Poll)
+	popt := o.Poll
+	popt.ThreadCPU = true // the Sampler's CPU per GPU, in the summary
+	smp := sensor.New(clk, sensors, popt)
 	if err := smp.Start(ctx); err != nil {
 		return nil, fmt.Errorf("sampler: %w", err)
 	}

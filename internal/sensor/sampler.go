@@ -498,9 +498,10 @@ func (s *Sampler) CPUTime() time.Duration {
 }
 
 // GPUCPUTime is, for each GPU, the CPU time its lanes' threads spent polling it (their
-// channels' calls and the Sampler's bookkeeping), after Stop on a real clock. A GPU is
-// absent where that is not known: on a virtual clock, on systems without per-thread CPU
-// figures, or where a lane of the GPU was abandoned in a hung call.
+// channels' calls and the Sampler's bookkeeping), after Stop on a real clock with
+// Options.ThreadCPU. A GPU is absent where that is not known: without ThreadCPU, on a
+// virtual clock, on systems without per-thread CPU figures, or where a lane of the GPU
+// was abandoned in a hung call.
 func (s *Sampler) GPUCPUTime() map[int]time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -532,11 +533,15 @@ func (s *Sampler) Span() (start, end time.Duration) {
 }
 
 func (s *Sampler) runLane(ctx context.Context, l *lane) {
-	// The lane keeps one OS thread, so that the thread's CPU time is the lane's: the
-	// polling cost of each GPU on its own. The thread ends with the goroutine.
-	runtime.LockOSThread()
 	defer close(l.done)
-	cpu0, cpuOK := threadCPU()
+	var cpu0 time.Duration
+	cpuOK := false
+	if s.opt.ThreadCPU {
+		// The lane keeps one OS thread, so that the thread's CPU time is the lane's: the
+		// polling cost of each GPU on its own. The thread ends with the goroutine.
+		runtime.LockOSThread()
+		cpu0, cpuOK = threadCPU()
+	}
 	chans, poke := l.chans, l.poke
 	defer func() {
 		// A last read of every channel, so the recording reaches the moment of Stop.

@@ -145,7 +145,7 @@ func TestGPUCPUTimePerGPU(t *testing.T) {
 	for _, d := range sys.Devices() {
 		sensors = append(sensors, d.(*sim.Device).Sensors()...)
 	}
-	s := sensor.New(clk, sensors, sensor.Options{Mode: sensor.Adaptive})
+	s := sensor.New(clk, sensors, sensor.Options{Mode: sensor.Adaptive, ThreadCPU: true})
 	if s.GPUCPUTime() != nil {
 		t.Fatal("GPUCPUTime before Start, want nil")
 	}
@@ -173,5 +173,25 @@ func TestGPUCPUTimePerGPU(t *testing.T) {
 	}
 	if p := s.CPUTime(); sum > p+10*time.Millisecond {
 		t.Errorf("the GPUs' lanes took %v, more than the whole process's %v", sum, p)
+	}
+}
+
+// TestGPUCPUTimeNeedsThreadCPU: without Options.ThreadCPU the lanes keep no thread of their
+// own (serve's default: the handoffs cost a third of its CPU), and no per-GPU CPU is told.
+func TestGPUCPUTimeNeedsThreadCPU(t *testing.T) {
+	cfg := simtest.Preset(t, "h100")
+	clk := clock.NewReal()
+	sys, err := sim.Open(clk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sensor.New(clk, sys.Devices()[0].(*sim.Device).Sensors(), sensor.Options{Mode: sensor.Adaptive})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	s.Stop()
+	if per := s.GPUCPUTime(); len(per) != 0 {
+		t.Errorf("per-GPU CPU %v without ThreadCPU, want none", per)
 	}
 }

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -480,5 +479,3 @@ func (g *gpuState) snapshot(host string, wall time.Time, clk clock.Clock) snapsh
 	}
 	return s
 }
-
-func (g *gpuState) label() string { return fmt.Sprint(g.info.Index) }

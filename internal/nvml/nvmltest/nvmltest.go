@@ -132,6 +132,3 @@ func (f *Fake) SetHang(fn string) { f.setHang(fn) }
 // AddProcessSample adds a per-process utilisation sample of device 0 (pid, its time in µs
 // since 1970, SM utilisation in percent), as nvmlDeviceGetProcessUtilization returns them.
 func (f *Fake) AddProcessSample(pid uint32, tsUS uint64, sm uint32) { f.addProc(pid, tsUS, sm) }
-
-// ClearProcessSamples empties the per-process samples.
-func (f *Fake) ClearProcessSamples() { f.clearProcs() }
