@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -94,8 +95,8 @@ func Open(paths ...string) (*Lib, error) {
 		var le *dl.LoadError
 		if errors.As(err, &le) {
 			msg := le.Msg
-			if len(msg) >= len(dl.NoDriver) && msg[:len(dl.NoDriver)] == dl.NoDriver {
-				msg = NoLibrary + msg[len(dl.NoDriver):]
+			if rest, ok := strings.CutPrefix(msg, dl.NoDriver); ok {
+				msg = NoLibrary + rest
 			}
 			return nil, &openError{msg: msg}
 		}
@@ -116,13 +117,7 @@ func (l *Lib) Path() string {
 	return l.path
 }
 
-func (l *Lib) sym(name string) uintptr {
-	p, err := purego.Dlsym(l.handle, name)
-	if err != nil {
-		return 0
-	}
-	return p
-}
+func (l *Lib) sym(name string) uintptr { return dl.Sym(l.handle, name) }
 
 func (l *Lib) bind() error {
 	l.init, l.shutDown = l.sym(symInit), l.sym(symShutDown)

@@ -183,22 +183,10 @@ func (l *Lib) Path() string {
 }
 
 // sym returns the address of name in l, or 0.
-func (l *Lib) sym(name string) uintptr {
-	p, err := purego.Dlsym(l.handle, name)
-	if err != nil {
-		return 0
-	}
-	return p
-}
+func (l *Lib) sym(name string) uintptr { return dl.Sym(l.handle, name) }
 
 // bind looks name up and wraps its address with mk; the zero F (nil) when it is missing.
-func bind[F any](l *Lib, name string, mk func(uintptr) F) F {
-	if p := l.sym(name); p != 0 {
-		return mk(p)
-	}
-	var zero F
-	return zero
-}
+func bind[F any](l *Lib, name string, mk func(uintptr) F) F { return dl.Bind(l.handle, name, mk) }
 
 // bindFirst binds the first of names that l exports and returns the name bound.
 func bindFirst[F any](l *Lib, mk func(uintptr) F, names ...string) (F, string) {

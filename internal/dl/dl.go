@@ -15,6 +15,29 @@ import (
 // NoDriver starts the message of a library that could not be loaded.
 const NoDriver = "no NVIDIA driver found: "
 
+// Sym returns the address of name in the library loaded as handle, or 0 where the
+// library lacks it (or handle is 0): the bindings look their optional symbols up with it.
+func Sym(handle uintptr, name string) uintptr {
+	if handle == 0 {
+		return 0
+	}
+	p, err := purego.Dlsym(handle, name)
+	if err != nil {
+		return 0
+	}
+	return p
+}
+
+// Bind looks name up in handle and wraps its address with mk; the zero F (nil) where the
+// library lacks it.
+func Bind[F any](handle uintptr, name string, mk func(uintptr) F) F {
+	if p := Sym(handle, name); p != 0 {
+		return mk(p)
+	}
+	var zero F
+	return zero
+}
+
 // LoadError is a library that could not be loaded at all (as opposed to one that loaded
 // but lacks what the binding needs).
 type LoadError struct{ Msg string }
@@ -88,13 +111,7 @@ type Optional struct {
 func OpenOptional(lib Optional, paths []string, need, want map[string]any) (string, error) {
 	var loaded string
 	err := Open(paths, func(h uintptr, path string) error {
-		sym := func(name string) uintptr {
-			p, err := purego.Dlsym(h, name)
-			if err != nil {
-				return 0
-			}
-			return p
-		}
+		sym := func(name string) uintptr { return Sym(h, name) }
 		for name := range need {
 			if sym(name) == 0 {
 				return &notAvailable{msg: fmt.Sprintf("%s not available: %s is not %s (it has no %s)", lib.What, path, lib.Stem, name), err: lib.NotFound}

@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"math"
 	"sort"
 	"time"
 
@@ -34,76 +33,17 @@ type Integral struct {
 // where they fall inside the data. Where the region extends beyond the data nothing is
 // extrapolated: Covered and Coverage tell how much of the region the data spans.
 func Integrate(s []Sample, from, to time.Duration) Integral {
-	var r Integral
-	if to <= from || len(s) == 0 {
-		return r
-	}
-	i0 := sort.Search(len(s), func(i int) bool { return s[i].T >= from })
-	i1 := sort.Search(len(s), func(i int) bool { return s[i].T > to })
-	r.Samples = max(i1-i0, 0)
+	return IntegrateReadings(columns(s), from, to)
+}
 
-	lo, hi := max(from, s[0].T), min(to, s[len(s)-1].T)
-	if lo > hi {
-		return r
+// columns holds s's times and values as Readings (no driver stamps): the one
+// implementation of each sum is on columns, and the []Sample forms copy into them.
+func columns(s []Sample) Readings {
+	r := Readings{T: make([]time.Duration, len(s)), V: make([]float64, len(s))}
+	for i, x := range s {
+		r.T[i], r.V[i] = x.T, x.Value
 	}
-	if lo == hi { // one instant: no energy, but a value
-		v := units.Power(valueAt(s, lo))
-		r.Max, r.Min = v, v
-		return r
-	}
-	// j is the first sample after lo; s[j-1].T <= lo < s[j].T <= s[len-1].T.
-	j := sort.Search(len(s), func(i int) bool { return s[i].T > lo })
-	j = min(j, len(s)-1) // only for unsorted input, which gives meaningless results
-	pt, pv := lo, interpolate(s[j-1], s[j], lo)
-	mn, mx := pv, pv
-	var e float64 // W·ns
-	var gap time.Duration
-	for ; s[j].T < hi; j++ {
-		v := s[j].Value
-		e += float64(s[j].T-pt) * (pv + v) / 2
-		gap = max(gap, s[j].T-pt)
-		pt, pv = s[j].T, v
-		mn, mx = math.Min(mn, v), math.Max(mx, v)
-	}
-	// Now s[j].T >= hi, and s[j-1].T < hi.
-	hv := s[j].Value
-	if s[j].T > hi {
-		hv = interpolate(s[j-1], s[j], hi)
-	}
-	e += float64(hi-pt) * (pv + hv) / 2
-	gap = max(gap, hi-pt)
-	mn, mx = math.Min(mn, hv), math.Max(mx, hv)
-
-	r.Energy = units.Energy(e / 1e9)
-	r.Covered = hi - lo
-	r.Coverage = float64(r.Covered) / float64(to-from)
-	r.Mean = units.PowerOf(r.Energy, r.Covered)
-	r.Max, r.Min = units.Power(mx), units.Power(mn)
-	r.MaxGap = gap
 	return r
-}
-
-// interpolate returns the value at t on the line through a and b (a.T <= t <= b.T, a.T < b.T).
-func interpolate(a, b Sample, t time.Duration) float64 {
-	if t == a.T {
-		return a.Value
-	}
-	if t == b.T {
-		return b.Value
-	}
-	return a.Value + (b.Value-a.Value)*(float64(t-a.T)/float64(b.T-a.T))
-}
-
-// valueAt returns the value interpolated at t, which lies within s's span.
-func valueAt(s []Sample, t time.Duration) float64 {
-	j := sort.Search(len(s), func(i int) bool { return s[i].T > t })
-	if j == len(s) {
-		return s[len(s)-1].Value
-	}
-	if j == 0 {
-		return s[0].Value
-	}
-	return interpolate(s[j-1], s[j], t)
 }
 
 // Counter is the energy read from a cumulative energy counter over a region.
@@ -134,47 +74,7 @@ func CounterDelta(s []Sample, from, to time.Duration) (units.Energy, bool) {
 // the same time are taken to change the counter at that instant: a change at from is left
 // out, one at to is counted.
 func CounterEnergy(s []Sample, from, to time.Duration) Counter {
-	var r Counter
-	if len(s) == 0 || to < from {
-		return r
-	}
-	n := len(s)
-	r.Inside = s[0].T <= from && to <= s[n-1].T
-	lo, hi := max(from, s[0].T), min(to, s[n-1].T)
-	if lo > hi {
-		return r
-	}
-	var e float64
-	k := max(sort.Search(n, func(i int) bool { return s[i].T >= lo })-1, 0)
-	for ; k+1 < n && s[k].T <= hi; k++ {
-		a, b := s[k], s[k+1]
-		if a.T == b.T {
-			if a.T > from && a.T <= to {
-				if b.Value < a.Value {
-					r.Resets++
-				} else {
-					e += b.Value - a.Value
-				}
-			}
-			continue
-		}
-		cl, ch := max(a.T, lo), min(b.T, hi)
-		if ch <= cl {
-			continue
-		}
-		if b.Value < a.Value {
-			r.Resets++
-			r.Missing += ch - cl
-			continue
-		}
-		e += (b.Value - a.Value) * (float64(ch-cl) / float64(b.T-a.T))
-		r.Covered += ch - cl
-	}
-	r.Energy = units.Energy(e)
-	if to > from {
-		r.Coverage = float64(r.Covered) / float64(to-from)
-	}
-	return r
+	return CounterEnergyReadings(columns(s), from, to)
 }
 
 // Stats returns the smallest, largest and mean value of the n samples with from <= T <= to
