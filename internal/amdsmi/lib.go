@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -94,11 +93,7 @@ func Open(paths ...string) (*Lib, error) {
 	if err != nil {
 		var le *dl.LoadError
 		if errors.As(err, &le) {
-			msg := le.Msg
-			if rest, ok := strings.CutPrefix(msg, dl.NoDriver); ok {
-				msg = NoLibrary + rest
-			}
-			return nil, &openError{msg: msg}
+			return nil, &openError{msg: NoLibrary + le.Why}
 		}
 		return nil, err
 	}

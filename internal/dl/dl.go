@@ -40,9 +40,11 @@ func Bind[F any](handle uintptr, name string, mk func(uintptr) F) F {
 
 // LoadError is a library that could not be loaded at all (as opposed to one that loaded
 // but lacks what the binding needs).
-type LoadError struct{ Msg string }
+// Why is the loader's reason ("cannot load PATH: WHY"); the error reads NoDriver + Why,
+// and a binding of another vendor's library puts its own words before Why.
+type LoadError struct{ Why string }
 
-func (e *LoadError) Error() string { return e.Msg }
+func (e *LoadError) Error() string { return NoDriver + e.Why }
 
 // Open dlopens each of paths in turn and calls bind with the handle; the first path that
 // loads and binds wins. A path that loads but does not bind is closed again. When none
@@ -65,7 +67,7 @@ func Open(paths []string, bind func(handle uintptr, path string) error) error {
 func open(path string, bind func(uintptr, string) error) error {
 	if path == "" {
 		// dlopen("") is the program itself: it would "load", and bind would fail oddly.
-		return &LoadError{Msg: NoDriver + "cannot load a library with an empty name"}
+		return &LoadError{Why: "cannot load a library with an empty name"}
 	}
 	h, err := dlopen(path)
 	if err != nil {
@@ -74,7 +76,7 @@ func open(path string, bind func(uintptr, string) error) error {
 		if why == "" {
 			why = "dlopen failed and gave no reason"
 		}
-		return &LoadError{Msg: NoDriver + "cannot load " + path + ": " + why}
+		return &LoadError{Why: "cannot load " + path + ": " + why}
 	}
 	if err := bind(h, path); err != nil {
 		_ = purego.Dlclose(h)
@@ -130,7 +132,7 @@ func OpenOptional(lib Optional, paths []string, need, want map[string]any) (stri
 	})
 	var le *LoadError
 	if errors.As(err, &le) {
-		why := strings.TrimPrefix(le.Msg, NoDriver)
+		why := le.Why
 		if _, after, ok := strings.Cut(why, ": "); ok {
 			why = after
 		}

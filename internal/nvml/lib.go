@@ -109,7 +109,7 @@ func Open(paths ...string) (*Lib, error) {
 	if err != nil {
 		var le *dl.LoadError
 		if errors.As(err, &le) {
-			return nil, &openError{msg: le.Msg}
+			return nil, &openError{msg: le.Error()}
 		}
 		return nil, err
 	}
