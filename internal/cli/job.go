@@ -177,8 +177,8 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 		sys.Close()
 		return a.exitFor("job begin", err)
 	}
-	bg := &job.Begin{Format: job.BeginFormat, JobID: id, User: jobUser(), Host: a.host(), Version: a.versionString(),
-		Device: sys.Name(), Simulated: sys.Simulated(), Start: start.Round(0), GPUsFrom: from,
+	bg := &job.Begin{Format: job.BeginFormat, Job: job.Job{JobID: id, User: jobUser(), Host: a.host(), Version: a.versionString(),
+		Device: sys.Name(), Simulated: sys.Simulated(), Start: start.Round(0)}, GPUsFrom: from,
 		DeviceSpec: sh.dev.device, SimConfig: simConfig}
 	var idx []string
 	for _, d := range devs {

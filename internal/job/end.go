@@ -57,15 +57,9 @@ type GPUResult struct {
 
 // Result is job.json.
 type Result struct {
-	Format    string    `json:"format"`
-	JobID     string    `json:"job_id"`
-	User      string    `json:"user,omitempty"`
-	Host      string    `json:"host"`
-	Version   string    `json:"gpuwatt_version"`
-	Device    string    `json:"device"`
-	Simulated bool      `json:"simulated,omitempty"`
-	Start     time.Time `json:"start"` // begin's wall-clock time (t_s = 0)
-	End       time.Time `json:"end"`
+	Format string `json:"format"`
+	Job
+	End time.Time `json:"end"`
 	// StartS and EndS bound the job's span on the job's axis (begin's and end's counter
 	// readings), SpanS its length.
 	StartS float64 `json:"start_s"`
@@ -88,8 +82,7 @@ type Result struct {
 // at endT, and the recorder's trace (nil where there is none; recorderWhy says why) into
 // the job's result.
 func Compute(b *Begin, end map[int]*Counter, endT time.Duration, tr *trace.Trace, recorderWhy string) *Result {
-	r := &Result{Format: Format, JobID: b.JobID, User: b.User, Host: b.Host, Version: b.Version, Device: b.Device, Simulated: b.Simulated,
-		Start: b.Start, End: b.Start.Add(endT), Status: status.Status{Warnings: []status.Warning{}}, Recorder: "ok", GPUs: []GPUResult{}}
+	r := &Result{Format: Format, Job: b.Job, End: b.Start.Add(endT), Status: status.Status{Warnings: []status.Warning{}}, Recorder: "ok", GPUs: []GPUResult{}}
 	from, to := time.Duration(0), endT
 	for _, g := range b.GPUs {
 		if g.Counter != nil {

@@ -68,16 +68,21 @@ type BeginGPU struct {
 	CounterError string `json:"counter_error,omitempty"`
 }
 
-// Begin is begin.json.
-type Begin struct {
-	Format    string    `json:"format"`
+// Job is what begin.json and job.json both say of the job: begin writes it, end copies it.
+type Job struct {
 	JobID     string    `json:"job_id"`
 	User      string    `json:"user,omitempty"`
 	Host      string    `json:"host"`
 	Version   string    `json:"gpuwatt_version"`
 	Device    string    `json:"device"`
 	Simulated bool      `json:"simulated,omitempty"`
-	Start     time.Time `json:"start"` // wall-clock time of t_s = 0, the job's axis
+	Start     time.Time `json:"start"` // begin's wall-clock time of t_s = 0, the job's axis
+}
+
+// Begin is begin.json.
+type Begin struct {
+	Format string `json:"format"`
+	Job
 	// GPUsFrom says where the GPU list came from ("SLURM_JOB_GPUS=0,1", "--gpu 0").
 	GPUsFrom string     `json:"gpus_from"`
 	GPUs     []BeginGPU `json:"gpus"`

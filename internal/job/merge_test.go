@@ -25,7 +25,7 @@ func TestMergeKeepsCounterMonotonic(t *testing.T) {
 	// The recorder's read at 1.15 s (after end's at 1.12 s, after an update at 1.1 s) stamped
 	// half-way back to its last poll: 1.1 s, before end's reading.
 	tr.Samples = append(tr.Samples, trace.Sample{T: 1100 * ms, GPU: 0, Channel: trace.ChEnergyTotal, Value: 1000 + 110})
-	b := &Begin{Format: BeginFormat, JobID: "1", GPUs: []BeginGPU{{Index: 0, UUID: "GPU-x", PowerLimitW: 700, Counter: &Counter{T: 0.01, EnergyJ: 1000}}}}
+	b := &Begin{Format: BeginFormat, Job: Job{JobID: "1"}, GPUs: []BeginGPU{{Index: 0, UUID: "GPU-x", PowerLimitW: 700, Counter: &Counter{T: 0.01, EnergyJ: 1000}}}}
 	end := map[int]*Counter{0: {T: 1.12, EnergyJ: 1000 + 100}}
 	r := Compute(b, end, 1120*ms, tr, "")
 	g := r.GPUs[0]
