@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/amdsmi"
 	"github.com/gpuwatt/gpuwatt/internal/gpu"
@@ -93,13 +92,9 @@ func (s *System) Devices() []gpu.Device { return s.devices }
 // answer.
 func (s *System) Close() error {
 	s.closeOnce.Do(func() {
-		done := make(chan error, 1)
-		go func() { done <- s.lib.ShutDown() }()
-		t := time.NewTimer(CloseTimeout)
-		defer t.Stop()
-		select {
-		case s.closeErr = <-done:
-		case <-t.C:
+		ok, err := gpu.Within(CloseTimeout, s.lib.ShutDown)
+		s.closeErr = err
+		if !ok {
 			s.closeErr = fmt.Errorf("shutting AMD SMI down: the library did not answer within %s; left as it is", CloseTimeout)
 		}
 	})

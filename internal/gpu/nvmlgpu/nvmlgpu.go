@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/gpu"
@@ -118,8 +117,7 @@ func (s *System) Devices() []gpu.Device { return s.devices }
 // most: the run's files are written by then, and gpuwatt exits without it.
 func (s *System) Close() error {
 	s.closeOnce.Do(func() {
-		done := make(chan error, 1)
-		go func() {
+		ok, err := gpu.Within(CloseTimeout, func() error {
 			var errs []error
 			for _, d := range s.devices {
 				if dd, ok := d.(*Device); ok {
@@ -127,13 +125,10 @@ func (s *System) Close() error {
 				}
 			}
 			errs = append(errs, s.lib.Shutdown())
-			done <- errors.Join(errs...)
-		}()
-		t := time.NewTimer(CloseTimeout)
-		defer t.Stop()
-		select {
-		case s.closeErr = <-done:
-		case <-t.C:
+			return errors.Join(errs...)
+		})
+		s.closeErr = err
+		if !ok {
 			s.closeErr = fmt.Errorf("shutting NVML down: the driver did not answer within %s (a call hangs); left as it is", CloseTimeout)
 		}
 	})
