@@ -56,6 +56,7 @@ import sys
 
 BOARD_CHANNELS = ["power.samples", "power.instant", "power.usage", "power.average", "power"]
 DEFAULT = "default"  # gpuwatt's own estimate (the counter or the calibrated ring)
+NAMED = "named:"  # a channel asked for by name alone (--channel C, no --method): its headline figure
 COUNTER_QUANTUM_J = 0.001  # the NVML counter counts mJ
 CLASSES = [(">= 0.5 s", 0.5, math.inf), ("0.2-0.5 s", 0.2, 0.5), ("< 0.2 s", 0.0, 0.2)]
 
@@ -148,8 +149,12 @@ def load_bursts(path):
                     raise InputError(f"{path}:{n}: not a burst (want name, start_unix_s, end_unix_s): {err}")
                 if not e > s:
                     raise InputError(f"{path}:{n}: end_unix_s {e} is not after start_unix_s {s}")
+                pad = b.get("pad_s")
+                if pad is not None and not (isinstance(pad, (int, float)) and pad >= 0):
+                    raise InputError(f"{path}:{n}: pad_s {pad!r}: want a number >= 0")
                 out.append({"name": str(b.get("name", f"burst-{n}")), "start": s, "end": e,
-                            "length_s": float(b.get("length_s", e - s)), "gpu_uuid": b.get("gpu_uuid", "")})
+                            "length_s": float(b.get("length_s", e - s)), "gpu_uuid": b.get("gpu_uuid", ""),
+                            "shape": str(b.get("shape", "")), "pad": pad})
     except OSError as e:
         raise InputError(f"{path}: {e}")
     if not out:
@@ -287,7 +292,11 @@ def run_energy(gpuwatt, measure_dir, frm, to, channel, gpu, method, sensor):
     """One `gpuwatt energy --json`: the parsed report, or {"error": ...}."""
     args = gpuwatt + ["energy", "--trace", measure_dir, "--from", f"{frm:.6f}s", "--to", f"{to:.6f}s",
                       "--gpu", str(gpu), "--json"]
-    if channel != DEFAULT:
+    if channel.startswith(NAMED):
+        args += ["--channel", channel[len(NAMED):]]
+        if sensor:
+            args += ["--sensor", sensor]
+    elif channel != DEFAULT:
         args += ["--channel", channel]
         if method:
             args += ["--method", "inversion"]
@@ -309,6 +318,16 @@ def figure(rep, channel, method):
     """What the comparison takes from a report: the corrected energy, its interval (or None),
     the raw integral, and the estimator's method."""
     m = rep.get("energy_method", "")
+    if channel.startswith(NAMED):
+        # The headline of `energy --channel C`: the channel's own figure and interval where the
+        # binary gives it (issue 28), else whatever it chose (the source says which).
+        u = rep.get("uncertainty") or {}
+        return {"energy_j": rep["energy_j"], "low_j": rep.get("energy_low_j"), "high_j": rep.get("energy_high_j"),
+                "raw_j": rep.get("energy_raw_j"), "method": m, "source": rep.get("energy_source", ""),
+                "absolute_low_j": u.get("absolute_low_j"), "absolute_high_j": u.get("absolute_high_j"),
+                "interval_partial": u.get("partial"),
+                "components": {c["name"]: (c["half_width_j"] if c.get("known", True) else None)
+                               for c in u.get("components", [])}}
     if channel == DEFAULT:
         return {"energy_j": rep["energy_j"], "low_j": rep.get("energy_low_j"), "high_j": rep.get("energy_high_j"),
                 "raw_j": None, "method": m, "source": rep.get("energy_source", "")}
@@ -391,7 +410,9 @@ def fmt(x, f="{:.1f}", none="–"):
 
 
 def channel_rank(c):
-    return (c == DEFAULT, BOARD_CHANNELS.index(c) if c in BOARD_CHANNELS else 99, c)
+    named = c.startswith(NAMED)
+    base = c[len(NAMED):] if named else c
+    return (c == DEFAULT, named, BOARD_CHANNELS.index(base) if base in BOARD_CHANNELS else 99, c)
 
 
 def channel_order(chs):
@@ -487,9 +508,11 @@ def inside_text(s, absolute=False):
 
 
 def crosscheck(measure_dir, poller_csv, bursts_jsonl, gpuwatt, gpu=0, pad=0.15, sensor="", channels=None,
-               jobs=4, energy=None, method=None):
+               jobs=4, energy=None, method=None, named=False):
     """The whole comparison as a dict (crosscheck.json). energy(frm, to, channel, method) runs
-    gpuwatt energy (run_energy by default); method None asks the binary whether it has --method."""
+    gpuwatt energy (run_energy by default); method None asks the binary whether it has --method.
+    named: each channel also by name alone ("named:C": `energy --channel C`, its headline). A
+    burst's own pad ("pad_s" in the JSON lines; 0 for a window inside a load) replaces pad."""
     meta = load_trace_meta(measure_dir)
     t0 = parse_rfc3339(meta["start"])
     readings = load_poller(poller_csv)
@@ -530,7 +553,10 @@ def crosscheck(measure_dir, poller_csv, bursts_jsonl, gpuwatt, gpu=0, pad=0.15, 
     for b in bursts:
         base = {"burst": b["name"], "length_s": b["length_s"], "start_unix_s": b["start"], "end_unix_s": b["end"],
                 "burst_from_s": b["start"] - t0, "burst_to_s": b["end"] - t0}
-        win, why = window(chs, b["start"], b["end"], pad)
+        if b.get("shape"):
+            base["shape"] = b["shape"]
+        bpad = pad if b.get("pad") is None else b["pad"]
+        win, why = window(chs, b["start"], b["end"], bpad)
         if win is None:
             rows.append(dict(base, channel="(all)", error=why))
             continue
@@ -543,7 +569,7 @@ def crosscheck(measure_dir, poller_csv, bursts_jsonl, gpuwatt, gpu=0, pad=0.15, 
         if frm < lo_trace or to > hi_trace:
             rows.append(dict(base, channel="(all)", error=f"the window {frm:.3f} s to {to:.3f} s lies outside the trace"))
             continue
-        for ch in board + [DEFAULT]:
+        for ch in board + [DEFAULT] + ([NAMED + c for c in board] if named else []):
             tasks.append((base, ch))
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
         reps = list(ex.map(lambda t: energy(t[0]["window_from_s"], t[0]["window_to_s"], t[1], method), tasks))
@@ -554,7 +580,8 @@ def crosscheck(measure_dir, poller_csv, bursts_jsonl, gpuwatt, gpu=0, pad=0.15, 
         else:
             row.update(compare(base["reference_j"], figure(rep, ch, method), base["reference_uncertainty_j"]))
         rows.append(row)
-    if method and any(r.get("channel") not in (DEFAULT, None) and r.get("method") not in (None, "inversion")
+    if method and any(r.get("channel") not in (DEFAULT, None) and not r["channel"].startswith(NAMED)
+                      and r.get("method") not in (None, "inversion")
                       for r in rows if "error_pct" in r):
         notes.append("some figures asked with --method inversion came from another method (see crosscheck.json)")
     rows.sort(key=lambda r: (r["start_unix_s"], channel_rank(r["channel"])))
@@ -587,13 +614,15 @@ def main(argv=None):
     ap.add_argument("--channels", default="", help="comma separated channels (default: every board channel present)")
     ap.add_argument("--out", default="", help="directory for crosscheck.json and crosscheck.md (default: MEASURE_DIR's parent)")
     ap.add_argument("--jobs", type=int, default=4, help="gpuwatt energy runs at a time (default 4)")
+    ap.add_argument("--named", action="store_true",
+                    help="also each channel by name alone (energy --channel C, no --method), as named:C")
     a = ap.parse_args(argv)
     if a.pad < 0:
         ap.error("--pad: want >= 0")
     out = a.out or os.path.dirname(os.path.abspath(a.measure_dir.rstrip("/")))
     try:
         res = crosscheck(a.measure_dir, a.poller_csv, a.bursts_jsonl, a.gpuwatt.split(), a.gpu, a.pad, a.sensor,
-                         [c for c in a.channels.split(",") if c], a.jobs)
+                         [c for c in a.channels.split(",") if c], a.jobs, named=a.named)
     except InputError as e:
         print(f"crosscheck: {e}", file=sys.stderr)
         return 2
