@@ -50,7 +50,8 @@ func python(t *testing.T) string {
 // noBytecode keeps python3 from writing __pycache__ into the source tree.
 const noBytecode = "PYTHONDONTWRITEBYTECODE=1"
 
-var scripts = []string{benchGPU + "/crosscheck.py", benchGPU + "/test_crosscheck.py", benchGPU + "/energy_poller.py", "../../bench/load/bursts.py"}
+var scripts = []string{benchGPU + "/crosscheck.py", benchGPU + "/test_crosscheck.py", benchGPU + "/energy_poller.py", "../../bench/load/bursts.py",
+	benchGPU + "/intervals_table.py", benchGPU + "/test_intervals_table.py", benchGPU + "/intervals_sim.py", "../../bench/load/shapes.py"}
 
 const benchGPU = "../../bench/gpu"
 
