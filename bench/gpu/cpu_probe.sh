@@ -30,7 +30,7 @@ probe() { # name, command...
 export CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=$G
 probe idle "$B" measure --gpu "$G" --out "$OUT/idle" -- sleep "$SPAN"
 probe load "$B" measure --gpu "$G" --out "$OUT/load" -- python3 bench/load/matmul.py --seconds "$SPAN"
-"$B" serve --gpu "$G" --listen 127.0.0.1:9471 > "$OUT/serve.stdout" 2> "$OUT/serve.stderr" &
+GPUWATT_CPUPROFILE="$OUT/serve.prof" "$B" serve --gpu "$G" --listen 127.0.0.1:9471 > "$OUT/serve.stdout" 2> "$OUT/serve.stderr" &
 spid=$!
 sleep 2; threads $spid "$OUT/serve.threads0"; sleep $((SPAN - 2)); threads $spid "$OUT/serve.threads1"
 kill -TERM $spid; wait $spid
