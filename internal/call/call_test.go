@@ -1,0 +1,77 @@
+package call
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+)
+
+// TestTargetStops: with a target, Run goes on until the interval is that tight and no
+// further (the checkpoints grow by a quarter), and the interval holds the truth.
+func TestTargetStops(t *testing.T) {
+	sm := simtest.Open(t, "h200")
+	sm.Dev.OpenContext(0)
+	sp := fitted(t, "h200")
+	c := twinCall{d: 5 * time.Millisecond, watts: 600, watts2: 600}
+	var seen []Progress
+	res, err := Run(context.Background(), Env{Clock: sm.Clock, System: sm.Sys}, c.fn(sm), Options{Target: 0.03, Sensor: &sp, Progress: func(p Progress) { seen = append(seen, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	active, _ := truthOf(t, sm, res)
+	t.Logf("%d calls, ±%.2f %% (needed %d); %.4f J against %.4f J; %s", res.Calls, 100*res.RelHalfWidth, res.CallsNeeded, res.ActiveJ.Value, active, res.Plan)
+	if !res.Reached || res.RelHalfWidth > 0.03 {
+		t.Errorf("target 3 %%: reached %v at ±%.2f %%", res.Reached, 100*res.RelHalfWidth)
+	}
+	if res.Calls >= DefaultMaxCalls || len(seen) == 0 || seen[len(seen)-1].Calls > res.Calls {
+		t.Errorf("%d calls, checkpoints %+v", res.Calls, seen)
+	}
+	if res.Calls > 2*res.CallsNeeded+DefaultMinCalls {
+		t.Errorf("%d calls where %d were needed: ran on past the target", res.Calls, res.CallsNeeded)
+	}
+	if !(res.ActiveJ.Low <= active && active <= res.ActiveJ.High) {
+		t.Errorf("truth %.4f J outside [%.4f, %.4f]", active, res.ActiveJ.Low, res.ActiveJ.High)
+	}
+	if res.TimeS.Value < 0.0049 || res.TimeS.Value > 0.0051 {
+		t.Errorf("time per call %v s, want 5 ms", res.TimeS.Value)
+	}
+}
+
+// TestBatch: a call run in batches gives its figures per call.
+func TestBatch(t *testing.T) {
+	sm := simtest.Open(t, "h100")
+	sm.Dev.OpenContext(0)
+	sp := fitted(t, "h100")
+	c := twinCall{d: 300 * time.Microsecond, watts: 500, watts2: 500}
+	res, err := Run(context.Background(), Env{Clock: sm.Clock, System: sm.Sys}, c.fn(sm), Options{Calls: 60, Batch: 20, Sensor: &sp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	active, _ := truthOf(t, sm, res)
+	if res.Batch != 20 || res.TimeS.Value < 0.000299 || res.TimeS.Value > 0.000301 {
+		t.Errorf("batch %d, time per call %v", res.Batch, res.TimeS.Value)
+	}
+	if !(res.ActiveJ.Low <= active && active <= res.ActiveJ.High) {
+		t.Errorf("truth %.5f J outside [%.5f, %.5f]", active, res.ActiveJ.Low, res.ActiveJ.High)
+	}
+}
+
+// TestBadOptions: each bad option is named.
+func TestBadOptions(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Target: 1.5}, "target"},
+		{Options{Calls: -1}, "calls"},
+		{Options{MinCalls: 50, MaxCalls: 10}, "min calls"},
+		{Options{Batch: -2}, "batch"},
+	} {
+		if err := c.o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error naming %q", c.o, err, c.want)
+		}
+	}
+}
