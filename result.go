@@ -3,6 +3,7 @@ package gpuwatt
 import (
 	"time"
 
+	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
@@ -135,9 +136,16 @@ func regionOf(r marks.Region) RegionResult {
 		out.Parent = *r.Parent
 	}
 	for _, g := range r.GPUs {
-		out.GPUs = append(out.GPUs, Energy{GPU: g.Index, UUID: g.UUID, OK: !g.NoFigure, Joules: g.EnergyJ, Low: g.EnergyLowJ, High: g.EnergyHighJ,
-			AbsLow: g.AbsoluteLowJ, AbsHigh: g.AbsoluteHighJ, Partial: g.Partial, MeanWatts: g.MeanPowerW,
-			Method: g.Method, Source: g.Source, Warnings: warningsOf(g.Warnings)})
+		e := energyOf(g.Figure)
+		e.GPU, e.UUID, e.OK, e.MeanWatts = g.Index, g.UUID, !g.NoFigure, g.MeanPowerW
+		out.GPUs = append(out.GPUs, e)
 	}
 	return out
+}
+
+// energyOf is the one conversion of the estimator's figure into the library's Energy (the
+// GPU, its UUID, OK and the mean power are the caller's).
+func energyOf(f energy.Figure) Energy {
+	return Energy{Joules: f.EnergyJ, Low: f.LowJ, High: f.HighJ, AbsLow: f.AbsoluteLowJ, AbsHigh: f.AbsoluteHighJ,
+		Partial: f.Partial, Method: string(f.Method), Source: f.Source, Warnings: warningsOf(f.Warnings)}
 }

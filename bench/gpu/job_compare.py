@@ -31,7 +31,7 @@ for j in 'ABC':
     d = 100 * (g['energy_j'] / e['energy_j'] - 1)
     overlap = not (g['energy_high_j'] < e['energy_low_j'] or e['energy_high_j'] < g['energy_low_j'])
     rows.append(dict(job=j, span_s=round(job['span_s'], 3), job_energy_j=round(g['energy_j'], 2), job_low_j=round(g['energy_low_j'], 2), job_high_j=round(g['energy_high_j'], 2),
-                     job_source=g['source'], measure_energy_j=round(e['energy_j'], 2), measure_low_j=round(e['energy_low_j'], 2), measure_high_j=round(e['energy_high_j'], 2),
+                     job_source=g.get('method', g['source']), measure_energy_j=round(e['energy_j'], 2), measure_low_j=round(e['energy_low_j'], 2), measure_high_j=round(e['energy_high_j'], 2),
                      measure_method=e.get('energy_method', ''), measure_channel=e.get('channel', ''), measure_channel_energy_j=round(e.get('channel_energy_j', 0), 2), measure_channel_low_j=round(e.get('channel_energy_low_j', 0), 2), measure_channel_high_j=round(e.get('channel_energy_high_j', 0), 2), diff_pct=round(d, 2), intervals_overlap=overlap, incomplete=job['incomplete'],
                      from_s=round(a, 4), to_s=round(b, 4)))
 json.dump(rows, open(f'{out}/compare.json', 'w'), indent=1)

@@ -357,11 +357,11 @@ func (a *App) jobEnd(ctx context.Context, args []string) int {
 	if *otlp != "" {
 		var gs []otlpexport.GPU
 		for _, g := range res.GPUs {
-			if g.Source == "none" {
+			if !g.OK() {
 				continue
 			}
-			gs = append(gs, otlpexport.GPU{Index: g.Index, UUID: g.UUID, Model: g.Name, EnergyJ: g.EnergyJ, EnergyLowJ: g.EnergyLowJ, EnergyHighJ: g.EnergyHighJ,
-				HasInterval: true, Source: g.Source, Corrected: g.Corrected, PowerW: g.MeanPowerW, HasPower: res.SpanS > 0})
+			gs = append(gs, otlpexport.GPU{Index: g.Index, UUID: g.UUID, Model: g.Name, EnergyJ: g.EnergyJ, EnergyLowJ: g.LowJ, EnergyHighJ: g.HighJ,
+				HasInterval: true, Source: string(g.Method), Corrected: g.Corrected, PowerW: g.MeanPowerW, HasPower: res.SpanS > 0})
 		}
 		err := otlpexport.Push(ctx, otlpexport.Options{URL: *otlp, Host: res.Host, Version: a.versionString(), Resource: map[string]string{
 			"gpuwatt.job.id": res.JobID, "gpuwatt.job.user": res.User,

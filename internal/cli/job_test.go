@@ -99,9 +99,9 @@ func (e jobEnv) checkTruth(t *testing.T, res *job.Result) {
 		m, _ := dev.Model("energy.total")
 		board := m.Gain * truth
 		t.Logf("GPU %d: %.2f J [%.2f, %.2f] (%s); truth on the counter's scale %.2f J, true %.2f J [%.2f, %.2f]",
-			g.Index, g.EnergyJ, g.EnergyLowJ, g.EnergyHighJ, g.Source, board, truth, g.AbsoluteLowJ, g.AbsoluteHighJ)
-		if !(g.EnergyLowJ <= board && board <= g.EnergyHighJ) {
-			t.Errorf("GPU %d: truth %.2f J (counter's scale) outside [%.2f, %.2f] J", g.Index, board, g.EnergyLowJ, g.EnergyHighJ)
+			g.Index, g.EnergyJ, g.LowJ, g.HighJ, g.Method, board, truth, g.AbsoluteLowJ, g.AbsoluteHighJ)
+		if !(g.LowJ <= board && board <= g.HighJ) {
+			t.Errorf("GPU %d: truth %.2f J (counter's scale) outside [%.2f, %.2f] J", g.Index, board, g.LowJ, g.HighJ)
 		}
 		if !(g.AbsoluteLowJ <= truth && truth <= g.AbsoluteHighJ) {
 			t.Errorf("GPU %d: true %.2f J outside the absolute [%.2f, %.2f] J", g.Index, truth, g.AbsoluteLowJ, g.AbsoluteHighJ)
@@ -197,15 +197,15 @@ func TestJobSimTruth(t *testing.T) {
 			case "hw.energy":
 				want = g.EnergyJ
 			case "gpuwatt.hw.energy.low":
-				want = g.EnergyLowJ
+				want = g.LowJ
 			case "gpuwatt.hw.energy.high":
-				want = g.EnergyHighJ
+				want = g.HighJ
 			case "hw.power":
 				want = g.MeanPowerW
 			}
 			n++
-			if p.Value != want || p.Attrs["gpuwatt.energy.source"] != g.Source || p.Attrs["hw.type"] != "gpu" {
-				t.Errorf("%s of GPU %d: %g (%v), want %g from job.json (source %s)", p.Metric, g.Index, p.Value, p.Attrs, want, g.Source)
+			if p.Value != want || p.Attrs["gpuwatt.energy.source"] != string(g.Method) || p.Attrs["hw.type"] != "gpu" {
+				t.Errorf("%s of GPU %d: %g (%v), want %g from job.json (source %s)", p.Metric, g.Index, p.Value, p.Attrs, want, g.Method)
 			}
 		}
 	}
@@ -258,8 +258,8 @@ func TestJobRecorderDied(t *testing.T) {
 		t.Errorf("incomplete %v, recorder %q; stderr %s", res.Incomplete, res.Recorder, stderr)
 	}
 	for _, g := range res.GPUs {
-		if g.Source != job.CounterOnly {
-			t.Errorf("GPU %d: source %s, want %s", g.Index, g.Source, job.CounterOnly)
+		if g.Method != job.CounterOnly {
+			t.Errorf("GPU %d: source %s, want %s", g.Index, g.Method, job.CounterOnly)
 		}
 	}
 	e.checkTruth(t, res)
@@ -322,8 +322,8 @@ func TestJobCounterChannel(t *testing.T) {
 	}
 	res := readJob(t, e.dir)
 	for _, g := range res.GPUs {
-		if !strings.HasPrefix(g.Source, "counter") {
-			t.Errorf("GPU %d: source %s, want the counter's", g.Index, g.Source)
+		if !strings.HasPrefix(string(g.Method), "counter") {
+			t.Errorf("GPU %d: source %s, want the counter's", g.Index, g.Method)
 		}
 	}
 	e.checkTruth(t, res)

@@ -49,12 +49,12 @@ func TestMeasureMarksWarm(t *testing.T) {
 	g := r.GPUs[0]
 	cfg, _ := sim.Preset("h100")
 	truthW := float64(cfg.CommandLoad)
-	t.Logf("%s: %.3f-%.3f s, %.1f J [%.1f, %.1f] abs [%.1f, %.1f] %s, true %.0f W", r.Name, r.StartS, r.EndS, g.EnergyJ, g.EnergyLowJ, g.EnergyHighJ, g.AbsoluteLowJ, g.AbsoluteHighJ, g.Method, truthW)
+	t.Logf("%s: %.3f-%.3f s, %.1f J [%.1f, %.1f] abs [%.1f, %.1f] %s, true %.0f W", r.Name, r.StartS, r.EndS, g.EnergyJ, g.LowJ, g.HighJ, g.AbsoluteLowJ, g.AbsoluteHighJ, g.Method, truthW)
 	if r.Name != "warm" || r.Timing != "arrival" || r.DurationS < 0.45 || r.DurationS > 1 || r.StartS < sum.StartS || r.EndS > sum.EndS {
 		t.Errorf("region %+v against the command's %.3f-%.3f s", r, sum.StartS, sum.EndS)
 	}
-	if g.NoFigure || g.EnergyLowJ > g.EnergyJ || g.EnergyJ > g.EnergyHighJ || g.AbsoluteLowJ/r.DurationS > truthW || g.AbsoluteHighJ/r.DurationS < truthW {
-		t.Errorf("energy %.1f J [%.1f, %.1f] abs [%.1f, %.1f] over %.3f s: the true %.0f W outside", g.EnergyJ, g.EnergyLowJ, g.EnergyHighJ, g.AbsoluteLowJ, g.AbsoluteHighJ, r.DurationS, truthW)
+	if g.NoFigure || g.LowJ > g.EnergyJ || g.EnergyJ > g.HighJ || g.AbsoluteLowJ/r.DurationS > truthW || g.AbsoluteHighJ/r.DurationS < truthW {
+		t.Errorf("energy %.1f J [%.1f, %.1f] abs [%.1f, %.1f] over %.3f s: the true %.0f W outside", g.EnergyJ, g.LowJ, g.HighJ, g.AbsoluteLowJ, g.AbsoluteHighJ, r.DurationS, truthW)
 	}
 	for _, w := range g.Warnings {
 		if w.Code == marks.CodeUnsynced {

@@ -220,22 +220,12 @@ type Uncertainty struct {
 	GainNote          string  `json:"gain_note"`
 }
 
-// Estimate is the energy of a region and how it was found.
+// Estimate is the energy of a region and how it was found: its Figure, with the
+// candidates the estimator weighed.
 type Estimate struct {
 	From, To time.Duration `json:"-"`
-	EnergyJ  float64       `json:"energy_j"`
-	// LowJ and HighJ bound the 95 % interval relative to the board's scale (Uncertainty,
-	// where Partial says a component is absent and the interval is a floor).
-	LowJ        float64     `json:"energy_low_j"`
-	HighJ       float64     `json:"energy_high_j"`
-	Uncertainty Uncertainty `json:"uncertainty"`
-	Method      Method      `json:"method"`
-	// Channel is the channel whose readings give the figure; Source says it for people
-	// ("power.samples (calibrated to energy.total)"); Note says why this method.
-	Channel  string `json:"channel"`
-	Source   string `json:"source"`
-	Note     string `json:"note"`
-	Readings int    `json:"readings"` // readings of Channel inside the region
+	Figure
+	Readings int `json:"readings"` // readings of Channel inside the region
 
 	// The candidates: the counter's own figure and its readings strictly inside (with
 	// their span), the calibrated channel's figure and its readings inside (0: none).
@@ -251,8 +241,6 @@ type Estimate struct {
 	Choice    *correct.Choice `json:"-"`
 	// InversionUncertainty is the inverted channel's own budget (nil: not computed).
 	InversionUncertainty *Uncertainty `json:"-"`
-
-	Warnings []status.Warning `json:"warnings"`
 }
 
 // Region estimates the energy of GPU gpu over [from, to] of tr: see the package comment.
@@ -261,7 +249,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 	if what == "" {
 		what = "the region"
 	}
-	est := Estimate{From: from, To: to, Method: NoFigure, Uncertainty: Uncertainty{Components: []Component{}}, Warnings: []status.Warning{}}
+	est := Estimate{From: from, To: to, Figure: Figure{Method: NoFigure, Uncertainty: Uncertainty{Components: []Component{}}, Warnings: []status.Warning{}}}
 	warn := func(code status.Code, key, f string, a ...any) {
 		est.Warnings = append(est.Warnings, status.Warning{Code: code, Key: key, Message: fmt.Sprintf(f, a...)})
 	}
@@ -1035,33 +1023,8 @@ func edgeComponent(mean func(a, b time.Duration) (float64, bool), from, to, w, u
 	return c
 }
 
-func (est *Estimate) add(c Component) {
-	est.Uncertainty.Components = append(est.Uncertainty.Components, c)
-}
-
-// interval sets LowJ, HighJ and the Uncertainty's totals from the components.
-func (est *Estimate) interval() {
-	u := &est.Uncertainty
-	var ss float64
-	u.Partial = false
-	for _, c := range u.Components {
-		if !c.Known {
-			u.Partial = true
-			continue
-		}
-		ss += c.HalfWidthJ * c.HalfWidthJ
-	}
-	u.HalfWidthJ = math.Sqrt(ss)
-	est.LowJ, est.HighJ = est.EnergyJ-u.HalfWidthJ, est.EnergyJ+u.HalfWidthJ
-	u.GainErrorFraction = BoardGainError
-	u.GainHalfWidthJ = BoardGainError * math.Abs(est.EnergyJ)
-	abs := math.Hypot(u.HalfWidthJ, u.GainHalfWidthJ)
-	u.AbsoluteLowJ, u.AbsoluteHighJ = est.EnergyJ-abs, est.EnergyJ+abs
-	u.GainNote = fmt.Sprintf("the board's gain error, ±%.0f %% (NVML's documented accuracy; boards of one model differ as much): it cancels between figures of one board, so it is left out of the relative interval", 100*BoardGainError)
-}
-
-// HalfWidthJ is the interval's half-width.
-func (est *Estimate) HalfWidthJ() float64 { return (est.HighJ - est.LowJ) / 2 }
+// interval sets the Figure's intervals from its components (Figure.Finish).
+func (est *Estimate) interval() { est.Finish() }
 
 func pollInterval(tr *trace.Trace, gpu int, name string) time.Duration {
 	if ch, ok := tr.Channel(gpu, name); ok && ch.Stats != nil {

@@ -22,37 +22,47 @@ const (
 
 // CounterOnly is the source of a GPU's figure when the recorder's trace is missing: the
 // difference of the counter readings of begin and end.
-const CounterOnly = "counter_begin_end"
+const CounterOnly energy.Method = "counter_begin_end"
 
 // AssumedCounterPeriod is the energy counter's update period taken where no trace shows
 // it (the recorder died): 100 ms on the boards measured (FACTS.md: H100, H200).
 const AssumedCounterPeriod = 100 * time.Millisecond
 
-// GPUResult is one GPU's energy over the job.
+// GPUResult is one GPU's energy over the job: the estimator's figure over the job's span
+// (Method is counter, calibrated_ring, inversion, counter_interpolated, or CounterOnly), or
+// begin's and end's counter readings alone where the recorder's trace is missing.
 type GPUResult struct {
 	Index int    `json:"index"`
 	UUID  string `json:"uuid"`
 	Name  string `json:"name"`
-	// EnergyJ over the job's span with its 95 % interval on the board's scale; the
-	// absolute interval adds the board's gain error (energy.BoardGainError).
-	EnergyJ       float64 `json:"energy_j"`
-	EnergyLowJ    float64 `json:"energy_low_j"`
-	EnergyHighJ   float64 `json:"energy_high_j"`
-	AbsoluteLowJ  float64 `json:"absolute_low_j"`
-	AbsoluteHighJ float64 `json:"absolute_high_j"`
-	// Source is the estimator's method (counter, calibrated_ring, inversion,
-	// counter_interpolated) or counter_begin_end; EnergySource says it for people, Note why.
-	Source       string             `json:"source"`
-	EnergySource string             `json:"energy_source"`
-	Note         string             `json:"note,omitempty"`
-	Corrected    bool               `json:"corrected"`
-	MeanPowerW   float64            `json:"mean_power_w"`
-	Uncertainty  energy.Uncertainty `json:"uncertainty"`
+	energy.Figure
+	Corrected  bool    `json:"corrected"`
+	MeanPowerW float64 `json:"mean_power_w"`
 	// CounterBeginJ and CounterEndJ are the counter's readings by begin and end (absent
 	// where none).
-	CounterBeginJ *float64         `json:"counter_begin_j,omitempty"`
-	CounterEndJ   *float64         `json:"counter_end_j,omitempty"`
-	Warnings      []status.Warning `json:"warnings"`
+	CounterBeginJ *float64 `json:"counter_begin_j,omitempty"`
+	CounterEndJ   *float64 `json:"counter_end_j,omitempty"`
+}
+
+// UnmarshalJSON reads a GPU of job.json, also as gpuwatt before issue 27 wrote it: the
+// method under "source" and the description under "energy_source".
+func (g *GPUResult) UnmarshalJSON(b []byte) error {
+	type plain GPUResult
+	var old struct {
+		Method       *string `json:"method"`
+		Source       string  `json:"source"`
+		EnergySource *string `json:"energy_source"`
+	}
+	if err := json.Unmarshal(b, (*plain)(g)); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &old); err != nil {
+		return err
+	}
+	if old.Method == nil && old.EnergySource != nil {
+		g.Method, g.Source = energy.Method(old.Source), *old.EnergySource
+	}
+	return nil
 }
 
 // Result is job.json.
@@ -104,7 +114,7 @@ func Compute(b *Begin, end map[int]*Counter, endT time.Duration, tr *trace.Trace
 	cache := &energy.Cache{}
 	var ss float64
 	for _, g := range b.GPUs {
-		gr := GPUResult{Index: g.Index, UUID: g.UUID, Name: g.Name, Warnings: []status.Warning{}}
+		gr := GPUResult{Index: g.Index, UUID: g.UUID, Name: g.Name, Figure: energy.Figure{Warnings: []status.Warning{}}}
 		if g.Counter != nil {
 			v := g.Counter.EnergyJ
 			gr.CounterBeginJ = &v
@@ -115,9 +125,7 @@ func Compute(b *Begin, end map[int]*Counter, endT time.Duration, tr *trace.Trace
 		}
 		if tr != nil {
 			est := energy.Region(tr, g.Index, from, to, energy.Options{What: "the job", Cache: cache})
-			gr.EnergyJ, gr.EnergyLowJ, gr.EnergyHighJ = est.EnergyJ, est.LowJ, est.HighJ
-			gr.Source, gr.EnergySource, gr.Note, gr.Uncertainty = string(est.Method), est.Source, est.Note, est.Uncertainty
-			gr.Warnings = append(gr.Warnings, est.Warnings...)
+			gr.Figure = est.Figure
 			gr.Corrected = est.Method == energy.CalibratedRing || est.Method == energy.Inversion
 			if est.Method == energy.CounterInterpolated && est.Uncertainty.Partial {
 				// The estimator cannot tell the power across the edges; here the edges are
@@ -131,8 +139,7 @@ func Compute(b *Begin, end map[int]*Counter, endT time.Duration, tr *trace.Trace
 		} else {
 			counterOnly(&gr, g, to-from)
 		}
-		gr.AbsoluteLowJ, gr.AbsoluteHighJ = gr.Uncertainty.AbsoluteLowJ, gr.Uncertainty.AbsoluteHighJ
-		if gr.Source == string(energy.NoFigure) || gr.Source == "" {
+		if !gr.OK() {
 			r.Incomplete = true
 			r.Reason = joinReason(r.Reason, fmt.Sprintf("GPU %d has no energy figure", g.Index))
 		}
@@ -140,7 +147,7 @@ func Compute(b *Begin, end map[int]*Counter, endT time.Duration, tr *trace.Trace
 			gr.MeanPowerW = gr.EnergyJ / r.SpanS
 		}
 		r.EnergyJ += gr.EnergyJ
-		ss += math.Pow((gr.EnergyHighJ-gr.EnergyLowJ)/2, 2)
+		ss += math.Pow(gr.HalfWidthJ(), 2)
 		r.GPUs = append(r.GPUs, gr)
 	}
 	hw := math.Sqrt(ss)
@@ -215,10 +222,10 @@ func merge(tr *trace.Trace, b *Begin, end map[int]*Counter) {
 // may be late by up to the counter's update period (assumed), in which the board drew at
 // most its power limit: the difference is within ± limit × period, plus a quantum at each end.
 func counterOnly(gr *GPUResult, g BeginGPU, span time.Duration) {
-	gr.Source, gr.EnergySource = CounterOnly, trace.ChEnergyTotal+" (begin and end readings only)"
+	gr.Method, gr.Channel, gr.Source = CounterOnly, trace.ChEnergyTotal, trace.ChEnergyTotal+" (begin and end readings only)"
 	gr.Uncertainty = energy.Uncertainty{Components: []energy.Component{}, GainErrorFraction: energy.BoardGainError}
 	if g.Counter == nil || gr.CounterEndJ == nil {
-		gr.Source, gr.EnergySource = string(energy.NoFigure), ""
+		gr.Method, gr.Channel, gr.Source = energy.NoFigure, "", ""
 		why := "begin has no reading of its energy counter"
 		if g.Counter != nil {
 			why = "end could not read its energy counter"
@@ -255,25 +262,7 @@ func boundEdges(gr *GPUResult, lim float64, period time.Duration, assumed bool) 
 		}
 	}
 	u.Components = append(comps, edge)
-	var ss float64
-	u.Partial = false
-	for _, c := range u.Components {
-		if c.Known {
-			ss += c.HalfWidthJ * c.HalfWidthJ
-		} else {
-			u.Partial = true
-		}
-	}
-	e := gr.EnergyJ
-	u.HalfWidthJ = math.Sqrt(ss)
-	gr.EnergyLowJ, gr.EnergyHighJ = e-u.HalfWidthJ, e+u.HalfWidthJ
-	u.GainErrorFraction = energy.BoardGainError
-	u.GainHalfWidthJ = energy.BoardGainError * math.Abs(e)
-	abs := math.Hypot(u.HalfWidthJ, u.GainHalfWidthJ)
-	u.AbsoluteLowJ, u.AbsoluteHighJ = e-abs, e+abs
-	if u.GainNote == "" {
-		u.GainNote = "NVML's documented ±5 % of the board's power sensor"
-	}
+	gr.Finish()
 }
 
 // adminComment is the compact JSON stored in Slurm's AdminComment.
@@ -302,7 +291,7 @@ type adminGPU struct {
 func AdminComment(r *Result) string {
 	a := adminComment{Gpuwatt: Format, EnergyJ: r1(r.EnergyJ), LowJ: r1(r.EnergyLowJ), HighJ: r1(r.EnergyHighJ), SpanS: r1(r.SpanS), Incomplete: r.Incomplete, GPUs: []adminGPU{}}
 	for _, g := range r.GPUs {
-		a.GPUs = append(a.GPUs, adminGPU{UUID: g.UUID, EnergyJ: r1(g.EnergyJ), LowJ: r1(g.EnergyLowJ), HighJ: r1(g.EnergyHighJ), Source: g.Source})
+		a.GPUs = append(a.GPUs, adminGPU{UUID: g.UUID, EnergyJ: r1(g.EnergyJ), LowJ: r1(g.LowJ), HighJ: r1(g.HighJ), Source: string(g.Method)})
 	}
 	b, _ := json.Marshal(a)
 	return string(b)
@@ -333,11 +322,11 @@ func shellQuote(s string) string {
 func WriteText(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "gpuwatt job end: job %s on %s, %s (%s to %s)\n", r.JobID, r.Host, energy.FmtDur(r.SpanS), r.Start.UTC().Format(time.RFC3339), r.End.UTC().Format(time.RFC3339))
 	for _, g := range r.GPUs {
-		if g.Source == string(energy.NoFigure) {
+		if !g.OK() {
 			fmt.Fprintf(w, "  GPU %d %s: no energy figure\n", g.Index, g.UUID)
 			continue
 		}
-		fmt.Fprintf(w, "  GPU %d %s: %s (95 %%: %.1f to %.1f J), %.1f W mean, from %s\n", g.Index, g.UUID, energy.FmtPM(g.EnergyJ, (g.EnergyHighJ-g.EnergyLowJ)/2), g.EnergyLowJ, g.EnergyHighJ, g.MeanPowerW, g.EnergySource)
+		fmt.Fprintf(w, "  GPU %d %s: %s (95 %%: %.1f to %.1f J), %.1f W mean, from %s\n", g.Index, g.UUID, energy.FmtPM(g.EnergyJ, g.HalfWidthJ()), g.LowJ, g.HighJ, g.MeanPowerW, g.Source)
 	}
 	fmt.Fprintf(w, "  job: %.1f J (95 %%: %.1f to %.1f J)\n", r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ)
 	if r.Incomplete {

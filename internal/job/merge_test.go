@@ -29,7 +29,7 @@ func TestMergeKeepsCounterMonotonic(t *testing.T) {
 	end := map[int]*Counter{0: {T: 1.12, EnergyJ: 1000 + 100}}
 	r := Compute(b, end, 1120*ms, tr, "")
 	g := r.GPUs[0]
-	if g.Source == "none" || g.EnergyJ < 100 || g.EnergyJ > 112 {
-		t.Errorf("source %s, %.2f J (%v), want the counter's ~110 J", g.Source, g.EnergyJ, g.Warnings)
+	if g.Method == "none" || g.EnergyJ < 100 || g.EnergyJ > 112 {
+		t.Errorf("source %s, %.2f J (%v), want the counter's ~110 J", g.Method, g.EnergyJ, g.Warnings)
 	}
 }

@@ -148,14 +148,14 @@ func TestRegionEnergiesHoldTruth(t *testing.T) {
 		for _, w := range g.Warnings {
 			flagged = flagged || w.Code == CodeUnsynced
 		}
-		t.Logf("%s #%d %.2f-%.2f s: %.2f J [%.2f, %.2f] (%s), truth %.2f J (%.2f on the board's scale), unsynced %v", r.Name, r.Instance, r.StartS, r.EndS, g.EnergyJ, g.EnergyLowJ, g.EnergyHighJ, g.Method, truth, onScale, flagged)
-		if g.NoFigure || onScale < g.EnergyLowJ || onScale > g.EnergyHighJ {
-			t.Errorf("%s #%d: the truth on the board's scale %.2f J lies outside [%.2f, %.2f]", r.Name, r.Instance, onScale, g.EnergyLowJ, g.EnergyHighJ)
+		t.Logf("%s #%d %.2f-%.2f s: %.2f J [%.2f, %.2f] (%s), truth %.2f J (%.2f on the board's scale), unsynced %v", r.Name, r.Instance, r.StartS, r.EndS, g.EnergyJ, g.LowJ, g.HighJ, g.Method, truth, onScale, flagged)
+		if g.NoFigure || onScale < g.LowJ || onScale > g.HighJ {
+			t.Errorf("%s #%d: the truth on the board's scale %.2f J lies outside [%.2f, %.2f]", r.Name, r.Instance, onScale, g.LowJ, g.HighJ)
 		}
 		if r.Name != "async" && (truth < g.AbsoluteLowJ || truth > g.AbsoluteHighJ) {
 			t.Errorf("%s #%d: the truth %.2f J lies outside the absolute interval [%.2f, %.2f]", r.Name, r.Instance, truth, g.AbsoluteLowJ, g.AbsoluteHighJ)
 		}
-		if hw := (g.EnergyHighJ - g.EnergyLowJ) / 2; hw > 0.1*truth {
+		if hw := (g.HighJ - g.LowJ) / 2; hw > 0.1*truth {
 			t.Errorf("%s #%d: half-width %.2f J is over 10 %% of %.2f J", r.Name, r.Instance, hw, truth)
 		}
 		if want := r.Name == "async"; flagged != want {

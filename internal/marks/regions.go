@@ -38,29 +38,15 @@ type Region struct {
 	Warnings []status.Warning `json:"warnings"`
 }
 
-// GPUEnergy is a region's energy on one GPU: internal/energy's estimate over the region.
+// GPUEnergy is a region's energy on one GPU: internal/energy's figure over the region
+// (Method, Channel and Source say how and from which channel). NoFigure: no energy could
+// be given (Warnings say why); the figures are then 0 and mean nothing.
 type GPUEnergy struct {
 	Index int    `json:"index"`
 	UUID  string `json:"uuid"`
-	// EnergyJ with its 95 % interval on the board's own scale (EnergyLowJ, EnergyHighJ;
-	// Partial: a component could not be computed, the interval is a floor) and with the
-	// board's gain error (AbsoluteLowJ, AbsoluteHighJ). NoFigure: no energy could be given
-	// (Warnings say why); the figures are then 0 and mean nothing.
-	EnergyJ       float64 `json:"energy_j"`
-	EnergyLowJ    float64 `json:"energy_low_j"`
-	EnergyHighJ   float64 `json:"energy_high_j"`
-	AbsoluteLowJ  float64 `json:"absolute_low_j"`
-	AbsoluteHighJ float64 `json:"absolute_high_j"`
-	Partial       bool    `json:"partial,omitempty"`
-	MeanPowerW    float64 `json:"mean_power_w"`
-	// Method and Source: how the estimator found the figure (counter, calibrated_ring,
-	// inversion, counter_interpolated) and from which channel.
-	Method   string             `json:"method"`
-	Channel  string             `json:"channel"`
-	Source   string             `json:"source"`
-	NoFigure bool               `json:"no_figure,omitempty"`
-	Budget   energy.Uncertainty `json:"uncertainty"`
-	Warnings []status.Warning   `json:"warnings"`
+	energy.Figure
+	MeanPowerW float64 `json:"mean_power_w"`
+	NoFigure   bool    `json:"no_figure,omitempty"`
 }
 
 // Options of Energies.
@@ -103,7 +89,7 @@ func Energies(tr *trace.Trace, spans []Span, o Options) []Region {
 		r.Timing = timing(s)
 		what := fmt.Sprintf("region %s #%d", s.Name, s.Instance)
 		for _, g := range gpus {
-			ge := GPUEnergy{Index: g.Index, UUID: g.UUID, Warnings: []status.Warning{}}
+			ge := GPUEnergy{Index: g.Index, UUID: g.UUID, Figure: energy.Figure{Warnings: []status.Warning{}}}
 			if s.End <= s.Start {
 				ge.NoFigure = true
 				ge.Warnings = append(ge.Warnings, status.Warnf(CodeNoRegionFigs, "%s is empty (it ends where it begins): no energy figure", what))
@@ -111,21 +97,17 @@ func Energies(tr *trace.Trace, spans []Span, o Options) []Region {
 				continue
 			}
 			est := energy.Region(tr, g.Index, s.Start, s.End, energy.Options{What: what, Calibration: cals[g.Index], Cache: cache})
-			ge.Warnings = append(ge.Warnings, est.Warnings...)
 			if est.Method == energy.NoFigure {
-				ge.NoFigure, ge.Method = true, string(est.Method)
+				ge.Warnings = append(ge.Warnings, est.Warnings...)
+				ge.NoFigure, ge.Method = true, est.Method
 				r.GPUs = append(r.GPUs, ge)
 				continue
 			}
-			u := est.Uncertainty
+			ge.Figure = est.Figure
 			if c, ok := arrivalComponent(s, est.EnergyJ); ok {
-				u = widen(u, est.EnergyJ, c)
+				ge.Figure = widen(ge.Figure, c)
 			}
-			ge.EnergyJ, ge.Method, ge.Channel, ge.Source = est.EnergyJ, string(est.Method), est.Channel, est.Source
-			ge.EnergyLowJ, ge.EnergyHighJ = est.EnergyJ-u.HalfWidthJ, est.EnergyJ+u.HalfWidthJ
-			ge.AbsoluteLowJ, ge.AbsoluteHighJ, ge.Partial = u.AbsoluteLowJ, u.AbsoluteHighJ, u.Partial
 			ge.MeanPowerW = est.EnergyJ / (s.End - s.Start).Seconds()
-			ge.Budget = u
 			r.GPUs = append(r.GPUs, ge)
 		}
 		out = append(out, r)
@@ -173,14 +155,12 @@ func arrivalComponent(s Span, e float64) (energy.Component, bool) {
 		Note: fmt.Sprintf("%d edge(s) stamped when the marker was read, up to %s after it was written: that time at the region's mean power, at each", n, ArrivalPoll)}, true
 }
 
-// widen adds a component to an estimate's budget, combined as the estimator combines its
+// widen adds a component to a figure's budget, combined as the estimator combines its
 // own (root sum of squares; the gain error apart).
-func widen(u energy.Uncertainty, e float64, c energy.Component) energy.Uncertainty {
-	u.Components = append(append([]energy.Component(nil), u.Components...), c)
-	u.HalfWidthJ = math.Hypot(u.HalfWidthJ, c.HalfWidthJ)
-	abs := math.Hypot(u.HalfWidthJ, u.GainHalfWidthJ)
-	u.AbsoluteLowJ, u.AbsoluteHighJ = e-abs, e+abs
-	return u
+func widen(f energy.Figure, c energy.Component) energy.Figure {
+	f.Uncertainty.Components = append(append([]energy.Component(nil), f.Uncertainty.Components...), c)
+	f.Finish()
+	return f
 }
 
 // LagAllowance is the least time the power may stay at a region's level after its end

@@ -101,7 +101,7 @@ func regionSection(s *Summary) report.Section {
 				continue
 			}
 			tab.Rows = append(tab.Rows, []string{name, fmt.Sprint(g.Index), fmt.Sprintf("%.3f s", r.StartS), fmtDur(r.DurationS),
-				units.Energy(g.EnergyJ).String(), units.Energy(g.EnergyLowJ).String() + " – " + units.Energy(g.EnergyHighJ).String(),
+				units.Energy(g.EnergyJ).String(), units.Energy(g.LowJ).String() + " – " + units.Energy(g.HighJ).String(),
 				units.Power(g.MeanPowerW).String(), g.Source, r.Timing, strings.Join(ws, " ")})
 		}
 	}

@@ -200,9 +200,9 @@ func writeRegions(b *strings.Builder, s *Summary) {
 		for _, g := range r.GPUs {
 			e, p, from := "-", "-", "no figure"
 			if !g.NoFigure {
-				e = energy.FmtPM(g.EnergyJ, (g.EnergyHighJ-g.EnergyLowJ)/2)
+				e = energy.FmtPM(g.EnergyJ, (g.HighJ-g.LowJ)/2)
 				p = units.Power(g.MeanPowerW).String()
-				from = g.Method
+				from = string(g.Method)
 			}
 			for _, w := range g.Warnings {
 				if w.Code == marks.CodeUnsynced {
