@@ -130,7 +130,7 @@ func TestMeasureGolden(t *testing.T) {
 		}
 		golden(t, "measure_h100_"+f, bytes.ReplaceAll(b, []byte(out), []byte("$OUT")))
 	}
-	checkReport(t, filepath.Join(out, "report.html"), 7)
+	checkReport(t, filepath.Join(out, "report.html"), 6) // the lean default: no power.usage/instant plot
 
 	// The files agree with each other: the trace loads back and the summary names its energy.
 	tr, err := trace.Load(out)
@@ -386,7 +386,7 @@ func TestMeasureInterruptedRealClock(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	done := make(chan int)
 	go func() {
-		done <- a.Main(ctx, []string{"measure", "--device", "sim", "--baseline", "200ms", "--out", out, "--", "x"})
+		done <- a.Main(ctx, []string{"measure", "--device", "sim", "--channels", "all", "--baseline", "200ms", "--out", out, "--", "x"})
 	}()
 	select {
 	case code := <-done:

@@ -329,7 +329,7 @@ func TestEnergyIdleFromBaseline(t *testing.T) {
 	for _, preset := range []string{"h100", "h200"} {
 		a, _, stderr, ctx := testApp(t)
 		out := filepath.Join(t.TempDir(), "run")
-		if code := a.Main(ctx, []string{"measure", "--device", "sim:" + preset, "--out", out, "--json", "--", "fake", "5s"}); code != 0 {
+		if code := a.Main(ctx, []string{"measure", "--device", "sim:" + preset, "--channels", "all", "--out", out, "--json", "--", "fake", "5s"}); code != 0 {
 			t.Fatalf("measure: exit %d: %s", code, stderr)
 		}
 		var sum measure.Summary

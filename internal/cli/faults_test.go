@@ -490,7 +490,7 @@ func TestChannelWithoutReadingsUnavailable(t *testing.T) {
 		return &faultySystem{System: s, clk: clk, lostAt: 500 * time.Millisecond, only: "power.instant"}
 	}
 	out := filepath.Join(t.TempDir(), "run")
-	code := a.Main(ctx, []string{"measure", "--device", "sim", "--baseline", "1s", "--out", out, "--", "fake", "2s"})
+	code := a.Main(ctx, []string{"measure", "--device", "sim", "--channels", "all", "--baseline", "1s", "--out", out, "--", "fake", "2s"})
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -29,7 +29,8 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	var sh shared
 	sh.register(fs, withOut|withJSON|withQuiet, "")
 	gpus := fs.String("gpu", "all", "GPUs to record: all, or indices such as 0,2")
-	chans := fs.String("channels", "all", "channels to record: all, or names and globs such as power.*,energy.total")
+	chans := fs.String("channels", measure.DefaultChannels, "channels to record: default (the driver's sample ring and energy counter, clocks, temperature, throttle reasons; a board's other power channels only where it has no ring: docs/sampling.md), all, or names and globs such as default,power.usage")
+	gpuCPU := fs.Bool("gpu-cpu", false, "give the Sampler's CPU per GPU (each polling lane on an OS thread of its own, which costs a little CPU itself)")
 	poll := fs.String("poll", "adaptive", "adaptive (learn each channel's update period, poll at a period/8), lock (adaptive, phase-locked where updates keep time), max (busy-poll), or an interval such as 5ms")
 	baseline := fs.Duration("baseline", time.Second, "idle recording before the command (gives the idle power)")
 	tail := fs.Duration("tail", time.Second, "recording after the command (shows the sensors settle)")
@@ -52,7 +53,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	}
 	cmd := fs.Args()
 	opt := measure.Options{
-		GPUs: gpuIdx, Channels: patterns, Poll: popt, Baseline: *baseline, Tail: *tail,
+		GPUs: gpuIdx, Channels: patterns, GPUCPU: *gpuCPU, Poll: popt, Baseline: *baseline, Tail: *tail,
 		Runner: a.Runner, Command: cmd,
 		Version: a.versionString(), Host: a.host(), CommandLine: append([]string{"gpuwatt", "measure"}, args...),
 	}

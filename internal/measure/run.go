@@ -126,7 +126,13 @@ var signalNames = map[syscall.Signal]string{
 // clock come from the device.Env that Run is given.
 type Options struct {
 	GPUs     []int    // indices into the system's devices; empty means all
-	Channels []string // glob patterns on channel names ("power.*"); empty means all
+	// Channels are glob patterns on channel names ("power.*"), or DefaultChannels (the
+	// lean set, SelectSensors); empty means all.
+	Channels []string
+	// GPUCPU keeps each of the Sampler's lanes on an OS thread of its own, so that the
+	// summary can give the polling CPU per GPU (Options.ThreadCPU of internal/sensor). Off,
+	// the summary gives the whole process's CPU alone, which is then lower.
+	GPUCPU bool
 	Poll     sensor.Options
 	Baseline time.Duration // idle recording before the command
 	Tail     time.Duration // recording after it
@@ -237,20 +243,22 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sensors []sensor.Sensor
+	var all []sensor.Sensor
 	for _, d := range devs {
-		for _, s := range d.Sensors() {
-			if MatchChannel(s.Channel().Name, o.Channels) {
-				sensors = append(sensors, s)
-			}
-		}
+		all = append(all, d.Sensors()...)
 	}
+	sensors := SelectSensors(all, o.Channels)
 	if len(sensors) == 0 {
 		return nil, fmt.Errorf("%w: --channels %s: matches no channel", status.ErrInput, strings.Join(o.Channels, ","))
 	}
 	clk := env.Clock
 	popt := o.Poll
-	popt.ThreadCPU = true // the Sampler's CPU per GPU, in the summary
+	// The Sampler's CPU per GPU, in the summary, only where asked: a lane on an OS thread
+	// of its own costs a handoff at every wakeup (docs/sampling.md).
+	popt.ThreadCPU = o.GPUCPU
+	if popt.SlowShare == 0 {
+		popt.SlowShare = sensor.DefaultSlowShare
+	}
 	smp := sensor.New(clk, sensors, popt)
 	if err := smp.Start(ctx); err != nil {
 		return nil, fmt.Errorf("sampler: %w", err)

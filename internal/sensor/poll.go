@@ -48,11 +48,12 @@ type Options struct {
 	// whose call takes L is polled at most every L/CPUShare (default 0.002). The H200's
 	// energy counter costs ~3.8 ms of CPU a call, so it is read every ~1.9 s (and on Poke).
 	CPUShare float64
-	// SlowShare, when > 0, caps in Fixed mode the time every other slow channel's calls
-	// may take too (a call slower than 100 µs, the driver buffer aside), as CPUShare does a
-	// counter's: such a channel is polled at most every L/SlowShare. 0 (the default) polls
-	// them at Interval. gpuwatt serve sets it: on an H200 clock.sm and throttle.reasons took
-	// 1.2-1.5 ms a call, and polled every 100 ms they were most of serve's CPU.
+	// SlowShare, when > 0, caps the time every other slow channel's calls may take too (a
+	// call slower than 100 µs, the driver buffer aside; in adaptive mode only state
+	// channels: clocks, temperature, the throttle mask), as CPUShare does a counter's: such
+	// a channel is polled at most every L/SlowShare. 0 (the default) leaves them at their
+	// interval. gpuwatt serve and measure set it: on an H200 clock.sm and throttle.reasons
+	// took 1.2-1.5 ms a call, and polled every 100 ms they were most of the lanes' CPU.
 	SlowShare float64
 	// PhaseLock (--poll lock) polls a regular channel in short windows around its expected
 	// updates, once nine precisely stamped updates show that they keep time: stamps within
@@ -75,6 +76,10 @@ type Options struct {
 	// 0.72-0.74 % without (BenchmarkServe8GPUs), so only measure sets it.
 	ThreadCPU bool
 }
+
+// DefaultSlowShare is the SlowShare that measure and serve poll with: a slow state channel
+// (a clock, the throttle mask: 1.2-1.5 ms a call on an H200) takes at most 0.2 % of a core.
+const DefaultSlowShare = 0.002
 
 // DefaultHangTimeout is Options.HangTimeout's default: a thousand times the slowest call
 // seen on an H200 (the energy counter, ~3.8 ms; a busy driver has taken 0.1 s).

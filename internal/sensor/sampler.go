@@ -48,6 +48,10 @@ type Sampler struct {
 // Options.HangTimeout.
 const FirstReadHangs = 5
 
+// ringDepth is the fewest samples a driver's power ring is taken to hold (an H200's holds
+// 119): two reads further apart than that many sample periods may have lost samples.
+const ringDepth = 100
+
 // slowCall is the call latency above which a channel gets a lane of its own (the
 // driver sample buffer, ~0.3 ms, and the energy counter, ~3.8 ms, on an H200).
 const slowCall = 100 * time.Microsecond
@@ -650,6 +654,13 @@ func (cs *chanState) record(tc time.Duration, rs []Reading) {
 			cs.pollLost += int(g / p)
 		}
 	}
+	if cs.kind == kindBuffered && cs.have && cs.period > 0 && !cs.irregular {
+		// The ring loses samples only where two reads lie further apart than it is deep:
+		// ringDepth periods at least (119 on an H200, read every 25).
+		if g := tc - cs.lastPoll; g > ringDepth*cs.period {
+			cs.pollLost += int((g - ringDepth*cs.period) / cs.period)
+		}
+	}
 	anyNew := false
 	for _, r := range rs {
 		if cs.have && r.Value == cs.lastVal && r.DriverUS == cs.lastDrv {
@@ -913,12 +924,24 @@ func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 		// by 0.2 % that way); dithered, they are independent.
 		iv = time.Duration(float64(iv) * (0.75 + 0.5*cs.rand()))
 	}
-	// Only a counter is worth slowing down for CPU: its readings lose no energy when
-	// spaced out. The others are cheap (~1 µs), and the ring must be read before it wraps;
-	// a slow call there means contention for the driver, not work of ours.
-	if !virtual && cs.kind == kindCumulative && cs.lat.n >= 8 {
-		if floor := time.Duration(float64(cs.latMed) / o.CPUShare); iv < floor {
-			iv = floor
+	// A counter is slowed down for CPU: its readings lose no energy when spaced out. So is
+	// a slow state channel where SlowShare asks (a clock or the throttle mask cost 1.2-1.5
+	// ms a call on an H200: polled every 100 ms, most of measure's lane CPU); its value is
+	// sampled and held, so reading it less often coarsens its time shares, nothing else.
+	// Power channels are cheap (~1 µs) and must catch every update, and the ring must be
+	// read before it wraps: a slow call there means contention for the driver.
+	if !virtual && cs.lat.n >= 8 {
+		share := 0.0
+		switch {
+		case cs.kind == kindCumulative:
+			share = o.CPUShare
+		case cs.kind == kindState && o.SlowShare > 0 && cs.latMed > slowCall:
+			share = o.SlowShare
+		}
+		if share > 0 {
+			if floor := time.Duration(float64(cs.latMed) / share); iv < floor {
+				iv = floor
+			}
 		}
 	}
 	return iv
@@ -974,7 +997,7 @@ func (cs *chanState) statsWith(latency func() time.Duration) *trace.ChannelStats
 
 		Missed:   cs.missed,
 		LostMax:  cs.pollLost,
-		Periodic: cs.kind == kindPower && !cs.irregular,
+		Periodic: (cs.kind == kindPower || cs.kind == kindBuffered) && !cs.irregular,
 	}
 }
 

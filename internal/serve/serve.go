@@ -42,7 +42,7 @@ const DefaultPoll = 100 * time.Millisecond
 // SlowShare is the Sampler's SlowShare under serve: a channel whose call takes more than
 // 100 µs (an H200's clock.sm, throttle.reasons, temp.gpu: 0.35-1.5 ms) is read at most every
 // (its call's time / 0.2 %), like the energy counter, however short --poll is.
-const SlowShare = 0.002
+const SlowShare = sensor.DefaultSlowShare
 
 // Options of serve.
 type Options struct {

@@ -92,7 +92,8 @@ type ChannelStats struct {
 	// LostMax bounds the updates the Sampler itself may have missed: each gap between two
 	// calls longer than the update period counts the periods inside it. Missed beyond it
 	// are intervals where the sensor held its value. Periodic: a channel the Sampler polls
-	// to catch every update (not a buffer, a counter or a state).
+	// to catch every update, or the driver's sample ring (not a counter or a state); the
+	// ring loses samples only where two reads lie further apart than it is deep.
 	LostMax  int  `json:"lost_updates_max"`
 	Periodic bool `json:"periodic,omitempty"`
 }
