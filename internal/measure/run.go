@@ -125,14 +125,14 @@ var signalNames = map[syscall.Signal]string{
 // Options are one measurement: what to record and the command to run. The system and the
 // clock come from the device.Env that Run is given.
 type Options struct {
-	GPUs     []int    // indices into the system's devices; empty means all
+	GPUs []int // indices into the system's devices; empty means all
 	// Channels are glob patterns on channel names ("power.*"), or DefaultChannels (the
 	// lean set, SelectSensors); empty means all.
 	Channels []string
 	// GPUCPU keeps each of the Sampler's lanes on an OS thread of its own, so that the
 	// summary can give the polling CPU per GPU (Options.ThreadCPU of internal/sensor). Off,
 	// the summary gives the whole process's CPU alone, which is then lower.
-	GPUCPU bool
+	GPUCPU   bool
 	Poll     sensor.Options
 	Baseline time.Duration // idle recording before the command
 	Tail     time.Duration // recording after it
