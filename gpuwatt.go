@@ -28,7 +28,7 @@
 // energy is known, in tests; or Options.Device "sim" for the twin on the wall clock.
 // Traces are saved and read back with Trace (Result.Trace, LoadTrace). Programs in
 // other languages mark regions for `gpuwatt measure` through the file named by
-// $GPUWATT_MARKS (python/gpuwatt.py, c/gpuwatt_marks.h; docs/markers.md).
+// $GPUWATT_MARKS (python/gpuwatt/markers.py, c/gpuwatt_marks.h; docs/markers.md).
 package gpuwatt
 
 import (

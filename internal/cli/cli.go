@@ -80,6 +80,7 @@ func init() {
 		{"loadlevel", "energy efficiency under transactional load at SPEC Power load levels (FFT transactions)", (*App).loadlevel},
 		{"characterize", "the energy datasheet of a GPU in one command: sensors, micro, archline, load levels; report.html", (*App).characterize},
 		{"job", "a batch job's GPU energy: job begin in a Slurm prolog, job end in its epilog (job.json, the sacctmgr AdminComment line, --otlp)", (*App).job},
+		{"record", "serve the Python package: record the GPUs, and give each window a program begins and ends its energy (JSON lines on stdin/stdout, docs/python.md)", (*App).record},
 		{"serve", "serve /metrics for Prometheus without end: corrected power and energy per GPU and per process", (*App).serve},
 		{"report", "re-render report.html from the results.json of characterize; several DIRs side by side", (*App).report},
 		{"version", "print gpuwatt's version", (*App).version},

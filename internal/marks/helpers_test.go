@@ -89,7 +89,7 @@ func checkHelperMarks(t *testing.T, evs []Event, t0, t1 time.Duration, want stri
 	}
 }
 
-// TestPythonHelper runs python/gpuwatt.py: region() and begin/end, nested and repeated,
+// TestPythonHelper runs python/gpuwatt/markers.py (import gpuwatt, python/ on PYTHONPATH): region() and begin/end, nested and repeated,
 // the sync callable called before every marker, an end written when the block raises,
 // a bad name refused, and nothing written without GPUWATT_MARKS.
 func TestPythonHelper(t *testing.T) {
@@ -124,7 +124,7 @@ want = 10 if gpuwatt.enabled() else 0
 if len(calls) != want or (want and calls.count(2) != 1):
     sys.exit("sync calls %r, want %d" % (calls, want))
 `), 0o644)
-	env := []string{"PYTHONPATH=" + filepath.Dir(repoFile(t, "python/gpuwatt.py"))}
+	env := []string{"PYTHONPATH=" + filepath.Dir(filepath.Dir(repoFile(t, "python/gpuwatt/markers.py")))}
 	path := filepath.Join(dir, "marks.txt")
 	evs, t0, t1 := runHelper(t, path, env, py, script)
 	checkHelperMarks(t, evs, t0, t1, "train >step >step eval boom")

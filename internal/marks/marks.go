@@ -10,7 +10,7 @@
 //	end NAME [T]
 //
 // NAME is one word (no blanks); T, where given, is the writer's CLOCK_MONOTONIC in seconds
-// at the marker (the helpers python/gpuwatt.py and c/gpuwatt_marks.h write it), mapped onto
+// at the marker (the helpers python/gpuwatt/markers.py and c/gpuwatt_marks.h write it), mapped onto
 // the trace's axis exactly (both are the host's monotonic clock); without T the line is
 // stamped when measure reads it (it tails the file every ArrivalPoll). Blank lines and lines
 // starting with # are skipped; any other line is a warning naming it, never a region.
@@ -143,7 +143,7 @@ func ParseLines(lines []Line, toAxis func(sec float64) time.Duration) ([]Event, 
 	}
 	if arrived > 0 {
 		ws = append(ws, status.Warning{Code: CodeArrival, Value: float64(arrived), Unit: "markers",
-			Message: fmt.Sprintf("%d marker(s) carry no time of their own and were stamped when read (up to %s late, plus the writer's own delay): a region's edges are that uncertain; the helpers (python/gpuwatt.py, c/gpuwatt_marks.h) write the time", arrived, ArrivalPoll)})
+			Message: fmt.Sprintf("%d marker(s) carry no time of their own and were stamped when read (up to %s late, plus the writer's own delay): a region's edges are that uncertain; the helpers (python/gpuwatt/markers.py, c/gpuwatt_marks.h) write the time", arrived, ArrivalPoll)})
 	}
 	slices.SortStableFunc(evs, func(a, b Event) int { return cmpDur(a.T, b.T) })
 	return evs, ws

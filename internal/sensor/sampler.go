@@ -458,6 +458,38 @@ func (s *Sampler) Stats() []trace.Channel {
 	return out
 }
 
+// Snapshot returns the channels (with their statistics so far) and a copy of the samples
+// recorded so far, in time order, while the recording goes on: the recorder behind the
+// Python package gives a window its energy from it as soon as the window ends. Safe to
+// call while recording on a real clock; on a virtual clock, call it from the goroutine
+// that advances the clock. With SetSink it returns no samples.
+func (s *Sampler) Snapshot() ([]trace.Channel, []trace.Sample) {
+	s.mu.Lock()
+	chans := s.chans
+	start := s.start
+	s.mu.Unlock()
+	now := s.clk.Now()
+	outCh := make([]trace.Channel, 0, len(chans))
+	var all []trace.Sample
+	for _, cs := range chans {
+		if l := cs.lane; l != nil {
+			l.mu.Lock()
+		}
+		ch := cs.ch
+		ch.Stats = cs.statsWith(func() time.Duration { return cs.latMed })
+		if cs.polls > 1 && now > start {
+			ch.Stats.PollInterval = (now - start).Seconds() / float64(cs.polls-1)
+		}
+		all = append(all, cs.samples...)
+		if l := cs.lane; l != nil {
+			l.mu.Unlock()
+		}
+		outCh = append(outCh, ch)
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].T < all[j].T })
+	return outCh, all
+}
+
 // Hung says which driver calls had not returned when Stop gave up waiting for them (and
 // which channels went unread behind them), one line each; nil when none: the recording
 // of those channels ends early, and is incomplete. Call it after Stop.

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bash bench/gpu/markers/run.sh OUTDIR [GPUWATT]: the markers run on a GPU (issue 15): a
 # small PyTorch training loop under `gpuwatt measure`, a region per step through
-# python/gpuwatt.py, with torch.cuda.synchronize() at each marker and once without.
+# python/gpuwatt/markers.py, with torch.cuda.synchronize() at each marker and once without.
 # Reads only; never changes the card's settings. About 60 s.
 out=${1:?usage: run.sh OUTDIR [GPUWATT]}
 gw=${2:-.gpu/gpuwatt}

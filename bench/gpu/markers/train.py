@@ -1,6 +1,6 @@
 """A small PyTorch training loop (an MLP on random data) with a region per step, for
 `gpuwatt measure -- python3 train.py`: steps of three batch sizes (so their energies
-differ by about their work), each marked through python/gpuwatt.py.
+differ by about their work), each marked through python/gpuwatt/markers.py.
 
     --sync     torch.cuda.synchronize() at every marker (the region ends when its work ends)
     --no-sync  markers written when the work is queued: gpuwatt flags the regions that the

@@ -22,7 +22,9 @@ markers or per call, so that each marker is written after the GPU's queued work 
             loss = model(batch).sum(); loss.backward(); opt.step()
 
 gpuwatt flags a region whose end the power shows the work ran past (docs/markers.md).
-Copy this file next to your program, or put the repository's python/ on PYTHONPATH.
+This module has no dependencies on the rest of the package: copy it next to your program
+as gpuwatt.py, put the repository's python/ on PYTHONPATH, or pip install python/ (which
+also gives gpuwatt.Monitor, the energy of each window in-process: docs/python.md).
 """
 
 import contextlib
