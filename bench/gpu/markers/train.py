@@ -16,7 +16,7 @@ import time
 
 here = os.path.dirname(os.path.abspath(__file__))
 for p in (here, os.path.join(here, "..", "..", "..", "python")):
-    if os.path.exists(os.path.join(p, "gpuwatt.py")):
+    if os.path.exists(os.path.join(p, "gpuwatt.py")) or os.path.exists(os.path.join(p, "gpuwatt", "__init__.py")):
         sys.path.insert(0, p)
         break
 import gpuwatt  # noqa: E402
