@@ -141,9 +141,9 @@ func TestWindowsHoldTruth(t *testing.T) {
 		truth := s.Dev.TrueEnergy(sec(spec.from), sec(spec.to)).Joules()
 		scaled := onScale(s, g, truth, sec(spec.to-spec.from))
 		t.Logf("%s %s #%d %.2f-%.2f s: %.3f J [%.3f, %.3f] abs [%.3f, %.3f] (%s), truth %.3f J (%.3f on the board's scale)",
-			kind, w.Name, w.Instance, w.StartS, w.EndS, g.EnergyJ, g.EnergyLowJ, g.EnergyHighJ, g.AbsoluteLowJ, g.AbsoluteHighJ, g.Method, truth, scaled)
-		if g.NoFigure || scaled < g.EnergyLowJ || scaled > g.EnergyHighJ {
-			t.Errorf("%s %s #%d: the truth on the board's scale %.3f J lies outside [%.3f, %.3f]", kind, w.Name, w.Instance, scaled, g.EnergyLowJ, g.EnergyHighJ)
+			kind, w.Name, w.Instance, w.StartS, w.EndS, g.EnergyJ, g.LowJ, g.HighJ, g.AbsoluteLowJ, g.AbsoluteHighJ, g.Method, truth, scaled)
+		if g.NoFigure || scaled < g.LowJ || scaled > g.HighJ {
+			t.Errorf("%s %s #%d: the truth on the board's scale %.3f J lies outside [%.3f, %.3f]", kind, w.Name, w.Instance, scaled, g.LowJ, g.HighJ)
 		}
 		if truth < g.AbsoluteLowJ || truth > g.AbsoluteHighJ {
 			t.Errorf("%s %s #%d: the truth %.3f J lies outside the absolute interval [%.3f, %.3f]", kind, w.Name, w.Instance, truth, g.AbsoluteLowJ, g.AbsoluteHighJ)
@@ -170,8 +170,8 @@ func TestWindowsHoldTruth(t *testing.T) {
 	for i, r := range regs {
 		a, b := r.GPUs[0], c.Windows[i].GPUs[0]
 		// The CSV keeps each reading to 9 significant digits: the figures agree to 1e-6.
-		if !near(a.EnergyJ, b.EnergyJ) || !near(a.EnergyLowJ, b.EnergyLowJ) || !near(a.EnergyHighJ, b.EnergyHighJ) || a.Method != b.Method {
-			t.Errorf("window %d: close gave %.6f J [%.6f, %.6f], the saved trace gives %.6f J [%.6f, %.6f]", i, b.EnergyJ, b.EnergyLowJ, b.EnergyHighJ, a.EnergyJ, a.EnergyLowJ, a.EnergyHighJ)
+		if !near(a.EnergyJ, b.EnergyJ) || !near(a.LowJ, b.LowJ) || !near(a.HighJ, b.HighJ) || a.Method != b.Method {
+			t.Errorf("window %d: close gave %.6f J [%.6f, %.6f], the saved trace gives %.6f J [%.6f, %.6f]", i, b.EnergyJ, b.LowJ, b.HighJ, a.EnergyJ, a.LowJ, a.HighJ)
 		}
 	}
 }
