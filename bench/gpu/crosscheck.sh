@@ -66,7 +66,7 @@ sleep 1
 
 # CUDA numbers GPUs fastest first unless told; in PCI order its index is NVML's.
 # shellcheck disable=SC2086
-MCMD=("$B" measure --gpu "$GPU" --out "$OUT/measure" -- env CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES="$GPU"
+MCMD=("$B" measure --channels all --gpu "$GPU" --out "$OUT/measure" -- env CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES="$GPU"
   python3 bench/load/bursts.py --out "$OUT/bursts.jsonl" $BURSTS_ARGS)
 S=$(date +%s)
 "${MCMD[@]}" >"$OUT/measure.txt" 2>"$OUT/measure-stderr.txt"

@@ -87,7 +87,7 @@ def main():
     cfgp = os.path.join(a.out, "sim.json")
     with open(cfgp, "w") as f:
         json.dump({"preset": a.preset, "command_load_w": active_idle, "load": loads}, f, indent=1)
-    cmd = [a.gpuwatt, "measure", "--sim-config", cfgp, "--quiet", "--out", mdir, "--", "sleep", f"{t - 1.0:.3f}"]
+    cmd = [a.gpuwatt, "measure", "--channels", "all", "--sim-config", cfgp, "--quiet", "--out", mdir, "--", "sleep", f"{t - 1.0:.3f}"]
     print("+", " ".join(cmd), file=sys.stderr)
     with open(os.path.join(a.out, "measure.txt"), "w") as f:
         subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, check=True)
