@@ -48,6 +48,14 @@ var (
 	// (on the H200's full sweep, those 12 points fit pi0 = 85 W against 149 W from all
 	// 46; at 1/32 and 1, 148 W, eps_flop and eps_mem within 2 %).
 	QuickOccupancies = []float64{1.0 / 32, 1}
+	// DefaultTensorIntensities are the tensor roofline's (issue 33): 4 to 4096 flop/byte,
+	// a factor of 2 apart, from HBM-bound staging to on-chip reuse (an H100's time balance
+	// is about 300 flop/byte in bf16); QuickTensorIntensities the --quick sweep.
+	DefaultTensorIntensities = []float64{4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}
+	QuickTensorIntensities   = []float64{4, 16, 64, 256, 1024, 4096}
+	// TensorWarpgroups are the tensor roofline's occupancies: one and two warpgroups (128
+	// threads) per SM; its kernels run one warpgroup per block.
+	TensorWarpgroups = []int{1, 2}
 	// DefaultLoop is the measurement of one point.
 	DefaultLoop = loop.Options{Warmup: 250 * time.Millisecond, MinUpdates: 10, MinDuration: 2 * time.Second, MaxDuration: 10 * time.Second}
 )
@@ -56,9 +64,12 @@ var (
 type Options struct {
 	Precisions  []kernels.Precision // default fp32 and fp64
 	Intensities []float64           // flop/byte; default DefaultIntensities
-	Occupancies []float64           // (0, 1]; default DefaultOccupancies
-	Loop        loop.Options        // default DefaultLoop
-	Idle        time.Duration       // idle recording first (default 2 s)
+	// TensorIntensities are the tensor precisions' (kernels.TCBF16, TCFP8), in flop/byte
+	// (two per MAC); default DefaultTensorIntensities.
+	TensorIntensities []float64
+	Occupancies       []float64     // (0, 1]; default DefaultOccupancies
+	Loop              loop.Options  // default DefaultLoop
+	Idle              time.Duration // idle recording first (default 2 s)
 	// ClockTolerance: a point whose median SM clock is more than this share below the
 	// dominant top clock is left out of the fit (default 0.02).
 	ClockTolerance float64
@@ -83,6 +94,9 @@ func (o Options) withDefaults() Options {
 	}
 	if len(o.Occupancies) == 0 {
 		o.Occupancies = DefaultOccupancies
+	}
+	if len(o.TensorIntensities) == 0 {
+		o.TensorIntensities = DefaultTensorIntensities
 	}
 	if o.Loop == (loop.Options{}) {
 		o.Loop = DefaultLoop
@@ -215,8 +229,12 @@ type Result struct {
 	// The 95 % intervals of EpsFlopPJ, EpsMemPJPerByte and Pi0W ([low, high]; CIMethod
 	// says how; zero where the fit failed).
 	EpsFlopCI [2]float64 `json:"eps_flop_pj_ci"`
-	EpsMemCI  [2]float64 `json:"eps_mem_pj_per_byte_ci"`
-	Pi0CI     [2]float64 `json:"pi0_w_ci"`
+	// EpsMACPJ is a tensor precision's energy per multiply-accumulate (2 × EpsFlopPJ:
+	// W counts two flops per MAC), with its interval; 0 for fp32 and fp64.
+	EpsMACPJ float64     `json:"eps_mac_pj,omitempty"`
+	EpsMACCI *[2]float64 `json:"eps_mac_pj_ci,omitempty"`
+	EpsMemCI [2]float64  `json:"eps_mem_pj_per_byte_ci"`
+	Pi0CI    [2]float64  `json:"pi0_w_ci"`
 	// BEpsCI, EtaFlopCI and BEffectiveCI are the intervals of the energy balance B_eps =
 	// eps_mem / eps_flop, of eta_flop and of the effective balance point (Derived), from the
 	// same resamples as the parameters' (the peaks taken as measured).
@@ -363,6 +381,14 @@ func plan(p gpu.Props, opt Options) ([]job, error) {
 		jobs = append(jobs, job{d: suffix(d, o), kernel: "copy", occupancy: o})
 	}
 	for _, prec := range opt.Precisions {
+		if prec.Tensor() {
+			tj, err := tensorJobs(dev, sms, tps, prec, opt)
+			if err != nil {
+				return nil, err
+			}
+			jobs = append(jobs, tj...)
+			continue
+		}
 		for _, o := range opt.Occupancies {
 			// The flop kernel at a reduced occupancy runs longer; size it for ~5 ms at full.
 			blocks, thr := geometry(o)
@@ -382,6 +408,35 @@ func plan(p gpu.Props, opt Options) ([]job, error) {
 				}
 				jobs = append(jobs, job{d: suffix(d, o), kernel: "roofline", prec: prec, occupancy: o})
 			}
+		}
+	}
+	return jobs, nil
+}
+
+// tensorJobs are a tensor precision's points: the wgmma kernel (its flop kernel) and the
+// tensor roofline at each intensity, at one and two warpgroups per SM.
+func tensorJobs(dev kernels.Device, sms, tps int, prec kernels.Precision, opt Options) ([]job, error) {
+	var jobs []job
+	for _, wg := range TensorWarpgroups {
+		o := float64(wg*128) / float64(tps)
+		d, err := kernels.Tensor(prec.Class(), kernels.Opts{Device: dev, Blocks: wg * sms, LaunchTime: 5 * time.Millisecond})
+		if err != nil {
+			return nil, err
+		}
+		d.Name = fmt.Sprintf("flop.%s@%s", prec, occName(o))
+		d.Variant = map[string]float64{"occupancy": o}
+		jobs = append(jobs, job{d: d, kernel: "flop", prec: prec, occupancy: o})
+	}
+	for _, I := range opt.TensorIntensities {
+		for _, wg := range TensorWarpgroups {
+			o := float64(wg*128) / float64(tps)
+			d, err := kernels.TensorRoofline(prec, I, kernels.Opts{Device: dev, Blocks: wg * sms, Bytes: opt.BufferBytes, LaunchTime: 5 * time.Millisecond})
+			if err != nil {
+				return nil, err
+			}
+			d.Name = fmt.Sprintf("%s@%s", d.Name, occName(o))
+			d.Variant["occupancy"] = o
+			jobs = append(jobs, job{d: d, kernel: "roofline", prec: prec, occupancy: o})
 		}
 	}
 	return jobs, nil
@@ -646,13 +701,16 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 		if r, ok := kernels.SpecOpsPerCycleSM(prec.Class(), rep.Props.ComputeCapability); ok {
 			spec = 2 * r * float64(rep.Props.SMs) * rep.Props.MaxSMClockHz
 		}
-		word := map[kernels.Precision]int{kernels.FP32: 4, kernels.FP64: 8}[prec]
+		word := map[kernels.Precision]int{kernels.FP32: 4, kernels.FP64: 8, kernels.TCBF16: 2, kernels.TCFP8: 1}[prec]
 		res.Derived = derive(res.Fit, peakFlops, peakBytes, spec, word, limit)
 		if res.Fit.Error == "" {
 			res.EtaFlopCI, res.BEffectiveCI = derivedCIs(fitSet, peakFlops, peakBytes)
 		}
 		if res.Derived.CappedFromFlop > 0 {
 			res.Warnings = append(res.Warnings, status.Warnf(CodePowerlineCap, "the powerline (%.0f W at B_tau) exceeds the power limit %.0f W from %.3g to %.3g flop/byte: there the GPU lowers its clock", res.Derived.PowerlineMaxW, limit, res.Derived.CappedFromFlop, res.Derived.CappedToFlop))
+		}
+		if prec.Tensor() && res.Fit.Error == "" { // W counts two flops per MAC
+			res.EpsMACPJ, res.EpsMACCI = 2*res.EpsFlopPJ, &[2]float64{2 * res.EpsFlopCI[0], 2 * res.EpsFlopCI[1]}
 		}
 		all := append(append(flop, roof...), []Point{}...)
 		sort.SliceStable(all, func(a, b int) bool { return all[a].Kernel < all[b].Kernel })

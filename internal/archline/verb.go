@@ -16,8 +16,8 @@ import (
 // values mean the defaults.
 func (o Options) Validate() error {
 	for _, p := range o.Precisions {
-		if p != kernels.FP32 && p != kernels.FP64 {
-			return fmt.Errorf("--precision %q: want fp32, fp64 or fp32,fp64", p)
+		if p != kernels.FP32 && p != kernels.FP64 && !p.Tensor() {
+			return fmt.Errorf("--precision %q: want fp32, fp64, tc-bf16 or tc-fp8 (a comma-separated list)", p)
 		}
 	}
 	switch {

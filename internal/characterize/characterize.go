@@ -393,9 +393,10 @@ func poll() sensor.Options {
 
 func runMicro(ctx context.Context, opt Options, props gpu.Props, res *Results) (bool, error) {
 	// Each class with operand patterns runs with zeros and with random operands: the
-	// datasheet's data-dependence column (micro.DataEffect).
+	// datasheet's data-dependence column (micro.DataEffect); the tensor-core classes with
+	// random operands only (their energy per MAC; `micro --operands all` has the rest).
 	suite, err := kernels.Default(kernels.SuiteOpts{Device: kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz},
-		Operands: []kernels.Operands{kernels.OperandsZeros, kernels.OperandsRandom}})
+		Operands: []kernels.Operands{kernels.OperandsZeros, kernels.OperandsRandom}, TensorOperands: []kernels.Operands{kernels.OperandsRandom}})
 	if err != nil {
 		return false, err
 	}

@@ -315,7 +315,7 @@ func (r *Results) Headline() [][2]string {
 		add("active idle power (W)", g4(m.IdlePowerW))
 		add("baseline kernel power (W)", archline.PM(m.Pi0W, [2]float64{m.Pi0W - m.Pi0HalfWidthW, m.Pi0W + m.Pi0HalfWidthW}))
 		for _, row := range m.Rows {
-			if row.Group == "arith" || row.Group == "memory" {
+			if row.Group == "arith" || row.Group == "memory" || row.Group == "tensor" { // tensor: pJ/MAC
 				add(fmt.Sprintf("%s (pJ/%s)", row.Name, row.Unit), archline.PM(row.PJPerUnit, [2]float64{row.PJPerUnitLow, row.PJPerUnitHigh}))
 			}
 		}

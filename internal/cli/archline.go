@@ -21,7 +21,7 @@ func (a *App) archline(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("archline", flag.ContinueOnError)
 	var sh shared
 	sh.register(fs, withAll, "")
-	precs := fs.String("precision", "fp32,fp64", "precisions to sweep: fp32, fp64 or both, comma-separated")
+	precs := fs.String("precision", "fp32,fp64", "precisions to sweep, comma-separated: fp32, fp64, and the tensor cores tc-bf16, tc-fp8 (wgmma: compute capability 9.0)")
 	quick := fs.Bool("quick", false, "a smaller sweep: 6 intensities x 2 occupancies")
 	minUpdates := fs.Int("min-updates", archline.DefaultLoop.MinUpdates, "sensor updates each point must span")
 	minDur := fs.Duration("min-duration", archline.DefaultLoop.MinDuration, "shortest measurement of a point")
@@ -43,8 +43,8 @@ func (a *App) archline(ctx context.Context, args []string) int {
 	seen := map[kernels.Precision]bool{}
 	for _, s := range strings.Split(*precs, ",") {
 		p := kernels.Precision(strings.ToLower(strings.TrimSpace(s)))
-		if p != kernels.FP32 && p != kernels.FP64 {
-			return a.usageError("archline", fmt.Errorf("--precision %q: want fp32, fp64 or fp32,fp64", *precs))
+		if p != kernels.FP32 && p != kernels.FP64 && !p.Tensor() {
+			return a.usageError("archline", fmt.Errorf("--precision %q: want fp32, fp64, tc-bf16 or tc-fp8 (a comma-separated list)", *precs))
 		}
 		if !seen[p] {
 			ps = append(ps, p)
@@ -63,7 +63,7 @@ func (a *App) archline(ctx context.Context, args []string) int {
 		opt.Loop.Warmup = -1
 	}
 	if *quick {
-		opt.Intensities, opt.Occupancies = archline.QuickIntensities, archline.QuickOccupancies
+		opt.Intensities, opt.Occupancies, opt.TensorIntensities = archline.QuickIntensities, archline.QuickOccupancies, archline.QuickTensorIntensities
 	}
 	r, code := a.start("archline", sh, opt.Validate)
 	if r == nil {

@@ -58,7 +58,8 @@ var ArithClasses = []OpClass{
 }
 
 // Flops returns the floating-point operations one instruction of class c performs (an FMA
-// is two; a packed x2 FMA four; integer and special-function classes none).
+// is two; a packed x2 FMA four; integer and special-function classes none); for a
+// tensor-core class, whose Ops count MACs, those of one MAC (two; int8 none).
 func (c OpClass) Flops() int64 {
 	switch c {
 	case FP32Add:
@@ -67,6 +68,9 @@ func (c OpClass) Flops() int64 {
 		return 2
 	case FP16FMA, BF16FMA:
 		return 4
+	}
+	if c.Tensor() && c != INT8MMA { // Ops count MACs: two flops each
+		return 2
 	}
 	return 0
 }
@@ -145,6 +149,9 @@ type Descriptor struct {
 	// SASS counts per iteration.
 	Unroll int
 	Iters  int64
+	// Tensor is a tensor-core kernel's instruction shape (nil for others): its Ops of the
+	// measured class count MACs, Shape.MACs() per instruction of Shape.Threads threads.
+	Tensor *TensorShape
 
 	// Variant holds the swept parameter of an intensity variant: "coalescing" (threads per
 	// transaction, 1..32), "access_bytes" (1..16), "conflicts" (0..31), "occupancy"...

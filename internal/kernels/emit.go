@@ -204,7 +204,7 @@ var moduleTmpl = template.Must(template.New("module").Parse(`//
 {{- end}}
 //
 .version {{.Target.ISA}}
-.target sm_{{.Target.SM}}
+.target sm_{{.Target.SM}}{{.Target.Suffix}}
 .address_size 64
 {{range .Globals}}
 {{.}}

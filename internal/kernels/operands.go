@@ -72,6 +72,9 @@ func PatternsFor(c OpClass) []Operands {
 		// s += t has no non-zero fixed point: no constant pattern.
 		return []Operands{OperandsZeros, OperandsRandom}
 	}
+	if c.Tensor() {
+		return []Operands{OperandsZeros, OperandsConst, OperandsRandom}
+	}
 	return nil
 }
 

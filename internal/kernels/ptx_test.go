@@ -186,7 +186,10 @@ func classOf(op string) (OpClass, bool, error) {
 	if strings.HasPrefix(op, "setp.") {
 		return Setp, true, nil
 	}
-	for _, p := range []string{"mov.", "cvt.", "cvta.", "ld.", "st."} {
+	if c, ok := tensorOpcode(op); ok {
+		return c, true, nil
+	}
+	for _, p := range []string{"mov.", "cvt.", "cvta.", "ld.", "st.", "wgmma.fence.", "wgmma.commit_group.", "wgmma.wait_group.", "fence.proxy.async.", "bar.sync"} {
 		if strings.HasPrefix(op, p) {
 			return "", false, nil
 		}
@@ -195,6 +198,43 @@ func classOf(op string) (OpClass, bool, error) {
 		return "", false, nil
 	}
 	return "", false, fmt.Errorf("unknown opcode %q", op)
+}
+
+// tensorOpcode is this test's own table of tensor-core opcodes: the class by form (mma.sync
+// or wgmma) and operand type.
+func tensorOpcode(op string) (OpClass, bool) {
+	parts := strings.Split(op, ".")
+	var form string
+	switch {
+	case strings.HasPrefix(op, "mma.sync.aligned."):
+		form = "mma"
+	case strings.HasPrefix(op, "wgmma.mma_async.sync.aligned."):
+		form = "wgmma"
+	default:
+		return "", false
+	}
+	typ := parts[len(parts)-2] // the B type: ...f32.bf16.bf16.f32 (mma) or ...f32.bf16.bf16 (wgmma)
+	if form == "wgmma" {
+		typ = parts[len(parts)-1]
+	}
+	if name, ok := map[string]string{"s8": "int8", "f16": "fp16"}[typ]; ok {
+		typ = name
+	}
+	return OpClass(typ + "." + form), true
+}
+
+// tensorMACs is the MACs per thread of one tensor instruction, from its shape (mMnNkK)
+// over the threads that issue it together (a warp; a warpgroup for wgmma).
+func tensorMACs(op string) (num, per int64) {
+	m := regexp.MustCompile(`\.m(\d+)n(\d+)k(\d+)\.`).FindStringSubmatch(op)
+	a, _ := strconv.ParseInt(m[1], 10, 64)
+	b, _ := strconv.ParseInt(m[2], 10, 64)
+	c, _ := strconv.ParseInt(m[3], 10, 64)
+	per = 32
+	if strings.HasPrefix(op, "wgmma.") {
+		per = 128
+	}
+	return a * b * c, per
 }
 
 // mult is how often an instruction runs in one launch.
@@ -258,6 +298,10 @@ func countPTX(m *ptxModule, d Descriptor) (counted, error) {
 			return c, fmt.Errorf("line %d: %w", in.line, err)
 		}
 		if ok {
+			if k.Tensor() { // MACs: the threads of a warp (warpgroup) issue one instruction together
+				macs, per := tensorMACs(in.opcode)
+				n = n / per * macs
+			}
 			if k == Setp || k == Bra {
 				c.overhead[k] += n
 			} else {
@@ -284,7 +328,7 @@ func checkModule(t *testing.T, d Descriptor) *ptxModule {
 	if m.addressSize != "64" {
 		t.Errorf("%s: .address_size %q, want 64", d.Name, m.addressSize)
 	}
-	if !regexp.MustCompile(`^sm_\d+$`).MatchString(m.target) || !regexp.MustCompile(`^\d+\.\d+$`).MatchString(m.version) {
+	if !regexp.MustCompile(`^sm_\d+a?$`).MatchString(m.target) || !regexp.MustCompile(`^\d+\.\d+$`).MatchString(m.version) {
 		t.Errorf("%s: .target %q .version %q", d.Name, m.target, m.version)
 	}
 	want := []string{fmt.Sprintf(".maxntid %d, 1, 1", d.Threads)}

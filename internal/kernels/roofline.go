@@ -17,8 +17,13 @@ const (
 
 // Class is the FMA class that a roofline kernel of this precision executes.
 func (p Precision) Class() OpClass {
-	if p == FP64 {
+	switch p {
+	case FP64:
 		return FP64FMA
+	case TCBF16:
+		return BF16WGMMA
+	case TCFP8:
+		return E4M3WGMMA
 	}
 	return FP32FMA
 }

@@ -54,6 +54,26 @@ var specTable = map[string]map[OpClass]float64{
 	},
 }
 
+// tensorSpecSource says where tensorSpecTable comes from, for the kernels' notes.
+const tensorSpecSource = "NVIDIA H100 Tensor Core GPU Architecture whitepaper: 512 dense FP16 FMA per clock per tensor core, 4 per SM; A100 whitepaper: 256"
+
+// tensorSpecTable is the dense tensor-core rate in MACs (multiply-accumulates) per clock per
+// SM, the unit of a tensor class's Descriptor.Ops. Sources: the NVIDIA A100 and H100 Tensor
+// Core GPU Architecture whitepapers. A100: 256 dense FP16 FMA per clock per tensor core,
+// 4 per SM (1024 per SM: 312 TFLOP/s = 108 SMs x 1024 x 2 x 1.41 GHz); H100: twice that
+// (2048 per SM: 989.4 TFLOP/s = 132 x 2048 x 2 x 1.83 GHz, the whitepaper's boost clock
+// for tensor work on the SXM5; its max SM clock is 1.98 GHz, so the peak at the clock a
+// kernel runs at is what micro compares with). TF32 is half the FP16 rate, FP8 and INT8
+// twice (H100 SXM5: 494.7, 1978.9 TFLOP/s and 1978.9 TOPS dense). mma.sync and wgmma
+// share the tensor cores: the table is the hardware's, whichever instruction reaches it.
+var tensorSpecTable = map[string]map[OpClass]float64{
+	"9.0": {
+		FP16MMA: 2048, BF16MMA: 2048, TF32MMA: 1024, INT8MMA: 4096, E4M3MMA: 4096, E5M2MMA: 4096,
+		FP16WGMMA: 2048, BF16WGMMA: 2048, E4M3WGMMA: 4096, E5M2WGMMA: 4096,
+	},
+	"8.0": {FP16MMA: 1024, BF16MMA: 1024, TF32MMA: 512, INT8MMA: 2048},
+}
+
 // SpecOpsPerCycleSM returns the spec throughput of class c on compute capability cc
 // ("9.0", "8.0"), in thread-level instructions per clock per SM (the unit of
 // Descriptor.Ops): the CUDA C++ Programming Guide's "Throughput of Native Arithmetic
@@ -64,7 +84,11 @@ func SpecOpsPerCycleSM(c OpClass, cc string) (float64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	col, ok := specTable[fmtCC(sm)]
+	table := specTable
+	if c.Tensor() {
+		table = tensorSpecTable
+	}
+	col, ok := table[fmtCC(sm)]
 	if !ok {
 		return 0, false
 	}

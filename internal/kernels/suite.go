@@ -22,6 +22,9 @@ type SuiteOpts struct {
 	// (PatternsFor); one with none listed, or none at all, runs once without a pattern. A
 	// kernel under a pattern other than DefaultOperands is named "<class>@<pattern>".
 	Operands []Operands
+	// TensorOperands are the patterns the tensor-core classes run under (nil: Operands,
+	// else DefaultOperands): the datasheet runs them under random data only.
+	TensorOperands []Operands
 }
 
 // DefaultConflicts are the bank-conflict variants of the default suite.
@@ -157,6 +160,22 @@ func suite(o SuiteOpts) []suiteEntry {
 			ao.Operands = p
 			es = append(es, suiteEntry{name: PatternName(c, p), skip: c == BF16FMA && sm < 80,
 				gen: func() (Descriptor, error) { return Arith(c, ao) }})
+		}
+	}
+	for _, c := range TensorClasses {
+		pats := []Operands{DefaultOperands}
+		switch {
+		case len(o.TensorOperands) > 0:
+			pats = o.TensorOperands
+		case len(o.Operands) > 0:
+			pats = o.Operands
+		}
+		ok, _ := TensorSupported(c, orDefault(o.Device.CC))
+		for _, p := range pats {
+			to := opts
+			to.Operands = p
+			es = append(es, suiteEntry{name: PatternName(c, p), skip: !ok,
+				gen: func() (Descriptor, error) { return Tensor(c, to) }})
 		}
 	}
 	es = append(es,

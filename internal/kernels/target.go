@@ -12,10 +12,12 @@ import (
 type Target struct {
 	SM  int    // 90 for sm_90
 	ISA string // PTX ISA version, "7.8"
+	// Suffix is "a" for an architecture-specific target (sm_90a: wgmma), else "".
+	Suffix string
 }
 
 // String returns "sm_90 (PTX 7.8)".
-func (t Target) String() string { return fmt.Sprintf("sm_%d (PTX %s)", t.SM, t.ISA) }
+func (t Target) String() string { return fmt.Sprintf("sm_%d%s (PTX %s)", t.SM, t.Suffix, t.ISA) }
 
 // minISA is the first PTX ISA version that knows each target (PTX ISA manual, "PTX
 // Module Directives: .target", the target's introduction). Every instruction the
@@ -169,6 +171,7 @@ type shape struct {
 	chains          int
 	bytes           int64
 	launch          time.Duration
+	ctas            int // blocks per SM the PTX asks room for (0: as many as fit)
 }
 
 func (o Opts) shape(defUnroll int) (shape, error) {
@@ -235,6 +238,9 @@ var maxBlocksPerSM = map[int]int{70: 32, 72: 32, 80: 32, 87: 32, 89: 24, 90: 32,
 // minCTAs is the blocks per SM that the PTX asks ptxas to make room for (.minnctapersm,
 // with .maxntid the PTX form of __launch_bounds__): the registers then fit a full SM.
 func (s shape) minCTAs() int {
+	if s.ctas > 0 {
+		return s.ctas
+	}
 	m, ok := maxBlocksPerSM[s.target.SM]
 	if !ok {
 		m = 16

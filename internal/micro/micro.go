@@ -66,8 +66,11 @@ type Report struct {
 	Rows              []Row               `json:"rows"`
 	// Data is the operand data's effect: for each class measured under more than one
 	// operand pattern, its energy per instruction under each and the ratios random/zeros.
-	Data   []DataEffect `json:"data_effect,omitempty"`
-	Failed []string     `json:"failed,omitempty"` // kernels that could not be measured
+	Data []DataEffect `json:"data_effect,omitempty"`
+	// Tensor are the tensor-core kernels' figures: energy per MAC, throughput against the
+	// dense peak at the clock they ran at, power capping (issue 33).
+	Tensor []TensorFigure `json:"tensor,omitempty"`
+	Failed []string       `json:"failed,omitempty"` // kernels that could not be measured
 	// Status: the run-wide warnings (a kernel's own are in its row), and whether the run
 	// was cut short.
 	status.Status
@@ -85,7 +88,7 @@ type Row struct {
 	Name    string             `json:"name"`
 	Group   string             `json:"group"`
 	What    string             `json:"what"` // the instruction class or memory level measured
-	Unit    string             `json:"unit"` // "op" (one thread-level instruction) or "B"
+	Unit    string             `json:"unit"` // "op" (one thread-level instruction), "MAC" (a tensor core's multiply-accumulate) or "B"
 	Variant map[string]float64 `json:"variant,omitempty"`
 	// Operands is the operand pattern of an arithmetic kernel whose data is controlled
 	// (kernels.Operands), with the share of source-operand bits that toggle from one
@@ -215,6 +218,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 		rep.Rows = append(rep.Rows, row)
 	}
 	rep.Data = DataEffects(rep.Rows)
+	rep.Tensor = TensorFigures(rep.Rows, rep.Props.SMs)
 	return rep, tr, runErr
 }
 
@@ -331,6 +335,9 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0, pi0HW
 	switch {
 	case d.Measured != "":
 		row.What, row.Unit = string(d.Measured), "op"
+		if d.Measured.Tensor() { // Ops count multiply-accumulates
+			row.Unit = "MAC"
+		}
 		row.WorkPerLaunch = d.MeasuredOps()
 		row.FlopsPerLaunch = row.WorkPerLaunch * d.Measured.Flops()
 		if s, ok := kernels.SpecOpsPerCycleSM(d.Measured, p.ComputeCapability); ok {

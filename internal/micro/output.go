@@ -98,6 +98,8 @@ func throughput(x Row) string {
 		return fmt.Sprintf("%.4g TFLOP/s", x.FlopsPerSecond/1e12)
 	case x.Unit == "B":
 		return fmt.Sprintf("%.4g GB/s", x.PerSecond/1e9)
+	case x.Unit == "MAC": // int8: two integer ops per MAC
+		return fmt.Sprintf("%.4g TOPS", 2*x.PerSecond/1e12)
 	case x.Unit == "op":
 		return fmt.Sprintf("%.4g Gop/s", x.PerSecond/1e9)
 	}
@@ -198,6 +200,9 @@ func Page(r *Report) report.Page {
 			sec.Table = tab
 			p.Sections = append(p.Sections, sec)
 		}
+	}
+	if sec, ok := tensorSection(r); ok {
+		p.Sections = append(p.Sections, sec)
 	}
 	if sec, ok := dataSection(r); ok {
 		p.Sections = append(p.Sections, sec)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
 	"github.com/gpuwatt/gpuwatt/internal/report"
@@ -43,6 +44,12 @@ type ManifestKernel struct {
 	Bytes       map[string]int64 `json:"bytes"`               // per launch, by memory level
 	Requested   int64            `json:"requested,omitempty"` // useful bytes where they differ
 	Params      []ManifestParam  `json:"params"`
+	// MACsPerInstr and InstrThreads: a tensor-core kernel's MACs per instruction and the
+	// threads that issue one together (32 for mma.sync, 128 for wgmma); Target its PTX
+	// .target (sm_90a for wgmma: ptxas needs -arch=sm_90a).
+	MACsPerInstr int64  `json:"macs_per_instruction,omitempty"`
+	InstrThreads int    `json:"instruction_threads,omitempty"`
+	Target       string `json:"target"`
 }
 
 // ManifestParam is a kernel parameter in the PTX entry's order: type "buffer" (Size bytes,
@@ -102,6 +109,10 @@ func WritePTX(dir string, o kernels.SuiteOpts, only []string) error {
 		if d.Data != nil {
 			k.Operands = string(d.Data.Pattern)
 		}
+		if d.Tensor != nil {
+			k.MACsPerInstr, k.InstrThreads = d.Tensor.MACs(), d.Tensor.Threads
+		}
+		k.Target = ptxTarget(d.PTX)
 		for c, n := range d.Ops {
 			k.Ops[string(c)] = n
 		}
@@ -114,4 +125,14 @@ func WritePTX(dir string, o kernels.SuiteOpts, only []string) error {
 		m.Kernels = append(m.Kernels, k)
 	}
 	return report.WriteJSON(filepath.Join(dir, "kernels.json"), m)
+}
+
+// ptxTarget is a module's .target ("sm_90", "sm_90a").
+func ptxTarget(ptx string) string {
+	for _, l := range strings.Split(ptx, "\n") {
+		if t, ok := strings.CutPrefix(l, ".target "); ok {
+			return strings.TrimSpace(t)
+		}
+	}
+	return ""
 }

@@ -112,11 +112,11 @@ type Config struct {
 
 // opClasses are the instruction classes of kernels/descriptor.go, in its order: the
 // classes the sim knows.
-var opClasses = []kernels.OpClass{
+var opClasses = append([]kernels.OpClass{
 	kernels.Int32Add, kernels.Int32Mul, kernels.Int32Popc, kernels.Int32Shift, kernels.Int32Logic,
 	kernels.Int32Cmp, kernels.Int64Add, kernels.FP32Add, kernels.FP32FMA, kernels.FP32Sin,
 	kernels.FP32Ex2, kernels.FP32Rsqrt, kernels.FP64FMA, kernels.FP16FMA, kernels.BF16FMA,
-}
+}, kernels.TensorClasses...) // tensor-core classes: their ops, rates and energies are per MAC
 
 // memLevels are the memory levels of kernels/descriptor.go; onChipLevels those with an
 // energy in EpsLevel.

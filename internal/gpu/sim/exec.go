@@ -25,6 +25,10 @@ var (
 // (nvmlClocksEventReasonSwPowerCap).
 const reasonSWPowerCap = 0x4
 
+// tensorSaturatingThreadsPerSM is the resident threads an SM needs to keep its tensor
+// cores busy (8 warps: two per sub-partition).
+const tensorSaturatingThreadsPerSM = 256
+
 // maxThreadsPerBlock is CUDA's limit on the threads of one block.
 const maxThreadsPerBlock = 1024
 
@@ -232,7 +236,13 @@ func (c *Config) launch(desc kernels.Descriptor) (LaunchTruth, error) {
 	// that it holds (threads spread evenly over them).
 	active := min(float64(desc.Blocks), sms)
 	perSM := float64(desc.TotalThreads()) / active
-	occ := active / sms * min(1, perSM/float64(c.SaturatingThreadsPerSM))
+	sat := float64(c.SaturatingThreadsPerSM)
+	if desc.Measured.Tensor() {
+		// The tensor pipes saturate with two warps per sub-partition: gpuwatt's wgmma
+		// kernels (two warpgroups per SM) reached 96-99 % of the dense peak on an H100.
+		sat = min(sat, tensorSaturatingThreadsPerSM)
+	}
+	occ := active / sms * min(1, perSM/sat)
 
 	for op := range desc.Ops {
 		if !known(opClasses, op) {

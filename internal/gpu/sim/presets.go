@@ -466,6 +466,13 @@ var hopperOps = map[kernels.OpClass]float64{
 	kernels.Int32Logic: 4.5, kernels.Int32Cmp: 5, kernels.Int64Add: 11, kernels.FP32Add: 6,
 	kernels.FP32Sin: 30, kernels.FP32Ex2: 28, kernels.FP32Rsqrt: 28,
 	kernels.FP16FMA: 11, kernels.BF16FMA: 11,
+	// Tensor cores, per MAC (issue 33): near what an H100 showed above pi0 with random
+	// operands in a development run of gpuwatt's kernels (2026-11-28, under the power cap;
+	// not a recorded result): wgmma bf16/fp16 1.4-1.5, fp8 0.6; mma.sync dearer per MAC
+	// (operands through the register file): bf16/fp16 1.9-2.0, tf32 3.5, int8 0.9.
+	kernels.FP16WGMMA: 1.5, kernels.BF16WGMMA: 1.4, kernels.E4M3WGMMA: 0.6, kernels.E5M2WGMMA: 0.6,
+	kernels.FP16MMA: 2.0, kernels.BF16MMA: 1.9, kernels.TF32MMA: 3.5, kernels.INT8MMA: 0.9,
+	kernels.E4M3MMA: 0.9, kernels.E5M2MMA: 0.9,
 }
 
 // hopperLevels is the energy per byte of Hopper's on-chip levels, in pJ (assumed: L2 about
@@ -535,12 +542,22 @@ var (
 		kernels.Int32Logic: 64, kernels.Int32Cmp: 64, kernels.Int64Add: 32, kernels.FP32Add: 128,
 		kernels.FP32FMA: 128, kernels.FP32Sin: 16, kernels.FP32Ex2: 16, kernels.FP32Rsqrt: 16,
 		kernels.FP64FMA: 64, kernels.FP16FMA: 128, kernels.BF16FMA: 128,
+		// Tensor cores, in MACs per SM per clock: the dense peak is 2048 (bf16/fp16) and 4096
+		// (fp8) (kernels.SpecOpsPerCycleSM); wgmma reached 96-99 % of it and mma.sync 62-65 %
+		// in an H100 development run (2026-11-28). fp8 mma.sync is emulated on sm_90: absent.
+		kernels.FP16WGMMA: 1970, kernels.BF16WGMMA: 1960, kernels.E4M3WGMMA: 4010, kernels.E5M2WGMMA: 4080,
+		kernels.FP16MMA: 1320, kernels.BF16MMA: 1330, kernels.TF32MMA: 660, kernels.INT8MMA: 2540,
 	}
 	// sm_80: bf16x2 at half the f16x2 rate (A100 whitepaper: FP16 non-tensor 78 TFLOP/s,
-	// BF16 non-tensor 39).
-	amperRates = with(hopperRates, map[kernels.OpClass]float64{kernels.FP32Add: 64, kernels.FP32FMA: 64, kernels.FP64FMA: 32, kernels.BF16FMA: 64})
+	// BF16 non-tensor 39); mma.sync at the A100's dense peak (1024 bf16/fp16 MACs per SM per
+	// clock, tf32 512, int8 2048), no wgmma.
+	amperRates = with(hopperRates, map[kernels.OpClass]float64{kernels.FP32Add: 64, kernels.FP32FMA: 64, kernels.FP64FMA: 32, kernels.BF16FMA: 64,
+		kernels.FP16MMA: 1024, kernels.BF16MMA: 1024, kernels.TF32MMA: 512, kernels.INT8MMA: 2048,
+		kernels.FP16WGMMA: 0, kernels.BF16WGMMA: 0, kernels.E4M3WGMMA: 0, kernels.E5M2WGMMA: 0})
 	voltaRates = with(hopperRates, map[kernels.OpClass]float64{kernels.FP32Add: 64, kernels.FP32FMA: 64, kernels.FP64FMA: 32,
-		kernels.FP16FMA: 64, kernels.BF16FMA: 0}) // no bf16 before sm_80
+		kernels.FP16FMA: 64, kernels.BF16FMA: 0, // no bf16 before sm_80
+		kernels.FP16MMA: 0, kernels.BF16MMA: 0, kernels.TF32MMA: 0, kernels.INT8MMA: 0, // gpuwatt's mma shapes are sm_80's
+		kernels.FP16WGMMA: 0, kernels.BF16WGMMA: 0, kernels.E4M3WGMMA: 0, kernels.E5M2WGMMA: 0})
 	keplerRates = map[kernels.OpClass]float64{ // sm_35: no 16-bit arithmetic
 		kernels.Int32Add: 160, kernels.Int32Mul: 32, kernels.Int32Popc: 32, kernels.Int32Shift: 64,
 		kernels.Int32Logic: 160, kernels.Int32Cmp: 160, kernels.Int64Add: 51, kernels.FP32Add: 192,

@@ -30,6 +30,10 @@ type Kernel struct {
 	MeasuredOps int64            `json:"measured_ops"`
 	Ops         map[string]int64 `json:"ops"`
 	Bytes       map[string]int64 `json:"bytes"`
+	// MACsPerInstr and InstrThreads describe a tensor-core kernel's instruction: its MACs,
+	// issued together by InstrThreads threads (32: mma.sync; 128: wgmma); 0 for others.
+	MACsPerInstr int64 `json:"macs_per_instruction"`
+	InstrThreads int   `json:"instruction_threads"`
 }
 
 // Rule is the SASS that one PTX instruction of a class becomes: PerPTX machine
@@ -59,6 +63,15 @@ var Rules = map[string]Rule{
 	"int32.cmp":   {Ops: []string{"IMNMX", "IMNMX.U32", "VIMNMX", "VIMNMX.U32"}, PerPTX: 1},
 	"int32.add":   {Ops: []string{"IADD3", "IMAD.IADD"}, PerPTX: 1, Shared: true, Note: "IADD3 on the integer pipe, IMAD.IADD on the FMA pipe"},
 	"int64.add":   {Ops: []string{"IADD3", "IADD3.X", "IMAD.X", "IMAD.IADD"}, PerPTX: 2, Shared: true, Note: "a 32-bit add and one with carry (.X)"},
+	// Tensor cores (issue 33), as ptxas 13.0 made them on an H100 (2026-11-28).
+	"fp16.mma":   {Ops: []string{"HMMA.16816.F32"}, PerPTX: 1},
+	"bf16.mma":   {Ops: []string{"HMMA.16816.F32.BF16"}, PerPTX: 1},
+	"tf32.mma":   {Ops: []string{"HMMA.1688.F32.TF32"}, PerPTX: 1},
+	"int8.mma":   {Ops: []string{"IMMA.16832.S8.S8"}, PerPTX: 1},
+	"fp16.wgmma": {Ops: []string{"HGMMA.64x256x16.F32"}, PerPTX: 1},
+	"bf16.wgmma": {Ops: []string{"HGMMA.64x256x16.F32.BF16"}, PerPTX: 1},
+	"e4m3.wgmma": {Ops: []string{"QGMMA.64x256x32.F32.E4M3.E4M3"}, PerPTX: 1},
+	"e5m2.wgmma": {Ops: []string{"QGMMA.64x256x32.F32.E5M2.E5M2"}, PerPTX: 1},
 }
 
 // SASSRow is one arithmetic kernel's check against its SASS.
@@ -169,6 +182,16 @@ type NCURow struct {
 	// Pipes is ncu's warp-level instructions per pipe (smsp__inst_executed_pipe_*), as
 	// shares of all warp-level instructions.
 	Pipes map[string]float64 `json:"pipe_shares,omitempty"`
+	// TensorInstr is a tensor-core kernel's warp-level tensor instructions as counted (its
+	// MACs over MACs per instruction, times the warps that issue each), NCUTensorInstr
+	// ncu's count of them (smsp__inst_executed_pipe_tensor_op_hmma or _imma), TensorRatio
+	// the second over the first; TensorPipePct ncu's tensor pipe utilisation (% of peak
+	// sustained while active).
+	TensorInstr    int64   `json:"tensor_instructions,omitempty"`
+	NCUTensorInstr float64 `json:"ncu_tensor_instructions,omitempty"`
+	TensorRatio    float64 `json:"tensor_ratio,omitempty"`
+	TensorMetric   string  `json:"tensor_metric,omitempty"`
+	TensorPipePct  float64 `json:"tensor_pipe_pct,omitempty"`
 	// TimeS is the launch's duration under ncu.
 	TimeS float64 `json:"time_s,omitempty"`
 	OK    bool    `json:"ok"`
@@ -223,6 +246,26 @@ func CheckNCU(k Kernel, m map[string]float64) NCURow {
 				if math.Abs(row.ClassRatio-1) > 1e-3 {
 					whys = append(whys, fmt.Sprintf("%s %.6g against %d counted", metric, v, row.ClassOps))
 				}
+			}
+		}
+	}
+	if k.MACsPerInstr > 0 && k.InstrThreads > 0 {
+		metric := "smsp__inst_executed_pipe_tensor_op_hmma.sum" // HMMA, HGMMA, QGMMA
+		if strings.HasPrefix(k.Measured, "int8.") {
+			metric = "smsp__inst_executed_pipe_tensor_op_imma.sum"
+		}
+		row.TensorInstr = k.Ops[k.Measured] / k.MACsPerInstr * int64(k.InstrThreads/32)
+		if v, ok := m[metric]; ok && row.TensorInstr > 0 {
+			row.TensorMetric, row.NCUTensorInstr, row.TensorRatio = metric, v, v/float64(row.TensorInstr)
+			if math.Abs(row.TensorRatio-1) > 1e-3 {
+				whys = append(whys, fmt.Sprintf("%s %.6g against %d counted", metric, v, row.TensorInstr))
+			}
+		} else {
+			whys = append(whys, "no "+metric+" in ncu's output")
+		}
+		for _, name := range []string{"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"} {
+			if v, ok := m[name]; ok && row.TensorPipePct == 0 {
+				row.TensorPipePct = v
 			}
 		}
 	}
@@ -442,6 +485,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s | %s | %s |\n", x.Name, x.Class, x.PTXPerIter, x.Expected*max(1, x.Unrolled), x.Found, hist(x.Split), hist(x.Other), ok)
 	}
+	writeTensorNCU(&b, r.NCU)
 	b.WriteString("\n### Nsight Compute: one launch against the descriptor\n\n")
 	b.WriteString("| kernel | DRAM bytes counted | ncu DRAM bytes | ncu / counted | L2 bytes counted | ncu L2 bytes | ncu / counted | class ops counted | ncu class ops | ncu / counted | thread instr. per measured op | pipes (share of warp instr.) | ok |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for _, x := range r.NCU {
@@ -499,4 +543,29 @@ func rat(v float64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(v, 'f', 4, 64)
+}
+
+// writeTensorNCU writes the tensor-core kernels' instruction counts and pipe utilisation.
+func writeTensorNCU(b *strings.Builder, rows []NCURow) {
+	n := 0
+	for _, x := range rows {
+		if x.TensorInstr > 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	b.WriteString("\n### Nsight Compute: tensor-core instructions (warp-level) and the tensor pipe\n\n")
+	b.WriteString("| kernel | counted | ncu | ncu / counted | metric | tensor pipe active (% of peak) | ok |\n|---|---:|---:|---:|---|---:|---|\n")
+	for _, x := range rows {
+		if x.TensorInstr == 0 {
+			continue
+		}
+		ok := "yes"
+		if !x.OK {
+			ok = "**no**: " + x.Why
+		}
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s |\n", x.Name, x.TensorInstr, num(x.NCUTensorInstr), rat(x.TensorRatio), x.TensorMetric, num(x.TensorPipePct), ok)
+	}
 }

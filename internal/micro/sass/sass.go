@@ -34,7 +34,7 @@ type Function struct {
 
 var (
 	reFunc  = regexp.MustCompile(`^\s*Function\s*:\s*(\S+)`)
-	reInstr = regexp.MustCompile(`^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);`)
+	reInstr = regexp.MustCompile(`^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.x]*)\s*([^;]*);`) // HGMMA.64x256x16.F32.BF16
 	reHex   = regexp.MustCompile(`0x([0-9a-f]+)`)
 )
 

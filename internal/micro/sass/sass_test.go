@@ -113,3 +113,38 @@ func TestReadNCU(t *testing.T) {
 		t.Error("no header: no error")
 	}
 }
+
+// TestCheckTensor: the tensor rules read HGMMA's shape (64x256x16, lowercase x) as one
+// mnemonic, count 8 per iteration of the wgmma loop, and fail the fp8 mma.sync pattern
+// of sm_90 (a few fp16 HMMAs where 32 mma were written); ncu's warp-level tensor count
+// is checked against MACs / MACs per instruction × warps per instruction.
+func TestCheckTensor(t *testing.T) {
+	wg := append(repeat("HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24, gsb0", 8), "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE gsb0, 0x1")
+	fs, err := Parse(strings.NewReader(dump("gw_bf16_wgmma", wg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Kernel{Name: "bf16.wgmma", Entry: "gw_bf16_wgmma", Measured: "bf16.wgmma", Unroll: 8, MACsPerInstr: 64 * 256 * 16, InstrThreads: 128,
+		Ops: map[string]int64{"bf16.wgmma": 10 * 64 * 256 * 16}}
+	if row := CheckSASS(k, fs); !row.OK || row.Found != 8 || row.Split["HGMMA.64x256x16.F32.BF16"] != 8 {
+		t.Errorf("wgmma: %+v", row)
+	}
+	fs, _ = Parse(strings.NewReader(dump("gw_bf16_mma", append(repeat("HMMA.16816.F32.BF16 R8, R4, R6, R8", 4), repeat("F2FP.F16.E4M3.UNPACK_B R4, R2", 24)...))))
+	if row := CheckSASS(Kernel{Name: "bf16.mma", Entry: "gw_bf16_mma", Measured: "bf16.mma", Unroll: 32}, fs); row.OK {
+		t.Errorf("4 HMMA for 32 mma passed: %+v", row)
+	}
+	// ncu: 10 wgmmas of one warpgroup are 40 warp-level instructions.
+	for _, tc := range []struct {
+		v  float64
+		ok bool
+	}{{40, true}, {10, false}} {
+		row := CheckNCU(k, map[string]float64{"smsp__inst_executed_pipe_tensor_op_hmma.sum": tc.v, "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": 97})
+		if row.OK != tc.ok || row.TensorInstr != 40 || row.TensorPipePct != 97 {
+			t.Errorf("ncu %g: %+v", tc.v, row)
+		}
+	}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, &Report{NCU: []NCURow{CheckNCU(k, map[string]float64{"smsp__inst_executed_pipe_tensor_op_hmma.sum": 40})}}); err != nil || !strings.Contains(b.String(), "| bf16.wgmma | 40 | 40 | 1.0000 |") {
+		t.Errorf("markdown: %v\n%s", err, b.String())
+	}
+}
