@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gpuwatt/gpuwatt/internal/kernels"
 	"github.com/gpuwatt/gpuwatt/internal/report"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 )
@@ -75,6 +76,9 @@ func (r *Report) Tables() []report.Table {
 		t4.Rows = append(t4.Rows, []string{p, fmt.Sprintf("%.4f", res.R2), fmt.Sprintf("%.4f", res.R2All), fmt.Sprint(res.Fitted), fmt.Sprint(res.OffClock), fmt.Sprintf("%.2f", res.MaxResidualPct), fmt.Sprintf("%.0f", res.TopClock)})
 	}
 	ts = append(ts, t4)
+	if t, ok := r.tensorTable(); ok {
+		ts = append(ts, t)
+	}
 	// Table 5: reference kernels.
 	t5 := report.Table{Caption: "Reference benchmarks (Table 5): pi0 = E/T of the baseline kernel; eps_flop and eps_mem with the baseline's pi0 x T taken off",
 		Header: []string{"precision", "kernel", "parameter", "value", "± (occupancies)", "combined fit", "difference", "R²"}}
@@ -445,4 +449,26 @@ func (r *Report) checkTables(ps []string) []report.Table {
 		}
 	}
 	return out
+}
+
+// tensorTable is the tensor precisions' energy per MAC (issue 33): eps_mac = 2 eps_flop,
+// the energy balance in MACs per byte, and where the power cap bends the archline.
+func (r *Report) tensorTable() (report.Table, bool) {
+	t := report.Table{Caption: "Tensor cores (issue 33): E = MACs eps_mac + Q eps_mem + T pi0, with 95 % intervals; B_eps = eps_mem / eps_mac; the powerline meets the power limit where the GPU lowers its clock",
+		Header: []string{"precision", "eps_mac pJ/MAC", "eps_mem pJ/B", "pi0 W", "B_eps MAC/B", "effective balance MAC/B", "B_tau MAC/B", "power-capped from, flop/B"}}
+	for _, p := range r.precisions() {
+		res := r.Results[p]
+		if res == nil || !kernels.Precision(p).Tensor() || res.EpsMACCI == nil {
+			continue
+		}
+		d := res.Derived
+		capped := "never"
+		if d.CappedFromFlop > 0 {
+			capped = fmt.Sprintf("%.4g to %.4g", d.CappedFromFlop, d.CappedToFlop)
+		}
+		half := func(ci [2]float64) [2]float64 { return [2]float64{ci[0] / 2, ci[1] / 2} }
+		t.Rows = append(t.Rows, []string{p, PM(res.EpsMACPJ, *res.EpsMACCI), PM(res.EpsMemPJPerByte, res.EpsMemCI), PM(res.Pi0W, res.Pi0CI),
+			PM(d.BEps/2, half(res.BEpsCI)), PM(d.BEffective/2, half(res.BEffectiveCI)), f4(d.BTau / 2), capped})
+	}
+	return t, len(t.Rows) > 0
 }

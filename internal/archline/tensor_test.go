@@ -28,6 +28,9 @@ func TestTensorRecoversTruth(t *testing.T) {
 			rep, cfg := runSim(t, js, Options{Precisions: []kernels.Precision{kernels.TCBF16, kernels.TCFP8}, TensorIntensities: QuickTensorIntensities})
 			gain := cfg.Sensors["energy.total"].Model.Gain
 			truth := map[string]float64{"tc-bf16": bf, "tc-fp8": fp8}
+			if tab, ok := rep.tensorTable(); !ok || len(tab.Rows) != 2 || tab.Rows[0][0] != "tc-bf16" {
+				t.Errorf("tensor table: %v", tab.Rows)
+			}
 			for prec, res := range rep.Results {
 				want := gain * truth[prec]
 				n++
