@@ -20,6 +20,8 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
 	"github.com/gpuwatt/gpuwatt/internal/nvml"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/sensor/raplsensor"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
@@ -324,4 +326,24 @@ func NVIDIAOnly(dev gpu.Device, idx int) error {
 		return nil
 	}
 	return fmt.Errorf("%w: --gpu %d is an AMD GPU (%s): micro, archline, profile and loadlevel's GPU workloads run gpuwatt's own kernels, PTX run through the CUDA driver: NVIDIA GPUs only (devices, measure and energy read AMD GPUs)", status.ErrInput, idx, info.Name)
+}
+
+// HostSensors returns the host's RAPL counters for a recording on sys (cpu.package.N,
+// cpu.dram.N, cpu.psys, on trace.HostGPU): the twin's where sys is the sim device and
+// models them, else the powercap tree at root (raplsensor.DefaultRoot where ""). Where
+// none can be read, the error is one line saying why (no powercap: a virtual machine; the
+// counters readable by root only; a sim config without "host").
+func HostSensors(sys gpu.System, root string) ([]sensor.Sensor, error) {
+	if h, ok := sys.(interface {
+		HostSensors() ([]sensor.Sensor, error)
+	}); ok {
+		return h.HostSensors()
+	}
+	if sys.Simulated() {
+		return nil, fmt.Errorf("%s models no host RAPL counters: CPU and DRAM energy not read", sys.Name())
+	}
+	if root == "" {
+		root = raplsensor.DefaultRoot
+	}
+	return raplsensor.Open(root)
 }

@@ -55,6 +55,11 @@ type Options struct {
 	// the windows as "begin NAME"/"end NAME" marks: `gpuwatt energy --region NAME#K` gives
 	// the final figures again).
 	Out string
+	// HostRoot is the powercap tree for the host's RAPL counters (default
+	// /sys/class/powercap); the sim device gives its own where its config models a host.
+	HostRoot string
+	// NoHost records no host counters.
+	NoHost bool
 	// AxisOf maps a request's T onto the recording's axis (default marks.Origin: the
 	// recorder's real clock against CLOCK_MONOTONIC). On a virtual clock the recorder
 	// advances the clock to a request's time (tests script windows on the twin so).
@@ -105,14 +110,16 @@ type Response struct {
 
 // Hello is the recorder's first line.
 type Hello struct {
-	Protocol  int              `json:"protocol"`
-	Gpuwatt   string           `json:"gpuwatt"`
-	PID       int              `json:"pid"`
-	Device    string           `json:"device"`
-	Simulated bool             `json:"simulated"`
-	GPUs      []trace.GPU      `json:"gpus"`
-	Channels  []string         `json:"channels"`
-	Warnings  []status.Warning `json:"warnings"`
+	Protocol  int         `json:"protocol"`
+	Gpuwatt   string      `json:"gpuwatt"`
+	PID       int         `json:"pid"`
+	Device    string      `json:"device"`
+	Simulated bool        `json:"simulated"`
+	GPUs      []trace.GPU `json:"gpus"`
+	Channels  []string    `json:"channels"`
+	// HostUnavailable says why the host's RAPL counters are not recorded ("" when they are).
+	HostUnavailable string           `json:"host_unavailable,omitempty"`
+	Warnings        []status.Warning `json:"warnings"`
 }
 
 // Window is a window and, once it ended, its figures.
@@ -137,8 +144,15 @@ type Window struct {
 	// GPUs holds the window's energy on each GPU (marks.GPUEnergy: energy_j with its
 	// 95 % interval energy_low_j/energy_high_j and absolute_low_j/absolute_high_j,
 	// method, channel, warnings).
-	GPUs     []marks.GPUEnergy `json:"gpus,omitempty"`
-	Warnings []status.Warning  `json:"warnings,omitempty"`
+	GPUs []marks.GPUEnergy `json:"gpus,omitempty"`
+	// Host holds the energy of each of the host's RAPL domains (CPU packages, DRAM, psys);
+	// HostUnavailable says in one line why there is none (no powercap: a virtual machine;
+	// counters readable by root only).
+	Host            []energy.HostFigure `json:"host,omitempty"`
+	HostUnavailable string              `json:"host_unavailable,omitempty"`
+	// Node is the GPUs, CPU packages and DRAM together, only where every part was read.
+	Node     *energy.Interval `json:"node,omitempty"`
+	Warnings []status.Warning `json:"warnings,omitempty"`
 
 	start, end time.Duration
 	parent     int // the index of the innermost window open at its begin, -1 none
@@ -159,6 +173,7 @@ type recorder struct {
 	out    *json.Encoder
 	// commanded: the devices were told a program started (CommandStarted).
 	commanded bool
+	hostWhy   string // why no host counters are recorded
 }
 
 // Serve records env's GPUs and serves the protocol on in and out until a close request,
@@ -180,6 +195,13 @@ func (o Options) Serve(ctx context.Context, env device.Env, in io.Reader, out io
 		sensors = append(sensors, d.Sensors()...)
 	}
 	r := &recorder{o: o, env: env, devs: devs, count: map[string]int{}, out: json.NewEncoder(out)}
+	if o.NoHost {
+		r.hostWhy = "not asked for"
+	} else if hs, err := device.HostSensors(env.System, o.HostRoot); err != nil {
+		r.hostWhy = err.Error()
+	} else {
+		sensors = append(sensors, hs...)
+	}
 	r.smp = sensor.New(env.Clock, sensors, o.Poll)
 	if err := r.smp.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("sampler: %w", err)
@@ -444,7 +466,7 @@ func (r *recorder) figure(ctx context.Context, i int) Window {
 		spans = append(spans, r.span(o, tr))
 	}
 	regs := marks.Energies(tr, spans, marks.Options{Cache: &energy.Cache{}, SyncCheck: true})
-	return r.withFigure(w, regs[0], false)
+	return r.withFigure(w, regs[0], tr, false)
 }
 
 // span is window w as the estimator takes a region; a window still open ends at the end
@@ -458,9 +480,40 @@ func (r *recorder) span(w *Window, tr *trace.Trace) marks.Span {
 		Begin: marks.Event{Begin: true, Name: w.Name, T: w.start}, Stop: marks.Event{Name: w.Name, T: end}}
 }
 
-func (r *recorder) withFigure(w *Window, reg marks.Region, final bool) Window {
+func (r *recorder) withFigure(w *Window, reg marks.Region, tr *trace.Trace, final bool) Window {
 	c := *w
 	c.GPUs, c.Warnings, c.Final = reg.GPUs, reg.Warnings, final
+	c.HostUnavailable = r.hostWhy
+	if r.hostWhy != "" {
+		return c
+	}
+	c.Host = energy.HostRegions(tr, w.start, w.end)
+	if len(c.Host) == 0 {
+		c.HostUnavailable = "no host channel was read"
+		return c
+	}
+	if len(r.devs) < len(r.env.System.Devices()) {
+		return c // some of the node's GPUs are not recorded: no node total
+	}
+	var parts []energy.Interval
+	for _, g := range c.GPUs {
+		if g.NoFigure || !g.OK() {
+			return c
+		}
+		parts = append(parts, g.Interval)
+	}
+	for _, h := range c.Host {
+		if !h.OK() {
+			return c
+		}
+		if h.Kind == "psys" {
+			continue // the platform's figure holds the packages and DRAM: not added to them
+		}
+		parts = append(parts, h.Interval)
+	}
+	if n, ok := energy.NodeTotal(parts); ok {
+		c.Node = &n
+	}
 	return c
 }
 
@@ -494,8 +547,13 @@ func (r *recorder) hello() *Hello {
 		h.GPUs = append(h.GPUs, d.Info())
 	}
 	for _, ch := range r.smp.Channels() {
+		if ch.GPU == trace.HostGPU {
+			h.Channels = append(h.Channels, "host/"+ch.Name)
+			continue
+		}
 		h.Channels = append(h.Channels, fmt.Sprintf("gpu%d/%s", ch.GPU, ch.Name))
 	}
+	h.HostUnavailable = r.hostWhy
 	for _, m := range r.smp.Unavailable() {
 		h.Warnings = append(h.Warnings, status.Warning{Code: "channel_unavailable", Subject: fmt.Sprintf("gpu%d/%s", m.GPU, m.Name), Message: m.Reason})
 	}
@@ -565,7 +623,7 @@ func (r *recorder) finish() (Response, error) {
 	resp := Response{Windows: []Window{}, Warnings: warns}
 	regs := marks.Energies(tr, spans, marks.Options{Cache: &energy.Cache{}, SyncCheck: true})
 	for k, w := range ended {
-		resp.Windows = append(resp.Windows, r.withFigure(w, regs[k], true))
+		resp.Windows = append(resp.Windows, r.withFigure(w, regs[k], tr, true))
 	}
 	r.smp = nil
 	var err error

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuwatt/gpuwatt/internal/device"
 	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
 	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
@@ -91,7 +92,9 @@ func onScale(s simtest.Sim, g marks.GPUEnergy, truth float64, d time.Duration) f
 // over the whole recording (close); close's figures are those `gpuwatt energy --region`
 // and measure give the saved trace's marks (the same estimator on the same readings).
 func TestWindowsHoldTruth(t *testing.T) {
-	s := simtest.Open(t, "h200")
+	cfg := simtest.Preset(t, "h200")
+	cfg.Host = &sim.Host{Sockets: 1, PackageIdle: 70, PackageBusy: 110, DRAM: 10, DRAMBusy: 6, MaxRangeUJ: 262143328850, EnergyUnitUJ: 61.035}
+	s := simtest.OpenConfig(t, cfg)
 	type win struct {
 		name     string
 		from, to float64
@@ -114,7 +117,7 @@ func TestWindowsHoldTruth(t *testing.T) {
 	dir := t.TempDir()
 	ss := serve(t, s, Options{Out: dir})
 	hello := ss.read()
-	if hello.Op != "hello" || !hello.OK || hello.Hello == nil || !hello.Hello.Simulated || len(hello.Hello.GPUs) != 1 {
+	if hello.Op != "hello" || !hello.OK || hello.Hello == nil || !hello.Hello.Simulated || len(hello.Hello.GPUs) != 1 || hello.Hello.HostUnavailable != "" {
 		t.Fatalf("hello %+v", hello)
 	}
 	var live []Window
@@ -148,6 +151,22 @@ func TestWindowsHoldTruth(t *testing.T) {
 		if truth < g.AbsoluteLowJ || truth > g.AbsoluteHighJ {
 			t.Errorf("%s %s #%d: the truth %.3f J lies outside the absolute interval [%.3f, %.3f]", kind, w.Name, w.Instance, truth, g.AbsoluteLowJ, g.AbsoluteHighJ)
 		}
+		// The host's RAPL domains, and the node: the GPU, the package and its DRAM.
+		if len(w.Host) != 2 || w.HostUnavailable != "" || w.Node == nil {
+			t.Fatalf("%s %s: host %+v (%q), node %v", kind, w.Name, w.Host, w.HostUnavailable, w.Node)
+		}
+		sum := g.EnergyJ
+		for _, h := range w.Host {
+			ht := s.Sys.TrueHostEnergy(h.Kind, sec(spec.from), sec(spec.to)).Joules()
+			t.Logf("  %s %.3f J [%.3f, %.3f], truth %.3f J", h.Name, h.EnergyJ, h.LowJ, h.HighJ, ht)
+			if ht < h.LowJ || ht > h.HighJ {
+				t.Errorf("%s %s #%d %s: the truth %.3f J lies outside [%.3f, %.3f]", kind, w.Name, w.Instance, h.Name, ht, h.LowJ, h.HighJ)
+			}
+			sum += h.EnergyJ
+		}
+		if !near(w.Node.EnergyJ, sum) || !w.Node.Partial {
+			t.Errorf("%s %s: node %+v, want the sum %.3f J, partial", kind, w.Name, *w.Node, sum)
+		}
 	}
 	for i, spec := range wins {
 		check("live", live[i], spec)
@@ -161,6 +180,12 @@ func TestWindowsHoldTruth(t *testing.T) {
 	tr, err := trace.Load(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The host's counters are saved on GPU -1 and read back (CSV and JSON).
+	if hc := energy.HostChannels(tr); len(hc) != 2 {
+		t.Errorf("saved host channels: %+v", hc)
+	} else if f := energy.HostRegion(tr, hc[1].Name, sec(c.Windows[0].StartS), sec(c.Windows[0].EndS)); !near(f.EnergyJ, c.Windows[0].Host[1].EnergyJ) {
+		t.Errorf("saved %s: %.6f J, close gave %.6f J", hc[1].Name, f.EnergyJ, c.Windows[0].Host[1].EnergyJ)
 	}
 	spans, ws := marks.Pair(marks.FromTrace(tr.Meta.Marks))
 	if len(ws) != 0 || len(spans) != len(wins) {
@@ -183,7 +208,9 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Abs(b) }
 func TestBadRequests(t *testing.T) {
 	s := simtest.Open(t, "h100")
 	ss := serve(t, s, Options{})
-	ss.read() // hello
+	if h := ss.read(); !strings.Contains(h.Hello.HostUnavailable, "models no host RAPL counters") {
+		t.Errorf("a twin without a host: hello says %q", h.Hello.HostUnavailable)
+	}
 	cases := []struct{ line, code, says string }{
 		{`not json`, "bad_request", "not a JSON object"},
 		{`{"v":2,"op":"begin","name":"a"}`, "version", "protocol version 2"},

@@ -271,6 +271,9 @@ func parseUint(b []byte) (int64, bool) {
 
 // parseIndex reads a small whole number ≥ 0.
 func parseIndex(b []byte) (int, bool) {
+	if string(b) == "-1" {
+		return HostGPU, true // the host's channels (cpu.*)
+	}
 	if len(b) == 0 || len(b) > 9 {
 		return 0, false
 	}
@@ -439,13 +442,16 @@ func readCSVRows(rr *recordReader, c csvCols, compact bool) (*Trace, error) {
 		if c.gpu >= 0 && len(f[c.gpu]) > 0 {
 			g, ok := parseIndex(f[c.gpu])
 			if !ok {
-				return nil, colErr(line, c.names[c.gpu], f[c.gpu], "is not a GPU index: expected a whole number ≥ 0")
+				return nil, colErr(line, c.names[c.gpu], f[c.gpu], "is not a GPU index: expected a whole number ≥ 0 (or -1, the host)")
 			}
 			s.GPU = g
 		}
 		name := defaultChannel
 		if c.channel >= 0 && len(f[c.channel]) > 0 {
 			name = f[c.channel]
+		}
+		if s.GPU == HostGPU && !bytes.HasPrefix(name, []byte("cpu.")) {
+			return nil, colErr(line, c.names[c.gpu], f[c.gpu], "is not a GPU index: expected a whole number ≥ 0 (-1, the host, is for cpu.* channels only)")
 		}
 		if c.driver >= 0 && len(f[c.driver]) > 0 {
 			d, ok := parseUint(f[c.driver])

@@ -68,6 +68,10 @@ type Channel struct {
 	Stats *ChannelStats `json:"stats,omitempty"`
 }
 
+// HostGPU is the GPU index of the host's own channels (the CPU packages' and DRAM's RAPL
+// counters, cpu.*): they belong to no GPU. The CSV writes it as -1.
+const HostGPU = -1
+
 // Key identifies a channel within a trace.
 type Key struct {
 	GPU  int

@@ -118,6 +118,37 @@ class MonitorTest(unittest.TestCase):
             for key, want in (("energy_j", m.gpus[0].energy_j), ("energy_low_j", m.gpus[0].low_j), ("energy_high_j", m.gpus[0].high_j)):
                 self.assertAlmostEqual(d[key], want, delta=1e-6 * abs(want), msg="%s #%d %s" % (m.name, m.instance, key))
 
+    def test_host_energy(self):
+        # Without a host in the twin's config: no CPU figures, and one line says why.
+        with gpuwatt.Monitor(device="sim") as mon:
+            with mon.window("w") as w:
+                time.sleep(0.05)
+        m = w.measurement
+        self.assertIsNone(m.cpu_energy)
+        self.assertIsNone(m.node_energy_j)
+        self.assertIn("models no host RAPL counters", m.host_unavailable)
+        # A twin in a two-socket host: each package's and DRAM's energy, and the node's.
+        cfg = os.path.join(tempfile.mkdtemp(), "sim.json")
+        with open(cfg, "w") as f:
+            json.dump({"preset": "h100", "host": {"sockets": 2, "package_idle_w": 60, "package_busy_w": 90, "dram_w": 8}}, f)
+        with gpuwatt.Monitor(device="sim", extra_args=["--sim-config", cfg]) as mon:
+            with mon.window("w") as w:
+                time.sleep(0.3)
+        m = w.measurement
+        self.assertEqual(m.host_unavailable, "")
+        self.assertEqual(sorted(m.cpu_energy), ["cpu.package.0", "cpu.package.1"])
+        self.assertEqual(sorted(m.dram_energy), ["cpu.dram.0", "cpu.dram.1"])
+        for h in m.host:
+            self.assertLessEqual(h.low_j, h.energy_j)
+            self.assertLessEqual(h.energy_j, h.high_j)
+        # A command runs on the twin the whole time: each package draws 60 + 90 W.
+        for e in m.cpu_energy.values():
+            self.assertAlmostEqual(e / m.time, 150, delta=3)
+        total = sum(g.energy_j for g in m.gpus) + sum(h.energy_j for h in m.host)
+        self.assertAlmostEqual(m.node_energy_j, total, delta=1e-6 * total)
+        self.assertLessEqual(m.node_low_j, m.node_energy_j)
+        self.assertIn("cpu.package.0", str(m))
+
     def test_auto_refuses_the_sim(self):
         try:
             mon = gpuwatt.Monitor(device="auto")

@@ -61,6 +61,8 @@ type Config struct {
 	// Sensors maps a channel name to its model, or marks it unsupported; a channel missing
 	// from the map is unsupported.
 	Sensors map[string]SensorConfig
+	// Host is the host's RAPL counters the twin models (host, host.go); nil: none.
+	Host *Host
 
 	// The device's shape (gpu.Props) and its execution model (see doc.go, "Kernels").
 	ComputeCapability      string          // compute_capability: "9.0"
@@ -203,6 +205,10 @@ func (c Config) clone() Config {
 	c.Bandwidth = maps.Clone(c.Bandwidth)
 	c.EpsOp = maps.Clone(c.EpsOp)
 	c.EpsLevel = maps.Clone(c.EpsLevel)
+	if c.Host != nil {
+		h := *c.Host
+		c.Host = &h
+	}
 	return c
 }
 
@@ -279,6 +285,7 @@ type configFile struct {
 	Load                   json.RawMessage `json:"load"`
 	Processes              json.RawMessage `json:"processes"`
 	Sensors                json.RawMessage `json:"sensors"`
+	Host                   json.RawMessage `json:"host"`
 }
 
 // ConfigKeys returns the top-level keys of the JSON config in their documented order.
@@ -331,7 +338,7 @@ func (c Config) file() configFile {
 		Pi0W: ptr(float64(c.Pi0)), PiOccW: ptr(float64(c.PiOcc)), EpsFlopFP32PJ: pj(c.EpsFlopFP32), EpsFlopFP64PJ: pj(c.EpsFlopFP64), EpsMemPJPerByte: pj(c.EpsMemPerByte),
 		EpsOpPJ: rawMap(epsOp), EpsLevelPJPerByte: rawMap(epsLevel), EpsMemRailPJPerByte: pj(c.EpsMemRail),
 		OperandToggleShare: ptr(c.OperandToggleShare), OperandDensityShare: ptr(c.OperandDensityShare),
-		Load: load, Processes: procs, Sensors: sensors,
+		Load: load, Processes: procs, Sensors: sensors, Host: hostToJSON(c.Host),
 	}
 }
 
@@ -420,6 +427,11 @@ func (f configFile) apply(c *Config) error {
 	}
 	if len(f.Sensors) > 0 {
 		if err := setSensors(c, f.Sensors); err != nil {
+			return err
+		}
+	}
+	if len(f.Host) > 0 {
+		if err := setHost(c, f.Host); err != nil {
 			return err
 		}
 	}

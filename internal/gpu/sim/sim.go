@@ -28,6 +28,7 @@ var (
 type System struct {
 	cfg  Config
 	devs []*Device
+	clk  clock.Clock
 }
 
 // Open returns a sim system of cfg.GPUs devices whose sensors run on clk. The t=0 of the
@@ -43,7 +44,7 @@ func Open(clk clock.Clock, cfg Config) (*System, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("sim config: %w", err)
 	}
-	s := &System{cfg: cfg}
+	s := &System{cfg: cfg, clk: clk}
 	for i := range cfg.GPUs {
 		d, err := newDevice(clk, cfg, i)
 		if err != nil {
