@@ -117,7 +117,8 @@
 //	saturating_threads_per_sm
 //	                       resident threads an SM needs for full throughput (latency hiding)
 //	launch_overhead_s      added to every launch (> 0)
-//	ops_per_cycle_sm       {class: thread-level instructions per SM per clock}; a class
+//	ops_per_cycle_sm       {class: thread-level instructions per SM per clock; for a
+//	                       tensor-core class (kernels.TensorClasses) MACs}; a class
 //	                       missing or at 0 is not supported (Prepare fails)
 //	bandwidth_bytes_per_s  {level: bytes/s of the whole GPU at the top clock}; dram, l2,
 //	                       shared, const
@@ -129,8 +130,9 @@
 //	eps_flop_fp32_pj       energy per FP32 flop: fp32.fma costs 2 × this per instruction
 //	eps_flop_fp64_pj       energy per FP64 flop: fp64.fma costs 2 × this per instruction
 //	eps_mem_pj_per_byte    energy per DRAM byte (read or written)
-//	eps_op_pj              {class: pJ per thread-level instruction}; an entry for fp32.fma
-//	                       or fp64.fma overrides the eps_flop keys
+//	eps_op_pj              {class: pJ per thread-level instruction; per MAC for a tensor
+//	                       class}; an entry for fp32.fma or fp64.fma overrides the
+//	                       eps_flop keys
 //	eps_level_pj_per_byte  {level: pJ per byte} for l2, shared, const
 //	eps_mem_rail_pj_per_byte
 //	                       the part of eps_mem_pj_per_byte drawn on the memory rail
@@ -161,7 +163,9 @@
 //	t_l    = bytes_l / bw_l                         for dram, l2
 //	T      = max(t_c, t_l over levels) + t_launch
 //
-// with r_c = ops_per_cycle_sm, n_sat = saturating_threads_per_sm, bw_l =
+// with r_c = ops_per_cycle_sm, n_sat = saturating_threads_per_sm (for a kernel that
+// measures a tensor-core class at most 256: two warps per sub-partition keep the tensor
+// pipes busy), bw_l =
 // bandwidth_bytes_per_s and t_launch = launch_overhead_s. The classes share the SMs'
 // issue slots, so their times add up (the conservative choice: a real SM overlaps some
 // classes on separate pipes); compute and memory overlap, so the longer wins (the
