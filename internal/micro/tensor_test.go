@@ -1,6 +1,9 @@
 package micro
 
 import (
+	"encoding/json"
+	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -53,5 +56,47 @@ func TestTensorFiguresHoldTruth(t *testing.T) {
 	var b strings.Builder
 	if err := Page(rep).Render(&b); err != nil || !strings.Contains(b.String(), "Tensor cores: energy per multiply-accumulate") {
 		t.Errorf("report.html: %v, tensor section missing", err)
+	}
+}
+
+// TestTensorRecordedH100: the development run on an H100 (results/nvidia-h100-80gb-hbm3/
+// 2026-11-28-tensor-dev/run1, whose build still labelled the rows "op") gives what
+// docs/tensor.md says: wgmma at 95-100 % of the dense peak at the clock it ran at, mma.sync
+// at 62-65 %, every wgmma power-capped below the top clock, bf16.wgmma 1.674 pJ/MAC.
+func TestTensorRecordedH100(t *testing.T) {
+	b, err := os.ReadFile("../../results/nvidia-h100-80gb-hbm3/2026-11-28-tensor-dev/run1/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	for i := range rep.Rows {
+		if kernels.OpClass(rep.Rows[i].What).Tensor() {
+			rep.Rows[i].Unit = "MAC"
+		}
+	}
+	figs := TensorFigures(rep.Rows, rep.Props.SMs)
+	seen := 0
+	for _, f := range figs {
+		switch {
+		case strings.HasSuffix(f.Class, ".wgmma"):
+			seen++
+			if f.PeakShare < 0.95 || f.PeakShare > 1 || f.ClockMHz >= 1980 {
+				t.Errorf("%s: %.3f of the peak at %.0f MHz", f.Row, f.PeakShare, f.ClockMHz)
+			}
+		case f.Class == "bf16.mma" || f.Class == "fp16.mma" || f.Class == "tf32.mma" || f.Class == "int8.mma":
+			seen++
+			if f.PeakShare < 0.62 || f.PeakShare > 0.65 {
+				t.Errorf("%s: %.3f of the peak", f.Row, f.PeakShare)
+			}
+		}
+		if f.Class == "bf16.wgmma" && math.Abs(f.PJPerMAC-1.674) > 0.001 {
+			t.Errorf("bf16.wgmma: %.4f pJ/MAC", f.PJPerMAC)
+		}
+	}
+	if seen != 8 {
+		t.Errorf("%d of the 8 Hopper tensor kernels", seen)
 	}
 }
