@@ -31,7 +31,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	gpus := fs.String("gpu", "all", "GPUs to record: all, or indices such as 0,2")
 	chans := fs.String("channels", measure.DefaultChannels, "channels to record: default (the driver's sample ring and energy counter, clocks, temperature, throttle reasons; a board's other power channels only where it has no ring: docs/sampling.md), all, or names and globs such as default,power.usage")
 	gpuCPU := fs.Bool("gpu-cpu", false, "give the Sampler's CPU per GPU (each polling lane on an OS thread of its own, which costs a little CPU itself)")
-	poll := fs.String("poll", "adaptive", "adaptive (learn each channel's update period, poll at a period/8), lock (adaptive, phase-locked where updates keep time), max (busy-poll), or an interval such as 5ms")
+	poll := fs.String("poll", "lean", "lean (adaptive, with clocks, temperature and throttle reasons read at most every 250 ms), adaptive (learn each channel's update period, poll at a period/8), lock (adaptive, phase-locked where updates keep time), max (busy-poll), or an interval such as 5ms")
 	baseline := fs.Duration("baseline", time.Second, "idle recording before the command (gives the idle power)")
 	tail := fs.Duration("tail", time.Second, "recording after the command (shows the sensors settle)")
 	marksPath := fs.String("marks", "", "the file the command appends region markers to, named to it by $GPUWATT_MARKS (`begin NAME` / `end NAME` lines, docs/markers.md); default: a new temporary file, kept as marks.txt in --out")

@@ -19,7 +19,7 @@ func (a *App) record(ctx context.Context, args []string) int {
 	var sh shared
 	sh.register(fs, withOut, "")
 	gpus := fs.String("gpu", "all", "GPUs to record: all, or indices such as 0,2")
-	poll := fs.String("poll", "adaptive", "as measure's --poll")
+	poll := fs.String("poll", "lean", "as measure's --poll")
 	raplRoot := fs.String("rapl-root", "", "powercap tree for the host's RAPL counters (default /sys/class/powercap; the sim's own where --sim-config models a host)")
 	if code, ok := a.parseFlags(fs, args, "[flags]  (JSON lines on stdin and stdout; started by the Python package, docs/python.md)"); !ok {
 		return code

@@ -61,6 +61,13 @@ type Options struct {
 	// update 101 ± 5 ms apart, each interval drawn anew, and the windows did not pay (see
 	// docs/sampling.md).
 	PhaseLock bool
+	// Lean (--poll lean, measure's default) is adaptive polling with state channels
+	// (clocks, temperature, the throttle mask) read at most every LeanStateInterval: the
+	// summary takes their ranges and time shares, which a 250 ms sample-and-hold gives.
+	// Power channels, the ring and the counter are polled as in Adaptive (the counter is
+	// already capped by CPUShare: ~every 2 s on an H200, whose call costs ~3.8 ms; read more
+	// sparsely, it would calibrate the ring over fewer readings).
+	Lean bool
 	// VirtualStep is the busy-poll interval on a virtual clock, where calls take no time
 	// (default 100 µs).
 	VirtualStep time.Duration
@@ -76,6 +83,9 @@ type Options struct {
 	// 0.72-0.74 % without (BenchmarkServe8GPUs), so only measure sets it.
 	ThreadCPU bool
 }
+
+// LeanStateInterval is the shortest poll interval of a state channel under Options.Lean.
+const LeanStateInterval = 250 * time.Millisecond
 
 // DefaultSlowShare is the SlowShare that measure and serve poll with: a slow state channel
 // (a clock, the throttle mask: 1.2-1.5 ms a call on an H200) takes at most 0.2 % of a core.
@@ -129,10 +139,12 @@ func ParsePoll(s string) (Options, error) {
 		return Options{Mode: Max}, nil
 	case "lock":
 		return Options{Mode: Adaptive, PhaseLock: true}, nil
+	case "lean":
+		return Options{Mode: Adaptive, Lean: true}, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return Options{}, fmt.Errorf("--poll %q: want adaptive, lock, max, or a positive duration such as 5ms", s)
+		return Options{}, fmt.Errorf("--poll %q: want lean, adaptive, lock, max, or a positive duration such as 5ms", s)
 	}
 	if d < MinFixedInterval {
 		return Options{}, fmt.Errorf("--poll %s: shorter than the %s a poll interval can keep; use --poll max to poll as fast as the driver answers", d, MinFixedInterval)
@@ -147,6 +159,9 @@ func (o Options) String() string {
 	}
 	if o.Mode == Adaptive && o.PhaseLock {
 		return "lock"
+	}
+	if o.Mode == Adaptive && o.Lean {
+		return "lean"
 	}
 	return o.Mode.String()
 }

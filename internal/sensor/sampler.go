@@ -976,6 +976,9 @@ func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 			}
 		}
 	}
+	if o.Lean && cs.kind == kindState {
+		iv = max(iv, LeanStateInterval)
+	}
 	return iv
 }
 

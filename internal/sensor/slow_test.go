@@ -62,3 +62,44 @@ func TestSlowShare(t *testing.T) {
 		t.Errorf("SlowShare 0: the slow channel polled %d times in 1.2 s, want every 10 ms (>= 40)", slow0)
 	}
 }
+
+// TestLeanPolling: measure's default, --poll lean, caps a slow state channel in adaptive
+// mode by SlowShare (2 ms / 1 % = 0.2 s here) and reads a cheap state channel at most every
+// LeanStateInterval, while a power channel keeps its adaptive interval; plain adaptive
+// polling reads both state channels far more often.
+func TestLeanPolling(t *testing.T) {
+	run := func(o Options) (slow, temp, power int) {
+		s := New(clock.NewReal(), []Sensor{slowSensor{"clock.sm"}, slowSensor{"temp.gpu"}, cheapSensor{}}, o)
+		// temp.gpu here: a second state channel, its reads 2 ms as well
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		chans, _ := s.Stop()
+		for _, c := range chans {
+			switch c.Name {
+			case "clock.sm":
+				slow = c.Stats.Polls
+			case "temp.gpu":
+				temp = c.Stats.Polls
+			default:
+				power = c.Stats.Polls
+			}
+		}
+		return
+	}
+	lean, err := ParsePoll("lean")
+	if err != nil || !lean.Lean || lean.String() != "lean" {
+		t.Fatalf("ParsePoll(lean) = %+v, %v", lean, err)
+	}
+	lean.SlowShare = 0.01
+	slow, temp, power := run(lean)
+	t.Logf("lean: clock.sm %d polls, temp.gpu %d, power.usage %d in 1.5 s", slow, temp, power)
+	if slow > 20 || temp > 20 || power < 60 {
+		t.Errorf("lean: state channels polled %d and %d times in 1.5 s (want <= 20: learning, then >= 0.2 s apart), the power channel %d (want >= 60)", slow, temp, power)
+	}
+	slowA, _, _ := run(Options{Mode: Adaptive})
+	if slowA < 25 {
+		t.Errorf("adaptive: the state channel polled %d times in 1.5 s, want more than lean's (>= 25)", slowA)
+	}
+}
