@@ -162,7 +162,7 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 	eo := energy.Options{Channel: o.Channel, Sensor: &plain, Cache: cache, Method: energy.Inversion}
 	if _, choice, err := energy.Prepared(tr, o.GPU, model); err == nil {
 		res.Model, res.ModelSource = choice.Model.Shape().String(), choice.Source
-		m := choice.Model
+		m := withPeriod(choice.Model, tr, o.GPU, o.Channel)
 		if o.Settle <= 0 {
 			o.Settle = settleOf(m)
 		}

@@ -398,7 +398,7 @@ func newPlan(tr *trace.Trace, gpu int, o Options, tcall time.Duration) (*plan, e
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	m := choice.Model
+	m := withPeriod(choice.Model, tr, gpu, name)
 	p := &plan{channel: name, model: m, source: choice.Source, rng: rand.New(rand.NewPCG(o.Seed, 0xca11)), strata: 16}
 	p.period = m.Period
 	if p.period <= 0 {
@@ -418,6 +418,18 @@ func newPlan(tr *trace.Trace, gpu int, o Options, tcall time.Duration) (*plan, e
 // and the period to the next reading, which the integral interpolates to.
 func settleOf(m sensormodel.Model) time.Duration {
 	return m.Delay + m.Window + 5*m.Tau + periodOf(m) + time.Millisecond
+}
+
+// withPeriod fills in m's period from the channel's learned update period where the
+// model names none (auto's boxcar for a board's ring, a model string without period=).
+func withPeriod(m sensormodel.Model, tr *trace.Trace, gpu int, name string) sensormodel.Model {
+	if m.Period > 0 {
+		return m
+	}
+	if ch, ok := tr.Channel(gpu, name); ok && ch.Stats != nil && ch.Stats.UpdatePeriod > 0 {
+		m.Period = time.Duration(ch.Stats.UpdatePeriod * float64(time.Second))
+	}
+	return m
 }
 
 func periodOf(m sensormodel.Model) time.Duration {

@@ -76,6 +76,7 @@ func init() {
 		{"archline", "the energy roofline: fit eps_flop, eps_mem and pi0 over an intensity x occupancy sweep; archline and powerline", (*App).archline},
 		{"energy", "the energy of a region of a recorded trace, with the sensor's lag or window corrected", (*App).energy},
 		{"profile", "the high-resolution power profile of a short kernel from a low-resolution sensor (Lang-Rünger)", (*App).profile},
+		{"call", "the energy of one call of your own code (a command that runs it on request), to a per cent: repetition at phases spread over the sensor's cycle", (*App).callVerb},
 		{"sensor", "characterise every power channel: update period, window, lag, delay; sensor.json and the anomaly tests", (*App).sensor},
 		{"loadlevel", "energy efficiency under transactional load at SPEC Power load levels (FFT transactions)", (*App).loadlevel},
 		{"characterize", "the energy datasheet of a GPU in one command: sensors, micro, archline, load levels; report.html", (*App).characterize},

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gpuwatt/gpuwatt/internal/call"
+	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/report"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+)
+
+// callVerb is `gpuwatt call -- CMD`: flags to call.Options, the command through
+// call.StartProc (the line protocol of docs/call.md).
+func (a *App) callVerb(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("call", flag.ContinueOnError)
+	var sh shared
+	sh.register(fs, withAll, "")
+	var o call.Options
+	var po call.ProcOptions
+	target := fs.String("target", "2%", "stop when the 95 % interval of the energy per call above active idle is this tight: a percentage (1%) or a fraction (0.01)")
+	fs.IntVar(&o.Calls, "calls", 0, "run exactly this many repetitions instead of stopping at --target")
+	fs.IntVar(&o.MinCalls, "min-calls", 0, "repetitions before the target is checked (default 30)")
+	fs.IntVar(&o.MaxCalls, "max-calls", 0, "at most this many repetitions (default 3000)")
+	fs.DurationVar(&o.MaxTime, "max-time", 0, "at most this long measuring (default 5m)")
+	fs.IntVar(&o.Batch, "batch", 1, "calls back to back per repetition (the request is `call N`); the figures are per call")
+	fs.IntVar(&o.Warmup, "warmup", 0, "calls run back to back before the measurement, not measured (default 3; -1: none)")
+	fs.StringVar(&o.Channel, "channel", "", "the power channel to read the calls from (default: the best the board has, power.samples where it has it)")
+	sensorFlag := fs.String("sensor", "", "the channel's sensor model: a sensor.json from gpuwatt sensor (recommended), or a model such as rc:tau=14ms,period=20ms (default: a guess from the board's name)")
+	seed := fs.Uint64("seed", 1, "seed of the phases")
+	fs.DurationVar(&po.ReadyTimeout, "ready-timeout", 0, "how long to wait for the command's `ready` line (default 10m)")
+	fs.DurationVar(&po.CallTimeout, "call-timeout", 0, "how long to wait for each `done` line (default 1m)")
+	if code, ok := a.parseFlags(fs, args, "[--device ...] [--gpu N] [--target 1%] [--calls N] [--batch N] [--sensor FILE|MODEL] [--out DIR] [--json] -- CMD [ARGS...]"); !ok {
+		return code
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return a.usageError("call", errors.New("no command: gpuwatt call [flags] -- CMD [ARGS...] (the command speaks the line protocol of docs/call.md)"))
+	}
+	t, err := parseFraction(*target)
+	if err != nil {
+		return a.usageError("call", fmt.Errorf("--target %q: %v", *target, err))
+	}
+	o.Target, o.Seed = t, *seed
+	if *sensorFlag != "" {
+		sp, err := correct.ParseSpec(*sensorFlag)
+		if err != nil {
+			return a.usageError("call", fmt.Errorf("--sensor: %v", err))
+		}
+		o.Sensor = &sp
+	}
+	if err := o.Validate(); err != nil {
+		return a.usageError("call", err)
+	}
+	if sh.out != "" {
+		if err := checkOut(sh.out, sh.force); err != nil {
+			return a.usageError("call", err)
+		}
+	}
+	// The command runs in real time: a real clock, on the sim device too.
+	var clk clock.Clock = clock.NewReal()
+	if a.NewClock != nil {
+		clk = a.NewClock()
+	}
+	sys, err := a.openSystem("call", sh.dev, clk)
+	if err != nil {
+		return a.exitFor("call", err)
+	}
+	defer sys.Close()
+	po.Other, po.Stderr = a.Stderr, a.Stderr
+	proc, err := call.StartProc(ctx, argv, clk, po)
+	if err != nil {
+		return a.usageError("call", fmt.Errorf("%s: %v", argv[0], err))
+	}
+	prog, done := a.newProgress("call", sh.quiet)
+	o.Progress = func(p call.Progress) {
+		if prog != nil {
+			prog(status.Event{Stage: "call", Step: fmt.Sprintf("%d calls", p.Calls), I: p.Calls, Detail: fmt.Sprintf("±%.2g %% (target ±%.2g %%)", 100*p.RelHalfWide, 100*p.Target)})
+		}
+	}
+	res, runErr := call.Run(ctx, call.Env{Clock: clk, System: sys, GPU: sh.gpu}, proc.Func(), o)
+	done()
+	exitErr := proc.Close()
+	if res == nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(a.Stderr, "gpuwatt call: %s before a call was measured: nothing to write\n", status.Interrupted(ctx))
+			return interruptedCode(ctx)
+		}
+		return a.fail("call", runErr)
+	}
+	if exitErr != nil {
+		res.Warnings = append(res.Warnings, status.Warning{Code: "command_exit", Message: fmt.Sprintf("%s: %v", argv[0], exitErr)})
+	}
+	if proc.Arrival > 0 {
+		res.Warnings = append(res.Warnings, status.Warning{Code: "stamped_on_arrival", Message: fmt.Sprintf("%d of %d replies carried no T0 T1: their spans run from the request's write to the reply's arrival, which adds the round trip to each call's window", proc.Arrival, proc.Arrival+proc.Stamped)})
+	}
+	write := func(dir string) error { return writeCall(dir, res) }
+	text := func(w io.Writer) error { return writeCallText(w, res) }
+	if code := a.output("call", sh, write, res, text); code != ExitOK {
+		return code
+	}
+	switch {
+	case ctx.Err() != nil:
+		return interruptedCode(ctx)
+	case res.Incomplete:
+		fmt.Fprintf(a.Stderr, "gpuwatt call: incomplete: %s\n", res.IncompleteReason)
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+// parseFraction reads "1%" or "0.01".
+func parseFraction(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	pct := strings.HasSuffix(s, "%")
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil {
+		return 0, errors.New("want a percentage such as 1% or a fraction such as 0.01")
+	}
+	if pct {
+		v /= 100
+	}
+	if !(v > 0 && v < 1) {
+		return 0, errors.New("want a width between 0 and 100 %")
+	}
+	return v, nil
+}
+
+// writeCall writes call.json and the recording (trace.csv, trace.json).
+func writeCall(dir string, res *call.Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := report.WriteJSON(filepath.Join(dir, "call.json"), res); err != nil {
+		return err
+	}
+	if res.Trace != nil {
+		return trace.Save(dir, res.Trace)
+	}
+	return nil
+}
+
+func writeCallText(w io.Writer, r *call.Result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "gpuwatt call: %s, GPU %s\n", r.Device, r.GPUName)
+	fmt.Fprintf(&b, "channel    %s, %s (%s); figures on its scale\n", r.Channel, r.Model, r.ModelSource)
+	fmt.Fprintf(&b, "calls      %d repetitions of %d call(s); %s\n", r.Calls, r.Batch, r.Plan)
+	fmt.Fprintf(&b, "time       %s per call\n", fig(r.TimeS, 1e3, "ms"))
+	fmt.Fprintf(&b, "energy     %s per call above active idle (%.2f W between the calls)\n", fig(r.ActiveJ, 1, "J"), r.ActiveIdleW.Value)
+	fmt.Fprintf(&b, "           %s per call in all, over its own span\n", fig(r.EnergyJ, 1, "J"))
+	fmt.Fprintf(&b, "absolute   [%.6g, %.6g] J above active idle with the board's ±5 %% gain error\n", r.ActiveJ.AbsLow, r.ActiveJ.AbsHigh)
+	reached := "reached"
+	if !r.Reached {
+		reached = "not reached"
+	}
+	fmt.Fprintf(&b, "target     ±%.2g %%: %s (±%.2g %%); %d repetitions needed by the spread\n", 100*r.Target, reached, 100*r.RelHalfWidth, r.CallsNeeded)
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "warning    %s\n", w.Message)
+	}
+	if r.Incomplete {
+		fmt.Fprintf(&b, "incomplete %s\n", r.IncompleteReason)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func fig(f call.Figure, scale float64, unit string) string {
+	return fmt.Sprintf("%.6g %s ± %.2g %% [%.6g, %.6g]", f.Value*scale, unit, 100*f.Rel(), f.Low*scale, f.High*scale)
+}

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// worker writes a shell script that speaks the call protocol (docs/call.md): body runs
+// for each `call N` line.
+func worker(t *testing.T, ready, reply string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "worker.sh")
+	script := "#!/bin/sh\necho setting up\n" + ready + "\nwhile read -r cmd n; do\n  [ \"$cmd\" = call ] || continue\n  " + reply + "\ndone\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCallVerb: the protocol's path through the verb on the sim device (its virtual
+// clock: the figures are not the point, the mechanics are): ready, call/done, the other
+// lines passed to stderr, call.json with the calls made; bad input exits 2, a command
+// whose call fails exits 1.
+func TestCallVerb(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	out := filepath.Join(t.TempDir(), "out")
+	w := worker(t, "echo ready", "echo done")
+	if code := a.Main(ctx, []string{"call", "--device", "sim", "--calls", "8", "--quiet", "--out", out, "--json", "--", w}); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Calls    int `json:"calls"`
+		Warnings []struct {
+			Code string `json:"code"`
+		} `json:"warnings"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Calls != 8 {
+		t.Errorf("%d calls, want 8", res.Calls)
+	}
+	if !strings.Contains(stderr.String(), "setting up") {
+		t.Errorf("the command's other line not passed on: %q (stdout %q)", stderr, stdout)
+	}
+	for _, f := range []string{"call.json", "trace.csv", "trace.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no command", []string{"call", "--device", "sim"}, ExitUsage, "no command"},
+		{"bad target", []string{"call", "--device", "sim", "--target", "150%", "--", w}, ExitUsage, "--target"},
+		{"never ready", []string{"call", "--device", "sim", "--ready-timeout", "300ms", "--", worker(t, "sleep 5", "echo done")}, ExitUsage, "ready"},
+		{"not ready", []string{"call", "--device", "sim", "--", worker(t, "echo done", "echo done")}, ExitUsage, "want ready"},
+		{"call fails", []string{"call", "--device", "sim", "--quiet", "--", worker(t, "echo ready", "echo error out of memory")}, ExitFailure, "out of memory"},
+		{"bad reply", []string{"call", "--device", "sim", "--quiet", "--", worker(t, "echo ready", "echo done 1")}, ExitFailure, "want done or done T0 T1"},
+	} {
+		a, _, stderr, ctx := testApp(t)
+		if code := a.Main(ctx, c.args); code != c.code || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%s: exit %d (want %d), stderr %q (want %q)", c.name, code, c.code, stderr, c.want)
+		}
+	}
+}
