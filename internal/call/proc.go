@@ -42,9 +42,10 @@ type ProcOptions struct {
 	Other, Stderr io.Writer
 }
 
-// Proc is a running command that runs the call on request.
+// Proc is a running command that runs the call on request, or (Attach) the program on
+// the other end of a pipe: gpuwatt's own parent (`gpuwatt call --stdio`, the Python face).
 type Proc struct {
-	cmd    *exec.Cmd
+	cmd    *exec.Cmd // nil for Attach
 	in     io.WriteCloser
 	lines  chan string
 	clk    clock.Clock
@@ -65,15 +66,7 @@ func StartProc(ctx context.Context, argv []string, clk clock.Clock, o ProcOption
 	if len(argv) == 0 {
 		return nil, errors.New("no command")
 	}
-	if o.ReadyTimeout <= 0 {
-		o.ReadyTimeout = 10 * time.Minute
-	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = time.Minute
-	}
-	if o.ExitTimeout <= 0 {
-		o.ExitTimeout = 10 * time.Second
-	}
+	o = o.withDefaults()
 	if o.Other != nil && o.Other == o.Stderr {
 		// Both are written from goroutines of their own: one lock for the two.
 		lw := &lockedWriter{w: o.Other}
@@ -97,6 +90,45 @@ func StartProc(ctx context.Context, argv []string, clk clock.Clock, o ProcOption
 		return nil, err
 	}
 	p := &Proc{cmd: cmd, in: in, lines: make(chan string, 16), clk: clk, toAxis: marks.Origin(clk), o: o, wait: make(chan error, 1)}
+	if err := p.begin(ctx, out); err != nil {
+		p.kill()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Attach speaks the protocol with the program at the other end of r and w (gpuwatt's
+// stdin and stdout under `gpuwatt call --stdio`): it reads its "ready" and its replies
+// from r and writes the requests to w. Close does not close r or w's owner.
+func Attach(ctx context.Context, r io.Reader, w io.Writer, clk clock.Clock, o ProcOptions) (*Proc, error) {
+	o = o.withDefaults()
+	p := &Proc{in: nopCloser{w}, lines: make(chan string, 16), clk: clk, toAxis: marks.Origin(clk), o: o}
+	if err := p.begin(ctx, r); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+func (o ProcOptions) withDefaults() ProcOptions {
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 10 * time.Minute
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = time.Minute
+	}
+	if o.ExitTimeout <= 0 {
+		o.ExitTimeout = 10 * time.Second
+	}
+	return o
+}
+
+// begin reads the other end's lines (the protocol's to p.lines, the rest to Other) and
+// waits for its "ready".
+func (p *Proc) begin(ctx context.Context, out io.Reader) error {
 	go func() {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 64<<10), 64<<10) // a line is bounded
@@ -104,22 +136,20 @@ func StartProc(ctx context.Context, argv []string, clk clock.Clock, o ProcOption
 			line := strings.TrimSpace(sc.Text())
 			if isProtocol(line) {
 				p.lines <- line
-			} else if o.Other != nil && line != "" {
-				fmt.Fprintln(o.Other, line)
+			} else if p.o.Other != nil && line != "" {
+				fmt.Fprintln(p.o.Other, line)
 			}
 		}
 		close(p.lines)
 	}()
-	line, err := p.next(ctx, o.ReadyTimeout, "ready")
+	line, err := p.next(ctx, p.o.ReadyTimeout, "ready")
 	if err != nil {
-		p.kill()
-		return nil, err
+		return err
 	}
 	if line != "ready" {
-		p.kill()
-		return nil, fmt.Errorf("%w: the command's first line %q: want ready", ErrProtocol, clip(line))
+		return fmt.Errorf("%w: the first line %q: want ready", ErrProtocol, clip(line))
 	}
-	return p, nil
+	return nil
 }
 
 type lockedWriter struct {
@@ -152,7 +182,7 @@ func (p *Proc) next(ctx context.Context, d time.Duration, what string) (string, 
 	select {
 	case line, ok := <-p.lines:
 		if !ok {
-			return "", fmt.Errorf("the command closed its stdout (it exited?) while gpuwatt waited for %s", what)
+			return "", fmt.Errorf("the other end closed its pipe (it exited?) while gpuwatt waited for %s", what)
 		}
 		return line, nil
 	case <-t.C:
@@ -213,6 +243,9 @@ func (p *Proc) parseDone(line string, s, e time.Duration) (Span, error) {
 
 // kill ends a command that did not start as the protocol wants.
 func (p *Proc) kill() {
+	if p.cmd == nil {
+		return
+	}
 	p.once.Do(func() {
 		p.in.Close()
 		killGroup(p.cmd)
@@ -224,6 +257,9 @@ func (p *Proc) kill() {
 // it). The error is the command's exit status.
 func (p *Proc) Close() error {
 	var err error
+	if p.cmd == nil {
+		return nil
+	}
 	p.once.Do(func() {
 		p.in.Close()
 		done := make(chan error, 1)

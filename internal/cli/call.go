@@ -39,11 +39,17 @@ func (a *App) callVerb(ctx context.Context, args []string) int {
 	seed := fs.Uint64("seed", 1, "seed of the phases")
 	fs.DurationVar(&po.ReadyTimeout, "ready-timeout", 0, "how long to wait for the command's `ready` line (default 10m)")
 	fs.DurationVar(&po.CallTimeout, "call-timeout", 0, "how long to wait for each `done` line (default 1m)")
-	if code, ok := a.parseFlags(fs, args, "[--device ...] [--gpu N] [--target 1%] [--calls N] [--batch N] [--sensor FILE|MODEL] [--out DIR] [--json] -- CMD [ARGS...]"); !ok {
+	stdio := fs.Bool("stdio", false, "speak the protocol on gpuwatt's own stdin and stdout instead of a command's (the program that started gpuwatt runs the calls: the Python face); needs --out, where call.json is written")
+	if code, ok := a.parseFlags(fs, args, "[--device ...] [--gpu N] [--target 1%] [--calls N] [--batch N] [--sensor FILE|MODEL] [--out DIR] [--json] -- CMD [ARGS...] | --stdio --out DIR"); !ok {
 		return code
 	}
 	argv := fs.Args()
-	if len(argv) == 0 {
+	switch {
+	case *stdio && len(argv) > 0:
+		return a.usageError("call", fmt.Errorf("--stdio with a command (%q): one or the other", argv[0]))
+	case *stdio && (sh.out == "" || sh.json):
+		return a.usageError("call", errors.New("--stdio needs --out DIR (stdout carries the protocol) and no --json"))
+	case !*stdio && len(argv) == 0:
 		return a.usageError("call", errors.New("no command: gpuwatt call [flags] -- CMD [ARGS...] (the command speaks the line protocol of docs/call.md)"))
 	}
 	t, err := parseFraction(*target)
@@ -77,9 +83,18 @@ func (a *App) callVerb(ctx context.Context, args []string) int {
 	}
 	defer sys.Close()
 	po.Other, po.Stderr = a.Stderr, a.Stderr
-	proc, err := call.StartProc(ctx, argv, clk, po)
+	var proc *call.Proc
+	name := "--stdio"
+	if *stdio {
+		stdout := a.Stdout
+		a.Stdout = io.Discard // the text summary must not reach the protocol's pipe
+		proc, err = call.Attach(ctx, a.Stdin, stdout, clk, po)
+	} else {
+		name = argv[0]
+		proc, err = call.StartProc(ctx, argv, clk, po)
+	}
 	if err != nil {
-		return a.usageError("call", fmt.Errorf("%s: %v", argv[0], err))
+		return a.usageError("call", fmt.Errorf("%s: %v", name, err))
 	}
 	prog, done := a.newProgress("call", sh.quiet)
 	o.Progress = func(p call.Progress) {
@@ -98,7 +113,7 @@ func (a *App) callVerb(ctx context.Context, args []string) int {
 		return a.fail("call", runErr)
 	}
 	if exitErr != nil {
-		res.Warnings = append(res.Warnings, status.Warning{Code: "command_exit", Message: fmt.Sprintf("%s: %v", argv[0], exitErr)})
+		res.Warnings = append(res.Warnings, status.Warning{Code: "command_exit", Message: fmt.Sprintf("%s: %v", name, exitErr)})
 	}
 	if proc.Arrival > 0 {
 		res.Warnings = append(res.Warnings, status.Warning{Code: "stamped_on_arrival", Message: fmt.Sprintf("%d of %d replies carried no T0 T1: their spans run from the request's write to the reply's arrival, which adds the round trip to each call's window", proc.Arrival, proc.Arrival+proc.Stamped)})

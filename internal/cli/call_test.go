@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // worker writes a shell script that speaks the call protocol (docs/call.md): body runs
@@ -69,5 +72,38 @@ func TestCallVerb(t *testing.T) {
 		if code := a.Main(ctx, c.args); code != c.code || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%s: exit %d (want %d), stderr %q (want %q)", c.name, code, c.code, stderr, c.want)
 		}
+	}
+}
+
+// TestPythonMeasureCall runs python/tests/test_call.py (gpuwatt.measure_call through
+// `gpuwatt call --stdio` on the sim device) with python/ on PYTHONPATH; gpuwatt is this
+// test binary behind a one-line wrapper, as in TestPythonPackage.
+func TestPythonMeasureCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		skipOrFail(t, "python3 is not on PATH: measure_call is not tested here")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	wrapper := filepath.Join(dir, "gpuwatt")
+	script := "#!/bin/sh\n" + recorderEnv + "=1 exec " + shellQuote(os.Args[0]) + ` "$@"` + "\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, filepath.Join(root, "python", "tests", "test_call.py"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GPUWATT_BIN="+wrapper, "PYTHONPATH="+filepath.Join(root, "python"), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("python/tests/test_call.py: %v", err)
 	}
 }

@@ -11,11 +11,16 @@ CPU packages' and DRAM's energy where the host's RAPL counters can be read::
                 train_step(batch)
             print(w.measurement)
 
+The energy of one call of your own code, to a per cent (docs/call.md)::
+
+    res = gpuwatt.measure_call(lambda: a @ b, sync=torch.cuda.synchronize, target=0.01)
+
 Markers (docs/markers.md): under `gpuwatt measure -- python3 train.py`, gpuwatt.begin,
 gpuwatt.end and gpuwatt.region mark regions that measure gives their energy; a no-op
 otherwise.
 """
 
+from .call import CallResult, measure_call
 from .markers import ENV, begin, enabled, end, region, set_sync
 from .monitor import (
     PROTOCOL_VERSION,
@@ -30,5 +35,5 @@ from .monitor import (
 __all__ = [
     "begin", "end", "region", "set_sync", "enabled", "ENV",
     "Monitor", "Measurement", "GPUEnergy", "HostEnergy", "RecorderError", "SimulatedError",
-    "PROTOCOL_VERSION",
+    "PROTOCOL_VERSION", "measure_call", "CallResult",
 ]

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""The table of bench/gpu/call_gemm.sh: each call's energy from `gpuwatt call` against the
+same call's long steady run (bench/gpu/call_worker.py's reference).
+
+    python3 bench/gpu/call_table.py OUTDIR
+
+OUTDIR/<item>/call.json (gpuwatt call --out) and OUTDIR/<item>/reference.json, for every
+item directory that has both; writes OUTDIR/call_table.md and OUTDIR/call_table.json and
+prints the table. Per item: the repetitions and calls per repetition, the repetitions the
+spread says ±1 % needs, the time per call (gpuwatt's mean of the isolated calls against the
+steady run's), the energy per call above active idle and in all (gpuwatt's with its 95 %
+interval against the reference, the difference, whether the reference lies inside).
+Standard library only.
+"""
+import json
+import os
+import sys
+
+
+def row(name, call, ref):
+    r = {"item": name, "op": ref.get("op", name), "calls": call["calls"], "batch": call["batch"],
+         "calls_needed": call.get("calls_needed"), "rel_half_width": call["rel_half_width"],
+         "target": call.get("target"), "reached": call.get("reached"),
+         "seconds": call["time_s"]["value"], "ref_seconds": ref.get("seconds_per_call"),
+         "channel": call.get("channel"), "warnings": [w.get("message", "") for w in call.get("warnings") or []]}
+    for key, rkey in (("active_j", "active_per_call_j"), ("energy_j", "energy_per_call_j")):
+        f, x = call[key], ref.get(rkey)
+        r[key], r[key + "_low"], r[key + "_high"] = f["value"], f["low"], f["high"]
+        r[key + "_ref"] = x
+        if x:
+            r[key + "_diff"] = f["value"] / x - 1
+            r[key + "_inside"] = f["low"] <= x <= f["high"]
+            r[key + "_abs_inside"] = f.get("absolute_low", f["low"]) <= x <= f.get("absolute_high", f["high"])
+    return r
+
+
+def load(outdir):
+    rows = []
+    for name in sorted(os.listdir(outdir)):
+        d = os.path.join(outdir, name)
+        cj, rj = os.path.join(d, "call.json"), os.path.join(d, "reference.json")
+        if not (os.path.isfile(cj) and os.path.isfile(rj)):
+            continue
+        with open(cj) as f:
+            call = json.load(f)
+        with open(rj) as f:
+            ref = json.load(f)
+        rows.append(row(name, call, ref))
+    return rows
+
+
+def pct(x):
+    return "–" if x is None else "%+.2f %%" % (100 * x)
+
+
+def markdown(rows):
+    out = ["| op | repetitions × calls | needed for ±1 % | time per call (isolated / steady) | above active idle: gpuwatt ± 95 % | steady reference | diff | inside | in all: gpuwatt ± 95 % | reference | diff | inside |",
+           "|---|---|---:|---|---|---:|---:|---|---|---:|---:|---|"]
+    for r in rows:
+        hw = lambda k: (r[k + "_high"] - r[k + "_low"]) / 2
+        rel = lambda k: 100 * hw(k) / abs(r[k]) if r[k] else float("inf")
+        need = r["calls"] * (r["rel_half_width"] / 0.01) ** 2  # the interval shrinks as 1/√n
+        out.append("| %s | %d × %d | %d | %.4g / %.4g ms | %.5g J ± %.2f %% | %s | %s | %s | %.5g J ± %.2f %% | %s | %s | %s |" % (
+            r["op"], r["calls"], r["batch"], round(need), 1e3 * r["seconds"], 1e3 * (r["ref_seconds"] or 0),
+            r["active_j"], rel("active_j"), "%.5g J" % r["active_j_ref"] if r.get("active_j_ref") else "–",
+            pct(r.get("active_j_diff")), {True: "yes", False: "**no**"}.get(r.get("active_j_inside"), "–"),
+            r["energy_j"], rel("energy_j"), "%.5g J" % r["energy_j_ref"] if r.get("energy_j_ref") else "–",
+            pct(r.get("energy_j_diff")), {True: "yes", False: "**no**"}.get(r.get("energy_j_inside"), "–")))
+    return "\n".join(out) + "\n"
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: call_table.py OUTDIR")
+    outdir = sys.argv[1]
+    rows = load(outdir)
+    if not rows:
+        sys.exit("call_table.py: no item directory with call.json and reference.json in %s" % outdir)
+    md = markdown(rows)
+    with open(os.path.join(outdir, "call_table.md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(outdir, "call_table.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
