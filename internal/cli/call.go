@@ -43,6 +43,9 @@ func (a *App) callVerb(ctx context.Context, args []string) int {
 	if code, ok := a.parseFlags(fs, args, "[--device ...] [--gpu N] [--target 1%] [--calls N] [--batch N] [--sensor FILE|MODEL] [--out DIR] [--json] -- CMD [ARGS...] | --stdio --out DIR"); !ok {
 		return code
 	}
+	if err := sh.dev.spec().Validate(); err != nil {
+		return a.exitFor("call", err)
+	}
 	argv := fs.Args()
 	switch {
 	case *stdio && len(argv) > 0:
