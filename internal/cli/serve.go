@@ -4,12 +4,16 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/otlpexport"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
 	"github.com/gpuwatt/gpuwatt/internal/serve"
+	"github.com/gpuwatt/gpuwatt/internal/workload"
 )
 
 // serve is `gpuwatt serve`: /metrics for Prometheus until SIGINT or SIGTERM, which end it
@@ -23,8 +27,11 @@ func (a *App) serve(ctx context.Context, args []string) int {
 	dcgm := fs.Bool("dcgm-names", false, "also expose DCGM_FI_DEV_POWER_USAGE (W) and DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ) with dcgm-exporter's labels")
 	otlpURL := fs.String("otlp", "", "also push hw.energy and hw.power to this OpenTelemetry collector (OTLP/HTTP, http://HOST:4318; docs/otlp.md)")
 	otlpEvery := fs.Duration("otlp-interval", 10*time.Second, "how often --otlp pushes")
+	webConfig := fs.String("web.config.file", "", "TLS and basic auth for /metrics and /health: the Prometheus exporter-toolkit's web configuration file (docs/serve.md)")
+	podSocket := fs.String("pod-resources", workload.DefaultSocket, "the kubelet's pod-resources socket, to name the pod and container of each process (none there: names left empty; \"\": never asked)")
+	procRoot := fs.String("proc-root", "/proc", "the proc file system the processes' cgroups are read from (their pod UIDs and container ids)")
 	poll := fs.String("poll", serve.DefaultPoll.String(), "how often each channel is read: an interval such as 100ms, or adaptive (learn each channel's update period; more CPU)")
-	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|sim[:PRESET]] [--listen ADDR] [--gpu all|LIST] [--dcgm-names] [--poll D] [--otlp URL [--otlp-interval D]]"); !ok {
+	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|sim[:PRESET]] [--listen ADDR|unix:PATH] [--web.config.file FILE] [--gpu all|LIST] [--dcgm-names] [--poll D] [--pod-resources SOCKET] [--otlp URL [--otlp-interval D]]"); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
@@ -49,7 +56,12 @@ func (a *App) serve(ctx context.Context, args []string) int {
 			return a.usageError("serve", fmt.Errorf("--otlp-interval %s: want a positive duration such as 10s", *otlpEvery))
 		}
 	}
-	opt := serve.Options{Listen: *listen, GPUs: idx, DCGMNames: *dcgm, Poll: &popt, Hostname: a.Host}
+	version, revision, _ := strings.Cut(a.versionString(), " ")
+	opt := serve.Options{Listen: *listen, GPUs: idx, DCGMNames: *dcgm, Poll: &popt, Hostname: a.Host,
+		Version: version, Revision: revision, WebConfigFile: *webConfig}
+	if !sh.quiet {
+		opt.Logger = slog.New(slog.NewTextHandler(a.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	if err := opt.Validate(); err != nil {
 		return a.exitFor("serve", err)
 	}
@@ -68,12 +80,19 @@ func (a *App) serve(ctx context.Context, args []string) int {
 		return a.exitFor("serve", err)
 	}
 	defer sys.Close()
+	// The processes of the sim are scripted, not the host's: their pids name nothing in
+	// /proc, so only a real device's processes are looked up.
+	if !sys.Simulated() {
+		wl := &workload.Resolver{ProcRoot: *procRoot, Socket: *podSocket}
+		defer wl.Close()
+		opt.Workloads = wl
+	}
 	srv, err := serve.New(ctx, sys, clk, opt)
 	if err != nil {
 		return a.exitFor("serve", err)
 	}
 	if !sh.quiet {
-		fmt.Fprintf(a.Stderr, "gpuwatt serve: %s, %d GPU(s), poll %s: metrics at http://%s/metrics\n", sys.Name(), len(srv.Snapshot()), popt, ln.Addr())
+		fmt.Fprintf(a.Stderr, "gpuwatt serve: %s, %d GPU(s), poll %s: metrics at %s\n", sys.Name(), len(srv.Snapshot()), popt, metricsURL(ln, *webConfig))
 	}
 	if *otlpURL != "" {
 		ex, err := otlpexport.New(ctx, otlpexport.Options{URL: *otlpURL, Interval: *otlpEvery, Host: a.host(), Version: a.versionString()},
@@ -99,4 +118,17 @@ func (a *App) serve(ctx context.Context, args []string) int {
 		return a.fail("serve", err)
 	}
 	return ExitOK
+}
+
+// metricsURL says where /metrics is: on the unix socket's path, or at the URL; with a web
+// configuration, TLS and auth are as it says.
+func metricsURL(ln net.Listener, webConfig string) string {
+	where := "http://" + ln.Addr().String() + "/metrics"
+	if ln.Addr().Network() == "unix" {
+		where = "/metrics on the unix socket " + ln.Addr().String()
+	}
+	if webConfig != "" {
+		where += " (TLS and auth as " + webConfig + " says)"
+	}
+	return where
 }

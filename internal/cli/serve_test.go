@@ -43,6 +43,8 @@ func TestServeBadListen(t *testing.T) {
 		{[]string{"--listen", "127.0.0.1:0", "--gpu", "x"}, `--gpu "x": want all or a comma-separated list`},
 		{[]string{"--listen", "127.0.0.1:0", "--poll", "soon"}, `--poll "soon"`},
 		{[]string{"--listen", "127.0.0.1:0", "--otlp", "collector:4318"}, `--otlp "collector:4318": want the collector's OTLP/HTTP URL`},
+		{[]string{"--listen", "unix:"}, `--listen "unix:": want unix:PATH`},
+		{[]string{"--listen", "127.0.0.1:0", "--web.config.file", "/nonexistent/web.yml"}, "--web.config.file /nonexistent/web.yml: "},
 	} {
 		a, _, stderr, _ := testApp(t)
 		code := a.Main(context.Background(), append([]string{"serve", "--device", "sim", "--quiet"}, tc.args...))
@@ -117,6 +119,21 @@ func TestServeProcess(t *testing.T) {
 	m1, t1 := get()
 	time.Sleep(4 * time.Second)
 	m2, t2 := get()
+	if resp, err := http.Get(strings.TrimSuffix(url, "/metrics") + "/health"); err != nil {
+		t.Error(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Logf("GET /health: %d %q", resp.StatusCode, b)
+		if resp.StatusCode != http.StatusOK || string(b) != "ok\n" {
+			t.Errorf("GET /health: %d %q, want 200 ok", resp.StatusCode, b)
+		}
+	}
+	for _, want := range []string{"gpuwatt_build_info{", `gpuwatt_gpu_info{device="sim:h100",driver_version="sim"`} {
+		if !strings.Contains(m2, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 
 	if p, err := exec.LookPath("promtool"); err == nil {
 		c := exec.Command(p, "check", "metrics")

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 	"github.com/gpuwatt/gpuwatt/internal/snapshot"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/workload"
 )
 
 // CorrectedBin is the span the corrected power gauge is the mean over.
@@ -40,6 +41,7 @@ type gpuState struct {
 	hasCounter bool
 	unread     []trace.Missing
 	procs      gpu.ProcessLister
+	workloads  Workloads
 
 	mu          sync.Mutex
 	latest      map[string]reading
@@ -87,6 +89,7 @@ type gpuState struct {
 
 type procState struct {
 	comm     string
+	workload workload.Workload // asked once, when the process is first seen
 	energyJ  float64
 	share    float64
 	lastSeen time.Duration
@@ -307,6 +310,9 @@ func (g *gpuState) split(now time.Duration) {
 				p := g.proc[u.PID]
 				if p == nil {
 					p = &procState{}
+					if g.workloads != nil {
+						p.workload = g.workloads.Lookup(g.info.UUID, u.PID)
+					}
 					g.proc[u.PID] = p
 				}
 				p.comm, p.lastSeen = u.Comm, now
@@ -475,7 +481,8 @@ func (g *gpuState) snapshot(host string, wall time.Time, clk clock.Clock) snapsh
 	sort.Ints(pids)
 	for _, pid := range pids {
 		p := g.proc[pid]
-		s.Processes = append(s.Processes, snapshot.Process{PID: pid, Comm: p.comm, EnergyJ: p.energyJ, SMShare: p.share})
+		s.Processes = append(s.Processes, snapshot.Process{PID: pid, Comm: p.comm, EnergyJ: p.energyJ, SMShare: p.share,
+			Namespace: p.workload.Namespace, Pod: p.workload.Pod, Container: p.workload.Container, ContainerID: p.workload.ContainerID})
 	}
 	return s
 }

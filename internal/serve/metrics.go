@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -36,8 +37,8 @@ var (
 		"1 while the GPU's driver calls succeed, 0 while every call since the previous update failed (the other figures then keep their last values).",
 		[]string{"gpu", "uuid"}, nil)
 	descProc = prometheus.NewDesc("gpuwatt_process_gpu_energy_joules_total",
-		"Energy of the GPU attributed to a process since gpuwatt serve first saw it, in J: each second's energy above the idle floor split by the processes' shares of the SM utilisation (docs/serve.md states the limits).",
-		[]string{"gpu", "pid", "comm"}, nil)
+		"Energy of the GPU attributed to a process since gpuwatt serve first saw it, in J: each second's energy above the idle floor split by the processes' shares of the SM utilisation (docs/serve.md states the limits); namespace, pod, container and container_id where the process runs in a Kubernetes pod.",
+		[]string{"gpu", "pid", "comm", "namespace", "pod", "container", "container_id"}, nil)
 	descUnattr = prometheus.NewDesc("gpuwatt_gpu_unattributed_energy_joules_total",
 		"Energy of the GPU since gpuwatt serve started that the per-process split gave to no process, in J: the idle floor, and what was drawn above it while no process showed SM use.",
 		[]string{"gpu", "uuid"}, nil)
@@ -50,6 +51,15 @@ var (
 	descMissed = prometheus.NewDesc("gpuwatt_sampler_missed_updates_total",
 		"Sensor updates that came and went between two polls of the sampler, for the GPU.",
 		[]string{"gpu"}, nil)
+	descBuild = prometheus.NewDesc("gpuwatt_build_info",
+		"Always 1: the gpuwatt that serves these metrics (version, revision, the Go toolchain that built it).",
+		[]string{"version", "revision", "goversion", "goos", "goarch"}, nil)
+	descInfo = prometheus.NewDesc("gpuwatt_gpu_info",
+		"Always 1: what the driver says of the GPU (model, PCI bus id, driver version), as read when gpuwatt serve started; device is nvml, or sim:PRESET for the simulated twin (simulated=\"true\": no figure of it is measured).",
+		[]string{"gpu", "uuid", "model", "pci_bus_id", "driver_version", "hostname", "device", "simulated"}, nil)
+	descLimit = prometheus.NewDesc("gpuwatt_gpu_power_limit_watts",
+		"The GPU's power limit in W as read when gpuwatt serve started: limit=\"enforced\" (what caps the board) and limit=\"default\".",
+		[]string{"gpu", "uuid", "limit"}, nil)
 	descCPU = prometheus.NewDesc("gpuwatt_sampler_cpu_seconds_total",
 		"CPU time (user + system) of the gpuwatt serve process since sampling started, in s: sampling, the corrections and the answers to scrapes together.",
 		nil, nil)
@@ -62,11 +72,17 @@ var (
 		[]string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}, nil)
 )
 
-// collector turns the Server's snapshot into metrics at each scrape.
-type collector struct{ s *Server }
+// collector turns the Server's snapshot into metrics at each scrape; driver, device and
+// simulated are the system's, for gpuwatt_gpu_info.
+type collector struct {
+	s         *Server
+	driver    string
+	device    string
+	simulated bool
+}
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descEnergy, descPower, descDelay, descIdle, descClock, descTemp, descEvent, descUp, descProc, descUnattr, descPolls, descErrors, descMissed, descCPU} {
+	for _, d := range []*prometheus.Desc{descEnergy, descPower, descDelay, descIdle, descClock, descTemp, descEvent, descUp, descProc, descUnattr, descPolls, descErrors, descMissed, descCPU, descBuild, descInfo, descLimit} {
 		ch <- d
 	}
 	if c.s.opt.DCGMNames {
@@ -89,9 +105,20 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
 	}
+	gauge(descBuild, 1, c.s.opt.Version, c.s.opt.Revision, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	for i := range snaps {
 		g := &snaps[i]
 		idx := strconv.Itoa(g.Index)
+		if info := c.s.byIdx[g.Index]; info != nil {
+			gi := info.info
+			gauge(descInfo, 1, idx, g.UUID, g.Model, strings.ToLower(gi.PCIBusID), c.driver, g.Hostname, c.device, strconv.FormatBool(c.simulated))
+			if gi.PowerLimitW > 0 {
+				gauge(descLimit, gi.PowerLimitW, idx, g.UUID, "enforced")
+			}
+			if gi.DefaultPowerLimit > 0 {
+				gauge(descLimit, gi.DefaultPowerLimit, idx, g.UUID, "default")
+			}
+		}
 		up := 0.0
 		if g.Up {
 			up = 1
@@ -122,7 +149,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descEvent, v, idx, g.UUID, e.Reason)
 		}
 		for _, p := range g.Processes {
-			counter(descProc, p.EnergyJ, idx, strconv.Itoa(p.PID), p.Comm)
+			counter(descProc, p.EnergyJ, idx, strconv.Itoa(p.PID), p.Comm, p.Namespace, p.Pod, p.Container, p.ContainerID)
 		}
 		counter(descUnattr, g.UnattributedJ, idx, g.UUID)
 		counter(descPolls, float64(g.Polls), idx)

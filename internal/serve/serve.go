@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/gpu"
@@ -28,6 +30,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/snapshot"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/workload"
 )
 
 // DefaultListen is --listen's default: every interface, port 9402 (dcgm-exporter has 9400).
@@ -63,7 +66,27 @@ type Options struct {
 	// Keep is how much of the recent readings of a GPU's corrected channel is kept (the
 	// ring the corrected power is worked out from); 8 s when 0.
 	Keep time.Duration
+	// Version and Revision label gpuwatt_build_info.
+	Version, Revision string
+	// WebConfigFile is the exporter-toolkit's web configuration (TLS, basic auth), as
+	// Prometheus's own exporters read it (--web.config.file); empty: plain HTTP.
+	WebConfigFile string
+	// Logger receives the web server's messages (TLS handshakes, refused logins); none
+	// when nil.
+	Logger *slog.Logger
+	// Workloads names the pod and container of each process of the per-process split;
+	// nil: none are named.
+	Workloads Workloads
 }
+
+// Workloads says which pod and container a process using a GPU runs in
+// (workload.Resolver: the cgroup path and the kubelet's pod-resources API).
+type Workloads interface {
+	Lookup(gpuUUID string, pid int) workload.Workload
+}
+
+// UnixPrefix marks a --listen address that is a unix socket's path.
+const UnixPrefix = "unix:"
 
 // ParseGPUs parses --gpu: "all" (nil) or a comma-separated list of indexes.
 func ParseGPUs(s string) ([]int, error) {
@@ -84,10 +107,13 @@ func ParseGPUs(s string) ([]int, error) {
 	return out, nil
 }
 
-// Validate checks the options without opening anything.
+// Validate checks the options without opening anything but the web configuration file.
 func (o Options) Validate() error {
 	if err := ValidateListen(o.listen()); err != nil {
 		return err
+	}
+	if err := web.Validate(o.WebConfigFile); err != nil {
+		return fmt.Errorf("%w: --web.config.file %s: %v", status.ErrInput, o.WebConfigFile, err)
 	}
 	if o.Update < 0 || o.Keep < 0 {
 		return fmt.Errorf("%w: update and keep must not be negative", status.ErrInput)
@@ -95,8 +121,14 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// ValidateListen checks that addr is host:port with a port number.
+// ValidateListen checks that addr is host:port with a port number, or unix:PATH.
 func ValidateListen(addr string) error {
+	if path, ok := strings.CutPrefix(addr, UnixPrefix); ok {
+		if path == "" {
+			return fmt.Errorf("%w: --listen %q: want unix:PATH, the path of a unix socket", status.ErrInput, addr)
+		}
+		return nil
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%w: --listen %q: want HOST:PORT or :PORT (%v)", status.ErrInput, addr, err)
@@ -143,9 +175,35 @@ func Listen(o Options) (net.Listener, error) {
 	if err := ValidateListen(addr); err != nil {
 		return nil, err
 	}
+	if path, ok := strings.CutPrefix(addr, UnixPrefix); ok {
+		return listenUnix(path)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --listen %s: %v", status.ErrInput, addr, err)
+	}
+	return ln, nil
+}
+
+// listenUnix listens on the unix socket path. A socket left there by a serve that did not
+// end cleanly (nothing answers on it) is replaced; a file that is not a socket, or a socket
+// another process answers on, is bad input.
+func listenUnix(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%w: --listen unix:%s: the path exists and is not a socket", status.ErrInput, path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%w: --listen unix:%s: another process answers on it", status.ErrInput, path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("%w: --listen unix:%s: %v", status.ErrInput, path, err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --listen unix:%s: %v", status.ErrInput, path, err)
 	}
 	return ln, nil
 }
@@ -199,6 +257,7 @@ func New(ctx context.Context, sys gpu.System, clk clock.Clock, o Options) (*Serv
 	var sensors []sensor.Sensor
 	for _, d := range watch {
 		g := newGPUState(d, o)
+		g.workloads = o.Workloads
 		s.gpus = append(s.gpus, g)
 		s.byIdx[g.info.Index] = g
 		sensors = append(sensors, d.Sensors()...)
@@ -214,7 +273,7 @@ func New(ctx context.Context, sys gpu.System, clk clock.Clock, o Options) (*Serv
 		g.setChannels(s.sampler.Channels(), s.sampler.Unavailable())
 	}
 	s.reg = prometheus.NewRegistry()
-	s.reg.MustRegister(&collector{s: s})
+	s.reg.MustRegister(&collector{s: s, driver: sys.DriverVersion(), device: sys.Name(), simulated: sys.Simulated()})
 	s.Update()
 	return s, nil
 }
@@ -263,16 +322,17 @@ func (s *Server) Snapshot() []snapshot.GPU {
 	return out
 }
 
-// Handler serves /metrics (and a short page at /).
+// Handler serves /metrics, /health (and a short page at /).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc("/health", s.healthHandler)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
 		}
-		fmt.Fprintf(w, "gpuwatt serve: metrics at /metrics (docs/serve.md)\n")
+		fmt.Fprintf(w, "gpuwatt serve: metrics at /metrics, readiness at /health (docs/serve.md)\n")
 	})
 	return mux
 }
@@ -291,7 +351,7 @@ func (s *Server) Close() {
 func (s *Server) Run(ctx context.Context, ln net.Listener, tick func()) error {
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- s.serveHTTP(hs, ln) }()
 	t := time.NewTicker(s.opt.Update)
 	defer t.Stop()
 	var err error
@@ -317,6 +377,21 @@ loop:
 		err = nil
 	}
 	return err
+}
+
+// serveHTTP serves hs on ln, with TLS and basic auth where the web configuration file asks
+// for them (the exporter-toolkit reads it again at every connection, so renewed certificates
+// are taken up without a restart).
+func (s *Server) serveHTTP(hs *http.Server, ln net.Listener) error {
+	if s.opt.WebConfigFile == "" {
+		return hs.Serve(ln)
+	}
+	logger := s.opt.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	file := s.opt.WebConfigFile
+	return web.Serve(ln, hs, &web.FlagConfig{WebConfigFile: &file}, logger)
 }
 
 // sortedKeys returns m's keys in order.

@@ -105,4 +105,6 @@ type Process struct {
 	Comm    string  // the command name (/proc/PID/comm, or the driver's)
 	EnergyJ float64 // attributed energy since serve first saw it, monotonic
 	SMShare float64 // its latest share of the SM utilisation, 0..1
+	// The Kubernetes pod and container it runs in (serve's Workloads); empty: not known.
+	Namespace, Pod, Container, ContainerID string
 }
