@@ -161,7 +161,7 @@ func TestJobSimTruth(t *testing.T) {
 	e.checkTruth(t, res)
 
 	// The sacctmgr line: printed, and run with exactly those arguments.
-	wantLine := "sacctmgr -i modify job where jobid=101 set AdminComment='" + res.AdminComment + "'\n"
+	wantLine := "sacctmgr -i modify job where jobid=101 set AdminComment=" + res.AdminComment + "\n" // no quoting: the comment has nothing a shell treats apart
 	if stdout != wantLine {
 		t.Errorf("stdout %q, want %q", stdout, wantLine)
 	}
@@ -173,7 +173,7 @@ func TestJobSimTruth(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("sacctmgr got\n%s\nwant\n%s", got, want)
 	}
-	if !strings.HasPrefix(res.AdminComment, `{"gpuwatt":"gpuwatt-job/1","energy_j":`) || strings.ContainsAny(res.AdminComment, "'\n") {
+	if !strings.HasPrefix(res.AdminComment, `gpuwatt=gpuwatt-job/1,energy_j=`) || strings.ContainsAny(res.AdminComment, "'\" \n") {
 		t.Errorf("AdminComment %s", res.AdminComment)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -265,36 +266,26 @@ func boundEdges(gr *GPUResult, lim float64, period time.Duration, assumed bool) 
 	gr.Finish()
 }
 
-// adminComment is the compact JSON stored in Slurm's AdminComment.
-type adminComment struct {
-	Gpuwatt    string     `json:"gpuwatt"`
-	EnergyJ    float64    `json:"energy_j"`
-	LowJ       float64    `json:"low_j"`
-	HighJ      float64    `json:"high_j"`
-	SpanS      float64    `json:"span_s"`
-	Incomplete bool       `json:"incomplete,omitempty"`
-	GPUs       []adminGPU `json:"gpus"`
-}
-
-type adminGPU struct {
-	UUID    string  `json:"uuid"`
-	EnergyJ float64 `json:"energy_j"`
-	LowJ    float64 `json:"low_j"`
-	HighJ   float64 `json:"high_j"`
-	Source  string  `json:"source"`
-}
-
-// AdminComment is the one-line JSON that job end stores in the job's AdminComment: the
-// job's energy and 95 % interval (J, to 0.1 J), its span, whether incomplete, and per GPU
-// its UUID, energy, interval and source. It holds no free text, so it never needs quoting
-// beyond the shell's single quotes.
+// AdminComment is what job end stores in the job's AdminComment: Slurm's own key=value
+// list (as its TRES strings are written), numbers to 0.1 J:
+//
+//	gpuwatt=gpuwatt-job/1,energy_j=786.9,low_j=780.9,high_j=792.8,span_s=1.3[,incomplete=1],gpuN=UUID/ENERGY/LOW/HIGH/METHOD,...
+//
+// with each GPU's node index N, its UUID without "GPU-", lower case. It holds no capital
+// letter, no quote and no space: sacctmgr lower-cases what it stores and turns double quotes
+// into backquotes (Slurm 22.05, deploy/slurm/ci-test.sh: a JSON comment came back from sacct
+// as {`gpuwatt`:...,`uuid`:`gpu-5a1d...`}), so this is what sacct gives back, unchanged.
 func AdminComment(r *Result) string {
-	a := adminComment{Gpuwatt: Format, EnergyJ: r1(r.EnergyJ), LowJ: r1(r.EnergyLowJ), HighJ: r1(r.EnergyHighJ), SpanS: r1(r.SpanS), Incomplete: r.Incomplete, GPUs: []adminGPU{}}
-	for _, g := range r.GPUs {
-		a.GPUs = append(a.GPUs, adminGPU{UUID: g.UUID, EnergyJ: r1(g.EnergyJ), LowJ: r1(g.LowJ), HighJ: r1(g.HighJ), Source: string(g.Method)})
+	f := func(v float64) string { return strconv.FormatFloat(r1(v), 'f', -1, 64) }
+	parts := []string{"gpuwatt=" + Format, "energy_j=" + f(r.EnergyJ), "low_j=" + f(r.EnergyLowJ), "high_j=" + f(r.EnergyHighJ), "span_s=" + f(r.SpanS)}
+	if r.Incomplete {
+		parts = append(parts, "incomplete=1")
 	}
-	b, _ := json.Marshal(a)
-	return string(b)
+	for _, g := range r.GPUs {
+		uuid := strings.ToLower(strings.TrimPrefix(g.UUID, "GPU-"))
+		parts = append(parts, fmt.Sprintf("gpu%d=%s/%s/%s/%s/%s", g.Index, uuid, f(g.EnergyJ), f(g.LowJ), f(g.HighJ), strings.ToLower(string(g.Method))))
+	}
+	return strings.Join(parts, ",")
 }
 
 func r1(v float64) float64 { return math.Round(v*10) / 10 }
