@@ -125,7 +125,7 @@ func TestCallCalibration(t *testing.T) {
 	for _, p := range presets {
 		specs[p] = fitted(t, p)
 	}
-	const cases = 24
+	const cases = 40
 	var out []calibCase
 	for k := range cases {
 		rng := rand.New(rand.NewPCG(uint64(k), 34))

@@ -255,9 +255,16 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 		}
 		spans = append(spans, sp)
 		if o.Calls == 0 && len(spans) >= next {
-			// The calls but the last: the readings after its window, and the gap after it,
-			// come with the next wait.
-			last = Analyse(rec.trace(env.System, true), spans[:len(spans)-1], plan.analyseOptions(o))
+			// The calls whose windows ended a second ago: the readings of the latest may
+			// not all be in yet (a buffered channel is read every 50 ms, and its stamps
+			// are placed on its grid once it has been fitted).
+			m := len(spans) - 1
+			for m > 0 && spans[m-1].End+plan.settle+time.Second > clk.Now() {
+				m--
+			}
+			ao := plan.analyseOptions(o)
+			ao.Next = spans[m].Start
+			last = Analyse(rec.trace(env.System, true), spans[:m], ao)
 			if o.Progress != nil {
 				o.Progress(Progress{Calls: len(spans), RelHalfWide: last.relHalfWidth(), Target: o.Target})
 			}
@@ -414,10 +421,12 @@ func newPlan(tr *trace.Trace, gpu int, o Options, tcall time.Duration) (*plan, e
 }
 
 // settleOf is how long after a call's end the readings of a sensor of model m may still
-// hold some of it: its delay, its window, five time constants of its lag (0.7 % left),
-// and the period to the next reading, which the integral interpolates to.
+// hold some of it: its delay, its window, eight time constants of its lag (0.03 % of the
+// lagged energy left; with five, 0.7 % × e^(−T/tau) was left outside the window, and the
+// h200 twin's 20–90 ms calls read 0.2–0.3 % low against intervals of ±0.2 %), and the
+// period to the next reading, which the integral interpolates to.
 func settleOf(m sensormodel.Model) time.Duration {
-	return m.Delay + m.Window + 5*m.Tau + periodOf(m) + time.Millisecond
+	return m.Delay + m.Window + 8*m.Tau + periodOf(m) + time.Millisecond
 }
 
 // withPeriod fills in m's period from the channel's learned update period where the
