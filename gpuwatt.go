@@ -35,6 +35,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -49,17 +50,24 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
 	"github.com/gpuwatt/gpuwatt/internal/simhook"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 	"github.com/gpuwatt/gpuwatt/sim"
 )
 
 // Options configure a recording. The zero value records every GPU of the NVIDIA driver and
-// of AMD's amdsmi, else of the sim device (Result.Warnings then says so), polling adaptively.
+// of AMD's amdsmi, polling adaptively; without either, Start returns an error naming what
+// it looked for (the sim device stands in only when asked).
 type Options struct {
-	// Device is "auto" (or ""): the NVIDIA and AMD GPUs, else the sim device; "nvml": the
+	// Device is "auto" (or ""): the NVIDIA and AMD GPUs of this machine; "nvml": the
 	// NVIDIA driver only; "amdsmi": the AMD GPUs only (ROCm's libamd_smi); "sim" or
 	// "sim:PRESET" (h100, h200, a100, v100, k20, mi300x): the sim device on the wall clock,
-	// whose GPUs draw their load from Start to Stop, as a measured program's.
+	// which cannot see the program's GPU work: it draws SimLoadW from Start to Stop (idle by
+	// default), and the Result says so.
 	Device string
+	// SimLoadW is the power the wall-clock sim device (Device "sim") draws from Start to
+	// Stop in W: 0 leaves it idle (a program that launches no sim work), SimPresetLoad its
+	// preset's command_load_w. Ignored elsewhere.
+	SimLoadW float64
 	// Sim records on a simulated system (sim.New) and its virtual clock instead: work is
 	// what the program launches on it, and its true energy is known. Device must then be
 	// "" or "sim".
@@ -74,6 +82,9 @@ type Options struct {
 	// negative: none).
 	Margin time.Duration
 }
+
+// SimPresetLoad as Options.SimLoadW: the sim device's preset command_load_w.
+const SimPresetLoad = -1
 
 // DefaultMargin is Options.Margin's default.
 const DefaultMargin = 300 * time.Millisecond
@@ -116,6 +127,9 @@ func Start(ctx context.Context, o Options) (*Recorder, error) {
 	if o.Poll < 0 {
 		return nil, fmt.Errorf("gpuwatt: Options.Poll %s: want 0 (adaptive) or a positive interval", o.Poll)
 	}
+	if o.SimLoadW < 0 && o.SimLoadW != SimPresetLoad || math.IsNaN(o.SimLoadW) || o.SimLoadW > 5000 {
+		return nil, fmt.Errorf("gpuwatt: Options.SimLoadW %g: want 0 (idle), a power in W up to 5000, or SimPresetLoad", o.SimLoadW)
+	}
 	r := &Recorder{ctx: ctx, count: map[string]int{}, margin: o.Margin}
 	if o.Margin == 0 {
 		r.margin = DefaultMargin
@@ -135,14 +149,11 @@ func Start(ctx context.Context, o Options) (*Recorder, error) {
 		if err := spec.Validate(); err != nil {
 			return nil, fmt.Errorf("gpuwatt: Options.Device: %v", strings.TrimPrefix(err.Error(), "--device "))
 		}
-		op, err := device.Open(spec, device.Options{})
+		op, err := device.Open(spec, device.Options{RealOnly: true})
 		if err != nil {
-			return nil, fmt.Errorf("gpuwatt: %w", err)
+			return nil, fmt.Errorf("gpuwatt: Options.Device: %w", err)
 		}
 		r.sys, r.clk, r.own = op.System, op.Clock, true
-		if op.Fallback != nil {
-			r.warn = append(r.warn, Warning{Code: "sim_fallback", Message: fmt.Sprintf("%v; recorded on the sim device (%s): every figure is simulated", op.Fallback, op.System.Name())})
-		}
 	}
 	fail := func(err error) (*Recorder, error) {
 		if r.own {
@@ -183,18 +194,39 @@ func Start(ctx context.Context, o Options) (*Recorder, error) {
 	if err := r.smp.Start(ctx); err != nil {
 		return fail(fmt.Errorf("gpuwatt: %w", err))
 	}
-	if o.Sim == nil {
-		// The sim on the wall clock draws a program's load while it is recorded.
-		for _, d := range r.devs {
-			if ob, ok := d.(gpu.CommandObserver); ok {
-				ob.CommandStarted(r.clk.Now())
-				r.started = true
-			}
-		}
+	if o.Sim == nil && r.sys.Simulated() {
+		r.warn = append(r.warn, r.chargeProgram(o.SimLoadW))
 	}
 	r.clk.Sleep(ctx, r.margin)
 	r.smp.Poke()
 	return r, nil
+}
+
+// chargeProgram gives the wall-clock sim device the program's load (Options.SimLoadW) and
+// returns the warning that states it: the twin cannot see the program's GPU work.
+func (r *Recorder) chargeProgram(w float64) Warning {
+	msg := "recorded on the sim device " + r.sys.Name() + ": every figure is simulated; "
+	if w == 0 {
+		return Warning{Code: "simulated", Message: msg + "its GPUs stayed idle from Start to Stop (Options.SimLoadW 0: the program launches no sim work)"}
+	}
+	var loads []string
+	for _, d := range r.devs {
+		c, ok := d.(interface {
+			CommandLoad() units.Power
+			SetCommandLoad(units.Power)
+		})
+		ob, ok2 := d.(gpu.CommandObserver)
+		if !ok || !ok2 {
+			continue
+		}
+		if w > 0 {
+			c.SetCommandLoad(units.Power(w))
+		}
+		loads = append(loads, c.CommandLoad().String())
+		ob.CommandStarted(r.clk.Now())
+		r.started = true
+	}
+	return Warning{Code: "simulated", Message: msg + "its GPUs drew " + strings.Join(loads, ", ") + " from Start to Stop whatever the program did (Options.SimLoadW)"}
 }
 
 // Begin begins a region named name (one word: no blanks or control characters) now, and

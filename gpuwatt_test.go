@@ -120,10 +120,64 @@ func TestOptionsAndMisuse(t *testing.T) {
 	}
 }
 
-// TestSimDeviceOnWallClock: Options.Device "sim:h200" records the twin on the wall clock,
-// drawing its load from Start to Stop, as `gpuwatt measure --device sim` does a command's.
-func TestSimDeviceOnWallClock(t *testing.T) {
+// TestAutoNeverSimulates: the zero Options mean this machine's GPUs; without a driver Start
+// fails naming what it looked for, never recording on the twin unasked (it gave 333.6 J
+// for a 0.5 s time.Sleep, err nil). On a machine with a GPU the figures are measured.
+func TestAutoNeverSimulates(t *testing.T) {
+	rec, err := gpuwatt.Start(context.Background(), gpuwatt.Options{Margin: -1})
+	if err != nil {
+		for _, want := range []string{"no GPU driver found", "libnvidia-ml", "--device sim"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+		return
+	}
+	res, err := rec.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Simulated {
+		t.Errorf("Options{} recorded on %s: simulated", res.Device)
+	}
+}
+
+// TestSimDeviceIdleUnlessCharged: Options.Device "sim" on the wall clock cannot see the
+// program's work: by default its GPUs stay idle (a time.Sleep is not 690 W), and the
+// Result says the figures are simulated and what the twin charged.
+func TestSimDeviceIdleUnlessCharged(t *testing.T) {
 	rec, err := gpuwatt.Start(context.Background(), gpuwatt.Options{Device: "sim:h200", Margin: 150 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rec.Begin("wait")
+	time.Sleep(300 * time.Millisecond)
+	r.End()
+	res, err := rec.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := res.Regions[0].GPUs[0]
+	if !res.Simulated || !e.OK || e.MeanWatts > 150 {
+		t.Errorf("%s simulated %v: %+v (idle: the h200 preset idles near 80 W)", res.Device, res.Simulated, e)
+	}
+	said := false
+	for _, w := range res.Warnings {
+		said = said || w.Code == "simulated" && strings.Contains(w.Message, "stayed idle")
+	}
+	if !said {
+		t.Errorf("no warning states the twin's charge: %+v", res.Warnings)
+	}
+	if _, err := gpuwatt.Start(context.Background(), gpuwatt.Options{Device: "sim", SimLoadW: -3}); err == nil {
+		t.Error("SimLoadW -3 accepted")
+	}
+}
+
+// TestSimDeviceOnWallClock: Options.Device "sim:h200" with SimLoadW SimPresetLoad records
+// the twin on the wall clock drawing its preset's load from Start to Stop, as `gpuwatt
+// measure --device sim` does a command's.
+func TestSimDeviceOnWallClock(t *testing.T) {
+	rec, err := gpuwatt.Start(context.Background(), gpuwatt.Options{Device: "sim:h200", SimLoadW: gpuwatt.SimPresetLoad, Margin: 150 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ type Energy struct {
 // Warning is one thing a reader of a result must know.
 type Warning struct {
 	// Code names the kind, e.g. "unsynchronised_marker" (the work ran past a region's
-	// end), "unended_region", "few_readings_in_region", "sim_fallback".
+	// end), "unended_region", "few_readings_in_region", "simulated" (the sim device on the wall clock: what it charged).
 	Code string `json:"code"`
 	// Subject is what it is about, where not the whole result (a region, a channel).
 	Subject string `json:"subject,omitempty"`

@@ -286,17 +286,6 @@ func TestDevicesWithoutDriver(t *testing.T) {
 	}
 }
 
-func TestMeasureAnnouncesSim(t *testing.T) {
-	a, _, stderr, ctx := testApp(t)
-	if code := a.Main(ctx, []string{"measure", "--", "fake", "1s"}); code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	first, _, _ := strings.Cut(stderr.String(), "\n")
-	if !strings.Contains(first, "no NVIDIA driver found") || !strings.Contains(first, "using the sim device") {
-		t.Fatalf("first stderr line = %q", first)
-	}
-}
-
 func TestHelpAndVersion(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"measure", "--help"}, {"devices", "--help"}, {"help", "measure"}, {"version"}} {
 		a, stdout, stderr, ctx := testApp(t)

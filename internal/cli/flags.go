@@ -25,6 +25,9 @@ const (
 	withOut
 	withJSON
 	withQuiet
+	// withRealAuto: --device auto means this machine's GPUs and nothing else (no driver:
+	// exit 2), for the verbs that record or account (measure, job, serve).
+	withRealAuto
 	withAll = withGPU | withOut | withJSON | withQuiet
 )
 
@@ -40,7 +43,11 @@ const (
 // register adds --device and --sim-config, and the shared flags in which, to fs. out is
 // --out's default ("" for none).
 func (s *shared) register(fs *flag.FlagSet, which int, out string) {
-	fs.StringVar(&s.dev.device, "device", "auto", device.DeviceHelp)
+	help := device.DeviceHelp
+	if which&withRealAuto != 0 {
+		help, s.dev.realOnly = device.RealDeviceHelp, true
+	}
+	fs.StringVar(&s.dev.device, "device", "auto", help)
 	fs.StringVar(&s.dev.simConfig, "sim-config", "", device.SimConfigHelp)
 	if which&withGPU != 0 {
 		fs.IntVar(&s.gpu, "gpu", 0, gpuHelp)

@@ -47,7 +47,7 @@ func (a *App) job(ctx context.Context, args []string) int {
 		// Flags before a subcommand: say what is wrong with them, else that one is missing.
 		fs := flag.NewFlagSet("job", flag.ContinueOnError)
 		var sh shared
-		sh.register(fs, 0, "")
+		sh.register(fs, withRealAuto, "")
 		var jf jobFlags
 		jf.register(fs)
 		if code, ok := a.parseFlags(fs, args, jobSynopsis); !ok {
@@ -117,7 +117,7 @@ func (a *App) self() ([]string, error) {
 func (a *App) jobBegin(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("job begin", flag.ContinueOnError)
 	var sh shared
-	sh.register(fs, 0, "")
+	sh.register(fs, withRealAuto, "")
 	var jf jobFlags
 	jf.register(fs)
 	gpus := fs.String("gpu", "", "the job's GPUs: indices (0,1) or UUIDs (GPU-…) (default: $SLURM_JOB_GPUS, else $CUDA_VISIBLE_DEVICES)")
@@ -157,9 +157,6 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 		}
 		fmt.Fprintf(a.Stderr, "gpuwatt job begin: job %s was begun before (requeued, or its epilog never ran): that run's files moved to %s\n", id, old)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return a.usageError("job begin", fmt.Errorf("--dir %s: cannot create the job's directory: %v", jf.dir, unwrapPath(err)))
-	}
 	simConfig := sh.dev.simConfig
 	if simConfig != "" {
 		if abs, err := filepath.Abs(simConfig); err == nil {
@@ -176,6 +173,10 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 	if err != nil {
 		sys.Close()
 		return a.exitFor("job begin", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		sys.Close()
+		return a.usageError("job begin", fmt.Errorf("--dir %s: cannot create the job's directory: %v", jf.dir, unwrapPath(err)))
 	}
 	bg := &job.Begin{Format: job.BeginFormat, Job: job.Job{JobID: id, User: jobUser(), Host: a.host(), Version: a.versionString(),
 		Device: sys.Name(), Simulated: sys.Simulated(), Start: start.Round(0)}, GPUsFrom: from,
@@ -229,7 +230,7 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 func (a *App) jobRecord(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("job record", flag.ContinueOnError)
 	var sh shared
-	sh.register(fs, 0, "")
+	sh.register(fs, withRealAuto, "")
 	dir := fs.String("dir", "", "the job's directory")
 	origin := fs.String("origin", "", "the job's time origin (RFC 3339)")
 	gpus := fs.String("gpu", "", "GPU indices")
@@ -298,7 +299,7 @@ func (a *App) jobEnd(ctx context.Context, args []string) int {
 	clk := clock.NewRealAt(bg.Start)
 	end := map[int]*job.Counter{}
 	endT := clk.Now()
-	sys, err := a.openSystem("job end", deviceFlags{device: bg.DeviceSpec, simConfig: bg.SimConfig}, clk)
+	sys, err := a.openSystem("job end", deviceFlags{device: bg.DeviceSpec, simConfig: bg.SimConfig, realOnly: true}, clk)
 	var endWarn []status.Warning
 	if err != nil {
 		endWarn = append(endWarn, status.Warnf(job.CodeNoCounter, "end could not open the device to read the counters: %v", err))

@@ -173,6 +173,10 @@ func TestJobSimTruth(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("sacctmgr got\n%s\nwant\n%s", got, want)
 	}
+	// The twin says so in job.json and in the AdminComment (issue 29).
+	if !res.Simulated || !strings.Contains(res.AdminComment, ",simulated=1,") {
+		t.Errorf("job.json simulated %v, AdminComment %s", res.Simulated, res.AdminComment)
+	}
 	if !strings.HasPrefix(res.AdminComment, `gpuwatt=gpuwatt-job/1,energy_j=`) || strings.ContainsAny(res.AdminComment, "'\" \n") {
 		t.Errorf("AdminComment %s", res.AdminComment)
 	}

@@ -27,7 +27,7 @@ const measureSynopsis = "[flags] -- CMD [ARGS...]"
 func (a *App) measure(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("measure", flag.ContinueOnError)
 	var sh shared
-	sh.register(fs, withOut|withJSON|withQuiet, "")
+	sh.register(fs, withRealAuto|withOut|withJSON|withQuiet, "")
 	gpus := fs.String("gpu", "all", "GPUs to record: all, or indices such as 0,2")
 	chans := fs.String("channels", measure.DefaultChannels, "channels to record: default (the driver's sample ring and energy counter, clocks, temperature, throttle reasons; a board's other power channels only where it has no ring: docs/sampling.md), all, or names and globs such as default,power.usage")
 	gpuCPU := fs.Bool("gpu-cpu", false, "give the Sampler's CPU per GPU (each polling lane on an OS thread of its own, which costs a little CPU itself)")
@@ -35,8 +35,13 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	baseline := fs.Duration("baseline", time.Second, "idle recording before the command (gives the idle power)")
 	tail := fs.Duration("tail", time.Second, "recording after the command (shows the sensors settle)")
 	marksPath := fs.String("marks", "", "the file the command appends region markers to, named to it by $GPUWATT_MARKS (`begin NAME` / `end NAME` lines, docs/markers.md); default: a new temporary file, kept as marks.txt in --out")
+	simLoad := fs.String("sim-load", "preset", "on the sim device: what it draws while the command runs, which it cannot see: preset (its command_load_w), idle (a command that launches no sim work), or a power in W")
 	if code, ok := a.parseFlags(fs, args, measureSynopsis); !ok {
 		return code
+	}
+	sl, err := measure.ParseSimLoad(*simLoad)
+	if err != nil {
+		return a.usageError("measure", err)
 	}
 	popt, err := sensor.ParsePoll(*poll)
 	if err != nil {
@@ -54,7 +59,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	cmd := fs.Args()
 	opt := measure.Options{
 		GPUs: gpuIdx, Channels: patterns, GPUCPU: *gpuCPU, Poll: popt, Baseline: *baseline, Tail: *tail,
-		Runner: a.Runner, Command: cmd,
+		Runner: a.Runner, Command: cmd, SimLoad: sl,
 		Version: a.versionString(), Host: a.host(), CommandLine: append([]string{"gpuwatt", "measure"}, args...),
 	}
 	if opt.Runner == nil {

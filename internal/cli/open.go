@@ -14,6 +14,8 @@ import (
 type deviceFlags struct {
 	device    string
 	simConfig string
+	// realOnly: auto opens this machine's GPUs or fails (device.Options.RealOnly).
+	realOnly bool
 }
 
 func (df deviceFlags) spec() device.Spec {
@@ -24,7 +26,7 @@ func (df deviceFlags) spec() device.Spec {
 // auto's fall-back to the sim is announced on stderr). A bad flag value returns a
 // device.UsageError.
 func (a *App) openSystem(verb string, df deviceFlags, clk clock.Clock) (gpu.System, error) {
-	op, err := device.Open(df.spec(), device.Options{Clock: clk, NVMLPaths: a.NVMLPaths, AMDSMIPaths: a.AMDSMIPaths, Notice: a.Stderr, Verb: verb})
+	op, err := device.Open(df.spec(), device.Options{Clock: clk, NVMLPaths: a.NVMLPaths, AMDSMIPaths: a.AMDSMIPaths, Notice: a.Stderr, Verb: verb, RealOnly: df.realOnly})
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ import (
 func (a *App) serve(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var sh shared
-	sh.register(fs, withQuiet, "")
+	sh.register(fs, withRealAuto|withQuiet, "")
 	listen := fs.String("listen", serve.DefaultListen, "address to serve /metrics on, HOST:PORT or :PORT")
 	gpus := fs.String("gpu", "all", "the GPUs to watch: all, or a comma-separated list of indexes (0,2)")
 	dcgm := fs.Bool("dcgm-names", false, "also expose DCGM_FI_DEV_POWER_USAGE (W) and DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ) with dcgm-exporter's labels")

@@ -28,8 +28,9 @@ import (
 
 // Help texts of the shared flags, identical in every verb.
 const (
-	DeviceHelp    = "auto (the NVIDIA and AMD GPUs, else the sim device with a notice on stderr), nvml, amdsmi, sim or sim:PRESET"
-	SimConfigHelp = "JSON file configuring the sim device (see docs/sim.md); implies the sim for --device auto"
+	DeviceHelp     = "auto (the NVIDIA and AMD GPUs, else the sim device with a notice on stderr), nvml, amdsmi, sim or sim:PRESET"
+	RealDeviceHelp = "auto (the NVIDIA and AMD GPUs of this machine; none found: exit 2), nvml, amdsmi, or sim or sim:PRESET (the simulated device: every output says simulated)"
+	SimConfigHelp  = "JSON file configuring the sim device (see docs/sim.md); implies the sim for --device auto"
 )
 
 // Spec is what --device and --sim-config say.
@@ -122,7 +123,16 @@ type Options struct {
 	Notice io.Writer
 	// Verb prefixes the notice: "gpuwatt VERB: ...".
 	Verb string
+	// RealOnly makes auto mean the GPUs of this machine and nothing else: where no driver
+	// is found, Open returns ErrNoRealGPU (a UsageError naming what was looked for) instead
+	// of the sim. For what records or accounts (measure, job, serve, the library): a
+	// simulated figure must never stand in for a measured one unasked.
+	RealOnly bool
 }
+
+// ErrNoRealGPU is returned (wrapped in a UsageError) by Open for auto with
+// Options.RealOnly where neither the NVIDIA nor the AMD driver is there or sees a GPU.
+var ErrNoRealGPU = errors.New("--device auto: no GPU driver found")
 
 // Opened is an opened system and the clock its sensors run on.
 type Opened struct {
@@ -172,6 +182,9 @@ func Open(spec Spec, o Options) (*Opened, error) {
 		return nil, amdErr
 	}
 	err = fmt.Errorf("%w; %w", nvErr, amdErr)
+	if o.RealOnly {
+		return nil, &UsageError{fmt.Errorf("%w (%w); the simulated device is used only when asked: --device sim", ErrNoRealGPU, err)}
+	}
 	op, serr := openSim(spec, preset, o)
 	if serr != nil {
 		return nil, serr

@@ -176,3 +176,18 @@ func TestKernelGPU(t *testing.T) {
 		t.Error("no system: want an error")
 	}
 }
+
+// TestRealOnly: with Options.RealOnly, auto without a driver is a UsageError naming the
+// libraries looked for (ErrNoRealGPU), never the sim; sim asked for still opens.
+func TestRealOnly(t *testing.T) {
+	_, err := Open(Spec{Device: "auto"}, Options{NVMLPaths: noDriver, AMDSMIPaths: noAMD, RealOnly: true})
+	var u *UsageError
+	if !errors.Is(err, ErrNoRealGPU) || !errors.As(err, &u) || !strings.Contains(err.Error(), noDriver[0]) || !strings.Contains(err.Error(), noAMD[0]) {
+		t.Errorf("auto, RealOnly, no driver: %v", err)
+	}
+	op, err := Open(Spec{Device: "sim"}, Options{NVMLPaths: noDriver, AMDSMIPaths: noAMD, RealOnly: true, VirtualSim: true})
+	if err != nil || !op.System.Simulated() {
+		t.Fatalf("sim, RealOnly: %v", err)
+	}
+	op.System.Close()
+}

@@ -269,7 +269,7 @@ func boundEdges(gr *GPUResult, lim float64, period time.Duration, assumed bool) 
 // AdminComment is what job end stores in the job's AdminComment: Slurm's own key=value
 // list (as its TRES strings are written), numbers to 0.1 J:
 //
-//	gpuwatt=gpuwatt-job/1,energy_j=786.9,low_j=780.9,high_j=792.8,span_s=1.3[,incomplete=1],gpuN=UUID/ENERGY/LOW/HIGH/METHOD,...
+//	gpuwatt=gpuwatt-job/1,energy_j=786.9,low_j=780.9,high_j=792.8,span_s=1.3[,incomplete=1][,simulated=1],gpuN=UUID/ENERGY/LOW/HIGH/METHOD,...
 //
 // with each GPU's node index N, its UUID without "GPU-", lower case. It holds no capital
 // letter, no quote and no space: sacctmgr lower-cases what it stores and turns double quotes
@@ -280,6 +280,10 @@ func AdminComment(r *Result) string {
 	parts := []string{"gpuwatt=" + Format, "energy_j=" + f(r.EnergyJ), "low_j=" + f(r.EnergyLowJ), "high_j=" + f(r.EnergyHighJ), "span_s=" + f(r.SpanS)}
 	if r.Incomplete {
 		parts = append(parts, "incomplete=1")
+	}
+	if r.Simulated {
+		// The sim device stood in (--device sim): none of it was measured.
+		parts = append(parts, "simulated=1")
 	}
 	for _, g := range r.GPUs {
 		uuid := strings.ToLower(strings.TrimPrefix(g.UUID, "GPU-"))

@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // Runner runs the measured command.
@@ -142,10 +145,68 @@ type Options struct {
 	// command its path through GPUWATT_MARKS): created or emptied before the command
 	// starts, read while it runs (internal/marks); "" reads none.
 	Marks string
+	// SimLoad is what the sim device draws while the command runs (ignored on real GPUs).
+	SimLoad SimLoad
 	// Meta fields the caller knows: version, host, gpuwatt's own command line.
 	Version     string
 	Host        string
 	CommandLine []string
+}
+
+// SimLoad is the sim device's charge for the measured command: the twin cannot see a real
+// command's GPU work, so it draws a stated power while the command runs. The zero value is
+// the preset's command_load_w; Idle draws nothing (a command that launches no sim work:
+// without it, every region of such a command looks unsynchronised); W a power of its own.
+type SimLoad struct {
+	Idle bool
+	W    units.Power
+}
+
+// ParseSimLoad parses --sim-load: "preset" (or ""), "idle", or a power in W ("300", "300W").
+func ParseSimLoad(s string) (SimLoad, error) {
+	v := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), "w")
+	switch v {
+	case "", "preset":
+		return SimLoad{}, nil
+	case "idle":
+		return SimLoad{Idle: true}, nil
+	}
+	w, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(w) || w <= 0 || w > trace.MaxBoardPowerW {
+		return SimLoad{}, fmt.Errorf("--sim-load %q: want preset, idle or a power in W above 0 and at most %d", s, trace.MaxBoardPowerW)
+	}
+	return SimLoad{W: units.Power(w)}, nil
+}
+
+// commandCharger is the sim device's charge for a command (gpu/sim.Device).
+type commandCharger interface {
+	CommandLoad() units.Power
+	SetCommandLoad(units.Power)
+}
+
+// chargeCommand applies o's SimLoad to the sim devices among devs and says what they draw
+// while the command runs ("" on real GPUs); notifyOK is false where they draw nothing.
+func (l SimLoad) chargeCommand(devs []gpu.Device) (stated string, notifyOK bool) {
+	var ws []string
+	for _, d := range devs {
+		c, ok := d.(commandCharger)
+		if !ok {
+			continue
+		}
+		if l.W > 0 {
+			c.SetCommandLoad(l.W)
+		}
+		ws = append(ws, fmt.Sprintf("GPU %d %s", d.Info().Index, c.CommandLoad()))
+	}
+	switch {
+	case len(ws) == 0:
+		return "", true
+	case l.Idle:
+		return "none: the sim device stayed idle while the command ran (--sim-load idle)", false
+	case l.W > 0:
+		return "the sim device drew " + strings.Join(ws, ", ") + " while the command ran (--sim-load)", true
+	}
+	return "the sim device drew " + strings.Join(ws, ", ") + " (its preset's command_load_w) while the command ran, whatever the command did on a GPU (--sim-load idle for a command that launches no sim work)", true
 }
 
 // Result is what Run measured.
@@ -163,6 +224,8 @@ type Result struct {
 	MarksRead    bool
 	Marks        []marks.Event
 	MarkWarnings []status.Warning
+	// SimLoad says what the sim device drew while the command ran ("" on real GPUs).
+	SimLoad string
 }
 
 // SelectDevices returns the devices with the given indices (all when idx is empty).
@@ -278,7 +341,11 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		smp.Poke() // a reading of every channel, the energy counter above all, right at the start
 		res.Start = clk.Now()
 		mark("cmd.start", res.Start)
-		notify(devs, func(o gpu.CommandObserver) { o.CommandStarted(res.Start) })
+		stated, charge := o.SimLoad.chargeCommand(devs)
+		res.SimLoad = stated
+		if charge {
+			notify(devs, func(o gpu.CommandObserver) { o.CommandStarted(res.Start) })
+		}
 		var tail *marks.Tail
 		var toAxis func(float64) time.Duration
 		if o.Marks != "" {

@@ -24,6 +24,10 @@ type Summary struct {
 	// its number); absent when it exited by itself.
 	Signal string `json:"signal,omitempty"`
 	Device string `json:"device"`
+	// Simulated: the figures are the sim device's, not a measurement; SimLoad says what it
+	// drew while the command ran (measure --sim-load).
+	Simulated bool   `json:"simulated"`
+	SimLoad   string `json:"sim_load,omitempty"`
 	// Status: whether the recording was cut short, and why; run-wide warnings (each GPU's
 	// are in its summary).
 	status.Status
@@ -104,6 +108,8 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 		ExitCode:    r.ExitCode,
 		Signal:      r.Signal,
 		Device:      m.Device,
+		Simulated:   m.Simulated,
+		SimLoad:     r.SimLoad,
 		Status:      status.Status{Warnings: []status.Warning{}, Incomplete: m.Incomplete, Reason: m.IncompleteWhy},
 		StartS:      r.Start.Seconds(),
 		EndS:        r.End.Seconds(),

@@ -24,6 +24,12 @@ func WriteText(w io.Writer, s *Summary) error {
 	if s.Incomplete {
 		state = "INCOMPLETE: " + s.Reason
 	}
+	if s.Simulated {
+		fmt.Fprintf(&b, "\n SIMULATED: every figure below is the sim device's (%s), not a measurement\n", s.Device)
+		if s.SimLoad != "" {
+			fmt.Fprintf(&b, " %s\n", s.SimLoad)
+		}
+	}
 	fmt.Fprintf(&b, "\n Power and energy for '%s' (%s)\n", cmd, state)
 	fmt.Fprintf(&b, " device %s, poll %s, baseline %s before, recording %s in all\n", s.Device, pollText(s), fmtDur(s.BaselineS), fmtDur(s.RecordingS))
 	for _, g := range s.GPUs {

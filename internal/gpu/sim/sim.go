@@ -440,6 +440,22 @@ func (d *Device) closeExecContext() {
 	}
 }
 
+// CommandLoad is the true power the device draws while a measured command runs
+// (command_load_w): the twin cannot see a real command's GPU work, so this is its charge,
+// which measure states beside every figure.
+func (d *Device) CommandLoad() units.Power {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg.CommandLoad
+}
+
+// SetCommandLoad sets the charge of the commands started from now on (measure --sim-load).
+func (d *Device) SetCommandLoad(p units.Power) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cfg.CommandLoad = p
+}
+
 // CommandStarted implements gpu.CommandObserver: at t the command opens its CUDA context
 // and from t on the device draws command_load_w until CommandEnded.
 func (d *Device) CommandStarted(t time.Duration) {
