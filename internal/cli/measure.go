@@ -15,6 +15,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/device"
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/measure"
 	"github.com/gpuwatt/gpuwatt/internal/report"
@@ -70,6 +71,11 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	}
 	if sh.out != "" {
 		if err := checkOut(sh.out, sh.force); err != nil {
+			return a.usageError("measure", err)
+		}
+	}
+	if *marksPath != "" {
+		if err := checkMarks(*marksPath); err != nil {
 			return a.usageError("measure", err)
 		}
 	}
@@ -163,23 +169,36 @@ func writeMeasureFiles(dir string, res *measure.Result, sum *measure.Summary, ma
 		}},
 	}
 	if marksPath != "" && res.MarksRead {
+		// What the tail read, not the path again: the command may have put a symlink, a
+		// FIFO or /dev/zero there (reading it whole lost summary.json).
 		files = append(files, outFile{"marks.txt", func(dir string) error {
-			b, err := os.ReadFile(marksPath)
-			if err != nil {
-				return err
-			}
-			return atomicfile.WriteBytes(filepath.Join(dir, "marks.txt"), b)
+			return atomicfile.WriteBytes(filepath.Join(dir, "marks.txt"), res.MarksRaw)
 		}})
 	}
 	return writeFiles(dir, &sum.Status, files, outFile{"summary.json", func(dir string) error { return report.WriteJSON(filepath.Join(dir, "summary.json"), sum) }})
+}
+
+// checkMarks refuses a --marks path that is there and neither a regular file nor a FIFO
+// (a device or a socket can block or never end).
+func checkMarks(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil // created when the command starts
+	case st.IsDir():
+		return fmt.Errorf("--marks %s: a directory; want a file", path)
+	case !st.Mode().IsRegular() && st.Mode()&fs.ModeNamedPipe == 0:
+		return fmt.Errorf("--marks %s: %s, not a regular file or a FIFO (it can block or never end)", path, infile.Kind(st.Mode()))
+	}
+	return nil
 }
 
 // marksFile is the marks file for the command: the --marks path (kept), else a new
 // temporary file, removed by cleanup.
 func marksFile(path string) (string, func(), error) {
 	if path != "" {
-		if st, err := os.Stat(path); err == nil && st.IsDir() {
-			return "", nil, fmt.Errorf("--marks %s: a directory; want a file", path)
+		if err := checkMarks(path); err != nil {
+			return "", nil, err
 		}
 		return path, func() {}, nil
 	}

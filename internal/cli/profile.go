@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
 	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 	"github.com/gpuwatt/gpuwatt/internal/profile"
 	"github.com/gpuwatt/gpuwatt/internal/report"
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
@@ -185,7 +186,7 @@ func readProfile(path string) (*profile.Result, error) {
 			}
 		}
 	}
-	f, err := os.Open(name)
+	f, err := infile.Open(name, false)
 	if err != nil {
 		return nil, unwrapPathErr(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuwatt/gpuwatt/internal/archline"
 	"github.com/gpuwatt/gpuwatt/internal/characterize"
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 	"github.com/gpuwatt/gpuwatt/internal/report"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
@@ -81,7 +82,7 @@ func loadResults(dir string) (*characterize.Results, error) {
 		return nil, fmt.Errorf("%s: not a directory (want the --out DIR of gpuwatt characterize)", dir)
 	}
 	path := filepath.Join(dir, "results.json")
-	b, err := os.ReadFile(path)
+	b, err := infile.ReadFile(path, infile.JSONLimit)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, unwrapPath(err))
 	}
@@ -100,7 +101,7 @@ func loadReport(dir string, refit bool) (*characterize.Results, error) {
 		return nil, fmt.Errorf("%s: not a directory (want the --out DIR of gpuwatt characterize or archline)", dir)
 	}
 	path := filepath.Join(dir, "results.json")
-	b, err := os.ReadFile(path)
+	b, err := infile.ReadFile(path, infile.JSONLimit)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, unwrapPath(err))
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
@@ -44,7 +45,7 @@ func ParseSpec(s string) (Spec, error) {
 	case t == "":
 		return Spec{}, errors.New("empty sensor spec: " + sensormodel.SpecForms)
 	}
-	data, err := os.ReadFile(t)
+	data, err := infile.ReadFile(t, infile.SmallLimit)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(t, `/\.`) {
 			return Spec{}, fmt.Errorf("unknown sensor model %q: %s", t, sensormodel.SpecForms)

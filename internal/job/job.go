@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
@@ -199,7 +200,7 @@ func ReadCounter(d gpu.Device, clk clock.Clock) (*Counter, error) {
 
 // ReadBegin reads a job directory's begin.json. A missing one is bad input: end without begin.
 func ReadBegin(dir string) (*Begin, error) {
-	b, err := os.ReadFile(filepath.Join(dir, BeginFile))
+	b, err := infile.ReadFile(filepath.Join(dir, BeginFile), infile.SmallLimit)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s: no %s: the job was not begun there (run `gpuwatt job begin` in the prolog, with the same --dir)", status.ErrInput, dir, BeginFile)
 	}

@@ -106,7 +106,7 @@ func ValidName(name string) error {
 func ParseLines(lines []Line, toAxis func(sec float64) time.Duration) ([]Event, []status.Warning) {
 	var evs []Event
 	var ws []status.Warning
-	arrived := 0
+	arrived, nbad := 0, 0
 	for _, l := range lines {
 		text := strings.TrimSpace(l.Text)
 		if text == "" || strings.HasPrefix(text, "#") {
@@ -114,6 +114,9 @@ func ParseLines(lines []Line, toAxis func(sec float64) time.Duration) ([]Event, 
 		}
 		f := strings.Fields(text)
 		bad := func(why string) {
+			if nbad++; nbad > status.MaxPerCode {
+				return // counted: one warning says how many more (status.Cap's words)
+			}
 			ws = append(ws, status.Warning{Code: CodeBadLine, Key: why,
 				Message: fmt.Sprintf("%s line %d %q: %s; the line is ignored", EnvVar, l.No, clip(text), why)})
 		}
@@ -140,6 +143,10 @@ func ParseLines(lines []Line, toAxis func(sec float64) time.Duration) ([]Event, 
 			arrived++
 		}
 		evs = append(evs, ev)
+	}
+	if k := nbad - status.MaxPerCode; k > 0 {
+		ws = append(ws, status.Warning{Code: CodeBadLine, Key: "capped", Value: float64(k), Unit: "warnings",
+			Message: fmt.Sprintf("%d more bad lines in %s (%d in all) are not shown; each is ignored", k, EnvVar, nbad)})
 	}
 	if arrived > 0 {
 		ws = append(ws, status.Warning{Code: CodeArrival, Value: float64(arrived), Unit: "markers",

@@ -6,15 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 )
 
 // MaxLineBytes is the longest marker line kept; a longer one is a bad line.
 const MaxLineBytes = 4096
+
+// MaxBytes is the most of a marks file read: past it the rest is not read (a warning says
+// so). A command that writes without end must not grow gpuwatt without end.
+const MaxBytes = 16 << 20
 
 // Tail reads a marks file while the command runs, stamping each line when it is read.
 type Tail struct {
@@ -27,17 +34,25 @@ type Tail struct {
 	lines []Line
 	no    int
 	err   error
+	raw   []byte // every byte read, as written (marks.txt), at most MaxBytes
+	full  bool   // MaxBytes read: the rest is not
 
 	stop chan struct{}
 	done chan struct{}
 }
 
 // OpenTail creates (or empties) the marks file at path and starts reading it on clk: on a
-// real clock every ArrivalPoll until Stop; on a virtual clock only at Stop.
+// real clock every ArrivalPoll until Stop; on a virtual clock only at Stop. The file is a
+// regular file or a FIFO (read without blocking: Stop never waits on a writer); a device,
+// a socket or a directory is refused. Neither opening nor reading ever blocks.
 func OpenTail(ctx context.Context, path string, clk clock.Clock) (*Tail, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", EnvVar, path, err)
+	}
+	if err := tailable(f, path); err != nil {
+		f.Close()
+		return nil, err
 	}
 	t := &Tail{clk: clk, f: f, path: path, stop: make(chan struct{}), done: make(chan struct{})}
 	if clock.IsVirtual(clk) {
@@ -71,10 +86,16 @@ func (t *Tail) read(final bool) {
 		return
 	}
 	var buf [32 << 10]byte
-	for {
-		n, err := t.f.Read(buf[:])
+	for !t.full {
+		// What is there now, at most a millisecond's wait: a FIFO's read would block until
+		// a writer writes (a deadline already past reads nothing at all; a regular file
+		// has no deadline and never blocks).
+		_ = t.f.SetReadDeadline(time.Now().Add(time.Millisecond))
+		n, err := t.f.Read(buf[:min(len(buf), MaxBytes-len(t.raw))])
 		if n > 0 {
 			now := t.clk.Now()
+			t.raw = append(t.raw, buf[:n]...)
+			t.full = len(t.raw) >= MaxBytes
 			t.part = append(t.part, buf[:n]...)
 			for {
 				i := bytes.IndexByte(t.part, '\n')
@@ -90,7 +111,7 @@ func (t *Tail) read(final bool) {
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
 				t.err = err
 			}
 			break
@@ -129,7 +150,30 @@ func (t *Tail) Stop() ([]Line, error) {
 	if t.err != nil {
 		return t.lines, fmt.Errorf("%s %s: %w", EnvVar, t.path, t.err)
 	}
+	if t.full {
+		return t.lines, fmt.Errorf("%s %s: the file grew past %d MiB: the rest was not read", EnvVar, t.path, MaxBytes>>20)
+	}
 	return t.lines, nil
+}
+
+// Raw is every byte read from the file, as written (at most MaxBytes): measure keeps it as
+// marks.txt without opening the path again (the command may have put anything there).
+func (t *Tail) Raw() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.raw
+}
+
+// tailable refuses what a marks file cannot be: anything but a regular file or a FIFO.
+func tailable(f *os.File, path string) error {
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", EnvVar, path, err)
+	}
+	if m := st.Mode(); m.IsRegular() || m&fs.ModeNamedPipe != 0 {
+		return nil
+	}
+	return fmt.Errorf("%s %s: %w", EnvVar, path, infile.Regular(path, st))
 }
 
 // Origin maps the writers' CLOCK_MONOTONIC seconds onto clk's axis: a real clock's axis is

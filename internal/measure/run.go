@@ -224,6 +224,8 @@ type Result struct {
 	MarksRead    bool
 	Marks        []marks.Event
 	MarkWarnings []status.Warning
+	// MarksRaw is the marks file as read (at most marks.MaxBytes), kept as marks.txt.
+	MarksRaw []byte
 	// SimLoad says what the sim device drew while the command ran ("" on real GPUs).
 	SimLoad string
 }
@@ -358,6 +360,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		res.ExitCode, runErr = o.Runner.Run(ctx, o.Command)
 		if tail != nil {
 			lines, err := tail.Stop()
+			res.MarksRaw = tail.Raw()
 			if err != nil {
 				res.MarkWarnings = append(res.MarkWarnings, status.Warnf(marks.CodeBadLine, "%v: markers after the error were not read", err))
 			}

@@ -129,7 +129,7 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 		s.Sampler = append(s.Sampler, samplerHealth(m, g))
 	}
 	if r.MarksRead {
-		s.Warnings = append(s.Warnings, r.MarkWarnings...)
+		s.Warnings = append(s.Warnings, status.Cap(r.MarkWarnings, status.MaxPerCode)...)
 		spans, ws := marks.Pair(r.Marks)
 		s.Warnings = append(s.Warnings, ws...)
 		s.Regions = marks.Energies(tr, spans, marks.Options{Cache: cache, SyncCheck: true})

@@ -126,6 +126,34 @@ func (s *Status) Merge(subject string, o Status) {
 	}
 }
 
+// MaxPerCode is how many warnings of one Code Cap keeps.
+const MaxPerCode = 20
+
+// Cap keeps the first n warnings of each Code and adds, for each Code that had more, one
+// warning counting the rest: a warning per bad line of a 200 000-line input was 23 MB of
+// stderr. The rest keep their order.
+func Cap(ws []Warning, n int) []Warning {
+	seen := map[Code]int{}
+	var order []Code
+	out := ws[:0:0]
+	for _, w := range ws {
+		if seen[w.Code] == 0 {
+			order = append(order, w.Code)
+		}
+		seen[w.Code]++
+		if seen[w.Code] <= n {
+			out = append(out, w)
+		}
+	}
+	for _, c := range order {
+		if k := seen[c] - n; k > 0 {
+			out = append(out, Warning{Code: c, Key: "capped", Value: float64(k), Unit: "warnings",
+				Message: fmt.Sprintf("%d more warnings like the %d above (%s) are not shown", k, n, c)})
+		}
+	}
+	return out
+}
+
 // GroupMin is how many subjects must share one warning (Code and Key) before it is told once.
 const GroupMin = 3
 

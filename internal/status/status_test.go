@@ -140,3 +140,20 @@ func TestInterrupted(t *testing.T) {
 		t.Errorf("a signal's cause: %q, want it named", got)
 	}
 }
+
+func TestCap(t *testing.T) {
+	var ws []Warning
+	for i := range 50 {
+		ws = append(ws, Warning{Code: "a", Message: string(rune(48 + i%10))})
+		if i < 3 {
+			ws = append(ws, Warning{Code: "b"})
+		}
+	}
+	got := Cap(ws, 5)
+	if len(got) != 5+3+1 || got[len(got)-1].Message != "45 more warnings like the 5 above (a) are not shown" || got[len(got)-1].Value != 45 {
+		t.Errorf("%d warnings, last %+v", len(got), got[len(got)-1])
+	}
+	if len(ws) != 53 {
+		t.Error("Cap changed its input")
+	}
+}

@@ -1,11 +1,13 @@
 package trace
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 	"io"
 	"io/fs"
 	"os"
@@ -199,7 +201,7 @@ func load(path string, compact bool) (*Trace, error) {
 		metaPath = strings.TrimSuffix(path, ext) + ".json"
 	}
 
-	f, err := os.Open(csvPath)
+	f, err := infile.Open(csvPath, false)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +223,7 @@ func load(path string, compact bool) (*Trace, error) {
 	if kind != kindCSV {
 		return tr, nil
 	}
-	mf, err := os.Open(metaPath)
+	mf, err := infile.Open(metaPath, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return tr, nil
 	}
@@ -229,7 +231,11 @@ func load(path string, compact bool) (*Trace, error) {
 		return nil, err
 	}
 	defer mf.Close()
-	meta, err := ReadMeta(mf)
+	mb, err := infile.ReadAll(mf, metaPath, infile.JSONLimit)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := ReadMeta(bytes.NewReader(mb))
 	if err != nil {
 		return nil, named(err, metaPath)
 	}

@@ -8,12 +8,12 @@ import (
 	"io"
 	"maps"
 	"math"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
 	"github.com/gpuwatt/gpuwatt/internal/sensor/simsensor"
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
@@ -593,12 +593,11 @@ func LoadConfig(r io.Reader) (Config, error) {
 
 // LoadConfigFile is LoadConfig on the named file; errors name the file.
 func LoadConfigFile(path string) (Config, error) {
-	f, err := os.Open(path)
+	b, err := infile.ReadFile(path, infile.SmallLimit)
 	if err != nil {
 		return Config{}, err
 	}
-	defer f.Close()
-	cfg, err := LoadConfig(f)
+	cfg, err := LoadConfig(bytes.NewReader(b))
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 	"io"
 	"math"
 	"os"
@@ -395,7 +396,7 @@ type Report struct {
 // CheckDir checks a directory that bench/gpu/micro_verify.sh wrote (ptx/ and sass/
 // unpacked): ptx/kernels.json, sass/<entry>.sass, ncu-*.csv (each may be gzipped: .gz).
 func CheckDir(dir string) (*Report, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "ptx", "kernels.json"))
+	b, err := infile.ReadFile(filepath.Join(dir, "ptx", "kernels.json"), infile.JSONLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -458,7 +459,7 @@ func CheckDir(dir string) (*Report, error) {
 
 // open opens a file, through gzip if its name ends in .gz.
 func open(p string) (io.ReadCloser, error) {
-	f, err := os.Open(p)
+	f, err := infile.Open(p, false)
 	if err != nil || !strings.HasSuffix(p, ".gz") {
 		return f, err
 	}
