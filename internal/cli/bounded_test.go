@@ -166,3 +166,41 @@ func TestMarksSwappedForSymlink(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestOutputNeverOverwritesAnInput: energy --series naming the trace it reads, or report
+// --out naming results.json, destroyed the input, exit 0. Refused, exit 2, the input intact.
+func TestOutputNeverOverwritesAnInput(t *testing.T) {
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "t.csv")
+	data := []byte("t_s,power_w\n0,100\n0.1,100\n0.2,100\n0.3,100\n")
+	os.WriteFile(csv, data, 0o600)
+	link := filepath.Join(dir, "link.csv")
+	os.Symlink(csv, link)
+	rep := filepath.Join(dir, "rep")
+	os.Mkdir(rep, 0o755)
+	res, err := os.ReadFile(filepath.Join("..", "..", "results", "nvidia-h200", "2026-11-21-characterize-quick", "quick", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(rep, "results.json"), res, 0o600)
+	for _, tc := range []struct {
+		name string
+		args []string
+		keep string
+		was  []byte
+	}{
+		{"energy --series the trace", []string{"energy", "--trace", csv, "--series", csv}, csv, data},
+		{"energy --series a link to the trace", []string{"energy", "--trace", csv, "--series", link}, csv, data},
+		{"report --out results.json", []string{"report", rep, "--out", filepath.Join(rep, "results.json")}, filepath.Join(rep, "results.json"), res},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _, stderr, ctx := testApp(t)
+			if code := a.Main(ctx, tc.args); code != ExitUsage || !strings.Contains(stderr.String(), "that is an input") {
+				t.Errorf("exit %d, want 2: %s", code, stderr)
+			}
+			if b, _ := os.ReadFile(tc.keep); !bytes.Equal(b, tc.was) {
+				t.Errorf("%s was overwritten", tc.keep)
+			}
+		})
+	}
+}

@@ -60,6 +60,10 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	if *path == "" {
 		return bad("no trace: gpuwatt energy %s", energySynopsis)
 	}
+	// An output never overwrites an input (issue 29: --series naming the trace destroyed it).
+	if err := overwritesInput("--series", *seriesPath, append(traceFiles(*path), *spec, sh.dev.simConfig)...); err != nil {
+		return bad("%v", err)
+	}
 	from, haveFrom, err := parseTime("--from", *fromS)
 	if err != nil {
 		return a.usageError("energy", err)

@@ -145,18 +145,6 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 			return a.usageError("job begin", fmt.Errorf("--channels %q: not a channel name or pattern", *chans))
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, job.BeginFile)); err == nil {
-		if pid, ok := job.LiveRecorder(dir); ok {
-			return a.usageError("job begin", fmt.Errorf("job %s has already begun (%s exists; its recorder, pid %d, runs): end it first, or use another --dir", id, filepath.Join(dir, job.BeginFile), pid))
-		}
-		// Begun before and ended, or its recorder gone (a job Slurm requeued, an epilog
-		// that never ran): keep that run's files aside and begin anew.
-		old, err := job.SetAside(dir)
-		if err != nil {
-			return a.fail("job begin", err)
-		}
-		fmt.Fprintf(a.Stderr, "gpuwatt job begin: job %s was begun before (requeued, or its epilog never ran): that run's files moved to %s\n", id, old)
-	}
 	simConfig := sh.dev.simConfig
 	if simConfig != "" {
 		if abs, err := filepath.Abs(simConfig); err == nil {
@@ -174,9 +162,30 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 		sys.Close()
 		return a.exitFor("job begin", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// One begin or end of a job at a time: the others wait, then find it begun.
+	unlock, err := job.Lock(ctx, dir)
+	if err != nil {
 		sys.Close()
-		return a.usageError("job begin", fmt.Errorf("--dir %s: cannot create the job's directory: %v", jf.dir, unwrapPath(err)))
+		return a.exitFor("job begin", err)
+	}
+	defer unlock()
+	if _, err := os.Lstat(filepath.Join(dir, job.BeginFile)); err == nil {
+		if pid, ok := job.LiveRecorder(dir); ok {
+			sys.Close()
+			return a.usageError("job begin", fmt.Errorf("job %s has already begun (%s exists; its recorder, pid %d, runs): end it first, or use another --dir", id, filepath.Join(dir, job.BeginFile), pid))
+		}
+		// Begun before and ended, or its recorder gone (a job Slurm requeued, an epilog
+		// that never ran): keep that run's files aside and begin anew.
+		old, err := job.SetAside(dir)
+		if err != nil {
+			sys.Close()
+			return a.fail("job begin", err)
+		}
+		fmt.Fprintf(a.Stderr, "gpuwatt job begin: job %s was begun before (requeued, or its epilog never ran): that run's files moved to %s\n", id, old)
+	}
+	if err := job.MakeDir(dir); err != nil {
+		sys.Close()
+		return a.exitFor("job begin", err)
 	}
 	bg := &job.Begin{Format: job.BeginFormat, Job: job.Job{JobID: id, User: jobUser(), Host: a.host(), Version: a.versionString(),
 		Device: sys.Name(), Simulated: sys.Simulated(), Start: start.Round(0)}, GPUsFrom: from,
@@ -288,6 +297,11 @@ func (a *App) jobEnd(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.exitFor("job end", err)
 	}
+	unlock, err := job.Lock(ctx, dir)
+	if err != nil {
+		return a.exitFor("job end", err)
+	}
+	defer unlock()
 	bg, err := job.ReadBegin(dir)
 	if err != nil {
 		return a.exitFor("job end", err)

@@ -36,6 +36,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	baseline := fs.Duration("baseline", time.Second, "idle recording before the command (gives the idle power)")
 	tail := fs.Duration("tail", time.Second, "recording after the command (shows the sensors settle)")
 	marksPath := fs.String("marks", "", "the file the command appends region markers to, named to it by $GPUWATT_MARKS (`begin NAME` / `end NAME` lines, docs/markers.md); default: a new temporary file, kept as marks.txt in --out")
+	waitChildren := fs.Bool("wait-children", false, "after the command exits, wait for the processes it started that run on (its process group) and measure them too; without it they are named in a warning")
 	simLoad := fs.String("sim-load", "preset", "on the sim device: what it draws while the command runs, which it cannot see: preset (its command_load_w), idle (a command that launches no sim work), or a power in W")
 	if code, ok := a.parseFlags(fs, args, measureSynopsis); !ok {
 		return code
@@ -80,7 +81,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 		}
 	}
 	if a.Runner == nil {
-		er := measure.ExecRunner{Stdin: a.Stdin, Stdout: a.Stdout, Stderr: a.Stderr}
+		er := measure.ExecRunner{Stdin: a.Stdin, Stdout: a.Stdout, Stderr: a.Stderr, WaitChildren: *waitChildren}
 		if err := er.Check(cmd); err != nil {
 			fmt.Fprintf(a.Stderr, "gpuwatt measure: %v\n", err)
 			return commandExit(err)

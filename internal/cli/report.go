@@ -54,6 +54,14 @@ func (a *App) report(ctx context.Context, args []string) int {
 	if dest == "" {
 		dest = filepath.Join(dirs[0], "report.html")
 	}
+	var inputs []string
+	for _, d := range dirs {
+		inputs = append(inputs, filepath.Join(d, "results.json"))
+		inputs = append(inputs, traceFiles(d)...)
+	}
+	if err := overwritesInput("--out", dest, inputs...); err != nil {
+		return a.usageError("report", err)
+	}
 	page := characterize.Compare(rs, dirs)
 	if err := page.WriteFile(dest); err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 )
 
 // Spawn starts argv as the job's detached recorder: a session of its own (setsid), so the
@@ -18,7 +20,7 @@ import (
 // stderr into LogFile. It writes PIDFile and returns the pid, and a channel that receives
 // the recorder's exit if it ends while this process still runs.
 func Spawn(argv []string, dir string) (int, <-chan error, error) {
-	logf, err := os.OpenFile(filepath.Join(dir, LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := createFile(filepath.Join(dir, LogFile), os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -32,7 +34,7 @@ func Spawn(argv []string, dir string) (int, <-chan error, error) {
 	pid := cmd.Process.Pid
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	if err := os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+	if err := writeNew(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(pid)+"\n")); err != nil {
 		_ = cmd.Process.Kill()
 		return 0, nil, err
 	}
@@ -60,7 +62,7 @@ func WaitReady(dir string, exited <-chan error, timeout time.Duration) (bool, st
 
 // LastLogLine is the last non-empty line of the recorder's log ("" where none).
 func LastLogLine(dir string) string {
-	b, _ := os.ReadFile(filepath.Join(dir, LogFile))
+	b, _ := infile.ReadFile(filepath.Join(dir, LogFile), 1<<20)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
@@ -99,7 +101,7 @@ func Stop(dir string, timeout time.Duration) string {
 	if _, err := os.Stat(done); err == nil {
 		return "" // stopped before (an end that failed after stopping it)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, PIDFile))
+	b, err := infile.ReadFile(filepath.Join(dir, PIDFile), 64)
 	if err != nil {
 		return "no recorder was started (" + PIDFile + " is missing)"
 	}
@@ -138,7 +140,7 @@ func orNone(s string) string {
 
 // LiveRecorder returns the pid of the job directory's recorder where it still runs.
 func LiveRecorder(dir string) (int, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, PIDFile))
+	b, err := infile.ReadFile(filepath.Join(dir, PIDFile), 64)
 	if err != nil {
 		return 0, false
 	}

@@ -54,7 +54,7 @@ func (o Recorder) Run(ctx context.Context, env device.Env) error {
 	if err := smp.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("sampler: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(o.Dir, ReadyFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+	if err := writeNew(filepath.Join(o.Dir, ReadyFile), []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
 		smp.Stop()
 		return err
 	}
@@ -89,5 +89,5 @@ func (o Recorder) Run(ctx context.Context, env device.Env) error {
 	if err := trace.Save(o.Dir, &trace.Trace{Meta: meta, Samples: samples}); err != nil {
 		return fmt.Errorf("saving the trace: %w", err)
 	}
-	return os.WriteFile(filepath.Join(o.Dir, DoneFile), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o644)
+	return writeNew(filepath.Join(o.Dir, DoneFile), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"))
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,6 +46,9 @@ type ExecRunner struct {
 	Grace time.Duration
 	// Env is added to gpuwatt's own environment for the command (GPUWATT_MARKS=...).
 	Env []string
+	// WaitChildren waits, after the command exits, for the processes it started that run
+	// on (its process group), so their work is measured too (--wait-children).
+	WaitChildren bool
 }
 
 // ErrCommandNotFound is returned (wrapped) when the command cannot be found (exit 127).
@@ -71,28 +75,43 @@ func (r ExecRunner) Check(argv []string) error {
 	return nil
 }
 
-// Run implements Runner. Cancelling ctx sends the command the signal that ended gpuwatt
+// Run implements Runner. The command runs in a process group of its own (unless its stdin
+// is a terminal): cancelling ctx sends the whole group the signal that ended gpuwatt
 // (context.Cause holding an os.Signal: SIGINT, SIGTERM or SIGHUP; SIGINT otherwise), then
-// SIGKILL after Grace.
+// SIGKILL after Grace, so a workload under `sh -c` or a launcher stops with it. Processes
+// of the group still running when the command exits are returned as *Outlived (waited for
+// with WaitChildren).
 func (r ExecRunner) Run(ctx context.Context, argv []string) (int, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, r.Stdout, r.Stderr
 	if len(r.Env) > 0 {
 		cmd.Env = append(os.Environ(), r.Env...)
 	}
-	cmd.Cancel = func() error {
-		var sig os.Signal = os.Interrupt
+	group := ownGroup(r.Stdin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: group}
+	grace := r.Grace
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
+	sig := func() os.Signal {
 		var s interface{ Signal() os.Signal }
 		if errors.As(context.Cause(ctx), &s) {
-			sig = s.Signal()
+			return s.Signal()
 		}
-		return cmd.Process.Signal(sig)
+		return os.Interrupt
 	}
-	cmd.WaitDelay = r.Grace
-	if cmd.WaitDelay <= 0 {
-		cmd.WaitDelay = 5 * time.Second
+	var stopAt atomic.Int64 // when Cancel signalled the command (unix ns), 0 before
+	cmd.Cancel = func() error {
+		stopAt.Store(time.Now().UnixNano())
+		return signalGroup(cmd.Process, group, sig())
 	}
+	cmd.WaitDelay = grace
 	err := cmd.Run()
+	if at := stopAt.Load(); group && cmd.ProcessState != nil && at != 0 {
+		// Stopped: what is left of the group (a background worker that ignores SIGINT, as
+		// a shell's do) gets the rest of the grace, then SIGKILL; Run returns when it is gone.
+		endGroup(cmd.Process.Pid, time.Unix(0, at).Add(grace))
+	}
 	if cmd.ProcessState == nil {
 		if ctx.Err() != nil {
 			return 130, ctx.Err() // interrupted before the command could start
@@ -102,10 +121,22 @@ func (r ExecRunner) Run(ctx context.Context, argv []string) (int, error) {
 		}
 		return 127, fmt.Errorf("%w: %v", ErrCommandNotFound, err)
 	}
+	code, err := cmd.ProcessState.ExitCode(), error(nil)
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), &Killed{ws.Signal()}
+		code, err = 128+int(ws.Signal()), &Killed{ws.Signal()}
 	}
-	return cmd.ProcessState.ExitCode(), nil
+	if group {
+		if left := groupMembers(cmd.Process.Pid); len(left) > 0 && err == nil {
+			o := &Outlived{PIDs: left}
+			if r.WaitChildren {
+				t0 := time.Now()
+				waitGroup(ctx, cmd.Process.Pid, sig, grace)
+				o.Waited = max(time.Since(t0), time.Nanosecond)
+			}
+			err = o
+		}
+	}
+	return code, err
 }
 
 // SignalName is a signal's name as kill -l gives it with the SIG prefix (SIGKILL), or
@@ -224,6 +255,8 @@ type Result struct {
 	MarksRead    bool
 	Marks        []marks.Event
 	MarkWarnings []status.Warning
+	// Outlived names the processes the command started that ran on after it exited.
+	Outlived *Outlived
 	// MarksRaw is the marks file as read (at most marks.MaxBytes), kept as marks.txt.
 	MarksRaw []byte
 	// SimLoad says what the sim device drew while the command ran ("" on real GPUs).
@@ -371,6 +404,10 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		var killed *Killed
 		if errors.As(runErr, &killed) {
 			res.Signal, runErr = SignalName(killed.Signal), nil // it ran: its end is its outcome
+		}
+		var outlived *Outlived
+		if errors.As(runErr, &outlived) {
+			res.Outlived, runErr = outlived, nil // it ran; the summary says what ran on
 		}
 		res.End = clk.Now()
 		notify(devs, func(o gpu.CommandObserver) { o.CommandEnded(res.End) })

@@ -12,6 +12,9 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
+// CodeOutlived: processes the command started ran on after it exited.
+const CodeOutlived status.Code = "children_outlived"
+
 // SummaryFormat is the value of Summary.Format.
 const SummaryFormat = "gpuwatt-measure-summary/1"
 
@@ -128,10 +131,13 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 		s.GPUs = append(s.GPUs, region.Summarize(tr, g, r.Start, r.End, b0, r.Start, region.Options{What: "the command", IdleLevel: correct.IdleAtRest, ChannelIntervals: true, EnergyCache: cache}))
 		s.Sampler = append(s.Sampler, samplerHealth(m, g))
 	}
+	if r.Outlived != nil {
+		s.Warnings = append(s.Warnings, status.Warning{Code: CodeOutlived, Value: float64(len(r.Outlived.PIDs)), Unit: "processes", Message: r.Outlived.Error()})
+	}
 	if r.MarksRead {
 		s.Warnings = append(s.Warnings, status.Cap(r.MarkWarnings, status.MaxPerCode)...)
 		spans, ws := marks.Pair(r.Marks)
-		s.Warnings = append(s.Warnings, ws...)
+		s.Warnings = append(s.Warnings, status.Cap(ws, status.MaxPerCode)...)
 		s.Regions = marks.Energies(tr, spans, marks.Options{Cache: cache, SyncCheck: true})
 		for _, reg := range s.Regions {
 			for _, g := range reg.GPUs {
