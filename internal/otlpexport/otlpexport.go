@@ -23,6 +23,7 @@ import (
 	"math"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -107,15 +108,35 @@ type Exporter struct {
 func ParseURL(s string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		return "", fmt.Errorf("%w: --otlp %q: want the collector's OTLP/HTTP URL, such as http://collector:4318 (or its full /v1/metrics URL)", status.ErrInput, s)
+		return "", fmt.Errorf("%w: --otlp %q: want the collector's OTLP/HTTP URL, such as http://collector:4318 (or its full /v1/metrics URL)", status.ErrInput, Redact(s))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("%w: --otlp %q: port %s: want a number from 1 to 65535", status.ErrInput, u.Redacted(), p)
+		}
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%w: --otlp %q: a query or fragment has no meaning here", status.ErrInput, s)
+		return "", fmt.Errorf("%w: --otlp %q: a query or fragment has no meaning here", status.ErrInput, u.Redacted())
 	}
 	if u.Path == "" || u.Path == "/" {
 		u.Path = DefaultPath
 	}
 	return u.String(), nil
+}
+
+// Redact is a URL with its password, where it has one, replaced by xxxxx (url.URL.Redacted),
+// for every message and log: a URL that does not parse has whatever lies between // and @
+// replaced.
+func Redact(s string) string {
+	if u, err := url.Parse(strings.TrimSpace(s)); err == nil {
+		return u.Redacted()
+	}
+	if i := strings.Index(s, "//"); i >= 0 {
+		if j := strings.LastIndex(s[i:], "@"); j > 0 {
+			return s[:i+2] + "xxxxx" + s[i+j:]
+		}
+	}
+	return s
 }
 
 // New starts an exporter that reads the GPUs from src at each push. It sends nothing until
@@ -138,7 +159,7 @@ func New(ctx context.Context, o Options, src func() []GPU) (*Exporter, error) {
 		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: 500 * time.Millisecond, MaxInterval: 2 * time.Second, MaxElapsedTime: timeout}),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("otlp exporter for %s: %w", endpoint, err)
+		return nil, fmt.Errorf("otlp exporter for %s: %w", Redact(endpoint), err)
 	}
 	res, err := newResource(ctx, o)
 	if err != nil {
@@ -158,14 +179,14 @@ func New(ctx context.Context, o Options, src func() []GPU) (*Exporter, error) {
 }
 
 // Endpoint is the URL the exporter posts to.
-func (e *Exporter) Endpoint() string { return e.endpoint }
+func (e *Exporter) Endpoint() string { return Redact(e.endpoint) }
 
 // Shutdown pushes the GPUs' figures a last time and closes the exporter.
 func (e *Exporter) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	if err := e.provider.Shutdown(ctx); err != nil {
-		return fmt.Errorf("otlp push to %s: %w", e.endpoint, err)
+		return fmt.Errorf("otlp push to %s: %w", Redact(e.endpoint), err)
 	}
 	return nil
 }

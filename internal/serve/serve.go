@@ -349,7 +349,8 @@ func (s *Server) Close() {
 // scrapes under way) and stops the sampling. It returns nil on a clean end. tick, when
 // non-nil, is called after every Update (the OTLP exporter pushes there).
 func (s *Server) Run(ctx context.Context, ln net.Listener, tick func()) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	hs := &http.Server{Handler: s.Handler()}
+	harden(hs)
 	errc := make(chan error, 1)
 	go func() { errc <- s.serveHTTP(hs, ln) }()
 	t := time.NewTicker(s.opt.Update)
