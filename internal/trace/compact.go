@@ -75,6 +75,9 @@ func (c *column) sortByTime() {
 // ReadCompact is Read into a compact trace.
 func ReadCompact(r io.Reader, name string) (*Trace, error) {
 	tr, _, err := read(r, name, true)
+	if err == nil {
+		tr.crossCheck()
+	}
 	return tr, err
 }
 

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/status"
 )
 
 // CSVHeader is the header line of gpuwatt's trace CSV.
@@ -391,6 +393,7 @@ func readCSVRows(rr *recordReader, c csvCols, compact bool) (*Trace, error) {
 		byName = map[string][]*csvChan{}
 		order  orderCheck
 		cur    *csvChan
+		cut    *status.Warning
 	)
 	for {
 		f, err := rr.next()
@@ -401,6 +404,12 @@ func readCSVRows(rr *recordReader, c csvCols, compact bool) (*Trace, error) {
 			return nil, err
 		}
 		line := rr.start
+		if !rr.terminated {
+			// The last line has no line break: a file copied while it was written, cut
+			// anywhere, a value perhaps mid-number. It is dropped, not read as a reading.
+			cut = &status.Warning{Code: CodeTruncatedRow, Message: fmt.Sprintf("line %d, the last, has no line break: cut short while the file was written? It is dropped (a value cut mid-number would read as another)", line)}
+			break
+		}
 		if len(f) != c.n {
 			return nil, lineErr(line, "%d fields, but the header has %d: expected one value per column", len(f), c.n)
 		}
@@ -535,6 +544,9 @@ func readCSVRows(rr *recordReader, c csvCols, compact bool) (*Trace, error) {
 		if bad != nil {
 			return nil, bad
 		}
+	}
+	if cut != nil {
+		tr.Warnings = append(tr.Warnings, *cut)
 	}
 	if w, ok := order.warning(); ok {
 		tr.sortByTime()

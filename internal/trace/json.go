@@ -130,6 +130,9 @@ func Save(dir string, tr *Trace) error {
 // error messages.
 func Read(r io.Reader, name string) (*Trace, error) {
 	tr, _, err := read(r, name, false)
+	if err == nil {
+		tr.crossCheck()
+	}
 	return tr, err
 }
 
@@ -221,10 +224,12 @@ func load(path string, compact bool) (*Trace, error) {
 		return nil, err
 	}
 	if kind != kindCSV {
+		tr.crossCheck()
 		return tr, nil
 	}
 	mf, err := infile.Open(metaPath, false)
 	if errors.Is(err, fs.ErrNotExist) {
+		tr.crossCheck()
 		return tr, nil
 	}
 	if err != nil {
@@ -250,6 +255,10 @@ func load(path string, compact bool) (*Trace, error) {
 	if len(tr.Meta.GPUs) == 0 {
 		tr.Meta.GPUs = rebuilt.GPUs
 	}
+	if err := tr.checkQuantities(); err != nil {
+		return nil, named(err, metaPath)
+	}
+	tr.crossCheck()
 	return tr, nil
 }
 

@@ -184,6 +184,7 @@ func readSMIRows(rr *recordReader, header []string, headerLine int, compact bool
 		clockBack     int
 		clockBackWarn status.Warning
 		idColumn      = busCol
+		pos           polls
 	)
 	if idColumn < 0 {
 		idColumn = uuidCol
@@ -254,6 +255,17 @@ func readSMIRows(rr *recordReader, header []string, headerLine int, compact bool
 				idOf[id] = g
 			}
 			gpu = g
+		default:
+			// No column names the GPU: nvidia-smi writes each poll's GPUs one row each, in
+			// index order, all with the poll's time. A row's GPU is its place among the
+			// rows of its time; every poll must have as many (checked below).
+			if ts.Equal(pos.ts) && pos.n > 0 {
+				pos.n++
+			} else {
+				pos.close(line)
+				pos.ts, pos.n, pos.line = ts, 1, line
+			}
+			gpu = pos.n - 1
 		}
 		g := gpus[gpu]
 		if g == nil {
@@ -300,6 +312,18 @@ func readSMIRows(rr *recordReader, header []string, headerLine int, compact bool
 			if c.channel == ChPowerLimit && !g.limitSet {
 				g.PowerLimitW, g.limitSet = v, true
 			}
+		}
+	}
+	if indexCol < 0 && idColumn < 0 {
+		if !meta.Incomplete {
+			pos.close(0)
+		}
+		if pos.err != "" {
+			return nil, &ParseError{Line: pos.errLine, Msg: pos.err}
+		}
+		if pos.k > 1 {
+			warns = append(warns, status.Warning{Code: CodeNoGPUColumn, Value: float64(pos.k), Unit: "GPUs",
+				Message: fmt.Sprintf("no index, pci.bus_id or uuid column: each time has %d rows, read as GPUs 0 to %d in the order nvidia-smi writes them; add index to --query-gpu to name them", pos.k, pos.k-1)})
 		}
 	}
 	tr := list.trace()
@@ -476,4 +500,31 @@ func smiValue(b []byte, kind smiKind, headerUnit string) (float64, string) {
 		return 0, "is out of range"
 	}
 	return v, ""
+}
+
+// polls checks, in a log without a GPU column, that every time has as many rows (one per
+// GPU): rows that share a time are several GPUs' (a multi-GPU log without its index was
+// read as one GPU, and the rows sharing a time dropped as half-done values); a log whose
+// times have different numbers of rows cannot be told apart and is refused.
+type polls struct {
+	ts      time.Time
+	n, line int // rows of the current time, and its first line
+	k       int // rows per time, from the first
+	err     string
+	errLine int
+}
+
+// close ends the current time's rows (next is the line that starts the next; 0 at the end).
+func (p *polls) close(next int) {
+	if p.n == 0 || p.err != "" {
+		return
+	}
+	if p.k == 0 {
+		p.k = p.n
+		return
+	}
+	if p.n != p.k && !(next == 0 && p.n < p.k) { // the last poll may be cut short
+		p.errLine = p.line
+		p.err = fmt.Sprintf("%d rows share the time of this line, where the times before had %d each: without an index, pci.bus_id or uuid column the GPUs of the rows cannot be told apart (add index to --query-gpu)", p.n, p.k)
+	}
 }
