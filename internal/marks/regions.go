@@ -201,14 +201,14 @@ func CheckSync(tr *trace.Trace, gpu int, spans []Span, regions []Region, cache *
 				gi = k
 			}
 		}
-		if gi < 0 || regions[i].GPUs[gi].NoFigure {
+		if gi < 0 {
 			continue
 		}
-		level := regions[i].GPUs[gi].MeanPowerW
-		if level-idle < 0.2*max(idle, 1) || level-idle < 20 {
-			continue // the region drew too little above idle to tell its work from none
-		}
-		// The gap after the end while no region is open: up to the next begin of any region,
+		ge := regions[i].GPUs[gi]
+		level := ge.MeanPowerW
+		drew := !ge.NoFigure && level-idle >= 0.2*max(idle, 1) && level-idle >= 20
+		// The gap after the end while no region is open: up to the next begin of any region
+		// (one that begins at this very end included: an adjacent region's work is its own),
 		// unless another region is still open at this end.
 		open := false
 		next := min(end, s.End+LookAfter)
@@ -216,11 +216,11 @@ func CheckSync(tr *trace.Trace, gpu int, spans []Span, regions []Region, cache *
 			if j == i {
 				continue
 			}
-			if o.Start <= s.End && o.End > s.End {
+			if o.Start < s.End && o.End > s.End {
 				open = true
 				break
 			}
-			if o.Start > s.End {
+			if o.Start >= s.End {
 				next = min(next, o.Start)
 			}
 		}
@@ -238,7 +238,26 @@ func CheckSync(tr *trace.Trace, gpu int, spans []Span, regions []Region, cache *
 		if next-s.End <= allow {
 			continue // the next region starts before the power could tell
 		}
+		// A region too short for the sensor to see its own work (Begin, a launch, End
+		// without a synchronise: no time at all on the twin) is judged by the power after
+		// it against idle: its mean says nothing of its work, which ran after its end. It
+		// was not flagged, and the region before it was blamed for its work.
+		short := s.End-s.Start <= allow
+		if !drew && !short {
+			continue // the region drew too little above idle to tell its work from none
+		}
 		thr := idle + (level-idle)/2
+		if short {
+			floor := idle
+			if floor == 0 {
+				// No idle baseline (a Go program's recording): the lowest of the gap's power.
+				floor = ser.Points[0].PowerW
+				for _, p := range ser.Points {
+					floor = min(floor, p.PowerW)
+				}
+			}
+			thr = floor + max(20, 0.2*max(floor, 1))
+		}
 		ran := next - s.End
 		for _, p := range ser.Points {
 			if p.PowerW < thr {
@@ -260,6 +279,12 @@ func CheckSync(tr *trace.Trace, gpu int, spans []Span, regions []Region, cache *
 			mean /= n
 		}
 		r := &regions[i]
+		if short {
+			r.GPUs[gi].Warnings = append(r.GPUs[gi].Warnings, status.Warning{Code: CodeUnsynced, Key: s.Name, Value: ran.Seconds(), Unit: "s",
+				Message: fmt.Sprintf("the power rose to %.0f W (%s) for %.2f s after %s, while no region ran: the region lasted %.3f s, too short for its own work, which ran after its end marker (written before the GPU finished); synchronise the GPU before writing it (torch.cuda.synchronize(), cudaDeviceSynchronize()): this region's energy is too low",
+					mean, idleText, ran.Seconds(), s.Stop.where(), (s.End-s.Start).Seconds())})
+			continue
+		}
 		r.GPUs[gi].Warnings = append(r.GPUs[gi].Warnings, status.Warning{Code: CodeUnsynced, Key: s.Name, Value: ran.Seconds(), Unit: "s",
 			Message: fmt.Sprintf("the power stayed at %.0f W (the region's mean %.0f W, %s) for %.2f s after %s, while no region ran: longer than the sensor's lag and the markers' timing explain (%.2f s). The work this region measured ran past its end marker (written before the GPU finished); synchronise the GPU before writing it (torch.cuda.synchronize(), cudaDeviceSynchronize()): this region's energy is too low",
 				mean, level, idleText, ran.Seconds(), s.Stop.where(), allow.Seconds())})

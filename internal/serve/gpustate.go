@@ -79,11 +79,14 @@ type gpuState struct {
 	prevT               time.Duration
 	splitStarted        bool
 	splitBaseJ          float64       // energyJ when the split began
+	splitBaseT          time.Duration // the time that energy describes (energyTo then)
 	energyTo            time.Duration // the time energyJ describes the board up to
 	energyFrom          time.Duration // ... and where the split's last share ended
 	useHist             []useSpan     // the processes' SM use per update, the last minute
 	proc                map[int]*procState
 	unattributedJ       float64
+	procsFail           bool    // the last read of the processes failed: their use is not known
+	pendUnJ             float64 // energy held with no process's share while no idle floor was known
 	polls, errs, missed int64
 }
 
@@ -93,6 +96,9 @@ type procState struct {
 	energyJ  float64
 	share    float64
 	lastSeen time.Duration
+	// pendJ and pendS: the energy given to it (above 0 W) and its share of the time while
+	// no idle floor was known (serve started on a busy GPU), settled when one is.
+	pendJ, pendS float64
 }
 
 // useSpan is the processes' SM use (percent, by pid) over [from, to).
@@ -278,18 +284,63 @@ func (g *gpuState) correct(now time.Duration, ring []trace.Sample) {
 		if e, ok := ser.Joules(settled-CorrectedBin, settled); ok {
 			g.corrW, g.hasCorr = e/CorrectedBin.Seconds(), true
 			g.delay = max(now-settled, 0)
-			if !g.hasIdle || g.corrW < g.idleW {
+			if (!g.hasIdle || g.corrW < g.idleW) && g.noUse(settled-CorrectedBin, settled) {
 				g.idleW, g.hasIdle = g.corrW, true
 			}
 		}
 	}
 }
 
+// noUse says whether no process showed SM use over [from, to), as far as the use seen
+// says: a second of a busy GPU is not its idle floor. Where processes are not read, any.
+func (g *gpuState) noUse(from, to time.Duration) bool {
+	if g.procs == nil || g.procsFail {
+		return true
+	}
+	covered := time.Duration(0)
+	for i, sp := range g.useHist {
+		if i == len(g.useHist)-1 && sp.to < to && to-sp.to <= 2*time.Second {
+			sp.to = to // the latest use goes on until the next read of it
+		}
+		ov := min(to, sp.to) - max(from, sp.from)
+		if ov <= 0 {
+			continue
+		}
+		for _, u := range sp.use {
+			if u > 0 {
+				return false
+			}
+		}
+		covered += ov
+	}
+	return covered >= (to-from)/2 // the use of most of the second is known
+}
+
+// settlePending gives the energy held while no idle floor was known, now that one is:
+// each process its energy above the floor over its share of the time, the rest
+// unattributed.
+func (g *gpuState) settlePending() {
+	if !g.hasIdle {
+		return
+	}
+	for _, p := range g.proc {
+		if p.pendJ == 0 && p.pendS == 0 {
+			continue
+		}
+		e := max(p.pendJ-g.idleW*p.pendS, 0)
+		p.energyJ += e
+		g.unattributedJ += p.pendJ - e
+		p.pendJ, p.pendS = 0, 0
+	}
+	g.unattributedJ += g.pendUnJ
+	g.pendUnJ = 0
+}
+
 // split gives the energy since the previous update above the idle floor to the processes
 // by their share of the SM utilisation (see docs/serve.md); the rest is unattributed.
 func (g *gpuState) split(now time.Duration) {
 	if !g.splitStarted {
-		g.splitStarted, g.prevEnergyJ, g.prevT, g.splitBaseJ = true, g.energyJ, now, g.energyJ
+		g.splitStarted, g.prevEnergyJ, g.prevT, g.splitBaseJ, g.splitBaseT = true, g.energyJ, now, g.energyJ, g.energyTo
 		g.energyFrom = g.energyTo
 		if g.procs != nil {
 			_, _ = g.procs.Processes() // start the driver's window here
@@ -304,7 +355,9 @@ func (g *gpuState) split(now time.Duration) {
 	// about every 2 s; the corrected integral trails by its delay), and is split by the use
 	// over that stretch.
 	if g.procs != nil {
-		if use, err := g.procs.Processes(); err == nil {
+		use, err := g.procs.Processes()
+		g.procsFail = err != nil
+		if err == nil {
 			sp := useSpan{from: g.prevT, to: now, use: map[int]float64{}}
 			for _, u := range use {
 				p := g.proc[u.PID]
@@ -347,6 +400,23 @@ func (g *gpuState) split(now time.Duration) {
 			total += u * ov
 		}
 	}
+	if !g.hasIdle && g.procs != nil && !g.procsFail {
+		// No idle floor yet: every second so far had a process at work (serve started on
+		// a busy GPU; its processes were given ~0 J against thousands unattributed). The
+		// energy waits, split by use, until a second without one gives the floor.
+		g.pendUnJ += dE
+		for pid, p := range g.proc {
+			p.share = 0
+			if w := weight[pid]; total > 0 && w > 0 {
+				p.share = w / total
+				p.pendJ += dE * p.share
+				p.pendS += (b - a).Seconds() * p.share
+				g.pendUnJ -= dE * p.share
+			}
+		}
+		return
+	}
+	g.settlePending()
 	above := 0.0
 	if g.hasIdle {
 		above = min(max(dE-g.idleW*(b-a).Seconds(), 0), dE)
