@@ -282,7 +282,7 @@ func CheckSync(tr *trace.Trace, gpu int, spans []Span, regions []Region, cache *
 		if short {
 			r.GPUs[gi].Warnings = append(r.GPUs[gi].Warnings, status.Warning{Code: CodeUnsynced, Key: s.Name, Value: ran.Seconds(), Unit: "s",
 				Message: fmt.Sprintf("the power rose to %.0f W (%s) for %.2f s after %s, while no region ran: the region lasted %.3f s, too short for its own work, which ran after its end marker (written before the GPU finished); synchronise the GPU before writing it (torch.cuda.synchronize(), cudaDeviceSynchronize()): this region's energy is too low",
-					mean, idleText, ran.Seconds(), s.Stop.where(), (s.End-s.Start).Seconds())})
+					mean, idleText, ran.Seconds(), s.Stop.where(), (s.End - s.Start).Seconds())})
 			continue
 		}
 		r.GPUs[gi].Warnings = append(r.GPUs[gi].Warnings, status.Warning{Code: CodeUnsynced, Key: s.Name, Value: ran.Seconds(), Unit: "s",
