@@ -468,6 +468,12 @@ func (s *Series) Energy(from, to time.Duration) Result {
 		r.Warnings = append(r.Warnings, status.Warning{Code: CodeIdleAbove, Key: "the idle given is above the region's mean power",
 			Value: float64(r.Idle), Unit: "W",
 			Message: fmt.Sprintf("the idle given (--idle %g W) is above the region's mean power (%s): the energy above idle is negative; check the idle level", float64(r.Idle), r.MeanPower)})
+	} else if !opt.IdleSet && r.MeanPower > 0 && float64(r.Idle-r.MeanPower) > max(5, 0.05*float64(r.Idle)) {
+		// A board draws at least its idle: an idle level well above the mean says the
+		// sensor model (or the idle's source) is wrong, and the figure with it.
+		r.Warnings = append(r.Warnings, status.Warning{Code: CodeIdleAbove, Key: "the idle level is above the region's mean power",
+			Value: float64(r.Idle), Unit: "W",
+			Message: fmt.Sprintf("the idle level (%s W, %s) is above the region's mean power (%s) by more than 5 %%: physically impossible (a board draws at least its idle); the sensor model (--sensor) or the idle's source is wrong, and the figures with it", fmt.Sprintf("%.1f", float64(r.Idle)), r.IdleWhat, r.MeanPower)})
 	}
 
 	if len(r.Gaps) > 0 {
