@@ -41,16 +41,19 @@ func ownGroup(stdin io.Reader) bool {
 	return !ok || !isTerminal(f)
 }
 
-// signalGroup sends sig to the command's process group where it has one, else to it.
+// signalGroup sends sig to the command, and 100 ms later to the rest of its process group
+// where it has one: the command first, so that one that handles the signal (a shell's
+// trap, a launcher that forwards it) is not raced by its children dying under it.
 func signalGroup(p *os.Process, group bool, sig os.Signal) error {
-	s, ok := sig.(syscall.Signal)
-	if !group || !ok {
-		return p.Signal(sig)
+	err := p.Signal(sig)
+	if s, ok := sig.(syscall.Signal); ok && group {
+		pid := p.Pid
+		time.AfterFunc(100*time.Millisecond, func() { _ = syscall.Kill(-pid, s) })
 	}
-	if err := syscall.Kill(-p.Pid, s); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return p.Signal(sig)
+	if errors.Is(err, os.ErrProcessDone) {
+		return nil
 	}
-	return nil
+	return err
 }
 
 // groupMembers lists the live processes of process group pgid (from /proc; nil where it
