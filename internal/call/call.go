@@ -18,7 +18,6 @@ package call
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -206,19 +205,16 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 	rec.smp.Poke()
 
 	// Warm-up: back to back, not measured.
-	tcall := time.Duration(0)
 	for i := range max(o.Warmup, 0) {
-		sp, err := fn(ctx, o.Batch)
-		if err != nil {
+		if _, err := fn(ctx, o.Batch); err != nil {
 			return nil, fmt.Errorf("warm-up call %d: %w", i+1, err)
 		}
-		tcall = sp.End - sp.Start
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 	}
 	snap := rec.trace(env.System, true)
-	plan, err := newPlan(snap, 0, o, tcall)
+	plan, err := newPlan(snap, 0, o)
 	if err != nil {
 		return nil, err
 	}
@@ -317,11 +313,7 @@ type recorder struct {
 
 func newRecorder(env Env, dev gpu.Device, poll sensor.Options) *recorder {
 	r := &recorder{clk: env.Clock, dev: dev, poll: poll, last: map[string]time.Duration{}}
-	var sensors []sensor.Sensor
-	for _, s := range dev.Sensors() {
-		sensors = append(sensors, s)
-	}
-	r.smp = sensor.New(env.Clock, sensors, poll)
+	r.smp = sensor.New(env.Clock, dev.Sensors(), poll)
 	r.smp.SetSink(func(s trace.Sample) {
 		s.GPU = 0 // the trace holds the one GPU
 		r.mu.Lock()
@@ -392,7 +384,7 @@ type plan struct {
 	block          []int
 }
 
-func newPlan(tr *trace.Trace, gpu int, o Options, tcall time.Duration) (*plan, error) {
+func newPlan(tr *trace.Trace, gpu int, o Options) (*plan, error) {
 	name := o.Channel
 	if name == "" {
 		n, err := correct.PickChannel(tr, gpu)
@@ -416,7 +408,6 @@ func newPlan(tr *trace.Trace, gpu int, o Options, tcall time.Duration) (*plan, e
 	p.settle, p.pre = settleOf(m), preOf(m)
 	// Between two calls' windows, a gap of at least a period of baseline.
 	p.gap = p.settle + p.pre + p.period
-	_ = tcall
 	return p, nil
 }
 
@@ -487,5 +478,3 @@ func (p *plan) describe() string {
 	return fmt.Sprintf("%s (%s, %s): waits of %s + a phase stratified over the %s period (%d strata)",
 		p.channel, p.model.Shape(), p.source, energy.FmtDur(p.gap.Seconds()), energy.FmtDur(p.period.Seconds()), p.strata)
 }
-
-var errNoCalls = errors.New("no calls")

@@ -51,7 +51,6 @@ type Proc struct {
 	clk    clock.Clock
 	toAxis func(sec float64) time.Duration
 	o      ProcOptions
-	wait   chan error
 	once   sync.Once
 	// Stamped counts the replies that carried their own T0 T1, Arrival those stamped by
 	// gpuwatt (the request's write and the reply's arrival).
@@ -89,7 +88,7 @@ func StartProc(ctx context.Context, argv []string, clk clock.Clock, o ProcOption
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &Proc{cmd: cmd, in: in, lines: make(chan string, 16), clk: clk, toAxis: marks.Origin(clk), o: o, wait: make(chan error, 1)}
+	p := &Proc{cmd: cmd, in: in, lines: make(chan string, 16), clk: clk, toAxis: marks.Origin(clk), o: o}
 	if err := p.begin(ctx, out); err != nil {
 		p.kill()
 		return nil, err
