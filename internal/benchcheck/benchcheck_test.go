@@ -51,7 +51,8 @@ func python(t *testing.T) string {
 const noBytecode = "PYTHONDONTWRITEBYTECODE=1"
 
 var scripts = []string{benchGPU + "/crosscheck.py", benchGPU + "/test_crosscheck.py", benchGPU + "/energy_poller.py", "../../bench/load/bursts.py",
-	benchGPU + "/intervals_table.py", benchGPU + "/test_intervals_table.py", benchGPU + "/intervals_sim.py", "../../bench/load/shapes.py"}
+	benchGPU + "/intervals_table.py", benchGPU + "/test_intervals_table.py", benchGPU + "/intervals_sim.py", "../../bench/load/shapes.py",
+	benchGPU + "/tensor_gemm.py"}
 
 const benchGPU = "../../bench/gpu"
 

@@ -51,7 +51,7 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	tw.Flush()
 	writeData(&b, r.Data)
-	b.WriteString("\n pJ/unit: energy per instruction (op) or byte (B) in all; pi0 share: the baseline power's part; above pi0: what the work adds.\n")
+	b.WriteString("\n pJ/unit: energy per instruction (op), tensor-core multiply-accumulate (MAC) or byte (B) in all; pi0 share: the baseline power's part; above pi0: what the work adds.\n")
 	b.WriteString(" ±: the 95 % interval on this board's scale (readings, calibration, edges; pi0's too above pi0); the board's ±5 % gain error comes on top between boards.\n")
 	status.WriteText(&b, " ", status.Group(append(r.RowWarnings(), r.Warnings...), len(r.Rows)))
 	b.WriteString("\n")
