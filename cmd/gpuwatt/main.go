@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 
 	"github.com/gpuwatt/gpuwatt/internal/cli"
@@ -21,6 +22,9 @@ func main() {
 			fmt.Fprintf(os.Stderr, "gpuwatt: GPUWATT_CPUPROFILE: %v\n", err)
 			stopProfile = func() {}
 		}
+	}
+	if n := cli.RecorderProcs(os.Args[1:], os.Getenv, runtime.NumCPU()); n > 0 {
+		runtime.GOMAXPROCS(n)
 	}
 	code := run()
 	stopProfile() // before os.Exit, which runs no deferred calls

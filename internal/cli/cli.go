@@ -315,3 +315,21 @@ func (a *App) interactive() bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
+
+// RecorderProcs is the GOMAXPROCS for a run of gpuwatt with args: at most 4 for the verbs
+// that record for as long as a command, a job or a server runs (measure, job, record,
+// serve), whose goroutines wake many times a second to do a few µs of work each: on a host
+// of many cores the Go scheduler's idle processors spin looking for work at each wakeup,
+// which cost measure about 2 % of a core on a 16-core H200 host
+// (results/nvidia-h200/2026-11-28-cpu-probe). 0 leaves it as it is: other verbs, or
+// GOMAXPROCS set in the environment.
+func RecorderProcs(args []string, env func(string) string, cpus int) int {
+	if len(args) == 0 || env("GOMAXPROCS") != "" {
+		return 0
+	}
+	switch args[0] {
+	case "measure", "job", "record", "serve":
+		return min(cpus, 4)
+	}
+	return 0
+}

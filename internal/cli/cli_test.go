@@ -411,3 +411,27 @@ func TestMeasureTailZeroKeepsCounter(t *testing.T) {
 		t.Fatalf("energy from %s, counter %g J, calibration %v, warnings %q", g.EnergySource, g.CounterEnergyJ, g.EnergyCalibration, g.Warnings)
 	}
 }
+
+// TestRecorderProcs: the recording verbs run on at most 4 processors, others and an explicit
+// GOMAXPROCS are left alone.
+func TestRecorderProcs(t *testing.T) {
+	none := func(string) string { return "" }
+	for _, c := range []struct {
+		args []string
+		env  func(string) string
+		cpus int
+		want int
+	}{
+		{[]string{"measure", "--", "x"}, none, 64, 4},
+		{[]string{"serve"}, none, 2, 2},
+		{[]string{"job", "begin"}, none, 16, 4},
+		{[]string{"record"}, none, 16, 4},
+		{[]string{"characterize"}, none, 64, 0},
+		{nil, none, 64, 0},
+		{[]string{"measure"}, func(k string) string { return map[string]string{"GOMAXPROCS": "16"}[k] }, 64, 0},
+	} {
+		if got := RecorderProcs(c.args, c.env, c.cpus); got != c.want {
+			t.Errorf("RecorderProcs(%v, %d cpus) = %d, want %d", c.args, c.cpus, got, c.want)
+		}
+	}
+}

@@ -59,9 +59,20 @@ func OpenTail(ctx context.Context, path string, clk clock.Clock) (*Tail, error) 
 		close(t.done)
 		return t, nil
 	}
+	// Where the kernel tells of each write (inotify), a line is read the moment it is
+	// written, and the file is polled only every IdlePoll besides, in case a write goes
+	// unseen; elsewhere it is polled every ArrivalPoll.
+	written, unwatch, werr := watchWrites(path)
+	poll := IdlePoll
+	if werr != nil {
+		poll = ArrivalPoll
+	}
 	go func() {
 		defer close(t.done)
-		tk := time.NewTicker(ArrivalPoll)
+		if unwatch != nil {
+			defer unwatch()
+		}
+		tk := time.NewTicker(poll)
 		defer tk.Stop()
 		for {
 			select {
@@ -69,6 +80,8 @@ func OpenTail(ctx context.Context, path string, clk clock.Clock) (*Tail, error) 
 				return
 			case <-ctx.Done():
 				return
+			case <-written:
+				t.read(false)
 			case <-tk.C:
 				t.read(false)
 			}
