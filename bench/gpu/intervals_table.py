@@ -46,10 +46,11 @@ def summarise(rows):
     out = []
     for (ch, k), rs in sorted(by.items()):
         ins = [r["inside"] for r in rs if r.get("inside") is not None]
+        insu = [r.get("inside_with_reference_uncertainty") for r in rs if r.get("inside") is not None]
         hw = sorted(r["half_width_pct"] for r in rs if r.get("half_width_pct") is not None)
         out.append({"channel": ch, "class": k, "n": len(rs),
                     "max_abs_error_pct": max(abs(r["error_pct"]) for r in rs),
-                    "inside": sum(ins), "with_interval": len(ins),
+                    "inside": sum(ins), "with_interval": len(ins), "inside_with_reference_uncertainty": sum(bool(x) for x in insu),
                     "median_half_width_pct": hw[len(hw) // 2] if hw else None,
                     "max_half_width_pct": hw[-1] if hw else None})
     return out
@@ -64,6 +65,9 @@ def checks(rows, summary):
     withiv = [r for r in rows if r.get("inside") is not None]
     bad = [f"{r['burst']} {r['channel']}" for r in withiv if not r["inside"]]
     out.append({"check": "reference inside the interval on every channel", "n": len(withiv), "failing": bad,
+                "ok": bool(withiv) and not bad})
+    bad = [f"{r['burst']} {r['channel']}" for r in withiv if not r.get("inside_with_reference_uncertainty", r["inside"])]
+    out.append({"check": "the same, within the reference's own uncertainty", "n": len(withiv), "failing": bad,
                 "ok": bool(withiv) and not bad})
     named = [r for r in rows if r.get("channel") == "named:power.usage" and r.get("half_width_pct") is not None
              and window_s(r) >= LONG_S]
@@ -89,11 +93,12 @@ def markdown(res):
     w("")
     w("### By channel and class of window")
     w("")
-    w("| channel | window | n | max \\|error\\| | reference inside | median half-width | largest half-width |")
-    w("|---|---|---:|---:|---:|---:|---:|")
+    w("| channel | window | n | max \\|error\\| | reference inside | inside within the reference's own ± | median half-width | largest half-width |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|")
     for s in res["summary"]:
         ins = f"{s['inside']}/{s['with_interval']}" if s["with_interval"] else "–"
-        w(f"| {s['channel']} | {s['class']} | {s['n']} | {s['max_abs_error_pct']:.2f} % | {ins} | "
+        insu = f"{s['inside_with_reference_uncertainty']}/{s['with_interval']}" if s["with_interval"] else "–"
+        w(f"| {s['channel']} | {s['class']} | {s['n']} | {s['max_abs_error_pct']:.2f} % | {ins} | {insu} | "
           f"{fmt(s['median_half_width_pct'], '{:.2f} %')} | {fmt(s['max_half_width_pct'], '{:.2f} %')} |")
     w("")
     w("### Each window")

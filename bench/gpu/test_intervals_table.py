@@ -33,12 +33,15 @@ class TestTable(unittest.TestCase):
         s = {(x["channel"], x["class"]): x for x in res["summary"]}
         self.assertEqual(s[("default", ">= 2 s")]["max_abs_error_pct"], 1.5)
         self.assertEqual(s[("default", "< 2 s")]["median_half_width_pct"], 8.0)
+        self.assertFalse(ok["the same, within the reference's own uncertainty"])  # b has no such figure: strict
+        rows[3]["inside_with_reference_uncertainty"] = True
+        self.assertTrue(it.table({"rows": rows})["checks"][2]["ok"])
         rows[0]["error_pct"] = -2.5
         self.assertFalse(it.table({"rows": rows})["checks"][0]["ok"])
 
     def test_no_named_rows_fails_the_check(self):
         res = it.table({"rows": [row("a", "default", 3.0, 0.1, True, 1.0)]})
-        self.assertFalse(res["checks"][2]["ok"])
+        self.assertFalse(res["checks"][3]["ok"])
 
 
 class TestShapes(unittest.TestCase):

@@ -183,7 +183,8 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	}
 	// The inversion is set up once, over the whole trace: its span gives the default
 	// region, and the estimator takes it from the cache.
-	eo := energy.Options{What: "the region", Channel: name, Sensor: &sp, Correct: opt, Invert: true, Method: method, Cache: &energy.Cache{}}
+	// A channel named on the command line gives its own figure (issue 28).
+	eo := energy.Options{What: "the region", Channel: name, Sensor: &sp, Correct: opt, Invert: true, Method: method, Named: *channel != "", Cache: &energy.Cache{}}
 	ser, _, err := energy.Prepared(tr, g, eo)
 	if err != nil {
 		return bad("--sensor: %v", err)

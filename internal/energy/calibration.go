@@ -3,6 +3,7 @@ package energy
 import (
 	"errors"
 	"fmt"
+	"github.com/gpuwatt/gpuwatt/internal/correct"
 	"math"
 	"sort"
 	"strings"
@@ -167,6 +168,54 @@ func joinWhys(names, whys []string) string {
 	return strings.Join(parts, "; ")
 }
 
+// MaxScaleReadings is the most counter readings a named channel's scale is fitted from
+// (FitScale): every k-th, evenly over the recording, since each costs an inversion.
+const MaxScaleReadings = 400
+
+// FitScale fits a channel's own inverted energy (ser: its sensor model undone) to the
+// counter's readings ctr over the whole recording, as FitCalibration does the ring's raw
+// integral: the scale on which a named channel's figure is given (issue 28: the twin's
+// channels carry an offset the counter does not; a real board's channels and counter
+// differ by up to a few tenths of a percent). At most MaxScaleReadings readings, inside
+// the span the channel's readings describe.
+func FitScale(ser *correct.Series, ctr trace.Readings) (Calibration, error) {
+	lo, hi := ser.Span()
+	in := longestRun(ctr, lo, hi)
+	if in.Len() < MinCalibrationReadings {
+		return Calibration{}, fmt.Errorf("only %d readings of %s in the recording (want %d)", in.Len(), counterChannel, MinCalibrationReadings)
+	}
+	if k := (in.Len() + MaxScaleReadings - 1) / MaxScaleReadings; k > 1 {
+		var sub trace.Readings
+		for i := 0; i < in.Len(); i += k {
+			sub.T, sub.V = append(sub.T, in.T[i]), append(sub.V, in.V[i])
+		}
+		in = sub
+	}
+	return solveCalibration(in, func(a, b time.Duration) float64 { return ser.Energy(a, b).Energy.Joules() })
+}
+
+// longestRun is the first of the longest runs of ctr's readings in [lo, hi] that never go
+// down (no reset inside).
+func longestRun(ctr trace.Readings, lo, hi time.Duration) trace.Readings {
+	cur := -1 // the current run's start (-1: none)
+	best0, best1 := 0, 0
+	for k, t := range ctr.T {
+		if t < lo || t > hi {
+			continue
+		}
+		if cur >= 0 && ctr.V[k] < ctr.V[k-1] {
+			cur = -1
+		}
+		if cur < 0 {
+			cur = k
+		}
+		if k+1-cur > best1-best0 {
+			best0, best1 = cur, k+1
+		}
+	}
+	return ctr.Slice(best0, best1)
+}
+
 // fitCalibration relates the counter's readings ctr to the integral of power series p.
 func fitChannel(p, ctr trace.Readings, from, to time.Duration) (Calibration, error) {
 	if p.Len() < 2 {
@@ -178,26 +227,7 @@ func fitChannel(p, ctr trace.Readings, from, to time.Duration) (Calibration, err
 	}
 	// The readings inside the channel's span, in the longest stretch without a reset: the
 	// first of the longest runs [a, b) of ctr's readings in [lo, hi] that never go down.
-	in := trace.Readings{}
-	{
-		cur := -1 // the current run's start (-1: none)
-		best0, best1 := 0, 0
-		for k, t := range ctr.T {
-			if t < lo || t > hi {
-				continue
-			}
-			if cur >= 0 && ctr.V[k] < ctr.V[k-1] {
-				cur = -1
-			}
-			if cur < 0 {
-				cur = k
-			}
-			if k+1-cur > best1-best0 {
-				best0, best1 = cur, k+1
-			}
-		}
-		in = ctr.Slice(best0, best1)
-	}
+	in := longestRun(ctr, lo, hi)
 	if in.Len() < MinCalibrationReadings {
 		where := "in the recording"
 		if to > from {
@@ -206,14 +236,22 @@ func fitChannel(p, ctr trace.Readings, from, to time.Duration) (Calibration, err
 		return Calibration{}, fmt.Errorf("only %d readings of %s %s (want %d)", in.Len(), counterChannel, where, MinCalibrationReadings)
 	}
 	// The channel's integral from the first reading to each, one segment at a time.
+	hint := 0 // the segments come in time order (trace.IntegrateEnergy)
+	return solveCalibration(in, func(a, b time.Duration) float64 {
+		var e units.Energy
+		e, hint = trace.IntegrateEnergy(p, a, b, hint)
+		return e.Joules()
+	})
+}
+
+// solveCalibration fits the counter's readings in (one run without a reset) against a
+// channel's energy between them (energyOf, called in time order).
+func solveCalibration(in trace.Readings, energyOf func(a, b time.Duration) float64) (Calibration, error) {
 	n := in.Len()
 	xe, xt, y := make([]float64, n), make([]float64, n), make([]float64, n)
 	t0 := in.T[0]
-	hint := 0 // the segments come in time order (trace.IntegrateEnergy)
 	for i := 1; i < n; i++ {
-		var e units.Energy
-		e, hint = trace.IntegrateEnergy(p, in.T[i-1], in.T[i], hint)
-		xe[i] = xe[i-1] + e.Joules()
+		xe[i] = xe[i-1] + energyOf(in.T[i-1], in.T[i])
 		xt[i] = (in.T[i] - t0).Seconds()
 		y[i] = in.V[i] - in.V[0]
 	}
