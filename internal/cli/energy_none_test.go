@@ -3,6 +3,7 @@ package cli
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -79,4 +80,32 @@ func TestEnergySensorNoneIrregular(t *testing.T) {
 	}
 	t.Logf("%d readings, energy %.2f J (exact %.2f, %+.3f %%), interval [%.2f, %.2f], samples %v dropped %v",
 		n, got, want, 100*(got-want)/want, lo, hi, v["samples"], v["dropped"])
+}
+
+// A model typed on the command line carries no intervals: the energy states the default
+// ones (correct.DefaultIntervals), propagated into the model component, and a warning names
+// them (issue 28). A 10 % wrong window is then inside what the figure allows.
+func TestEnergyModelDefaultIntervals(t *testing.T) {
+	for _, spec := range []string{"boxcar:window=1s", "boxcar:window=900ms"} {
+		v := energyJSON(t, "--trace", h100Fixture, "--channel", "power.usage", "--sensor", spec, "--from", "0.8s", "--to", "1.7s")
+		warned := ""
+		for _, w := range v["warnings"].([]any) {
+			if m := w.(map[string]any); m["code"] == "model_default_uncertainty" {
+				warned = m["message"].(string)
+			}
+		}
+		if !strings.Contains(warned, "window ±10 %") || !strings.Contains(warned, "delay ±5 ms") {
+			t.Errorf("%s: warning %q, want one naming window ±10 %% and delay ±5 ms", spec, warned)
+		}
+		u := v["uncertainty"].(map[string]any)
+		var model map[string]any
+		for _, c := range u["components"].([]any) {
+			if m := c.(map[string]any); m["name"] == "model" {
+				model = m
+			}
+		}
+		if model == nil || model["known"] != true || model["half_width_j"].(float64) <= 0 || u["partial"] == true {
+			t.Errorf("%s: model component %v (partial %v), want a known, non-zero one", spec, model, u["partial"])
+		}
+	}
 }

@@ -117,7 +117,7 @@ func (a *App) profileFrom(from string, sh shared, o profile.Options) int {
 		return a.usageError("profile", fmt.Errorf("--from %s: %v", from, err))
 	}
 	var m *sensormodel.Model
-	src := ""
+	src, defaulted := "", ""
 	if o.Sensor != nil {
 		c, err := o.Sensor.Resolve(nil, trace.Channel{Name: old.Channel})
 		if err != nil {
@@ -126,7 +126,7 @@ func (a *App) profileFrom(from string, sh shared, o profile.Options) int {
 		if c.Model.Kind() == sensormodel.None {
 			return a.usageError("profile", fmt.Errorf("--sensor-profile: channel %s has no model (none): the profile needs a boxcar, an RC lag or both", old.Channel))
 		}
-		m, src = &c.Model, o.SensorFrom
+		m, src, defaulted = &c.Model, o.SensorFrom, c.Defaulted
 	}
 	if o.Window >= 0 || o.Tau >= 0 || o.Delay >= 0 || o.Period > 0 {
 		if m == nil {
@@ -161,6 +161,9 @@ func (a *App) profileFrom(from string, sh shared, o profile.Options) int {
 			return a.usageError("profile", fmt.Errorf("--from %s: %v", from, err))
 		}
 		return a.fail("profile", err)
+	}
+	if defaulted != "" {
+		res.Warnings = append([]status.Warning{profile.DefaultedWarning(old.Channel, src, defaulted)}, res.Warnings...)
 	}
 	write := func(dir string) error { return writeProfile(dir, res) }
 	text := func(w io.Writer) error { return profile.WriteText(w, res) }

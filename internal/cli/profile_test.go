@@ -100,6 +100,45 @@ func TestProfileSensorProfile(t *testing.T) {
 		t.Fatalf("--json: %v, %+v", err, res)
 	}
 	wantProgress(t, stderr.String(), fmt.Sprintf("gpuwatt profile: [%d/%d] run", res.Runs, res.Runs))
+	wantDefaulted(t, res, "window ±10 %")
+}
+
+// wantDefaulted checks that a profile computed with a model typed by hand says that the
+// model came without intervals (naming the default ones, what) and propagates them.
+func wantDefaulted(t *testing.T, res profile.Result, what string) {
+	t.Helper()
+	said := ""
+	for _, w := range res.Warnings {
+		if w.Code == profile.CodeModelDefault {
+			said = w.Message
+		}
+	}
+	if !strings.Contains(said, what) || res.EnergyModelHalfWidthJ <= 0 {
+		t.Errorf("warning %q (want one naming %s), the model's part of the energy's interval %g J (want > 0)", said, what, res.EnergyModelHalfWidthJ)
+	}
+}
+
+// The issue 28 case: an RC model typed 10 % off in tau (the h200 twin's ring lags 14 ms)
+// and given without intervals. The default intervals are propagated and said, and the
+// energy per launch of the long runs lies inside the profile's energy interval.
+func TestProfileUserModelDefaultIntervals(t *testing.T) {
+	a, stdout, stderr, ctx := testApp(t)
+	if code := a.Main(ctx, []string{"profile", "--device", "sim:h200", "--channel", "power.samples", "--sensor-profile", "rc:tau=15.4ms,period=20ms,delay=3ms", "--json", "--quiet"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res profile.Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || len(res.Profile) == 0 {
+		t.Fatalf("--json: %v", err)
+	}
+	wantDefaulted(t, res, "tau ±20 %")
+	if res.LongRun == nil {
+		t.Fatal("no long runs to check the energy against")
+	}
+	want := res.LongRun.EnergyPerLaunchJ
+	if want < res.EnergyLowJ || want > res.EnergyHighJ {
+		t.Errorf("long runs' energy per launch %.4g J outside the profile's interval [%.4g, %.4g] J (model part %.3g J)", want, res.EnergyLowJ, res.EnergyHighJ, res.EnergyModelHalfWidthJ)
+	}
+	t.Logf("energy %.4g J [%.4g, %.4g], long runs %.4g J; model part %.3g J", res.EnergyJ, res.EnergyLowJ, res.EnergyHighJ, want, res.EnergyModelHalfWidthJ)
 }
 
 func TestProfileBadInput(t *testing.T) {

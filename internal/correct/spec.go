@@ -90,6 +90,49 @@ type Choice struct {
 	// Guess is true for "auto": a model picked from the channel's name and the board's
 	// name, not measured on this board.
 	Guess bool
+	// Defaulted names the parameters the model was given without an interval, to which
+	// DefaultIntervals gave the stated default ("tau ±20 %, delay ±5 ms"); "" where none.
+	Defaulted string
+}
+
+// The default 95 % intervals of a model's parameters given without one (a --sensor spec,
+// a sensor.json without intervals, profile's --sensor-profile): what a model typed from a
+// datasheet or a paper is typically off by on another board and driver (Yang et al.: the
+// same SKU's windows and delays differ; the K20's tau was fitted 0.84 s ±10 % by
+// Burtscher et al.; gpuwatt sensor's fits on H200s moved tau by 15 % and delays by
+// several ms run to run).
+const (
+	DefaultTauFraction    = 0.20
+	DefaultWindowFraction = 0.10
+	DefaultPeriodFraction = 0.02
+	DefaultDelay          = 5 * time.Millisecond
+)
+
+// DefaultIntervals gives each parameter of m that matters for its kind and carries no
+// interval the default one (above), and names them ("tau ±20 %, delay ±5 ms"; "" where
+// every parameter had one or m has none to give).
+func DefaultIntervals(m sensormodel.Model) (sensormodel.Model, string) {
+	if m.Kind() == sensormodel.None && m.Delay == 0 {
+		return m, ""
+	}
+	var names []string
+	frac := func(iv *sensormodel.Interval, d time.Duration, f float64, name string) {
+		if iv.Known() || d <= 0 {
+			return
+		}
+		*iv = sensormodel.Interval{Low: d.Seconds() * (1 - f), High: d.Seconds() * (1 + f)}
+		names = append(names, fmt.Sprintf("%s ±%.0f %%", name, 100*f))
+	}
+	frac(&m.CI.Tau, m.Tau, DefaultTauFraction, "tau")
+	if m.Kind() == sensormodel.Boxcar {
+		frac(&m.CI.Window, m.Window, DefaultWindowFraction, "window")
+	}
+	frac(&m.CI.Period, m.Period, DefaultPeriodFraction, "period")
+	if !m.CI.Delay.Known() {
+		m.CI.Delay = sensormodel.Interval{Low: max(0, (m.Delay - DefaultDelay).Seconds()), High: (m.Delay + DefaultDelay).Seconds()}
+		names = append(names, fmt.Sprintf("delay ±%g ms", float64(DefaultDelay)/float64(time.Millisecond)))
+	}
+	return m, strings.Join(names, ", ")
 }
 
 // Resolve picks the model of channel ch of trace tr (tr may be nil: no metadata).
@@ -119,17 +162,19 @@ func (s Spec) Resolve(tr *trace.Trace, ch trace.Channel) (Choice, error) {
 			slices.Sort(names)
 			return Choice{}, fmt.Errorf("sensor profile %s has no model for channel %s (it has %s)", s.text, ch.Name, strings.Join(names, ", "))
 		}
-		m := cm.Model
+		m, def := DefaultIntervals(cm.Model)
 		src := "sensor profile " + s.text
 		if s.profile.Device != "" {
 			src += " (" + s.profile.Device + ")"
 		}
-		return Choice{Model: m, Source: src}, nil
+		return Choice{Model: m, Source: src, Defaulted: def}, nil
 	}
 	if s.source != "" {
+		// a model the caller made (the sim's own): its parameters are what they are
 		return Choice{Model: s.model, Source: s.source}, nil
 	}
-	return Choice{Model: s.model, Source: "--sensor " + s.String()}, nil
+	m, def := DefaultIntervals(s.model)
+	return Choice{Model: m, Source: "--sensor " + s.String(), Defaulted: def}, nil
 }
 
 // Auto guesses the model of a power channel from its name and the board's product name. It

@@ -544,6 +544,10 @@ func (est *Estimate) invert(tr *trace.Trace, gpu int, o Options, what string, wa
 	for _, w := range r.Warnings {
 		warn(CodeInversion, name, "%s: %s", name, w)
 	}
+	if choice.Defaulted != "" {
+		warn(CodeModelDefault, name, "%s's model (%s) came without intervals: gpuwatt assumed %s and propagated them (a sensor.json from gpuwatt sensor states measured ones)",
+			name, choice.Source, choice.Defaulted)
+	}
 	est.add(noiseComponent(samples, est.From, est.To, 1))
 	m := choice.Model
 	est.add(modelComponent(ser, m, r, est.From, est.To, 1))
@@ -691,6 +695,10 @@ func gapsComponent(ser *correct.Series, r correct.Result, from, to time.Duration
 	c.HalfWidthJ, c.Known = lost.Seconds()*(hi-lo)/2, true
 	return c
 }
+
+// CodeModelDefault: a sensor model given without intervals got the default ones
+// (correct.DefaultIntervals).
+const CodeModelDefault status.Code = "model_default_uncertainty"
 
 // CounterQuantumJ is the energy counter's unit (NVML counts mJ).
 const CounterQuantumJ = 1e-3

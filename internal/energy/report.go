@@ -112,9 +112,11 @@ func NewReport(path string, tr *trace.Trace, g int, ch string, c correct.Choice,
 	if u := est.InversionUncertainty; u != nil {
 		rep.ChannelEnergyLowJ, rep.ChannelEnergyHighJ = rep.ChannelEnergyJ-u.HalfWidthJ, rep.ChannelEnergyJ+u.HalfWidthJ
 	}
-	if est.Method != Inversion {
+	for _, w := range est.Warnings {
 		// The estimator's own warnings (the inversion's are r's, above).
-		rep.Warnings = append(rep.Warnings, est.Warnings...)
+		if est.Method != Inversion || w.Code != CodeInversion {
+			rep.Warnings = append(rep.Warnings, w)
+		}
 	}
 	if r.IdleSource == correct.IdleFromBaseline {
 		rep.IdleBaseline = r.IdleWhat

@@ -136,6 +136,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	}
 	name := sn.Channel().Name
 	var given *sensormodel.Model
+	defaulted := ""
 	if o.Sensor != nil {
 		c, err := o.Sensor.Resolve(nil, sn.Channel())
 		if err != nil {
@@ -144,7 +145,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		if c.Model.Kind() == sensormodel.None {
 			return nil, fmt.Errorf("%w: --sensor-profile: channel %s has no model (none): the profile needs a boxcar, an RC lag or both", status.ErrInput, name)
 		}
-		given = &c.Model
+		given, defaulted = &c.Model, c.Defaulted
 	}
 	props := exec.Props()
 	kdev := kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}
@@ -255,6 +256,9 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	switch {
 	case given != nil:
 		base, modelFrom = *given, o.SensorFrom
+		if defaulted != "" {
+			warn = append(warn, DefaultedWarning(name, o.SensorFrom, defaulted))
+		}
 	case modelFrom == "":
 		m, why := correct.Auto(name, dev.Info().Name)
 		if m.Kind() == sensormodel.None {
