@@ -228,13 +228,19 @@ type Result struct {
 	OffClock   int         `json:"points_off_clock"`
 	// The 95 % intervals of EpsFlopPJ, EpsMemPJPerByte and Pi0W ([low, high]; CIMethod
 	// says how; zero where the fit failed).
+	// They include the run-to-run spread (energy.RelativeCI); the *AbsCI add the board's
+	// gain error (energy.AbsoluteCI): the bounds of the true values, where the *CI are on
+	// the board's scale (the twin's board reads 1.5 % low or 2 % high, as real boards do).
 	EpsFlopCI [2]float64 `json:"eps_flop_pj_ci"`
 	// EpsMACPJ is a tensor precision's energy per multiply-accumulate (2 × EpsFlopPJ:
 	// W counts two flops per MAC), with its interval; 0 for fp32 and fp64.
-	EpsMACPJ float64     `json:"eps_mac_pj,omitempty"`
-	EpsMACCI *[2]float64 `json:"eps_mac_pj_ci,omitempty"`
-	EpsMemCI [2]float64  `json:"eps_mem_pj_per_byte_ci"`
-	Pi0CI    [2]float64  `json:"pi0_w_ci"`
+	EpsMACPJ     float64     `json:"eps_mac_pj,omitempty"`
+	EpsMACCI     *[2]float64 `json:"eps_mac_pj_ci,omitempty"`
+	EpsMemCI     [2]float64  `json:"eps_mem_pj_per_byte_ci"`
+	Pi0CI        [2]float64  `json:"pi0_w_ci"`
+	EpsFlopAbsCI [2]float64  `json:"eps_flop_pj_abs_ci"`
+	EpsMemAbsCI  [2]float64  `json:"eps_mem_pj_per_byte_abs_ci"`
+	Pi0AbsCI     [2]float64  `json:"pi0_w_abs_ci"`
 	// BEpsCI, EtaFlopCI and BEffectiveCI are the intervals of the energy balance B_eps =
 	// eps_mem / eps_flop, of eta_flop and of the effective balance point (Derived), from the
 	// same resamples as the parameters' (the peaks taken as measured).
@@ -636,6 +642,12 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 		if res.Fit.Error == "" {
 			if _, iv, err := FitIntervals(Runs{fitSet}); err == nil {
 				res.EpsFlopCI, res.EpsMemCI, res.Pi0CI, res.BEpsCI, res.CIMethod = iv.EpsFlopPJ, iv.EpsMemPJPerByte, iv.Pi0W, iv.BEps, CIMethod
+				res.EpsFlopCI = energy.RelativeCI(res.EpsFlopPJ, res.EpsFlopCI)
+				res.EpsMemCI = energy.RelativeCI(res.EpsMemPJPerByte, res.EpsMemCI)
+				res.Pi0CI = energy.RelativeCI(res.Pi0W, res.Pi0CI)
+				res.EpsFlopAbsCI = energy.AbsoluteCI(res.EpsFlopPJ, res.EpsFlopCI)
+				res.EpsMemAbsCI = energy.AbsoluteCI(res.EpsMemPJPerByte, res.EpsMemCI)
+				res.Pi0AbsCI = energy.AbsoluteCI(res.Pi0W, res.Pi0CI)
 			} else {
 				res.Warnings = append(res.Warnings, status.Warnf(CodeFitFailed, "no intervals for the fitted parameters: %v", err))
 			}

@@ -56,13 +56,14 @@ func truthFit(t *testing.T, sm simtest.Sim, res *Result, opt Options) Fit {
 // TestIntervalsHoldHiddenTruth: on the twin with configurations the fit does not know
 // (pi0, eps_flop in both precisions, eps_mem, the energy counter's gain and the seed drawn),
 // on characterize's quick sweep, each fitted parameter's 95 % interval holds the true
-// value on the board's scale (the counter's gain × the truth) and is no wider than 6 % of
-// it (maxWidth: 6.5 %; the widest is 6.2 %, eps_flop on an a100 config whose pi0 of 217 W
+// value on the board's scale (the counter's gain × the truth), its absolute interval the
+// true value itself, and is no wider than 7 % of it (maxWidth, with the run-to-run spread
+// of ±1.2 % in it; before it, the widest was 6.2 %, eps_flop on an a100 config whose pi0 of 217 W
 // leaves 6 points under the power limit). The true value is eq 5 fitted to the twin's own per-launch energies (no sensor in
 // between), which lies within 1 % of the configured eps_flop, eps_mem and pi0: the rest is
 // the kernels' own loop and address arithmetic, which the thesis's eps include.
 func TestIntervalsHoldHiddenTruth(t *testing.T) {
-	const maxWidth = 0.065
+	const maxWidth = 0.07
 	opt := Options{Intensities: QuickIntensities, Occupancies: QuickOccupancies}
 	worst := 0.0
 	for seed := uint64(1); seed <= 6; seed++ {
@@ -90,6 +91,10 @@ func TestIntervalsHoldHiddenTruth(t *testing.T) {
 				if !(ci[0] <= want && want <= ci[1]) || w > maxWidth {
 					t.Errorf("seed %d %s %s: %.4g, 95 %% interval [%.4g, %.4g] (%.2f %% wide), true value %.4g on the board's scale (gain %.4f)\n%s",
 						seed, prec, what, got[i], ci[0], ci[1], 100*w, want, gain, js)
+				}
+				// The absolute interval holds the true value itself, whatever the board's gain.
+				if abs := [3][2]float64{res.EpsFlopAbsCI, res.EpsMemAbsCI, res.Pi0AbsCI}[i]; !(abs[0] <= truth[i] && truth[i] <= abs[1]) {
+					t.Errorf("seed %d %s %s: absolute interval [%.4g, %.4g], true value %.4g (gain %.4f)", seed, prec, what, abs[0], abs[1], truth[i], gain)
 				}
 			}
 			// The derived figures (ratios: the counter's gain cancels) from the true fit and

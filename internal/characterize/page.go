@@ -233,7 +233,7 @@ func (r *Results) archlineSections() []report.Section {
 			g4(d.PeakFlopsPerS / 1e9), g4(d.PeakBytesPerS / 1e9), capped})
 	}
 	text := "The energy of a kernel is modelled as E = W eps_flop + Q eps_mem + T pi0 (Choi et al.): W flops, Q bytes, T seconds. The time balance B_tau is the intensity where a kernel turns from memory- to compute-bound; the energy balance B_eps (eps_mem / eps_flop) where its energy does; the effective balance counts pi0 too. " +
-		"± is the 95 % interval on this board's scale (" + archline.CIMethod + "). "
+		"± is the relative 95 % interval, on this board's scale (" + archline.CIMethod + ", with the run-to-run spread): for comparing figures of one board. Against another board or the true energy, the absolute interval adds the board's ±5 % gain error (results.json: *_abs_ci). "
 	if pi0, ci, ok := r.cardPi0(); ok {
 		text += fmt.Sprintf("The card's pi0 is %s W. %s", archline.PM(pi0, ci), archline.Pi0Definition)
 	}

@@ -48,11 +48,15 @@ var calibMethods = []struct {
 	name    string
 	method  energy.Method
 	channel string
+	named   bool // `energy --channel C`: the channel's own figure (issue 28)
 }{
-	{"auto", "", ""},
-	{"inversion power.samples", energy.Inversion, trace.ChPowerSamples},
-	{"inversion power.usage", energy.Inversion, trace.ChPowerUsage},
-	{"inversion power.instant", energy.Inversion, trace.ChPowerInstant},
+	{"auto", "", "", false},
+	{"inversion power.samples", energy.Inversion, trace.ChPowerSamples, false},
+	{"inversion power.usage", energy.Inversion, trace.ChPowerUsage, false},
+	{"inversion power.instant", energy.Inversion, trace.ChPowerInstant, false},
+	{"named power.samples", "", trace.ChPowerSamples, true},
+	{"named power.usage", "", trace.ChPowerUsage, true},
+	{"named power.instant", "", trace.ChPowerInstant, true},
 }
 
 var calibChannels = []string{trace.ChEnergyTotal, trace.ChPowerSamples, trace.ChPowerUsage, trace.ChPowerInstant}
@@ -93,7 +97,7 @@ func workload(rng *rand.Rand, dev *sim.Device, span time.Duration) []string {
 	watts := func(lo, hi float64) units.Power { return units.Power(lo + rng.Float64()*(hi-lo)) }
 	t := ms(300 + rng.Float64()*700)
 	for t < span-time.Second {
-		switch rng.IntN(4) {
+		switch rng.IntN(5) {
 		case 0: // a burst of 20–500 ms, or a few in a row
 			n := 1 + rng.IntN(4)
 			for range n {
@@ -123,6 +127,22 @@ func workload(rng *rand.Rand, dev *sim.Device, span time.Duration) []string {
 			}
 			desc = append(desc, fmt.Sprintf("square %v period %v %.0f/%.0fW @%v", d, q, hi, lo, t))
 			t += d
+		case 4: // a square wave locked near a sensor's period: 0.5–2 × the ring's or the
+			// 100 ms channels' (a training loop's period is often near the sensor's), at a
+			// random phase
+			ch := []string{trace.ChPowerSamples, trace.ChPowerInstant}[rng.IntN(2)]
+			m, _ := dev.Model(ch)
+			k := []float64{0.5, 0.75, 1, 1.5, 2}[rng.IntN(5)]
+			q := time.Duration(k * float64(m.Period))
+			d := ms(1000 + rng.Float64()*2000)
+			hi, lo := watts(450, 700), watts(130, 300)
+			t0 := t + time.Duration(rng.Float64()*float64(q))
+			for x := time.Duration(0); x < d; x += q {
+				dev.AddLoad(t0+x, t0+x+q/2, hi)
+				dev.AddLoad(t0+x+q/2, t0+x+q, lo)
+			}
+			desc = append(desc, fmt.Sprintf("locked square %v period %v (%.2g × %s's) %.0f/%.0fW @%v", d, q, k, ch, hi, lo, t0))
+			t = t0 + d
 		case 3: // a power-cap step: full power, then capped lower
 			d0, d1 := ms(300+rng.Float64()*500), ms(500+rng.Float64()*1500)
 			p := watts(650, 700)
@@ -138,6 +158,7 @@ func workload(rng *rand.Rand, dev *sim.Device, span time.Duration) []string {
 
 type calibCase struct {
 	preset, method string
+	path           string // the method a user asked for (calibMethods' name)
 	dur            time.Duration
 	inside         bool    // truth on the source's scale inside [LowJ, HighJ]
 	absInside      bool    // true energy inside the absolute interval
@@ -173,7 +194,7 @@ func TestIntervalCalibration(t *testing.T) {
 			from = from.Round(time.Microsecond)
 			to := from + dur
 			for _, m := range calibMethods {
-				est := energy.Region(tr, 0, from, to, energy.Options{Method: m.method, Channel: m.channel, Sensor: &sp, Cache: cache})
+				est := energy.Region(tr, 0, from, to, energy.Options{Method: m.method, Channel: m.channel, Named: m.named, Sensor: &sp, Cache: cache})
 				if est.Method == energy.NoFigure {
 					t.Errorf("%s rec %d %s [%v, %v]: no figure: %v", preset, rec, m.name, from, to, est.Warnings)
 					continue
@@ -185,12 +206,12 @@ func TestIntervalCalibration(t *testing.T) {
 					g = 1
 				}
 				onScale := g*truth + float64(src.Offset)*dur.Seconds()
-				if est.Method == energy.CalibratedRing { // on the counter's scale
+				if est.Method == energy.CalibratedRing || est.Scale != nil { // on the counter's scale
 					c, _ := sm.Dev.Model(trace.ChEnergyTotal)
 					onScale = c.Gain * truth
 				}
 				u := est.Uncertainty
-				c := calibCase{preset: preset, method: m.name + " (" + string(est.Method) + ")", dur: dur,
+				c := calibCase{preset: preset, path: m.name, method: m.name + " (" + string(est.Method) + ")", dur: dur,
 					inside:    est.LowJ <= onScale && onScale <= est.HighJ,
 					absInside: u.AbsoluteLowJ <= truth && truth <= u.AbsoluteHighJ,
 					rel:       u.HalfWidthJ / math.Abs(onScale), errPct: 100 * (est.EnergyJ/onScale - 1), partial: u.Partial}
@@ -219,14 +240,17 @@ func TestIntervalCalibration(t *testing.T) {
 		if c.absInside {
 			abs++
 		}
-		if c.dur >= time.Second {
+		if c.dur >= time.Second && !strings.Contains(c.path, trace.ChPowerInstant) {
+			// power.instant sees a quarter of the time: its intervals are as wide as that
+			// needs (the table below), and would set the median since issue 28 added its
+			// named path and loads locked to its period
 			long = append(long, c.rel)
 		}
 	}
 	cov := float64(in) / float64(len(cases))
 	sort.Float64s(long)
 	med := long[len(long)/2]
-	t.Logf("%d cases: truth inside the 95 %% interval in %.1f %% (absolute: %.1f %%); median half-width of regions >= 1 s: %.2f %% (%d regions)",
+	t.Logf("%d cases: truth inside the 95 %% interval in %.1f %% (absolute: %.1f %%); median half-width of regions >= 1 s but power.instant's: %.2f %% (%d regions)",
 		len(cases), 100*cov, 100*float64(abs)/float64(len(cases)), 100*med, len(long))
 	names := make([]string, 0, len(by))
 	for k := range by {
@@ -259,8 +283,56 @@ func TestIntervalCalibration(t *testing.T) {
 	if cov < calibWantCoverage {
 		t.Errorf("truth inside the 95 %% interval in %.1f %% of %d cases, want at least %.0f %%", 100*cov, len(cases), 100*calibWantCoverage)
 	}
+	// Every path a user meets holds on its own (issue 28), with its median half-width by
+	// region length: the table in docs/calibration.md.
+	t.Logf("  %-26s %9s %9s %9s %9s  median half-width: %8s %8s %8s", "path", "inside", "< 0.2 s", "0.2–1 s", ">= 1 s", "< 0.2 s", "0.2–1 s", ">= 1 s")
+	for _, m := range calibMethods {
+		n, k := 0, 0
+		var cls [3][]calibCase
+		for _, c := range cases {
+			if c.path != m.name {
+				continue
+			}
+			n++
+			if c.inside {
+				k++
+			}
+			i := 0
+			switch {
+			case c.dur >= time.Second:
+				i = 2
+			case c.dur >= 200*time.Millisecond:
+				i = 1
+			}
+			cls[i] = append(cls[i], c)
+		}
+		if n == 0 {
+			continue
+		}
+		var in, hw [3]string
+		for i, cs := range cls {
+			if len(cs) == 0 {
+				in[i], hw[i] = "–", "–"
+				continue
+			}
+			var r []float64
+			ok := 0
+			for _, c := range cs {
+				r = append(r, c.rel)
+				if c.inside {
+					ok++
+				}
+			}
+			sort.Float64s(r)
+			in[i], hw[i] = fmt.Sprintf("%d/%d", ok, len(cs)), fmt.Sprintf("%.2f %%", 100*r[len(r)/2])
+		}
+		t.Logf("  %-26s %4d/%-4d %9s %9s %9s  %27s %8s %8s", m.name, k, n, in[0], in[1], in[2], hw[0], hw[1], hw[2])
+		if f := float64(k) / float64(n); f < calibWantCoverage {
+			t.Errorf("%s: truth inside the 95 %% interval in %.1f %% of %d cases, want at least %.0f %% on every path", m.name, 100*f, n, 100*calibWantCoverage)
+		}
+	}
 	if med > calibWantMedianHW {
-		t.Errorf("median half-width of regions >= 1 s: %.2f %%, want at most %.0f %%", 100*med, 100*calibWantMedianHW)
+		t.Errorf("median half-width of regions >= 1 s (power.instant's aside): %.2f %%, want at most %.0f %%", 100*med, 100*calibWantMedianHW)
 	}
 	if a := float64(abs) / float64(len(cases)); a < calibWantCoverage {
 		t.Errorf("true energy inside the absolute interval in %.1f %%, want at least %.0f %%", 100*a, 100*calibWantCoverage)
@@ -418,7 +490,7 @@ func TestH200Run4Intervals(t *testing.T) {
 }
 
 // TestBadInputIntervals (issue 12): a --sensor model given without intervals still gives a
-// figure, and its interval says the model's own uncertainty is not included (partial); a
+// figure, with the default intervals of its parameters and a warning naming them; a
 // region with too few readings of the channel gets a warning and an interval that says so
 // and is not narrow (it holds the truth).
 func TestBadInputIntervals(t *testing.T) {
@@ -435,14 +507,19 @@ func TestBadInputIntervals(t *testing.T) {
 	if est.Method != energy.Inversion || est.EnergyJ <= 0 {
 		t.Fatalf("no figure with a model without intervals: %s %v", est.Method, est.Warnings)
 	}
-	said := false
+	// Since issue 28 such a model gets the default intervals (correct.DefaultIntervals),
+	// propagated, and a warning naming them.
+	said, warned := false, false
 	for _, c := range est.Uncertainty.Components {
-		if c.Name == "model" && !c.Known && strings.Contains(c.Note, "not included") {
+		if c.Name == "model" && c.Known && c.HalfWidthJ > 0 {
 			said = true
 		}
 	}
-	if !said || !est.Uncertainty.Partial {
-		t.Errorf("a model without intervals: the interval does not say its uncertainty is left out: partial %v, %+v", est.Uncertainty.Partial, est.Uncertainty.Components)
+	for _, w := range est.Warnings {
+		warned = warned || (w.Code == energy.CodeModelDefault && strings.Contains(w.Message, "window ±10 %"))
+	}
+	if !said || !warned || est.Uncertainty.Partial {
+		t.Errorf("a model without intervals: model component known and > 0 %v, warned %v, partial %v: %+v %v", said, warned, est.Uncertainty.Partial, est.Uncertainty.Components, est.Warnings)
 	}
 
 	// 150 ms across the 650 W burst's end: power.instant (every 100 ms) has one or two
@@ -450,7 +527,7 @@ func TestBadInputIntervals(t *testing.T) {
 	inst, _ := correct.ParseSpec("boxcar:window=25ms,period=100ms")
 	from, to := 2200*time.Millisecond, 2350*time.Millisecond
 	few := energy.Region(tr, 0, from, to, energy.Options{Method: energy.Inversion, Channel: trace.ChPowerInstant, Sensor: &inst})
-	warned := false
+	warned = false
 	for _, w := range few.Warnings {
 		if w.Code == energy.CodeFewReadings {
 			warned = true

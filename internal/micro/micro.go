@@ -56,8 +56,11 @@ type Report struct {
 	Pi0W      float64 `json:"pi0_w"`
 	Pi0Source string  `json:"pi0_source"`
 	// Pi0HalfWidthW is pi0's 95 % half-width on the board's scale (the baseline kernel's
-	// energy interval over its time).
-	Pi0HalfWidthW float64 `json:"pi0_half_width_w"`
+	// energy interval over its time, with the run-to-run spread, energy.RelativeCI);
+	// Pi0CI the interval, Pi0AbsCI with the board's gain error (energy.AbsoluteCI).
+	Pi0HalfWidthW float64    `json:"pi0_half_width_w"`
+	Pi0CI         [2]float64 `json:"pi0_w_ci"`
+	Pi0AbsCI      [2]float64 `json:"pi0_w_abs_ci"`
 	// EnergyCalibration maps the sample ring onto the energy counter over the whole run
 	// (nil: none could be fitted; see EnergyNote): the energy of a measurement whose
 	// counter has too few readings inside comes from the ring on the counter's scale.
@@ -139,24 +142,30 @@ type Row struct {
 	// the _low/_high figures below the same interval carried through (pi0's own interval
 	// added for the share above pi0). The board's gain error (±5 %) is left out: it cancels
 	// between rows of one board.
-	EnergyLowJ            float64              `json:"energy_low_j"`
-	EnergyHighJ           float64              `json:"energy_high_j"`
-	IntervalPartial       bool                 `json:"interval_partial"`
-	MeanPowerLowW         float64              `json:"mean_power_low_w"`
-	MeanPowerHighW        float64              `json:"mean_power_high_w"`
-	PJPerUnitLow          float64              `json:"pj_per_unit_low"`
-	PJPerUnitHigh         float64              `json:"pj_per_unit_high"`
-	PJPerUnitAbovePi0Low  float64              `json:"pj_per_unit_above_pi0_low"`
-	PJPerUnitAbovePi0High float64              `json:"pj_per_unit_above_pi0_high"`
-	EnergyReadings        int                  `json:"energy_readings"`
-	CounterEnergyJ        float64              `json:"counter_energy_j"`
-	CounterReadings       int                  `json:"counter_readings"`
-	CalibratedEnergyJ     float64              `json:"calibrated_energy_j"`
-	CalibratedReadings    int                  `json:"calibrated_readings"`
-	CounterDiffPct        float64              `json:"counter_diff_pct"`
-	StartS                float64              `json:"start_s"`
-	EndS                  float64              `json:"end_s"`
-	Throttle              []region.ReasonShare `json:"throttle"`
+	EnergyLowJ            float64 `json:"energy_low_j"`
+	EnergyHighJ           float64 `json:"energy_high_j"`
+	IntervalPartial       bool    `json:"interval_partial"`
+	MeanPowerLowW         float64 `json:"mean_power_low_w"`
+	MeanPowerHighW        float64 `json:"mean_power_high_w"`
+	PJPerUnitLow          float64 `json:"pj_per_unit_low"`
+	PJPerUnitHigh         float64 `json:"pj_per_unit_high"`
+	PJPerUnitAbovePi0Low  float64 `json:"pj_per_unit_above_pi0_low"`
+	PJPerUnitAbovePi0High float64 `json:"pj_per_unit_above_pi0_high"`
+	// The same as [low, high] (relative: the same board's, with the run-to-run spread) and
+	// with the board's gain error (absolute: against the truth or another board).
+	PJPerUnitCI            [2]float64           `json:"pj_per_unit_ci"`
+	PJPerUnitAbsCI         [2]float64           `json:"pj_per_unit_abs_ci"`
+	PJPerUnitAbovePi0CI    [2]float64           `json:"pj_per_unit_above_pi0_ci"`
+	PJPerUnitAbovePi0AbsCI [2]float64           `json:"pj_per_unit_above_pi0_abs_ci"`
+	EnergyReadings         int                  `json:"energy_readings"`
+	CounterEnergyJ         float64              `json:"counter_energy_j"`
+	CounterReadings        int                  `json:"counter_readings"`
+	CalibratedEnergyJ      float64              `json:"calibrated_energy_j"`
+	CalibratedReadings     int                  `json:"calibrated_readings"`
+	CounterDiffPct         float64              `json:"counter_diff_pct"`
+	StartS                 float64              `json:"start_s"`
+	EndS                   float64              `json:"end_s"`
+	Throttle               []region.ReasonShare `json:"throttle"`
 	// ThrottleUnavailable says why Throttle is empty for want of a reading, as measure's does.
 	ThrottleUnavailable string           `json:"throttle_unavailable,omitempty"`
 	Warnings            []status.Warning `json:"warnings"`
@@ -210,6 +219,10 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 			}
 		}
 	}
+	// With the run-to-run spread: a steady counter's interval alone can be 0 (issue 28).
+	rep.Pi0CI = energy.RelativeCI(rep.Pi0W, [2]float64{rep.Pi0W - rep.Pi0HalfWidthW, rep.Pi0W + rep.Pi0HalfWidthW})
+	rep.Pi0HalfWidthW = (rep.Pi0CI[1] - rep.Pi0CI[0]) / 2
+	rep.Pi0AbsCI = energy.AbsoluteCI(rep.Pi0W, rep.Pi0CI)
 	if rep.Pi0Source[0] == 'i' {
 		rep.Warnf(CodeNoBaseline, "no baseline kernel: pi0 is taken as the idle power, so the energy above pi0 includes the cost of holding the top clock")
 	}
@@ -374,9 +387,15 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0, pi0HW
 		row.PJPerUnitAbovePi0 = row.PJPerUnit - row.PJPerUnitPi0
 		if me.Launches > 0 && r.EnergyHighJ > 0 {
 			hw := r.Uncertainty.HalfWidthJ / float64(me.Launches) / w * 1e12 // pJ per unit
+			// with the run-to-run spread (issue 28: 1.2 % between runs on one H200)
+			hw = math.Hypot(hw, energy.RunToRunFraction*math.Abs(row.PJPerUnit))
 			row.PJPerUnitLow, row.PJPerUnitHigh = row.PJPerUnit-hw, row.PJPerUnit+hw
 			above := math.Hypot(hw, pi0HW*T/w*1e12)
 			row.PJPerUnitAbovePi0Low, row.PJPerUnitAbovePi0High = row.PJPerUnitAbovePi0-above, row.PJPerUnitAbovePi0+above
+			row.PJPerUnitCI = [2]float64{row.PJPerUnitLow, row.PJPerUnitHigh}
+			row.PJPerUnitAbsCI = energy.AbsoluteCI(row.PJPerUnit, row.PJPerUnitCI)
+			row.PJPerUnitAbovePi0CI = [2]float64{row.PJPerUnitAbovePi0Low, row.PJPerUnitAbovePi0High}
+			row.PJPerUnitAbovePi0AbsCI = energy.AbsoluteCI(row.PJPerUnitAbovePi0, row.PJPerUnitAbovePi0CI)
 		}
 		if row.EnergyPerLaunchJ > 0 {
 			row.PerJoule = w / row.EnergyPerLaunchJ
@@ -393,6 +412,7 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0, pi0HW
 	if math.IsNaN(row.PJPerUnit) || math.IsInf(row.PJPerUnit, 0) {
 		row.PJPerUnit, row.PJPerUnitPi0, row.PJPerUnitAbovePi0 = 0, 0, 0
 		row.PJPerUnitLow, row.PJPerUnitHigh, row.PJPerUnitAbovePi0Low, row.PJPerUnitAbovePi0High = 0, 0, 0, 0
+		row.PJPerUnitCI, row.PJPerUnitAbsCI, row.PJPerUnitAbovePi0CI, row.PJPerUnitAbovePi0AbsCI = [2]float64{}, [2]float64{}, [2]float64{}, [2]float64{}
 	}
 	return row
 }
