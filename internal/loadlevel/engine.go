@@ -160,9 +160,9 @@ type Level struct {
 	PowerLowW  float64 `json:"power_low_w,omitempty"`
 	PowerHighW float64 `json:"power_high_w,omitempty"`
 	// PowerCI is [PowerLowW, PowerHighW] (relative: this board's scale), PowerAbsCI with
-	// the board's gain error (energy.AbsoluteCI); zero where the meter gives no interval.
-	PowerCI    [2]float64 `json:"power_w_ci"`
-	PowerAbsCI [2]float64 `json:"power_w_abs_ci"`
+	// the board's gain error (energy.AbsoluteCI); absent where the meter gives no interval.
+	PowerCI    *[2]float64 `json:"power_w_ci,omitempty"`
+	PowerAbsCI *[2]float64 `json:"power_w_abs_ci,omitempty"`
 	// GPUPowerW is the GPU board's power, HostPowerW the host's (RAPL: the CPU packages),
 	// TotalPowerW their sum where both were read; WallPowerW a PTDaemon's analyzer's.
 	GPUPowerW   float64 `json:"gpu_power_w,omitempty"`
@@ -443,8 +443,9 @@ func (e *engine) run(ctx context.Context, res *Result) error {
 func (st *intervalStats) fill(l *Level) {
 	l.PowerLowW, l.PowerHighW, l.TemperatureC = st.low, st.high, st.temp
 	if st.high > st.low {
-		l.PowerCI = [2]float64{st.low, st.high}
-		l.PowerAbsCI = energy.AbsoluteCI(l.PowerW, l.PowerCI)
+		ci := [2]float64{st.low, st.high}
+		abs := energy.AbsoluteCI(l.PowerW, ci)
+		l.PowerCI, l.PowerAbsCI = &ci, &abs
 	}
 	l.GPUPowerW, l.HostPowerW, l.WallPowerW = st.byKind[KindGPU], st.byKind[KindHost], st.byKind[KindWall]
 	if l.GPUPowerW > 0 && l.HostPowerW > 0 {
