@@ -38,6 +38,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	marksPath := fs.String("marks", "", "the file the command appends region markers to, named to it by $GPUWATT_MARKS (`begin NAME` / `end NAME` lines, docs/markers.md); default: a new temporary file, kept as marks.txt in --out")
 	waitChildren := fs.Bool("wait-children", false, "after the command exits, wait for the processes it started that run on (its process group) and measure them too; without it they are named in a warning")
 	simLoad := fs.String("sim-load", "preset", "on the sim device: what it draws while the command runs, which it cannot see: preset (its command_load_w), idle (a command that launches no sim work), or a power in W")
+	raplRoot := fs.String("rapl-root", "", "powercap tree of the host's RAPL counters (CPU packages, DRAM), recorded as cpu.* channels; default /sys/class/powercap (the sim's own where --sim-config has \"host\"); none: record no host counters")
 	if code, ok := a.parseFlags(fs, args, measureSynopsis); !ok {
 		return code
 	}
@@ -63,6 +64,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 		GPUs: gpuIdx, Channels: patterns, GPUCPU: *gpuCPU, Poll: popt, Baseline: *baseline, Tail: *tail,
 		Runner: a.Runner, Command: cmd, SimLoad: sl,
 		Version: a.versionString(), Host: a.host(), CommandLine: append([]string{"gpuwatt", "measure"}, args...),
+		HostRoot: *raplRoot, NoHost: *raplRoot == "none",
 	}
 	if opt.Runner == nil {
 		opt.Runner = measure.ExecRunner{} // checked by Validate; replaced below

@@ -20,7 +20,7 @@ func (a *App) record(ctx context.Context, args []string) int {
 	sh.register(fs, withOut, "")
 	gpus := fs.String("gpu", "all", "GPUs to record: all, or indices such as 0,2")
 	poll := fs.String("poll", "lean", "as measure's --poll")
-	raplRoot := fs.String("rapl-root", "", "powercap tree for the host's RAPL counters (default /sys/class/powercap; the sim's own where --sim-config models a host)")
+	raplRoot := fs.String("rapl-root", "", "powercap tree for the host's RAPL counters (default /sys/class/powercap; the sim's own where --sim-config models a host); none: record no host counters")
 	if code, ok := a.parseFlags(fs, args, "[flags]  (JSON lines on stdin and stdout; started by the Python package, docs/python.md)"); !ok {
 		return code
 	}
@@ -50,7 +50,7 @@ func (a *App) record(ctx context.Context, args []string) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go watchParent(ctx, cancel)
-	opt := record.Options{GPUs: gpuIdx, Poll: popt, Out: sh.out, HostRoot: *raplRoot, Version: a.versionString(), Host: a.host(),
+	opt := record.Options{GPUs: gpuIdx, Poll: popt, Out: sh.out, HostRoot: *raplRoot, NoHost: *raplRoot == "none", Version: a.versionString(), Host: a.host(),
 		CommandLine: append([]string{"gpuwatt", "record"}, args...)}
 	if err := opt.Serve(ctx, device.Env{System: sys, Clock: clk}, a.Stdin, a.Stdout); err != nil {
 		return a.exitFor("record", err)

@@ -178,6 +178,11 @@ type Options struct {
 	Marks string
 	// SimLoad is what the sim device draws while the command runs (ignored on real GPUs).
 	SimLoad SimLoad
+	// HostRoot is the powercap tree of the host's RAPL counters (default
+	// /sys/class/powercap; the sim's own where its config models a host); NoHost records
+	// none.
+	HostRoot string
+	NoHost   bool
 	// Meta fields the caller knows: version, host, gpuwatt's own command line.
 	Version     string
 	Host        string
@@ -261,6 +266,25 @@ type Result struct {
 	MarksRaw []byte
 	// SimLoad says what the sim device drew while the command ran ("" on real GPUs).
 	SimLoad string
+	// HostUnavailable says in one line why the host's RAPL counters were not recorded.
+	HostUnavailable string
+	// SystemGPUs is how many GPUs the machine has (Devices are those recorded): a node
+	// total needs them all.
+	SystemGPUs int
+}
+
+// wantHost reports whether --channels asks for host channel name: by default, "all", or
+// a pattern that matches it.
+func wantHost(name string, patterns []string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if p = strings.TrimSpace(p); p == DefaultChannels || p == "all" {
+			return true
+		}
+	}
+	return MatchChannel(name, patterns)
 }
 
 // SelectDevices returns the devices with the given indices (all when idx is empty).
@@ -349,6 +373,18 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if len(sensors) == 0 {
 		return nil, fmt.Errorf("%w: --channels %s: matches no channel", status.ErrInput, strings.Join(o.Channels, ","))
 	}
+	hostWhy := ""
+	if o.NoHost {
+		hostWhy = "not asked for (--rapl-root none)"
+	} else if hs, err := device.HostSensors(env.System, o.HostRoot); err != nil {
+		hostWhy = err.Error()
+	} else {
+		for _, h := range hs {
+			if wantHost(h.Channel().Name, o.Channels) {
+				sensors = append(sensors, h)
+			}
+		}
+	}
 	clk := env.Clock
 	popt := o.Poll
 	// The Sampler's CPU per GPU, in the summary, only where asked: a lane on an OS thread
@@ -361,7 +397,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if err := smp.Start(ctx); err != nil {
 		return nil, fmt.Errorf("sampler: %w", err)
 	}
-	res := &Result{Devices: devs}
+	res := &Result{Devices: devs, SystemGPUs: len(env.System.Devices()), HostUnavailable: hostWhy}
 	var runErr error
 	incomplete := ""
 	cmdMarks := []trace.Mark{}

@@ -50,6 +50,21 @@ type Summary struct {
 	// GPU; absent where no marks file was read, [] where it held no region.
 	Regions     []marks.Region  `json:"regions,omitempty"`
 	Unavailable []trace.Missing `json:"unavailable_channels,omitempty"`
+	// Host is the host's CPU packages' and DRAM's energy over the command (RAPL), and the
+	// node's; absent on a sim device that models no host.
+	Host *HostSummary `json:"host,omitempty"`
+}
+
+// HostSummary is the host's energy over the command: each RAPL domain's (CPU package,
+// DRAM, psys), and the node's (every GPU, package and DRAM together) only where every part
+// has a figure and every GPU of the machine was recorded. Unavailable says in one line why
+// there is none (no powercap: a virtual machine; counters readable by root only).
+type HostSummary struct {
+	Unavailable string              `json:"unavailable,omitempty"`
+	Domains     []energy.HostFigure `json:"domains,omitempty"`
+	Node        *energy.Interval    `json:"node,omitempty"`
+	// NodeMissing says why there is no node total where the domains were read.
+	NodeMissing string `json:"node_missing,omitempty"`
 }
 
 // Total is the energy of several GPUs together. Each GPU's interval is added linearly,
@@ -151,7 +166,52 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 		}
 	}
 	s.Total = total(s.GPUs, dur.Seconds())
+	s.Host = hostSummary(r, s.GPUs)
 	return s
+}
+
+// hostSummary is the host's part of the summary: nil on a sim device without a host.
+func hostSummary(r *Result, gpus []GPUSummary) *HostSummary {
+	tr := r.Trace
+	if len(energy.HostChannels(tr)) == 0 {
+		if tr.Meta.Simulated || r.HostUnavailable == "" {
+			return nil
+		}
+		return &HostSummary{Unavailable: r.HostUnavailable}
+	}
+	h := &HostSummary{Domains: energy.HostRegions(tr, r.Start, r.End)}
+	var parts []energy.Interval
+	switch {
+	case r.SystemGPUs > len(r.Devices):
+		h.NodeMissing = "not every GPU of the machine was recorded"
+	default:
+		for _, g := range gpus {
+			if g.EnergySource == "" || g.EnergyHighJ <= 0 {
+				h.NodeMissing = fmt.Sprintf("GPU %d has no energy figure with an interval", g.Index)
+				break
+			}
+			parts = append(parts, energy.Interval{EnergyJ: g.EnergyJ, LowJ: g.EnergyLowJ, HighJ: g.EnergyHighJ,
+				AbsoluteLowJ: g.Uncertainty.AbsoluteLowJ, AbsoluteHighJ: g.Uncertainty.AbsoluteHighJ, Partial: g.Uncertainty.Partial})
+		}
+		for _, d := range h.Domains {
+			if h.NodeMissing != "" {
+				break
+			}
+			if !d.OK() {
+				h.NodeMissing = d.Name + " has no figure"
+				break
+			}
+			if d.Kind != "psys" { // the platform's figure holds the packages and DRAM
+				parts = append(parts, d.Interval)
+			}
+		}
+	}
+	if h.NodeMissing == "" {
+		if n, ok := energy.NodeTotal(parts); ok {
+			h.Node = &n
+		}
+	}
+	return h
 }
 
 // samplerHealth sums the Sampler's statistics of g's power channels.

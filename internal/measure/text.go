@@ -125,6 +125,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		line(units.Power(t.MeanPowerW).String(), "mean power\t")
 		tw.Flush()
 	}
+	writeHost(&b, s.Host)
 	if len(s.Sampler) > 1 || (len(s.Sampler) == 1 && s.Sampler[0].CPUUnknown == "") {
 		fmt.Fprintf(&b, "\n")
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -219,4 +220,32 @@ func writeRegions(b *strings.Builder, s *Summary) {
 		}
 	}
 	tw.Flush()
+}
+
+// writeHost writes the host's RAPL domains and the node's total, or the one line saying why
+// there are none.
+func writeHost(b *strings.Builder, h *HostSummary) {
+	if h == nil {
+		return
+	}
+	if h.Unavailable != "" {
+		fmt.Fprintf(b, "\n Host: %s\n", h.Unavailable)
+		return
+	}
+	fmt.Fprintf(b, "\n Host (RAPL)\n\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, d := range h.Domains {
+		if !d.OK() {
+			fmt.Fprintf(tw, "no figure\t  %s\t\n", d.Name)
+			continue
+		}
+		fmt.Fprintf(tw, "%s (%s – %s)\t  %s, %s mean\t\n", units.Energy(d.EnergyJ), units.Energy(d.LowJ), units.Energy(d.HighJ), d.Name, units.Power(d.MeanPowerW))
+	}
+	if n := h.Node; n != nil {
+		fmt.Fprintf(tw, "%s (%s – %s)\t  node: the GPUs, CPU packages and DRAM\t\n", units.Energy(n.EnergyJ), units.Energy(n.LowJ), units.Energy(n.HighJ))
+	} else if h.NodeMissing != "" {
+		fmt.Fprintf(tw, "no node total\t  %s\t\n", h.NodeMissing)
+	}
+	tw.Flush()
+	fmt.Fprintf(b, "   each domain's counter bracketed at both edges by its readings; RAPL's own accuracy is not included\n")
 }

@@ -137,6 +137,7 @@ type chanState struct {
 	rng                  uint64          // dither state
 	buf                  []Reading
 	sink                 func(trace.Sample) // SetSink
+	paced                time.Duration      // Paced's interval (0: none)
 }
 
 // New returns a Sampler for the given sensors. Call Start to begin recording.
@@ -157,6 +158,9 @@ func New(clk clock.Clock, sensors []Sensor, opt Options) *Sampler {
 		}
 		if h, ok := sn.(PeriodHinter); ok {
 			cs.hint = h.PeriodHint()
+		}
+		if p, ok := sn.(Paced); ok {
+			cs.paced = p.PollInterval()
 		}
 		s.chans = append(s.chans, cs)
 	}
@@ -895,6 +899,9 @@ func (cs *chanState) learn() {
 // intervalFor chooses a channel's next poll interval after a call that ended at now.
 func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 	o := s.opt
+	if cs.paced > 0 {
+		return cs.paced
+	}
 	virtual := s.virt != nil || clock.IsVirtual(s.clk)
 	switch o.Mode {
 	case Max:

@@ -39,6 +39,14 @@ type PeriodHinter interface {
 	PeriodHint() time.Duration
 }
 
+// Paced is implemented by sensors that ask to be polled at a fixed interval whatever the
+// Sampler's mode: a counter whose every reading is new (RAPL, updated every millisecond)
+// would otherwise teach the Sampler its own poll interval as its update period, and be
+// polled ever faster.
+type Paced interface {
+	PollInterval() time.Duration
+}
+
 // ProcessCPU is the user + system CPU time of this process so far (0 where the platform
 // does not say).
 func ProcessCPU() time.Duration { return processCPU() }
