@@ -77,6 +77,12 @@ type Options struct {
 	// Poll is the interval between two reads of each channel; 0 learns each channel's
 	// update period and polls at an eighth of it (gpuwatt measure's --poll adaptive).
 	Poll time.Duration
+	// HostRoot is the powercap tree of the host's RAPL counters (default
+	// /sys/class/powercap; a sim.System's own where its config models a host): each
+	// region's CPU package and DRAM energy (RegionResult.Host) and the node's
+	// (RegionResult.Node). NoHost reads none.
+	HostRoot string
+	NoHost   bool
 	// Margin is recorded after Start and before Stop returns, so that every sensor has a
 	// reading on both sides of every region (default 300 ms, instant on a sim.System;
 	// negative: none).
@@ -101,7 +107,9 @@ type Recorder struct {
 	poll    sensor.Options
 	margin  time.Duration
 	warn    []Warning
-	started bool // a CommandObserver was told the program started
+	started bool   // a CommandObserver was told the program started
+	allGPUs bool   // every GPU of the system is recorded (a node total may be given)
+	hostWhy string // why the host's RAPL counters are not recorded
 
 	mu      sync.Mutex
 	regions []*Region
@@ -180,6 +188,14 @@ func Start(ctx context.Context, o Options) (*Recorder, error) {
 	var sensors []sensor.Sensor
 	for _, d := range r.devs {
 		sensors = append(sensors, d.Sensors()...)
+	}
+	r.allGPUs = len(r.devs) == len(all)
+	if o.NoHost {
+		r.hostWhy = "not asked for (Options.NoHost)"
+	} else if hs, err := device.HostSensors(r.sys, o.HostRoot); err != nil {
+		r.hostWhy = err.Error()
+	} else {
+		sensors = append(sensors, hs...)
 	}
 	popt := sensor.Options{}
 	if o.Poll > 0 {
@@ -347,7 +363,8 @@ func (r *Recorder) Stop() (*Result, error) {
 	}
 	slices.SortStableFunc(meta.Marks, func(a, b trace.Mark) int { return cmpF(a.T, b.T) })
 	tr := &trace.Trace{Meta: meta, Samples: samples}
-	res := newResult(tr, spans, warns)
+	res := newResult(tr, spans, warns, r.allGPUs)
+	res.HostUnavailable = r.hostWhy
 	return res, nil
 }
 
@@ -362,7 +379,7 @@ func cmpF(a, b float64) int {
 }
 
 // newResult gives the spans of tr their energies (with the check for unsynchronised ends).
-func newResult(tr *trace.Trace, spans []marks.Span, warns []Warning) *Result {
+func newResult(tr *trace.Trace, spans []marks.Span, warns []Warning, allGPUs bool) *Result {
 	res := &Result{Device: tr.Meta.Device, Simulated: tr.Meta.Simulated, Incomplete: tr.Meta.Incomplete,
 		IncompleteReason: tr.Meta.IncompleteWhy, Trace: &Trace{tr: tr}, Warnings: warns, Regions: []RegionResult{}}
 	if res.Warnings == nil {
@@ -372,9 +389,42 @@ func newResult(tr *trace.Trace, spans []marks.Span, warns []Warning) *Result {
 		res.GPUs = append(res.GPUs, gpuOf(g))
 	}
 	for _, reg := range marks.Energies(tr, spans, marks.Options{Cache: &energy.Cache{}, SyncCheck: true}) {
-		res.Regions = append(res.Regions, regionOf(reg))
+		out := regionOf(reg)
+		hostOf(tr, &out, allGPUs)
+		res.Regions = append(res.Regions, out)
 	}
 	return res
+}
+
+// hostOf gives a region the host's RAPL domains' energy, and the node's where every GPU of
+// the machine and every domain has a figure.
+func hostOf(tr *trace.Trace, g *RegionResult, allGPUs bool) {
+	hs := energy.HostRegions(tr, g.Start, g.End)
+	if len(hs) == 0 {
+		return
+	}
+	var parts []energy.Interval
+	node := allGPUs
+	for _, e := range g.GPUs {
+		node = node && e.OK
+		parts = append(parts, energy.Interval{EnergyJ: e.Joules, LowJ: e.Low, HighJ: e.High, AbsoluteLowJ: e.AbsLow, AbsoluteHighJ: e.AbsHigh, Partial: e.Partial})
+	}
+	for _, h := range hs {
+		e := energyOf(h.Figure)
+		e.GPU, e.OK, e.MeanWatts = trace.HostGPU, h.OK(), h.MeanPowerW
+		g.Host = append(g.Host, HostEnergy{Domain: h.Name, Kind: h.Kind, Energy: e})
+		node = node && h.OK()
+		if h.Kind != "psys" { // the platform's figure holds the packages and DRAM
+			parts = append(parts, h.Interval)
+		}
+	}
+	if n, ok := energy.NodeTotal(parts); ok && node {
+		g.Node = &Energy{GPU: trace.HostGPU, OK: true, Joules: n.EnergyJ, Low: n.LowJ, High: n.HighJ, AbsLow: n.AbsoluteLowJ, AbsHigh: n.AbsoluteHighJ,
+			Partial: n.Partial, Method: "sum", Source: "the GPUs, CPU packages and DRAM"}
+		if d := g.Duration(); d > 0 {
+			g.Node.MeanWatts = n.EnergyJ / d.Seconds()
+		}
+	}
 }
 
 // version is gpuwatt's module version as the program was built with it.

@@ -24,6 +24,9 @@ type Result struct {
 	// are of what was recorded.
 	Incomplete       bool   `json:"incomplete"`
 	IncompleteReason string `json:"incomplete_reason,omitempty"`
+	// HostUnavailable says in one line why the host's RAPL counters were not recorded (no
+	// powercap: a virtual machine; counters readable by root only).
+	HostUnavailable string `json:"host_unavailable,omitempty"`
 	// Trace is the recording: every reading of every channel, and the regions' begin and
 	// end as marks. Save it to read it again (LoadTrace) or with `gpuwatt energy`.
 	Trace *Trace `json:"-"`
@@ -65,6 +68,21 @@ type RegionResult struct {
 	GPUs []Energy `json:"gpus"`
 	// Warnings about the region on every GPU (a GPU's own are in its Energy).
 	Warnings []Warning `json:"warnings"`
+	// Host holds the region's energy on each of the host's RAPL domains (CPU packages,
+	// DRAM, psys), where they were recorded (Result.HostUnavailable says why not); Node is
+	// the GPUs, packages and DRAM together, only where every GPU of the machine was
+	// recorded and every part has a figure. RAPL's own accuracy is not in their intervals
+	// (Partial).
+	Host []HostEnergy `json:"host,omitempty"`
+	Node *Energy      `json:"node,omitempty"`
+}
+
+// HostEnergy is a region's energy on one host RAPL domain: Domain is its channel
+// (cpu.package.0, cpu.dram.0, cpu.psys), Kind "package", "dram" or "psys"; Energy.GPU is -1.
+type HostEnergy struct {
+	Domain string `json:"domain"`
+	Kind   string `json:"kind"`
+	Energy
 }
 
 // Duration is End − Start.

@@ -150,6 +150,6 @@ func (t *Trace) Energy(gpu int, from, to time.Duration) Energy {
 func (t *Trace) Regions() ([]RegionResult, []Warning) {
 	evs := marks.FromTrace(t.tr.Meta.Marks)
 	spans, ws := marks.Pair(evs)
-	res := newResult(t.tr, spans, warningsOf(ws))
+	res := newResult(t.tr, spans, warningsOf(ws), false)
 	return res.Regions, res.Warnings
 }

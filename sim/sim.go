@@ -54,6 +54,16 @@ type Options struct {
 	// Seed fixes the sensors' noise and timing and the boards' errors (default 1): one seed
 	// gives the same readings every run.
 	Seed uint64
+	// Host, if set, puts the GPUs in a host whose RAPL counters the twin models: each CPU
+	// package draws PackageIdleW, plus PackageBusyW while a GPU runs work; its DRAM DRAMW.
+	Host *Host
+}
+
+// Host is the twin's host (Options.Host).
+type Host struct {
+	Sockets                    int // default 1
+	PackageIdleW, PackageBusyW float64
+	DRAMW                      float64
 }
 
 // System is a set of simulated GPUs on one virtual clock. It is not safe for use by
@@ -92,6 +102,10 @@ func New(o Options) (*System, error) {
 	if o.Seed != 0 {
 		cfg.Seed = o.Seed
 	}
+	if h := o.Host; h != nil {
+		cfg.Host = &isim.Host{Sockets: max(h.Sockets, 1), PackageIdle: units.Power(h.PackageIdleW), PackageBusy: units.Power(h.PackageBusyW),
+			DRAM: units.Power(h.DRAMW), MaxRangeUJ: 262143328850, EnergyUnitUJ: 61.035}
+	}
 	clk := clock.NewVirtual(time.Time{})
 	sys, err := isim.Open(clk, cfg)
 	if err != nil {
@@ -104,6 +118,12 @@ func New(o Options) (*System, error) {
 		s.gpus = append(s.gpus, &GPU{s: s, index: i, dev: d})
 	}
 	return s, nil
+}
+
+// TrueHostEnergy is the true energy of one of each socket's host domains, "package" or
+// "dram", over [from, to] in joules (0 without Options.Host).
+func (s *System) TrueHostEnergy(kind string, from, to time.Duration) float64 {
+	return s.sys.TrueHostEnergy(kind, from, to).Joules()
 }
 
 // Name is the system's name as gpuwatt reports it ("sim:h200").

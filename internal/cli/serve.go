@@ -30,6 +30,7 @@ func (a *App) serve(ctx context.Context, args []string) int {
 	webConfig := fs.String("web.config.file", "", "TLS and basic auth for /metrics and /health: the Prometheus exporter-toolkit's web configuration file (docs/serve.md)")
 	podSocket := fs.String("pod-resources", workload.DefaultSocket, "the kubelet's pod-resources socket, to name the pod and container of each process (none there: names left empty; \"\": never asked)")
 	procRoot := fs.String("proc-root", "/proc", "the proc file system the processes' cgroups are read from (their pod UIDs and container ids)")
+	raplRoot := fs.String("rapl-root", "", "powercap tree of the host's RAPL counters, served as gpuwatt_cpu_energy_joules_total (default /sys/class/powercap; none: not read)")
 	poll := fs.String("poll", serve.DefaultPoll.String(), "how often each channel is read: an interval such as 100ms, or adaptive (learn each channel's update period; more CPU)")
 	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|sim[:PRESET]] [--listen ADDR|unix:PATH] [--web.config.file FILE] [--gpu all|LIST] [--dcgm-names] [--poll D] [--pod-resources SOCKET] [--otlp URL [--otlp-interval D]]"); !ok {
 		return code
@@ -58,7 +59,7 @@ func (a *App) serve(ctx context.Context, args []string) int {
 	}
 	version, revision, _ := strings.Cut(a.versionString(), " ")
 	opt := serve.Options{Listen: *listen, GPUs: idx, DCGMNames: *dcgm, Poll: &popt, Hostname: a.Host,
-		Version: version, Revision: revision, WebConfigFile: *webConfig}
+		Version: version, Revision: revision, WebConfigFile: *webConfig, HostRoot: *raplRoot, NoHost: *raplRoot == "none"}
 	if !sh.quiet {
 		opt.Logger = slog.New(slog.NewTextHandler(a.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
@@ -93,6 +94,9 @@ func (a *App) serve(ctx context.Context, args []string) int {
 	}
 	if !sh.quiet {
 		fmt.Fprintf(a.Stderr, "gpuwatt serve: %s, %d GPU(s), poll %s: metrics at %s\n", sys.Name(), len(srv.Snapshot()), popt, metricsURL(ln, *webConfig))
+		if why := srv.HostUnavailable(); why != "" && !sys.Simulated() && *raplRoot != "none" {
+			fmt.Fprintf(a.Stderr, "gpuwatt serve: no gpuwatt_cpu_energy_joules_total: %s\n", why)
+		}
 	}
 	if *otlpURL != "" {
 		ex, err := otlpexport.New(ctx, otlpexport.Options{URL: *otlpURL, Interval: *otlpEvery, Host: a.host(), Version: a.versionString()},

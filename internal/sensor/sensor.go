@@ -47,6 +47,17 @@ type Paced interface {
 	PollInterval() time.Duration
 }
 
+// Pace wraps s so that the Sampler polls it every d (Paced): serve reads the host's RAPL
+// counters at its own slow poll, where a per-region figure needs them every 10 ms.
+func Pace(s Sensor, d time.Duration) Sensor { return paced{s, d} }
+
+type paced struct {
+	Sensor
+	d time.Duration
+}
+
+func (p paced) PollInterval() time.Duration { return p.d }
+
 // ProcessCPU is the user + system CPU time of this process so far (0 where the platform
 // does not say).
 func ProcessCPU() time.Duration { return processCPU() }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
@@ -67,6 +68,9 @@ var (
 	descDCGMPower = prometheus.NewDesc("DCGM_FI_DEV_POWER_USAGE",
 		"Power draw (in W).",
 		[]string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}, nil)
+	descCPUEnergy = prometheus.NewDesc("gpuwatt_cpu_energy_joules_total",
+		"Energy of a host RAPL domain (a CPU package, its DRAM, psys) since gpuwatt serve started, from its powercap counter unwrapped.",
+		[]string{"domain", "kind"}, nil)
 	descDCGMEnergy = prometheus.NewDesc("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
 		"Total energy consumption since boot (in mJ).",
 		[]string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}, nil)
@@ -82,7 +86,7 @@ type collector struct {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descEnergy, descPower, descDelay, descIdle, descClock, descTemp, descEvent, descUp, descProc, descUnattr, descPolls, descErrors, descMissed, descCPU, descBuild, descInfo, descLimit} {
+	for _, d := range []*prometheus.Desc{descEnergy, descPower, descDelay, descIdle, descClock, descTemp, descEvent, descUp, descProc, descUnattr, descPolls, descErrors, descMissed, descCPU, descBuild, descInfo, descLimit, descCPUEnergy} {
 		ch <- d
 	}
 	if c.s.opt.DCGMNames {
@@ -106,6 +110,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
 	}
 	gauge(descBuild, 1, c.s.opt.Version, c.s.opt.Revision, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	host := c.s.HostEnergy()
+	for _, k := range sortedKeys(host) {
+		counter(descCPUEnergy, host[k], k, energy.HostKind(k))
+	}
 	for i := range snaps {
 		g := &snaps[i]
 		idx := strconv.Itoa(g.Index)

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/device"
 	"github.com/gpuwatt/gpuwatt/internal/gpu"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
 	"github.com/gpuwatt/gpuwatt/internal/snapshot"
@@ -77,6 +78,11 @@ type Options struct {
 	// Workloads names the pod and container of each process of the per-process split;
 	// nil: none are named.
 	Workloads Workloads
+	// HostRoot is the powercap tree of the host's RAPL counters (default
+	// /sys/class/powercap; the sim's own where its config models a host), exposed as
+	// gpuwatt_cpu_energy_joules_total; NoHost reads none.
+	HostRoot string
+	NoHost   bool
 }
 
 // Workloads says which pod and container a process using a GPU runs in
@@ -223,7 +229,18 @@ type Server struct {
 	mu        sync.Mutex // guards the derived figures in gpus and lastStats
 	lastStats map[statKey]trace.ChannelStats
 	cpuSec    float64
+
+	// The host's RAPL counters: each domain's first and latest reading (J), and why there
+	// are none (HostUnavailable).
+	hostMu    sync.Mutex
+	hostFirst map[string]float64
+	hostLast  map[string]float64
+	hostWhy   string
 }
+
+// HostUnavailable says in one line why the host's RAPL counters are not served ("" when
+// they are).
+func (s *Server) HostUnavailable() string { return s.hostWhy }
 
 var _ snapshot.Source = (*Server)(nil)
 
@@ -262,6 +279,17 @@ func New(ctx context.Context, sys gpu.System, clk clock.Clock, o Options) (*Serv
 		s.byIdx[g.info.Index] = g
 		sensors = append(sensors, d.Sensors()...)
 	}
+	s.hostFirst, s.hostLast = map[string]float64{}, map[string]float64{}
+	if o.NoHost {
+		s.hostWhy = "not asked for"
+	} else if hs, err := device.HostSensors(sys, o.HostRoot); err != nil {
+		s.hostWhy = err.Error()
+	} else {
+		pace := max(o.Poll.Interval, time.Second) // a scrape's resolution, for ~5 µs a read
+		for _, h := range hs {
+			sensors = append(sensors, sensor.Pace(h, pace))
+		}
+	}
 	s.sampler = sensor.New(clk, sensors, *o.Poll)
 	s.sampler.SetSink(s.sink)
 	if err := s.sampler.Start(ctx); err != nil {
@@ -280,6 +308,15 @@ func New(ctx context.Context, sys gpu.System, clk clock.Clock, o Options) (*Serv
 
 // sink files a new sample with its GPU (Options.Sink: on the Sampler's goroutines).
 func (s *Server) sink(x trace.Sample) {
+	if x.GPU == trace.HostGPU {
+		s.hostMu.Lock()
+		if _, ok := s.hostFirst[x.Channel]; !ok {
+			s.hostFirst[x.Channel] = x.Value
+		}
+		s.hostLast[x.Channel] = x.Value
+		s.hostMu.Unlock()
+		return
+	}
 	if g := s.byIdx[x.GPU]; g != nil {
 		g.add(x, s.clk)
 	}
@@ -308,6 +345,17 @@ func (s *Server) Update() {
 	if !clock.IsVirtual(s.clk) {
 		s.cpuSec = (sensor.ProcessCPU() - s.cpu0).Seconds()
 	}
+}
+
+// HostEnergy is each host RAPL domain's energy since serve started (J), by channel name.
+func (s *Server) HostEnergy() map[string]float64 {
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	out := make(map[string]float64, len(s.hostLast))
+	for k, v := range s.hostLast {
+		out[k] = v - s.hostFirst[k]
+	}
+	return out
 }
 
 // Snapshot implements snapshot.Source.
