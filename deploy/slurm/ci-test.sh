@@ -28,16 +28,34 @@ fail() { echo "slurm-ci: FAIL: $*" >&2; exit 1; }
 
 PIDS=() # name:pid of each daemon started, stopped in reverse order
 stop_all() {
-  local rc=$? i name pid n
+  local rc=$? i name pid n p
+  cd / # out of the jobs' directory, where the sweep below finds what they left
+  # Jobs still running (a failure half-way): cancelled while slurmctld can, for their
+  # slurmstepd outlives slurmd.
+  if scontrol ping >/dev/null 2>&1 && [ -n "$(squeue -h -o %i 2>/dev/null)" ]; then
+    scancel --quiet $(squeue -h -o %i) 2>/dev/null || true
+    for n in $(seq 100); do [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break; sleep 0.2; done
+  fi
   for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
     name=${PIDS[i]%%:*} pid=${PIDS[i]#*:}
     kill -TERM "$pid" 2>/dev/null || continue
     for n in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$pid" 2>/dev/null; then say "$name ($pid) did not end in 10 s: SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; fi
   done
-  # Recorders of jobs whose epilog never ran (a failure half-way): theirs are ours too.
+  # What a job left running (slurmstepd, the batch script, its children): every process in
+  # the jobs' working directory, which is this test's own.
+  for p in /proc/[0-9]*; do
+    case $(readlink "$p/cwd" 2>/dev/null) in "$T/work" | "$T/work/"*) kill -KILL "${p#/proc/}" 2>/dev/null || true ;; esac
+  done
+  # Recorders of jobs whose epilog never ran (a failure half-way) are ours too: each one
+  # still running, its command line naming its job's directory here (a pid reused since
+  # by another process is left alone).
   for f in "$JOBS"/*/recorder.pid; do
-    [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null || true
+    [ -f "$f" ] && [ ! -e "$(dirname "$f")/recorder.done" ] || continue
+    pid=$(cat "$f")
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$(dirname "$f")"; then
+      kill -TERM "$pid" 2>/dev/null || true
+    fi
   done
   if [ "$rc" != 0 ]; then
     for f in "$T"/*.log "$T"/mysqld.err; do
@@ -83,7 +101,7 @@ start munged munged --foreground --force --key-file="$T/munge.key" --socket="$T/
 until_ok 15 "munged answers" sh -c "munge --socket='$T/munge.sock' -n | unmunge --socket='$T/munge.sock'"
 say "munged up"
 
-mkdir -p "$T/state" "$T/spool" "$T/dev" "$JOBS"
+mkdir -p "$T/state" "$T/spool" "$T/dev" "$T/work" "$JOBS"
 # gres files: Slurm wants character devices, and reads the GPUs' indices from their names.
 # Links to /dev/null: no GPU is behind them (the sim device stands in for both).
 ln -s /dev/null "$T/dev/nvidia0"
@@ -236,6 +254,8 @@ check_sacct() {
   [ "$got" = "$want" ] || fail "job $1: sacct's AdminComment $got, job.json's $want"
   say "job $1: sacct -j $1 -o AdminComment: $got"
 }
+
+cd "$T/work" # every job runs here (sbatch's default): stop_all finds what they leave by it
 
 # 1. A job that runs to its end.
 J1=$(sbatch --parsable --gres=gpu:2 -o /dev/null --wrap 'sleep 3')
