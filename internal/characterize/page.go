@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -17,13 +18,50 @@ import (
 // Section titles of the page, in order (the tests look for them).
 const (
 	TitleGPU       = "The GPU and this run"
-	TitleHeadline  = "Headline figures"
+	TitleHeadline  = "Every figure"
 	TitleSensors   = "Power sensors: what they measure and how gpuwatt corrects them"
 	TitleMicro     = "Energy per operation by unit"
 	TitleArchline  = "The energy roofline and its balance points"
 	TitleLoadlevel = "Efficiency at each load level"
 	TitleWarnings  = "Every warning raised on the way"
+	TitleRefs      = "References"
 )
+
+// The folded parts of the datasheet, in order, after its summary.
+const (
+	FoldRun       = "The card and this run"
+	FoldFigures   = "Every figure, with its interval"
+	FoldSensors   = "Power sensors: what each measures and how it is corrected"
+	FoldMicro     = "Energy per operation, by instruction and memory level"
+	FoldArchline  = "Energy roofline: energy per flop and per byte, balance points"
+	FoldLoadlevel = "Efficiency under load"
+)
+
+// References are the papers the datasheet's methods come from, cited here rather than in
+// its headings.
+var References = []string{
+	"SPEC Power methodology: von Kistowski et al., A measurement methodology for servers with GPGPU accelerators at multiple load levels (the load levels).",
+	"MIPP: a microbenchmark suite for performance, power and energy of GPU functional units (energy per operation).",
+	"Archline: J. Holtmann, Power consumption properties of modern GPUs, FAU Erlangen-Nürnberg, 2024, after Choi et al.'s energy roofline (the energy roofline, its Tables and equations).",
+	"K20 sensor: M. Burtscher, I. Zecena, Z. Zong, Measuring GPU power with the K20 built-in sensor (the sensor corrections and anomaly tests).",
+	"Lang and Rünger, High-resolution power profiling of GPU functions using low-resolution measurement (gpuwatt profile).",
+}
+
+func referencesSection() report.Section {
+	return report.Section{Title: TitleRefs, Text: "The methods come from these papers (docs/references.md in gpuwatt's repository):\n\n" + strings.Join(References, "\n\n")}
+}
+
+// plainTitle drops paper references from a heading ("Kernels against the peaks (Table 3):
+// best rate" becomes "Kernels against the peaks: best rate"); the captions keep them.
+func plainTitle(t string) string {
+	t = paperRef.ReplaceAllString(t, "")
+	if strings.HasPrefix(t, "Seed 002's fits for comparison") {
+		return "The archline paper's own fits, for comparison"
+	}
+	return strings.TrimSpace(t)
+}
+
+var paperRef = regexp.MustCompile(`\s*\((?:[Tt]ables? [0-9][0-9, and-]*|seed 00[0-9]|eqs? [0-9][0-9, and]*)\)`)
 
 // SimNotice is the banner of a page measured on the sim device.
 const SimNotice = "Measured on the sim device, gpuwatt's digital twin of a GPU: no NVIDIA GPU was used, and every figure here is simulated."
@@ -41,7 +79,7 @@ func (r *Results) Title() string {
 	if name == "" {
 		name = "GPU"
 	}
-	return "gpuwatt characterize: energy datasheet of " + name
+	return "Energy datasheet: " + name
 }
 
 // Page renders the results as one self-contained HTML page. It reads nothing but r, so
@@ -61,19 +99,29 @@ func (r *Results) Page() report.Page {
 		notes = append(notes, "INCOMPLETE: "+r.Reason+". What was measured is shown.")
 	}
 	p.Notice = strings.Join(notes, " ")
-	p.Sections = append(p.Sections, r.gpuSection(), report.Section{Title: TitleHeadline,
-		Text:  "The figures to compare GPUs by; gpuwatt report DIR1 DIR2 puts them side by side.",
+	p.Sections = append(p.Sections, r.summarySection())
+	fold := func(name string, secs ...report.Section) {
+		for _, s := range secs {
+			s.Fold = name
+			s.Title = plainTitle(s.Title)
+			p.Sections = append(p.Sections, s)
+		}
+	}
+	fold(FoldRun, r.gpuSection())
+	fold(FoldFigures, report.Section{Title: TitleHeadline,
+		Text:  "Every figure of the run with its 95 % interval on this board's scale; gpuwatt report DIR1 DIR2 puts them side by side.",
 		Table: headlineTable([]*Results{r}, nil)})
-	p.Sections = append(p.Sections, r.sensorSections()...)
-	p.Sections = append(p.Sections, r.microSections()...)
-	p.Sections = append(p.Sections, r.archlineSections()...)
-	p.Sections = append(p.Sections, r.loadlevelSections()...)
+	fold(FoldSensors, r.sensorSections()...)
+	fold(FoldMicro, r.microSections()...)
+	fold(FoldArchline, r.archlineSections()...)
+	fold(FoldLoadlevel, r.loadlevelSections()...)
 	ws := r.WarningLines()
 	text := fmt.Sprintf("%d warning(s).", len(ws))
 	if len(ws) == 0 {
 		text = "No warnings."
 	}
 	p.Sections = append(p.Sections, report.Section{Title: TitleWarnings, Text: text, Warnings: ws})
+	p.Sections = append(p.Sections, referencesSection())
 	return p
 }
 
@@ -393,7 +441,7 @@ func headlineTable(rs []*Results, names []string) *report.Table {
 }
 
 // ComparisonTitle is the title of Compare's first section.
-const ComparisonTitle = "Side by side: headline figures per GPU"
+const ComparisonTitle = "Summary, side by side"
 
 // Compare renders several results on one page: the headline figures side by side (one
 // column per result, labelled by names), then each result's page in turn.
@@ -413,22 +461,41 @@ func Compare(rs []*Results, names []string) report.Page {
 		}
 	}
 	p.Notice = strings.Join(notes, " ")
-	p.Sections = append(p.Sections, report.Section{Title: ComparisonTitle, Table: headlineTable(rs, names)})
-	p.Sections = append(p.Sections, Reproducibility(rs, names).Section())
+	var verdicts []string
+	var plots []report.Plot
 	for i, r := range rs {
-		sub := r.Page()
-		for j, s := range sub.Sections {
-			if j == 0 {
-				s.Title = names[i] + ": " + s.Title
-				if sub.Notice != "" {
-					s.Text = sub.Notice + "\n\n" + s.Text
+		verdicts = append(verdicts, names[i]+": "+r.cardLine()+" "+strings.Join(r.Verdict(), " "))
+		for _, pl := range summaryPlot(r) {
+			pl.Title = names[i] + ": " + pl.Title
+			plots = append(plots, pl)
+		}
+	}
+	p.Sections = append(p.Sections, report.Section{Title: ComparisonTitle, Text: strings.Join(verdicts, "\n\n"), Table: figureTable(rs, names), Plots: plots})
+	p.Sections = append(p.Sections, report.Section{Title: TitleHeadline, Fold: "Every figure, side by side", Table: headlineTable(rs, names)})
+	rep := Reproducibility(rs, names).Section()
+	rep.Fold = "Reproducibility: each figure over the runs"
+	p.Sections = append(p.Sections, rep)
+	for i, r := range rs {
+		for _, s := range r.Page().Sections {
+			if s.Title == TitleRefs {
+				continue
+			}
+			s.Title = plainTitle(s.Title)
+			switch {
+			case s.Fold != "":
+				s.Fold = names[i] + ": " + s.Fold
+			case s.Title == TitleWarnings:
+				s.Fold = names[i] + ": " + s.Title
+			default:
+				s.Fold = names[i] + ": " + s.Title
+				if r.Sim || r.Incomplete {
+					s.Text = r.Page().Notice + "\n\n" + s.Text
 				}
-			} else {
-				s.Title = names[i] + ": " + s.Title
 			}
 			p.Sections = append(p.Sections, s)
 		}
 	}
+	p.Sections = append(p.Sections, referencesSection())
 	return p
 }
 

@@ -28,17 +28,17 @@ func (a *App) callVerb(ctx context.Context, args []string) int {
 	var o call.Options
 	var po call.ProcOptions
 	target := fs.String("target", "2%", "stop when the 95 % interval of the energy per call above active idle is this tight: a percentage (1%) or a fraction (0.01)")
-	fs.IntVar(&o.Calls, "calls", 0, "run exactly this many repetitions instead of stopping at --target")
+	fs.IntVar(&o.Calls, "calls", 0, "run exactly this many repetitions instead of stopping at --target (default 0: stop at --target)")
 	fs.IntVar(&o.MinCalls, "min-calls", 0, "repetitions before the target is checked (default 30)")
 	fs.IntVar(&o.MaxCalls, "max-calls", 0, "at most this many repetitions (default 3000)")
 	fs.DurationVar(&o.MaxTime, "max-time", 0, "at most this long measuring (default 5m)")
-	fs.IntVar(&o.Batch, "batch", 1, "calls back to back per repetition (the request is `call N`); the figures are per call")
+	fs.IntVar(&o.Batch, "batch", 1, "calls back to back per repetition (the request is the line call N); the figures are per call")
 	fs.IntVar(&o.Warmup, "warmup", 0, "calls run back to back before the measurement, not measured (default 3; -1: none)")
 	fs.StringVar(&o.Channel, "channel", "", "the power channel to read the calls from (default: the best the board has, power.samples where it has it)")
 	sensorFlag := fs.String("sensor", "", "the channel's sensor model: a sensor.json from gpuwatt sensor (recommended), or a model such as rc:tau=14ms,period=20ms (default: a guess from the board's name)")
 	seed := fs.Uint64("seed", 1, "seed of the phases")
-	fs.DurationVar(&po.ReadyTimeout, "ready-timeout", 0, "how long to wait for the command's `ready` line (default 10m)")
-	fs.DurationVar(&po.CallTimeout, "call-timeout", 0, "how long to wait for each `done` line (default 1m)")
+	fs.DurationVar(&po.ReadyTimeout, "ready-timeout", 0, "how long to wait for the command's ready line (default 10m)")
+	fs.DurationVar(&po.CallTimeout, "call-timeout", 0, "how long to wait for each done line (default 1m)")
 	stdio := fs.Bool("stdio", false, "speak the protocol on gpuwatt's own stdin and stdout instead of a command's (the program that started gpuwatt runs the calls: the Python face); needs --out, where call.json is written")
 	if code, ok := a.parseFlags(fs, args, "[--device ...] [--gpu N] [--target 1%] [--calls N] [--batch N] [--sensor FILE|MODEL] [--out DIR] [--json] -- CMD [ARGS...] | --stdio --out DIR"); !ok {
 		return code

@@ -140,6 +140,8 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 		if err := report.WriteJSONTo(a.Stdout, res); err != nil {
 			return a.fail("characterize", err)
 		}
+	} else {
+		res.WriteSummary(a.Stdout, filepath.Join(sh.out, "report.html"))
 	}
 	var failed []string
 	for _, s := range res.Stages {

@@ -42,12 +42,12 @@ func htmlOutline(t *testing.T, path string) (titles []string, svgs int, text str
 			if tok.Name.Local == "svg" {
 				svgs++
 			}
-			if tok.Name.Local == "h2" {
+			if tok.Name.Local == "h2" || tok.Name.Local == "h3" {
 				inH2 = true
 				titles = append(titles, "")
 			}
 		case xml.EndElement:
-			if tok.Name.Local == "h2" {
+			if tok.Name.Local == "h2" || tok.Name.Local == "h3" {
 				inH2 = false
 			}
 		case xml.CharData:
@@ -67,9 +67,6 @@ func runCharacterize(t *testing.T, device, out string) *characterize.Results {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	name := "characterize_" + strings.ReplaceAll(device, ":", "_") + "_quick"
-	if stdout.Len() != 0 {
-		t.Errorf("stdout %q: want nothing (progress goes to stderr, results to files)", stdout)
-	}
 	goldenProgress(t, name+".txt", stderr.Bytes(), out)
 	// sensor_plots (the plotted readings) and the archline points are the data behind the
 	// figures the rest of the file holds.
@@ -81,6 +78,12 @@ func runCharacterize(t *testing.T, device, out string) *characterize.Results {
 	}
 	var r characterize.Results
 	readJSON(t, filepath.Join(out, "results.json"), &r)
+	// stdout is the summary of the results.json written (progress goes to stderr).
+	var want strings.Builder
+	r.WriteSummary(&want, filepath.Join(out, "report.html"))
+	if stdout.String() != want.String() || !strings.Contains(stdout.String(), "Energy per flop, fp32") {
+		t.Errorf("stdout:\n%s\nwant the summary of results.json:\n%s", stdout, want.String())
+	}
 	return &r
 }
 
@@ -141,7 +144,21 @@ func TestCharacterizeSim(t *testing.T) {
 	// The report: valid HTML, the sim notice at the top, every section and plot present.
 	page := filepath.Join(out, "report.html")
 	titles, svgs, text := htmlOutline(t, page)
-	for _, want := range []string{characterize.TitleGPU, characterize.TitleHeadline, characterize.TitleSensors, characterize.TitleMicro,
+	if len(titles) == 0 || titles[0] != characterize.TitleSummary {
+		t.Errorf("report.html does not open with its summary (sections: %q)", titles)
+	}
+	for _, f := range r.KeyFigures() {
+		if !f.HasInterval() {
+			t.Errorf("key figure %q has no interval on the sim", f.Name)
+		}
+		if !strings.Contains(text, f.Text()) {
+			t.Errorf("report.html lacks the key figure %q", f.Text())
+		}
+	}
+	if n := len(r.KeyFigures()); n < 5 {
+		t.Errorf("%d key figures, want at least 5 (pJ/flop, pJ/B, pi0, active idle, efficiency at load)", n)
+	}
+	for _, want := range []string{characterize.TitleSummary, characterize.TitleGPU, characterize.TitleHeadline, characterize.TitleSensors, characterize.TitleMicro,
 		characterize.TitleArchline, characterize.TitleLoadlevel, characterize.TitleWarnings} {
 		if !containsString(titles, want) {
 			t.Errorf("report.html has no section %q (sections: %q)", want, titles)

@@ -78,7 +78,7 @@ func init() {
 		{"profile", "the high-resolution power profile of a short kernel from a low-resolution sensor (Lang-Rünger)", (*App).profile},
 		{"call", "the energy of one call of your own code (a command that runs it on request), to a per cent: repetition at phases spread over the sensor's cycle", (*App).callVerb},
 		{"sensor", "characterise every power channel: update period, window, lag, delay; sensor.json and the anomaly tests", (*App).sensor},
-		{"loadlevel", "energy efficiency under transactional load at SPEC Power load levels (FFT transactions)", (*App).loadlevel},
+		{"loadlevel", "energy efficiency under transactional load at SPEC Power load levels (GEMM transactions; FFT with --workload fft)", (*App).loadlevel},
 		{"characterize", "the energy datasheet of a GPU in one command: sensors, micro, archline, load levels; report.html", (*App).characterize},
 		{"job", "a batch job's GPU energy: job begin in a Slurm prolog, job end in its epilog (job.json, the sacctmgr AdminComment line, --otlp)", (*App).job},
 		{"record", "serve the Python package: record the GPUs, and give each window a program begins and ends its energy (JSON lines on stdin/stdout, docs/python.md)", (*App).record},

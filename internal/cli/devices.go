@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"text/tabwriter"
+	"io"
+	"strings"
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/device"
@@ -13,6 +14,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
 	"github.com/gpuwatt/gpuwatt/internal/measure"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/termtext"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 	"github.com/gpuwatt/gpuwatt/internal/units"
 )
@@ -50,7 +52,8 @@ func (a *App) devices(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
 	var sh shared
 	sh.register(fs, withJSON, "")
-	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|amdsmi|sim[:PRESET]] [--json]"); !ok {
+	wide := fs.Bool("wide", false, fmt.Sprintf("print each channel's description on one line, however long (default: wrapped to %d columns)", termtext.Width))
+	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|amdsmi|sim[:PRESET]] [--json] [--wide]"); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
@@ -94,7 +97,11 @@ func (a *App) devices(ctx context.Context, args []string) int {
 		}
 		return ExitOK
 	}
-	a.printDevices(rep)
+	width := termtext.Width
+	if *wide {
+		width = 0
+	}
+	a.printDevices(rep, width)
 	return ExitOK
 }
 
@@ -143,10 +150,21 @@ func formatValue(ch trace.Channel, v float64) string {
 	return fmt.Sprintf("%g %s", v, ch.Unit)
 }
 
-func (a *App) printDevices(rep deviceReport) {
+// printDevices prints the report as text, width columns at most (0: no limit): a channel's
+// value and description wrap in their columns, and a channel that does not work reads
+// "unavailable", its reason leading the description.
+func (a *App) printDevices(rep deviceReport, width int) {
 	w := a.Stdout
+	para := func(s, first string, rest int) {
+		if width == 0 {
+			fmt.Fprintf(w, "%s%s\n", first, s)
+			return
+		}
+		fmt.Fprint(w, termtext.Indent(s, first, rest, width))
+	}
 	if rep.Note != "" {
-		fmt.Fprintf(w, "%s\n\n", rep.Note)
+		para(rep.Note, "", 0)
+		fmt.Fprintln(w)
 	}
 	nvmlVersion := ""
 	if rep.NVMLVersion != "" {
@@ -158,23 +176,51 @@ func (a *App) printDevices(rep deviceReport) {
 		if g.Vendor == trace.VendorAMD {
 			vendor = " (AMD)"
 		}
-		fmt.Fprintf(w, "\nGPU %d  %s%s\n  uuid %s", g.Index, g.Name, vendor, g.UUID)
+		fmt.Fprintf(w, "\nGPU %d  %s%s\n", g.Index, g.Name, vendor)
+		id := "uuid " + g.UUID
 		if g.PCIBusID != "" {
-			fmt.Fprintf(w, ", pci %s", g.PCIBusID)
+			id += ", pci " + g.PCIBusID
 		}
 		if g.PowerLimitW > 0 {
-			fmt.Fprintf(w, ", power limit %s (default %s)", units.Power(g.PowerLimitW), units.Power(g.DefaultPowerLimit))
+			id += fmt.Sprintf(", power limit %s (default %s)", units.Power(g.PowerLimitW), units.Power(g.DefaultPowerLimit))
 		}
-		fmt.Fprintf(w, "\n")
+		para(id, "  ", 4)
 		if g.Kernels != "" {
-			fmt.Fprintf(w, "  %s\n", g.Kernels)
+			para(g.Kernels, "  ", 4)
 		}
 		fmt.Fprintf(w, "\n")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "  channel\tvalue\twhat it is\n")
+		rows := [][3]string{{"channel", "value", "what it is"}}
 		for _, c := range g.Channels {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Name, c.Text, c.Description)
+			value, what := c.Text, c.Description
+			if !c.Works && width > 0 {
+				value, what = "unavailable", strings.TrimPrefix(c.Text, "unavailable: ")+". "+c.Description
+			}
+			rows = append(rows, [3]string{c.Name, value, what})
 		}
-		tw.Flush()
+		printColumns(w, rows, width)
+	}
+}
+
+// printColumns prints rows of three columns, indented by two spaces and two apart; where
+// width > 0 the last column wraps within what is left of it (the first two are short).
+func printColumns(w io.Writer, rows [][3]string, width int) {
+	var c0, c1 int
+	for _, r := range rows {
+		c0, c1 = max(c0, termtext.Len(r[0])), max(c1, termtext.Len(r[1]))
+	}
+	pad := func(s string, n int) string { return s + strings.Repeat(" ", n-termtext.Len(s)) }
+	for _, r := range rows {
+		lead := "  " + pad(r[0], c0) + "  " + pad(r[1], c1) + "  "
+		if width == 0 {
+			fmt.Fprintf(w, "%s\n", strings.TrimRight(lead+r[2], " "))
+			continue
+		}
+		lines := termtext.Wrap(r[2], max(width-termtext.Len(lead), 20))
+		for i, l := range lines {
+			if i > 0 {
+				lead = strings.Repeat(" ", termtext.Len(lead))
+			}
+			fmt.Fprintf(w, "%s\n", strings.TrimRight(lead+l, " "))
+		}
 	}
 }

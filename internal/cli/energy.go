@@ -37,15 +37,15 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	var sh shared
 	sh.register(fs, withJSON, "")
 	fs.Lookup("device").Usage = "where the trace was recorded: with sim, sim:PRESET or --sim-config, --sensor auto takes each channel's model as that sim configures it (not a guess from the board's name); auto and nvml leave the model to --sensor (" + device.DeviceHelp + ")"
-	path := fs.String("trace", "", "the trace: a gpuwatt trace directory or CSV, any CSV whose header names t_s and power_w, or an nvidia-smi log")
+	path := fs.String("trace", "", "the trace: a gpuwatt trace directory or CSV, any CSV whose header names t_s and power_w, or an nvidia-smi log (required)")
 	fromS := fs.String("from", "", "start of the region on the trace's t_s axis, with a unit (3.2s, 3200ms); default: the first reading")
 	toS := fs.String("to", "", "end of the region, with a unit; default: the last reading")
-	regionS := fs.String("region", "", "a region the trace's marks bracket (begin NAME / end NAME, written through $GPUWATT_MARKS or the Go library): NAME, or NAME#K for its K-th instance; instead of --from and --to")
+	regionS := fs.String("region", "", "a region the trace's marks bracket (begin NAME / end NAME, written through $GPUWATT_MARKS or the Go library): NAME, or NAME#K for its K-th instance; instead of --from and --to; default: none, --from and --to or the whole trace")
 	spec := fs.String("sensor", "auto", "the sensor's model: auto (a guess from the trace), none, rc:tau=0.84s, boxcar:window=1s, boxcar:window=25ms,period=100ms, or a sensor.json file")
 	channel := fs.String("channel", "", "the power channel (default: the best present of "+strings.Join(correct.BoardChannels, ", ")+")")
 	methodS := fs.String("method", "auto", "where the figure comes from: auto (the energy counter, else the best channel calibrated to it, else --channel's model inverted), counter, calibrated, or inversion (--channel's sensor model inverted, for comparing a channel with the counter)")
 	gpu := fs.Int("gpu", 0, "the GPU (default: the first in the trace)")
-	seriesPath := fs.String("series", "", "write the channel's corrected power over the region to this CSV (t_s, power_w, low_w, high_w: one row per update period, its sensor model undone, with the 95 % band of each bin's energy)")
+	seriesPath := fs.String("series", "", "write the channel's corrected power over the region to this CSV (t_s, power_w, low_w, high_w: one row per update period, its sensor model undone, with the 95 % band of each bin's energy); default: none, no series is written")
 	idleS := fs.String("idle", "", "the idle power to subtract for the energy above idle, in W (default: the trace's own baseline where it records one, else the lowest decile of its power)")
 	if code, ok := a.parseFlags(fs, args, energySynopsis); !ok {
 		return code

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"flag"
+	"strings"
 
 	"github.com/gpuwatt/gpuwatt/internal/device"
 )
@@ -33,8 +34,7 @@ const (
 
 // Help texts of the shared flags.
 const (
-	gpuHelp   = "index of the GPU (as the driver numbers them) to run on and measure"
-	outHelp   = "directory for results.json, report.html and the verb's other files (created; an existing one must be empty, or see --force)"
+	gpuHelp   = "index of the GPU (as the driver numbers them) to run on and measure (default 0: the first)"
 	forceHelp = "write into an --out directory that already holds files, replacing those of the same names"
 	jsonHelp  = "print the results as JSON to stdout"
 	quietHelp = "no progress lines on stderr"
@@ -53,7 +53,7 @@ func (s *shared) register(fs *flag.FlagSet, which int, out string) {
 		fs.IntVar(&s.gpu, "gpu", 0, gpuHelp)
 	}
 	if which&withOut != 0 {
-		fs.StringVar(&s.out, "out", out, outHelp)
+		fs.StringVar(&s.out, "out", out, outHelp(fs.Name(), out))
 		fs.BoolVar(&s.force, "force", false, forceHelp)
 	}
 	if which&withJSON != 0 {
@@ -62,4 +62,30 @@ func (s *shared) register(fs *flag.FlagSet, which int, out string) {
 	if which&withQuiet != 0 {
 		fs.BoolVar(&s.quiet, "quiet", false, quietHelp)
 	}
+}
+
+// OutFiles are the files each verb writes into --out, as its --out help names them (the
+// help test runs each verb and checks that every one is written).
+var OutFiles = map[string][]string{
+	"measure":      {"trace.csv", "trace.json", "summary.json", "report.html", "marks.txt (where the command wrote markers)"},
+	"micro":        {"results.json", "results.csv", "report.html", "trace.csv", "trace.json"},
+	"archline":     {"results.json", "report.html", "trace.csv", "trace.json"},
+	"sensor":       {"sensor.json", "results.json", "report.html", "trace.csv", "trace.json"},
+	"profile":      {"profile.json", "profile.csv", "report.html"},
+	"loadlevel":    {"results.json", "report.html"},
+	"characterize": {"report.html", "results.json", "sensor.json"},
+}
+
+// outHelp is --out's help for a verb: the files it writes there, and what happens without
+// --out where it has no default (nothing is written).
+func outHelp(verb, def string) string {
+	files := "the verb's files"
+	if fs := OutFiles[verb]; len(fs) > 0 {
+		files = strings.Join(fs[:len(fs)-1], ", ") + " and " + fs[len(fs)-1]
+	}
+	h := "directory to write " + files + " into (created; an existing one must be empty, or see --force)"
+	if def == "" {
+		h += "; default: none, nothing is written"
+	}
+	return h
 }

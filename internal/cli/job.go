@@ -273,7 +273,7 @@ func (a *App) jobEnd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("job end", flag.ContinueOnError)
 	var jf jobFlags
 	jf.register(fs)
-	otlp := fs.String("otlp", "", "also push each GPU's energy to this OpenTelemetry collector (OTLP/HTTP, e.g. http://collector:4318; docs/otlp.md)")
+	otlp := fs.String("otlp", "", "also push each GPU's energy to this OpenTelemetry collector (OTLP/HTTP, e.g. http://collector:4318; docs/otlp.md) (default: none, nothing is pushed)")
 	sacct := fs.Bool("sacctmgr", false, "run the sacctmgr line that stores the job's energy in its AdminComment (else it is printed)")
 	asJSON := fs.Bool("json", false, "print job.json to stdout instead of the sacctmgr line")
 	stopTimeout := fs.Duration("stop-timeout", 30*time.Second, "how long the recorder has to save its trace after SIGTERM before it is killed")

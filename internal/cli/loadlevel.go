@@ -44,7 +44,7 @@ func (a *App) loadlevel(ctx context.Context, args []string) int {
 	post := fs.Duration("post", q.Post, "post-measurement period of each interval")
 	idle := fs.Duration("idle", q.Idle, "recording period of active idle")
 	fs.IntVar(&d.Runs, "runs", d.Runs, "runs of each configuration (run-to-run CV with 2 or more)")
-	fs.StringVar(&d.PTD, "ptd", "", "PTDaemon host:port of an external power analyzer")
+	fs.StringVar(&d.PTD, "ptd", "", "PTDaemon host:port of an external power analyzer (default: none, no wall power)")
 	fs.StringVar(&d.RAPLRoot, "rapl-root", d.RAPLRoot, "powercap tree for CPU package power (RAPL), used when readable")
 	clk := fs.String("clock", "auto", "auto: the device's (real on a GPU, virtual on the sim: instant, deterministic, modelled transaction times); virtual (the sim device); real (on the sim: the cpu variant in real time on the host's cores, power from RAPL or PTD only)")
 	fs.Float64Var(&d.NsPerOp, "ns-per-op", d.NsPerOp, "virtual clock: modelled nanoseconds per n·log2(n) of an FFT")

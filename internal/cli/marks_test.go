@@ -100,9 +100,11 @@ func TestMeasureMarksBadAndUnsynced(t *testing.T) {
 	// The page with its regions table and bands, in the browser as every report.html.
 	if _, err := exec.LookPath("chromium"); err == nil || os.Getenv("GPUWATT_REQUIRE_BROWSER") != "" {
 		t.Run("browser", func(t *testing.T) {
-			for _, pc := range browserCheck(t, findChromium(t), map[string]string{"measure with regions": filepath.Join(out, "report.html")}) {
-				if pc.Error != "" || pc.ScrollWidth > pc.InnerWidth || len(pc.BadSVGs) > 0 || len(pc.DuplicateID) > 0 {
-					t.Errorf("report.html in the browser: %+v", pc)
+			for _, width := range browserWidths {
+				for _, pc := range browserCheck(t, findChromium(t), map[string]string{"measure with regions": filepath.Join(out, "report.html")}, width) {
+					for _, f := range pc.findings(width, "report.html") {
+						t.Errorf("at %d px: %s", width, f)
+					}
 				}
 			}
 		})

@@ -35,7 +35,7 @@ func (a *App) measure(ctx context.Context, args []string) int {
 	poll := fs.String("poll", "lean", "lean (adaptive, with clocks, temperature and throttle reasons read at most every 250 ms), adaptive (learn each channel's update period, poll at a period/8), lock (adaptive, phase-locked where updates keep time), max (busy-poll), or an interval such as 5ms")
 	baseline := fs.Duration("baseline", time.Second, "idle recording before the command (gives the idle power)")
 	tail := fs.Duration("tail", time.Second, "recording after the command (shows the sensors settle)")
-	marksPath := fs.String("marks", "", "the file the command appends region markers to, named to it by $GPUWATT_MARKS (`begin NAME` / `end NAME` lines, docs/markers.md); default: a new temporary file, kept as marks.txt in --out")
+	marksPath := fs.String("marks", "", "the file the command appends region markers to, named to it by $GPUWATT_MARKS (lines begin NAME and end NAME, docs/markers.md); default: a new temporary file, kept as marks.txt in --out")
 	waitChildren := fs.Bool("wait-children", false, "after the command exits, wait for the processes it started that run on (its process group) and measure them too; without it they are named in a warning")
 	simLoad := fs.String("sim-load", "preset", "on the sim device: what it draws while the command runs, which it cannot see: preset (its command_load_w), idle (a command that launches no sim work), or a power in W")
 	raplRoot := fs.String("rapl-root", "", "powercap tree of the host's RAPL counters (CPU packages, DRAM), recorded as cpu.* channels; default /sys/class/powercap (the sim's own where --sim-config has \"host\"); none: record no host counters")

@@ -29,14 +29,14 @@ func (a *App) micro(ctx context.Context, args []string) int {
 	var sh shared
 	sh.register(fs, withAll, "")
 	list := fs.Bool("list", false, "list the suite's kernels and exit")
-	only := fs.String("only", "", "run only these kernels: names or globs, comma-separated (int32.*,dram.copy)")
+	only := fs.String("only", "", "run only these kernels: names or globs, comma-separated (int32.*,dram.copy); default: the whole suite")
 	minUpdates := fs.Int("min-updates", 50, "sensor updates each measurement must span")
 	warmup := fs.Duration("warmup", time.Second, "back-to-back launches before each measurement")
 	poll := fs.String("poll", "adaptive", "Sampler poll mode (see gpuwatt measure --help)")
 	operands := fs.String("operands", "", "operand patterns of the arithmetic classes that have them: zeros,const,random or all (default random)")
 	ptxDir := fs.String("ptx", "", "write each kernel's PTX and kernels.json (the counts per launch and per loop iteration) to `DIR` for the default device (or --cc), and exit")
 	cc := fs.String("cc", "", "with --ptx: the compute capability to generate for (default 9.0)")
-	check := fs.String("check", "", "check the SASS dumps and Nsight Compute tables that bench/gpu/micro_verify.sh recorded in `DIR` against gpuwatt's counts (markdown, or --json), and exit: 1 if a check fails")
+	check := fs.String("check", "", "check the SASS dumps and Nsight Compute tables that bench/gpu/micro_verify.sh recorded in `DIR` against gpuwatt's counts (markdown, or --json), and exit: 1 if a check fails (default: none, the suite runs)")
 	if code, ok := a.parseFlags(fs, args, "[--device ...] [--gpu N] [--list] [--only K1,K2] [--operands zeros,const,random] [--out DIR] [--json] | --ptx DIR"); !ok {
 		return code
 	}

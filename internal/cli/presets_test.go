@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// What README and `devices` say of the presets: every verb runs on h100, h200, a100 and
+// What docs/README.md and `devices` say of the presets: every verb runs on h100, h200, a100 and
 // v100; on k20 the three verbs that run gpuwatt's own kernels cannot (PTX for compute
 // capability 7.0 and newer), and `devices` and the verbs say why.
 func TestPresetsRunTheKernelVerbs(t *testing.T) {

@@ -38,9 +38,9 @@ func (a *App) profile(ctx context.Context, args []string) int {
 	fs.DurationVar(&o.Window, "window", -1, "the channel's averaging window W (default: the sensor profile, else the sim's model, else the board's known model)")
 	fs.DurationVar(&o.Delay, "delay", -1, "how long before an update its window ends (default: as --window)")
 	fs.DurationVar(&o.Tau, "tau", -1, "the first-order lag in front of the window, 0 for none (default: as --window)")
-	sensorProfile := fs.String("sensor-profile", "", "the channel's model: a sensor.json from gpuwatt sensor, or boxcar:window=25ms,period=100ms (flags --period, --window, --delay override it)")
+	sensorProfile := fs.String("sensor-profile", "", "the channel's model: a sensor.json from gpuwatt sensor, or boxcar:window=25ms,period=100ms (flags --period, --window, --delay override it); default: the sim's own model on the sim, else gpuwatt's built-in model of the card's channel where it has one")
 	fs.DurationVar(&o.Poll, "poll", 0, "poll interval of the channel while profiling (default 100µs; a buffered channel 50ms)")
-	from := fs.String("from", "", "compute the profile again offline from a profile directory's profile.json (or profile.json.gz, or that file), with the model it was computed with or the one --sensor-profile, --window, --tau, --delay give; runs nothing")
+	from := fs.String("from", "", "compute the profile again offline from a profile directory's profile.json (or profile.json.gz, or that file), with the model it was computed with or the one --sensor-profile, --window, --tau, --delay give; runs nothing; default: none, the kernel is run and measured")
 	if code, ok := a.parseFlags(fs, args, "[--device ...] [--gpu N] [--kernel NAME|DURATION] [--runs N] [--channel NAME] [--sensor-profile FILE|MODEL] [--online] [--out DIR] [--json] | --from DIR [--sensor-profile FILE|MODEL] [--out DIR] [--json]"); !ok {
 		return code
 	}

@@ -12,8 +12,9 @@ import (
 )
 
 // progress is the one renderer of every verb's progress (status.Event) on stderr: a live
-// line, rewritten in place, on a terminal; one plain line per step otherwise (the logs of
-// batch jobs need them); nothing with --quiet (a nil status.Progress).
+// line, rewritten in place, on a terminal; otherwise (the logs of batch jobs) a plain line
+// where a stage starts and where it ends, and one every heartbeat in between, not one per
+// kernel; nothing with --quiet (a nil status.Progress).
 type progress struct {
 	w    io.Writer
 	verb string
@@ -23,7 +24,14 @@ type progress struct {
 
 	mu   sync.Mutex
 	open bool // a live line is on the screen, without its newline
+	// lastStage and lastLine are the stage and time of the last plain line printed.
+	lastStage string
+	lastLine  time.Time
+	printed   bool
 }
+
+// heartbeat is how often a plain progress line is printed within a long stage.
+const heartbeat = 30 * time.Second
 
 // newProgress returns the verb's progress renderer and the function that ends its live
 // line (call it before printing anything else); with quiet both do nothing.
@@ -39,14 +47,32 @@ func (a *App) newProgress(verb string, quiet bool) (status.Progress, func()) {
 func (p *progress) emit(e status.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	line := fmt.Sprintf("gpuwatt %s: %s (%s elapsed)", p.verb, eventLabel(p.verb, e), p.now().Sub(p.t0).Round(time.Second))
+	now := p.now()
+	line := fmt.Sprintf("gpuwatt %s: %s (%s elapsed)", p.verb, eventLabel(p.verb, e), now.Sub(p.t0).Round(time.Second))
 	if !p.live {
-		fmt.Fprintln(p.w, line)
+		if p.plainLine(e, now) {
+			fmt.Fprintln(p.w, line)
+		}
 		return
 	}
 	// \r to the start of the line, ESC[K to clear what a longer line left.
 	fmt.Fprint(p.w, "\r\x1b[K"+line)
 	p.open = true
+}
+
+// plainLine decides whether an event gets a plain line: the verb's own steps (the stages
+// of characterize) always; within a stage its first event, its last (I == N) and one per
+// heartbeat.
+func (p *progress) plainLine(e status.Event, now time.Time) bool {
+	own := e.Stage == "" || e.Stage == p.verb
+	print := !p.printed || e.Stage != p.lastStage || (e.N > 0 && e.I == e.N) || now.Sub(p.lastLine) >= heartbeat
+	if own && e.Stage == "" {
+		print = true
+	}
+	if print {
+		p.printed, p.lastStage, p.lastLine = true, e.Stage, now
+	}
+	return print
 }
 
 func (p *progress) done() {

@@ -45,6 +45,24 @@ func TestProgressPlainLines(t *testing.T) {
 	}
 }
 
+// TestProgressPlainPerStage: not on a terminal a stage of many kernels gives a line where
+// it starts, one where it ends and one per heartbeat, not one per kernel.
+func TestProgressPlainPerStage(t *testing.T) {
+	var b bytes.Buffer
+	p := fixedProgress(&b, "characterize", false) // 2 s per event
+	p.emit(status.Event{Step: "micro", I: 2, N: 4})
+	for i := 1; i <= 39; i++ {
+		p.emit(status.Event{Stage: "micro", Step: "kernel", I: i, N: 39})
+	}
+	p.emit(status.Event{Step: "archline", I: 3, N: 4})
+	p.emit(status.Event{Stage: "archline", Step: "point", I: 1, N: 40})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	// [2/4] micro, kernel 1, kernels 16 and 31 (30 s on), kernel 39, [3/4] archline, point 1
+	if len(lines) != 7 || !strings.Contains(lines[1], "[ 1/39]") || !strings.Contains(lines[2], "[16/39]") || !strings.Contains(lines[4], "[39/39]") || !strings.Contains(lines[5], "[3/4] archline") {
+		t.Errorf("%d lines:\n%s", len(lines), b.String())
+	}
+}
+
 // TestProgressLiveLine: on a terminal each event rewrites one line in place (carriage
 // return, clear to the end of the line, no newline), and done ends it with one newline.
 func TestProgressLiveLine(t *testing.T) {

@@ -30,7 +30,7 @@ import (
 const (
 	DeviceHelp     = "auto (the NVIDIA and AMD GPUs, else the sim device with a notice on stderr), nvml, amdsmi, sim or sim:PRESET"
 	RealDeviceHelp = "auto (the NVIDIA and AMD GPUs of this machine; none found: exit 2), nvml, amdsmi, or sim or sim:PRESET (the simulated device: every output says simulated)"
-	SimConfigHelp  = "JSON file configuring the sim device (see docs/sim.md); implies the sim for --device auto"
+	SimConfigHelp  = "JSON file configuring the sim device (see docs/sim.md); implies the sim for --device auto (default: none, the preset as it is)"
 )
 
 // Spec is what --device and --sim-config say.

@@ -37,19 +37,26 @@ func Page(tr *trace.Trace, s *Summary) report.Page {
 		if s.Signal != "" {
 			ended = "was killed by " + s.Signal
 		}
-		sec.Text = fmt.Sprintf("UUID %s. The command ran %.3f s and %s. Energy %s from %s; %s above %s (%s, the baseline before the command); mean power %s.",
-			g.UUID, s.DurationS, ended, units.Energy(g.EnergyJ), g.EnergySource, units.Energy(g.EnergyAboveIdleJ), idleName(g.IdleLevel), units.Power(g.IdlePowerW), units.Power(g.MeanPowerW))
+		sec.Text = fmt.Sprintf("UUID %s. The command ran %.3f s and %s.", g.UUID, s.DurationS, ended)
+		sec.Table = figuresTable(s, g)
+		p.Sections = append(p.Sections, sec)
+		sec = report.Section{Title: fmt.Sprintf("GPU %d: every channel", g.Index),
+			Text: "corrected: the channel's sensor model inverted, ± its 95 % interval on the board's scale; raw: its readings integrated as recorded (above idle and mean power: raw)."}
 		tab := &report.Table{
 			Caption: "Energy during the command, by channel",
-			Header:  []string{"channel", "energy", "above idle", "idle power", "mean power", "max power", "samples", "update period", "poll interval", "repeats"},
-			Align:   []string{"l", "r", "r", "r", "r", "r", "r", "r", "r", "r"},
+			Header:  []string{"channel", "corrected (± 95 %)", "raw", "above idle", "idle power", "mean power", "max power", "samples", "update period", "poll interval", "repeats"},
+			Align:   []string{"l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r"},
 		}
 		for _, c := range g.Channels {
 			maxs := ""
 			if c.MaxPowerW != 0 {
 				maxs = units.Power(c.MaxPowerW).String()
 			}
-			tab.Rows = append(tab.Rows, []string{c.Channel, units.Energy(c.EnergyJ).String(), units.Energy(c.EnergyAboveIdleJ).String(),
+			corr := "–"
+			if c.CorrectedEnergyJ != nil {
+				corr = energy.FmtPM(*c.CorrectedEnergyJ, (*c.CorrectedEnergyHighJ-*c.CorrectedEnergyLowJ)/2)
+			}
+			tab.Rows = append(tab.Rows, []string{c.Channel, corr, units.Energy(c.EnergyJ).String(), units.Energy(c.EnergyAboveIdleJ).String(),
 				units.Power(c.IdlePowerW).String(), units.Power(c.MeanPowerW).String(), maxs, fmt.Sprint(c.Samples),
 				fmtDur(c.UpdatePeriodS), pollCell(c.PollIntervalS, s.Poll.Mode), fmt.Sprint(c.Repeats)})
 		}
@@ -70,10 +77,12 @@ func Page(tr *trace.Trace, s *Summary) report.Page {
 // regionBands are the top-level marked regions as bands on the corrected power plot
 // (none where there are more than 20: the table lists them).
 func regionBands(s *Summary) []report.Band {
+	// Each region its own colour (the palette in turn), so that neighbours tell apart.
 	var out []report.Band
+	pal := report.Palette()
 	for _, r := range s.Regions {
 		if r.Depth == 0 {
-			out = append(out, report.Band{X0: r.StartS, X1: r.EndS, Label: fmt.Sprintf("%s #%d", r.Name, r.Instance), Color: "#4a90d9"})
+			out = append(out, report.Band{X0: r.StartS, X1: r.EndS, Label: fmt.Sprintf("%s #%d", r.Name, r.Instance), Color: pal[len(out)%len(pal)]})
 		}
 	}
 	if len(out) > 20 {
@@ -210,4 +219,46 @@ func channelSection(m trace.Meta) report.Section {
 		text += " Not recorded: " + strings.Join(miss, "; ") + "."
 	}
 	return report.Section{Title: "Channels", Text: text, Table: tab}
+}
+
+// figuresTable is a GPU's figures as the terminal prints them: each energy and mean power
+// with its 95 % interval, the absolute interval with the board's gain error.
+func figuresTable(s *Summary, g GPUSummary) *report.Table {
+	t := &report.Table{Header: []string{"figure", "value (± 95 %)"}, Align: []string{"l", "r"}}
+	add := func(k, v string) { t.Rows = append(t.Rows, []string{k, v}) }
+	add("duration", fmtSec(s.DurationS))
+	if g.EnergySource != "" {
+		u := g.Uncertainty
+		if g.EnergyHighJ > 0 {
+			add("energy (this board), from "+g.EnergySource, energy.FmtPM(g.EnergyJ, u.HalfWidthJ))
+			add(fmt.Sprintf("energy with the board's ±%.0f %% gain error (absolute)", 100*u.GainErrorFraction),
+				units.Energy(u.AbsoluteLowJ).String()+" – "+units.Energy(u.AbsoluteHighJ).String())
+		} else {
+			add("energy, from "+g.EnergySource, units.Energy(g.EnergyJ).String()+" (no interval: "+noInterval(g)+")")
+		}
+		add(fmt.Sprintf("above idle (%s %s)", idleName(g.IdleLevel), units.Power(g.IdlePowerW)), units.Energy(g.EnergyAboveIdleJ).String()+" (the idle level subtracted)")
+		if g.EnergyHighJ > 0 && s.DurationS > 0 {
+			add("mean power", units.Power(g.MeanPowerW).String()+" ± "+units.Power(u.HalfWidthJ/s.DurationS).String())
+		} else {
+			add("mean power", units.Power(g.MeanPowerW).String()+" (no interval: "+noInterval(g)+")")
+		}
+	}
+	if g.MaxPowerSource != "" {
+		add("max power ("+g.MaxPowerSource+")", units.Power(g.MaxPowerW).String())
+	}
+	if r := g.SMClockMHz; r != nil {
+		add("SM clock", rangeText(r, "%.0f")+" MHz")
+	}
+	if r := g.TemperatureC; r != nil {
+		add("temperature", rangeText(r, "%.0f")+" °C")
+	}
+	return t
+}
+
+// noInterval says why a GPU's energy has no interval.
+func noInterval(g GPUSummary) string {
+	if g.Uncertainty.Partial {
+		return "a part of it is not known"
+	}
+	return "the source gives none"
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/termtext"
 	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
@@ -35,7 +36,9 @@ func WriteText(w io.Writer, s *Summary) error {
 	for _, g := range s.GPUs {
 		fmt.Fprintf(&b, "\n GPU %d  %s  %s\n\n", g.Index, g.Name, g.UUID)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		line := func(v, what string) { fmt.Fprintf(tw, "%s\t  %s\n", v, what) }
+		// The value is right-aligned in its column; the label follows it, left-aligned
+		// (a cell not ended by a tab is not aligned): each label two spaces from its value.
+		line := func(v, what string) { fmt.Fprintf(tw, "%s\t  %s\n", v, strings.TrimSuffix(what, "\t")) }
 		line(fmtSec(s.DurationS), "duration\t")
 		if g.EnergySource != "" {
 			u := g.Uncertainty
@@ -86,7 +89,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		if len(g.Channels) > 0 {
 			fmt.Fprintf(&b, "\n")
 			tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(tw, "   channel\tcorrected (95 %%)\traw\tabove idle\tidle\tmean\tmax\tsamples\tupdate\tpoll\t\n")
+			fmt.Fprintf(tw, " channel\tcorrected (95 %%)\traw\tabove idle\tidle\tmean\tmax\tsamples\tupdate\tpoll\t\n")
 			for _, c := range g.Channels {
 				maxs := "-"
 				if c.MaxPowerW != 0 {
@@ -96,24 +99,26 @@ func WriteText(w io.Writer, s *Summary) error {
 				if c.CorrectedEnergyJ != nil {
 					corr = energy.FmtPM(*c.CorrectedEnergyJ, (*c.CorrectedEnergyHighJ-*c.CorrectedEnergyLowJ)/2)
 				}
-				fmt.Fprintf(tw, "   %s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", c.Channel, corr,
+				fmt.Fprintf(tw, " %s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", c.Channel, corr,
 					units.Energy(c.EnergyJ), units.Energy(c.EnergyAboveIdleJ), units.Power(c.IdlePowerW),
 					units.Power(c.MeanPowerW), maxs, c.Samples, fmtDur(c.UpdatePeriodS), pollCell(c.PollIntervalS, s.Poll.Mode))
 			}
 			tw.Flush()
-			fmt.Fprintf(&b, "   corrected: the channel's sensor model inverted, ± its 95 %% interval on the board's scale; raw: its readings integrated as recorded (above idle, mean: raw)\n")
+			b.WriteString(termtext.Indent("corrected: the channel's sensor model inverted, ± its 95 % interval on the board's scale; raw: its readings integrated as recorded (above idle, mean: raw)", "   ", 3, termtext.Width))
 		}
 		if ws := status.Group(append(slices.Clone(s.Warnings), g.Warnings...), 0); len(ws) > 0 {
 			fmt.Fprintf(&b, "\n   warnings:\n")
 			for _, w := range ws {
-				fmt.Fprintf(&b, "   ! %s\n", w)
+				b.WriteString(termtext.Indent(w, "   ! ", 5, termtext.Width))
 			}
 		}
 	}
 	if t := s.Total; t != nil {
 		fmt.Fprintf(&b, "\n All %d GPUs\n\n", t.GPUs)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		line := func(v, what string) { fmt.Fprintf(tw, "%s\t  %s\n", v, what) }
+		// The value is right-aligned in its column; the label follows it, left-aligned
+		// (a cell not ended by a tab is not aligned): each label two spaces from its value.
+		line := func(v, what string) { fmt.Fprintf(tw, "%s\t  %s\n", v, strings.TrimSuffix(what, "\t")) }
 		if t.HighJ > 0 {
 			line(units.Energy(t.EnergyJ).String()+" ("+units.Energy(t.LowJ).String()+" – "+units.Energy(t.HighJ).String()+")",
 				"energy (95 %, the boards' intervals added)\t")
@@ -151,7 +156,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		for _, m := range s.Unavailable {
 			u = append(u, fmt.Sprintf("gpu%d/%s", m.GPU, m.Name))
 		}
-		fmt.Fprintf(&b, "\n not recorded (unavailable on this device; reasons in trace.json): %s\n", strings.Join(u, ", "))
+		b.WriteString("\n" + termtext.Indent("not recorded (unavailable on this device; reasons in trace.json): "+strings.Join(u, ", "), " ", 1, termtext.Width))
 	}
 	if s.SamplerCPUShare > 0 {
 		fmt.Fprintf(&b, " sampler CPU (the whole process while recording): %.2f %% of one core\n", 100*s.SamplerCPUShare)

@@ -37,6 +37,13 @@ type Section struct {
 	Raw template.HTML
 	// Warnings are shown as a highlighted list, e.g. the warnings of an analysis.
 	Warnings []string
+	// Fold, where set, puts the section in a folded part of the page (<details>) named
+	// Fold, closed until the reader opens it; consecutive sections with the same Fold share
+	// one, their titles as subheadings. The page's first screen stays short.
+	Fold string
+	// Side sets the table and the plots side by side where the window is wide enough (a
+	// page's first screen: the figures beside their picture).
+	Side bool
 }
 
 // Table is a simple table of strings.
@@ -75,12 +82,17 @@ type pageView struct {
 }
 
 type sectionView struct {
-	ID, Title  string
-	Paragraphs []string
-	Warnings   []string
-	Table      *tableView
-	Plots      []template.HTML
-	Raw        template.HTML
+	ID, Title string
+	// FoldStart opens a <details> named FoldStart before the section; FoldEnd closes it
+	// after; InFold renders the title as a subheading.
+	FoldStart       string
+	FoldEnd, InFold bool
+	Side            bool
+	Paragraphs      []string
+	Warnings        []string
+	Table           *tableView
+	Plots           []template.HTML
+	Raw             template.HTML
 }
 
 type tableView struct {
@@ -112,6 +124,11 @@ func (p Page) view() pageView {
 		Notice:   clean(p.Notice),
 		TOC:      len(p.Sections) >= 3,
 	}
+	for _, s := range p.Sections {
+		if s.Fold != "" {
+			v.TOC = false // the folds' names are the contents
+		}
+	}
 	if v.Title == "" {
 		v.Title = "gpuwatt report"
 	}
@@ -122,6 +139,7 @@ func (p Page) view() pageView {
 			Title:      clean(s.Title),
 			Paragraphs: paragraphs(clean(s.Text)),
 			Raw:        s.Raw,
+			Side:       s.Side,
 		}
 		if sv.Title == "" {
 			sv.Title = "Section " + strconv.Itoa(i+1)
@@ -136,6 +154,13 @@ func (p Page) view() pageView {
 			sv.Plots = append(sv.Plots, template.HTML(ids.unique(pl.SVG())))
 		}
 		sv.Raw = template.HTML(ids.unique(string(sv.Raw)))
+		if s.Fold != "" {
+			sv.InFold = true
+			if i == 0 || p.Sections[i-1].Fold != s.Fold {
+				sv.FoldStart = clean(s.Fold)
+			}
+			sv.FoldEnd = i == len(p.Sections)-1 || p.Sections[i+1].Fold != s.Fold
+		}
 		v.Sections = append(v.Sections, sv)
 	}
 	return v
@@ -244,11 +269,17 @@ const pageCSS = `
 :root { color-scheme: light; }
 * { box-sizing: border-box; }
 body { margin: 0; background: #fff; color: #1b1b1b;
-  font: 15px/1.55 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+  font: 15px/1.55 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+  overflow-wrap: break-word; /* a long path or command line breaks rather than widen the page */ }
+@media (max-width: 600px) { main { padding: 16px 12px 32px; } }
 main { max-width: 1232px; margin: 0 auto; padding: 28px 24px 48px; }
 /* Text and plots keep a readable measure; tables may use the whole width (a 1280 px window). */
 header, nav, p, .notice, ul.warnings, figure, h2 { max-width: 880px; }
 h1 { font-size: 26px; line-height: 1.25; margin: 0 0 4px; font-weight: 650; }
+details.fold { margin: 10px 0; border-top: 1px solid #ccc; border-bottom: 1px solid #ccc; }
+details.fold > summary { cursor: pointer; font-size: 18px; font-weight: 620; padding: 9px 0; }
+details.fold[open] > summary { border-bottom: 1px solid #ddd; }
+h3 { font-size: 16px; line-height: 1.3; margin: 22px 0 8px; font-weight: 620; max-width: 880px; }
 h2 { font-size: 19px; line-height: 1.3; margin: 36px 0 10px; padding-bottom: 4px;
   border-bottom: 1px solid #ddd; font-weight: 620; }
 p { margin: 8px 0; }
@@ -272,6 +303,9 @@ tbody tr:nth-child(even) { background: #f8f8f8; }
 .r { text-align: right; }
 td.r { white-space: nowrap; }
 .tablewrap { overflow-x: auto; }
+.side { display: flex; flex-wrap: wrap; gap: 0 28px; align-items: flex-start; }
+.side > .tablewrap { flex: 0 1 auto; min-width: 0; max-width: 100%; }
+.side > figure { flex: 1 1 400px; min-width: 0; margin-top: 4px; }
 footer { margin-top: 40px; color: #888; font-size: 12px; }
 @media print {
   body { font-size: 11pt; }
@@ -279,6 +313,7 @@ footer { margin-top: 40px; color: #888; font-size: 12px; }
   nav { display: none; }
   h2 { break-after: avoid; }
   figure, table, ul.warnings { break-inside: avoid; }
+  details.fold { border: none; padding: 0; }
   .notice, ul.warnings, tbody tr { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 }
 `
@@ -313,8 +348,15 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"br
 </nav>
 {{- end}}
 {{- range .Sections}}
+{{- with .FoldStart}}
+<details class="fold"><summary>{{.}}</summary>
+{{- end}}
 <section id="{{.ID}}">
+{{- if .InFold}}
+<h3>{{.Title}}</h3>
+{{- else}}
 <h2>{{.Title}}</h2>
+{{- end}}
 {{- range .Paragraphs}}
 <p>{{.}}</p>
 {{- end}}
@@ -324,6 +366,9 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"br
 <li>{{.}}</li>
 {{- end}}
 </ul>
+{{- end}}
+{{- if .Side}}
+<div class="side">
 {{- end}}
 {{- with .Table}}
 <div class="tablewrap"><table>
@@ -344,10 +389,16 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"br
 <figure>
 {{.}}</figure>
 {{- end}}
+{{- if .Side}}
+</div>
+{{- end}}
 {{- with .Raw}}
 {{.}}
 {{- end}}
 </section>
+{{- if .FoldEnd}}
+</details>
+{{- end}}
 {{- end}}
 <footer>Generated by gpuwatt. This file is self-contained: it loads no scripts, fonts or other resources.</footer>
 </main>

@@ -664,3 +664,39 @@ func BenchmarkHugeSeriesSVG(b *testing.B) {
 	b.ReportMetric(float64(size), "bytes/svg")
 	b.ReportMetric(float64(n), "points")
 }
+
+// TestFolds: consecutive sections with one Fold share one <details> named by it, their
+// titles as subheadings; unfolded sections keep theirs as headings, and the contents list
+// gives way to the folds' names.
+func TestFolds(t *testing.T) {
+	p := Page{Title: "t", Sections: []Section{
+		{Title: "Summary", Text: "first screen", Side: true, Table: &Table{Header: []string{"a"}, Rows: [][]string{{"1"}}}},
+		{Title: "one", Fold: "Detail A"}, {Title: "two", Fold: "Detail A"},
+		{Title: "three", Fold: "Detail B"},
+		{Title: "Warnings"},
+	}}
+	var b strings.Builder
+	if err := p.Render(&b); err != nil {
+		t.Fatal(err)
+	}
+	doc := b.String()
+	wellFormed(t, doc, "folds")
+	if n := strings.Count(doc, "<details"); n != 2 {
+		t.Errorf("%d <details>, want 2 (one per fold)", n)
+	}
+	if n := strings.Count(doc, "</details>"); n != 2 {
+		t.Errorf("%d </details>, want 2", n)
+	}
+	for _, want := range []string{"<summary>Detail A</summary>", "<summary>Detail B</summary>", "<h3>one</h3>", "<h3>two</h3>", "<h3>three</h3>", "<h2>Summary</h2>", "<h2>Warnings</h2>", `<div class="side">`} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(doc, "<nav>") {
+		t.Error("a page with folds has a contents list")
+	}
+	// The fold closes before the next fold opens, and Warnings is outside both.
+	if a, b2, w := strings.Index(doc, "Detail A"), strings.Index(doc, "Detail B"), strings.Index(doc, "<h2>Warnings"); !(a < b2 && strings.Count(doc[a:b2], "</details>") == 1 && strings.Count(doc[b2:w], "</details>") == 1) {
+		t.Error("the folds do not close where their sections end")
+	}
+}

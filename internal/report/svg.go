@@ -655,18 +655,50 @@ func (r *renderer) renderLabels(w *svgWriter) {
 		if textWidth(r.p.Title, titleSize)*1.1 > r.x1-r.x0 {
 			anchor, x = "start", margin
 		}
+		size, text := fitText(r.p.Title, titleSize, r.w-2*margin)
 		w.f(`<text x="%s" y="%s" text-anchor="%s" font-size="%s" font-weight="600">%s</text>`+"\n",
-			num(x), num(r.titleY), anchor, num(titleSize), esc(r.p.Title))
+			num(x), num(r.titleY), anchor, num(size), esc(text))
 	}
 	if r.p.XLabel != "" {
-		w.f(`<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n",
-			num(cx), num(r.h-margin-2), esc(r.p.XLabel))
+		size, text := fitText(r.p.XLabel, fontSize, r.w-2*margin)
+		w.f(`<text x="%s" y="%s" text-anchor="middle" font-size="%s">%s</text>`+"\n",
+			num(cx), num(r.h-margin-2), num(size), esc(text))
 	}
 	if r.p.YLabel != "" {
+		// The label runs along the frame's height, centred on it: it must fit that height
+		// and the margins, or it is cut off at the picture's edges.
 		x := margin + fontSize - 2
-		w.f(`<text transform="translate(%s %s) rotate(-90)" text-anchor="middle">%s</text>`+"\n",
-			num(x), num(cy), esc(r.p.YLabel))
+		avail := 2 * math.Min(cy-margin, r.h-margin-cy)
+		size, text := fitText(r.p.YLabel, fontSize, avail)
+		w.f(`<text transform="translate(%s %s) rotate(-90)" text-anchor="middle" font-size="%s">%s</text>`+"\n",
+			num(x), num(cy), num(size), esc(text))
 	}
+}
+
+// minLabelSize is the smallest font a label is shrunk to before it is shortened.
+const minLabelSize = 9.0
+
+// fitText returns the font size (and, where even the smallest is too wide, the text cut
+// with an ellipsis) that keeps s within avail pixels: a label longer than its picture is
+// cut off by the SVG's edge, so it is shrunk or shortened here, where the width is known.
+// The plot's <title> keeps the whole title.
+func fitText(s string, size, avail float64) (float64, string) {
+	const slack = 1.18 // textWidth assumes Helvetica's widths; DejaVu Sans (Linux's system-ui) is up to ~15 % wider
+	tw := textWidth(s, size) * slack
+	if tw <= avail || avail <= 0 {
+		return size, s
+	}
+	if smaller := size * avail / tw; smaller >= minLabelSize {
+		return math.Floor(smaller*10) / 10, s
+	}
+	rs := []rune(s)
+	for n := len(rs) - 1; n > 1; n-- {
+		cut := strings.TrimSpace(string(rs[:n])) + "…"
+		if textWidth(cut, minLabelSize)*slack <= avail {
+			return minLabelSize, cut
+		}
+	}
+	return minLabelSize, s
 }
 
 func (r *renderer) renderLegend(w *svgWriter) {

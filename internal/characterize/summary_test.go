@@ -1,0 +1,97 @@
+package characterize
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/termtext"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+)
+
+// TestAbsoluteWidensByGain: without a recorded absolute interval, each side of the relative
+// interval is widened by the ±5 % gain part in quadrature (as the energy estimator makes its
+// absolute interval); a recorded one is used as it is; no interval stays none.
+func TestAbsoluteWidensByGain(t *testing.T) {
+	got, widened := absolute(100, [2]float64{97, 104}, [2]float64{})
+	want := [2]float64{100 - math.Sqrt(3*3+5*5), 100 + math.Sqrt(4*4+5*5)}
+	if !widened || math.Abs(got[0]-want[0]) > 1e-9 || math.Abs(got[1]-want[1]) > 1e-9 {
+		t.Errorf("widened %v %v, want %v", got, widened, want)
+	}
+	if got, widened := absolute(100, [2]float64{97, 104}, [2]float64{90, 111}); widened || got != [2]float64{90, 111} {
+		t.Errorf("recorded absolute interval: %v %v", got, widened)
+	}
+	if got, _ := absolute(100, [2]float64{}, [2]float64{}); got != [2]float64{} {
+		t.Errorf("no interval became %v", got)
+	}
+	f := KeyFigure{Name: "x", Unit: "W", Value: 119.3, NoInterval: "a reading"}
+	if s := f.Text(); s != "119.3 W (a reading)" {
+		t.Errorf("a figure without an interval reads %q", s)
+	}
+}
+
+// TestKeyFiguresHoldTheTruth runs the archline stage on a twin whose energy counter reads
+// 3 % high and checks that each key figure's absolute interval holds the twin's true
+// eps_flop, eps_mem and pi0 (the truth off the board's scale), where the relative
+// interval, on the board's scale, need not.
+func TestKeyFiguresHoldTheTruth(t *testing.T) {
+	cfg, err := sim.Preset("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range cfg.Sensors {
+		if strings.HasPrefix(name, "energy") || strings.HasPrefix(name, "power") {
+			s.Model.Gain = 1.03
+			cfg.Sensors[name] = s
+		}
+	}
+	sm := simtest.OpenConfig(t, cfg)
+	t.Cleanup(func() { sm.Sys.Close() })
+	r, err := Run(context.Background(), Options{Clock: sm.Clock, System: sm.Sys, Device: sm.Sys.Devices()[0], Quick: true, Stages: []string{StageArchline}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := map[string]float64{
+		"Energy per flop, fp32":                   cfg.EpsFlopFP32.Joules() * 1e12,
+		"Energy per flop, fp64":                   cfg.EpsFlopFP64.Joules() * 1e12,
+		"Energy per byte of HBM":                  cfg.EpsMemPerByte.Joules() * 1e12,
+		"pi0, constant power while a kernel runs": cfg.Pi0.Watts(),
+	}
+	seen := 0
+	for _, f := range r.KeyFigures() {
+		v, ok := truth[f.Name]
+		if !ok {
+			continue
+		}
+		seen++
+		if !f.HasInterval() || !(f.Abs[0] <= v && v <= f.Abs[1]) {
+			t.Errorf("%s: %s, absolute interval [%.4g, %.4g]; the twin's truth %.4g", f.Name, f.Text(), f.Abs[0], f.Abs[1], v)
+		}
+		if w := (f.Abs[1] - f.Abs[0]) / v; w > 0.25 {
+			t.Errorf("%s: absolute interval %.1f %% wide", f.Name, 100*w)
+		}
+	}
+	if seen != len(truth) {
+		t.Errorf("%d of the %d key figures of the roofline: %+v", seen, len(truth), r.KeyFigures())
+	}
+
+	// The text summary characterize prints on stdout: each figure with its interval, the
+	// verdict, within 120 columns.
+	var b strings.Builder
+	r.WriteSummary(&b, "ch/report.html")
+	for _, f := range r.KeyFigures() {
+		if !strings.Contains(b.String(), f.Text()) {
+			t.Errorf("the summary lacks %q:\n%s", f.Text(), b.String())
+		}
+	}
+	for _, l := range strings.Split(b.String(), "\n") {
+		if termtext.Len(l) > termtext.Width {
+			t.Errorf("summary line of %d columns: %q", termtext.Len(l), l)
+		}
+	}
+	if !strings.Contains(b.String(), "ch/report.html") || !strings.Contains(b.String(), r.Verdict()[0]) {
+		t.Errorf("the summary names neither the page nor the verdict:\n%s", b.String())
+	}
+}
