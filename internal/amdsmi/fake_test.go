@@ -2,6 +2,7 @@ package amdsmi_test
 
 import (
 	"errors"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"math"
 	"strings"
 	"testing"
@@ -126,6 +127,7 @@ func TestNotSupported(t *testing.T) {
 // writes each version's layout, with values that are wrong at any other offsets); versions
 // it does not know are refused at Init, naming the version, and the library shut down.
 func TestVersionLayouts(t *testing.T) {
+	testkit.Slow(t)
 	for _, tt := range []struct {
 		v      [4]uint32
 		layout *amdsmi.Layout

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -76,6 +77,7 @@ func checkTruth(t *testing.T, name string, rep *Report, cfg sim.Config, gain flo
 // (in practice 0.5 %), and so the truth within the counter's gain error plus 1 %, the
 // figures docs/archline.md gives (at most h100 +2.4 %, h200 −1.6 %, a100 +3.6 %, v100 −2.5 %).
 func TestPresetsRecoverTruth(t *testing.T) {
+	testkit.Slow(t)
 	for _, preset := range []string{"h100", "h200", "a100", "v100"} {
 		t.Run(preset, func(t *testing.T) {
 			rep, cfg := runSim(t, `{"preset":"`+preset+`"}`, Options{})
@@ -117,6 +119,7 @@ func TestPresetsRecoverTruth(t *testing.T) {
 
 // TestRandomConfigsRecoverTruth draws pi0, eps_flop and eps_mem within plausible ranges.
 func TestRandomConfigsRecoverTruth(t *testing.T) {
+	testkit.Slow(t)
 	rng := rand.New(rand.NewPCG(2, 7))
 	u := func(a, b float64) float64 { return a + (b-a)*rng.Float64() }
 	for i := range 4 {
@@ -134,6 +137,7 @@ func TestRandomConfigsRecoverTruth(t *testing.T) {
 }
 
 func TestClockFilter(t *testing.T) {
+	testkit.Slow(t)
 	// A low power limit caps many points: they are kept, marked and not fitted, and the
 	// fit on the rest still recovers the truth.
 	rep, cfg := runSim(t, `{"preset":"h200","power_limit_w":450,"sensors":{"energy.total":{"gain":1}}}`, Options{})
@@ -257,6 +261,7 @@ func h100Props(t *testing.T) gpu.Props {
 // with the counter's figure and the readings beside it. Where the counter updates every
 // 100 ms it has enough readings inside every point and gives the energy itself.
 func TestEnergyFromRing(t *testing.T) {
+	testkit.Slow(t)
 	for _, tc := range []struct {
 		name, js string
 		ring     bool

@@ -3,6 +3,7 @@ package energy_test
 import (
 	"context"
 	"fmt"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -171,6 +172,7 @@ type calibCase struct {
 // several hundred randomised cases, and the intervals of regions of 1 s and more are not
 // wider than needed (median half-width at most 2 %). The figures are in docs/energy.md.
 func TestIntervalCalibration(t *testing.T) {
+	testkit.Slow(t)
 	presets := []string{"h200", "h100"}
 	specs := map[string]correct.Spec{}
 	for _, p := range presets {

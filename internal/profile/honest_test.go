@@ -2,6 +2,7 @@ package profile_test
 
 import (
 	"context"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"math"
 	"sort"
 	"strings"
@@ -95,6 +96,7 @@ func TestTransitionWithinStatedResolution(t *testing.T) {
 // under 1 % of the energy. Seed 7's samples had stamps past the grid's cut that landed on
 // their neighbours' instants (energy −6 %); they are put back (Grid.Reassigned).
 func TestEnergyIntervalCalibration(t *testing.T) {
+	testkit.Slow(t)
 	in, n, reassigned := 0, 0, 0
 	var half []float64
 	for seed := uint64(1); seed <= 16; seed++ {

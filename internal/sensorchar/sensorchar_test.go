@@ -3,6 +3,7 @@ package sensorchar
 import (
 	"bytes"
 	"context"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"math"
 	"os"
 	"path/filepath"
@@ -259,6 +260,7 @@ func TestAnomalyTable(t *testing.T) {
 // fits spread. (The twin's step-shaped truth does not reproduce the real card's 1.91×:
 // TestAnomaliesH200Trace holds that on the card's own recording.)
 func TestAnomaliesLateAverage(t *testing.T) {
+	testkit.Slow(t)
 	cfg, err := sim.Preset("h200")
 	if err != nil {
 		t.Fatal(err)
