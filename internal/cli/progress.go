@@ -30,8 +30,12 @@ type progress struct {
 	printed   bool
 }
 
-// heartbeat is how often a plain progress line is printed within a long stage.
-const heartbeat = 30 * time.Second
+// heartbeat is how often a plain progress line is printed within a long list of steps;
+// shortList is the longest list whose every step gets a line.
+const (
+	heartbeat = 30 * time.Second
+	shortList = 12
+)
 
 // newProgress returns the verb's progress renderer and the function that ends its live
 // line (call it before printing anything else); with quiet both do nothing.
@@ -60,15 +64,13 @@ func (p *progress) emit(e status.Event) {
 	p.open = true
 }
 
-// plainLine decides whether an event gets a plain line: the verb's own steps (the stages
-// of characterize) always; within a stage its first event, its last (I == N) and one per
-// heartbeat.
+// plainLine decides whether an event gets a plain line: a stage's step always (the stages
+// of characterize, loadlevel's levels, sensor's tests: lists of at most shortList steps or
+// steps not counted); in a long list (micro's kernels, archline's points) its first event,
+// its last (I == N) and one per heartbeat.
 func (p *progress) plainLine(e status.Event, now time.Time) bool {
-	own := e.Stage == "" || e.Stage == p.verb
-	print := !p.printed || e.Stage != p.lastStage || (e.N > 0 && e.I == e.N) || now.Sub(p.lastLine) >= heartbeat
-	if own && e.Stage == "" {
-		print = true
-	}
+	print := e.Stage == "" || e.N <= shortList || !p.printed || e.Stage != p.lastStage ||
+		e.I == e.N || now.Sub(p.lastLine) >= heartbeat
 	if print {
 		p.printed, p.lastStage, p.lastLine = true, e.Stage, now
 	}

@@ -185,12 +185,15 @@ func TestSignalAtEveryCharacterizeStage(t *testing.T) {
 		})
 	}
 	t.Run("sensor,micro", func(t *testing.T) {
-		// The signal comes when micro's progress shows its second kernel.
+		// The signal comes when micro's progress shows its second kernel (the live line: piped,
+		// progress names only a long list's first and last steps).
 		a, _, _, _, _ := signalApp(t, -1, 0)
 		ctx, cancel := context.WithCancelCause(context.Background())
 		defer cancel(nil)
 		stderr := &signalOn{match: "micro: [ 2/", sig: syscall.SIGTERM, cancel: cancel}
 		a.Stderr = stderr
+		live := true
+		a.Interactive = &live
 		out := filepath.Join(t.TempDir(), "ch")
 		if code := a.Main(ctx, []string{"characterize", "--device", "sim", "--quick", "--stages", "sensor,micro", "--out", out}); code != 143 {
 			t.Errorf("exit %d, want 143: %s", code, &stderr.buf)

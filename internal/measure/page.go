@@ -226,7 +226,7 @@ func channelSection(m trace.Meta) report.Section {
 func figuresTable(s *Summary, g GPUSummary) *report.Table {
 	t := &report.Table{Header: []string{"figure", "value (± 95 %)"}, Align: []string{"l", "r"}}
 	add := func(k, v string) { t.Rows = append(t.Rows, []string{k, v}) }
-	add("duration", fmtSec(s.DurationS))
+	add("duration", fmtSec(s.DurationS)+" (timed on the host's clock)")
 	if g.EnergySource != "" {
 		u := g.Uncertainty
 		if g.EnergyHighJ > 0 {
@@ -244,7 +244,7 @@ func figuresTable(s *Summary, g GPUSummary) *report.Table {
 		}
 	}
 	if g.MaxPowerSource != "" {
-		add("max power ("+g.MaxPowerSource+")", units.Power(g.MaxPowerW).String())
+		add("max power ("+g.MaxPowerSource+")", units.Power(g.MaxPowerW).String()+" (the highest reading)")
 	}
 	if r := g.SMClockMHz; r != nil {
 		add("SM clock", rangeText(r, "%.0f")+" MHz")
