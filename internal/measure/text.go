@@ -28,7 +28,7 @@ func WriteText(w io.Writer, s *Summary) error {
 	if s.Simulated {
 		fmt.Fprintf(&b, "\n SIMULATED: every figure below is the sim device's (%s), not a measurement\n", s.Device)
 		if s.SimLoad != "" {
-			fmt.Fprintf(&b, " %s\n", s.SimLoad)
+			b.WriteString(termtext.Indent(s.SimLoad, " ", 1, termtext.Width))
 		}
 	}
 	fmt.Fprintf(&b, "\n Power and energy for '%s' (%s)\n", cmd, state)
