@@ -105,7 +105,10 @@ if [ "$(id -u)" = 0 ] && command -v chroot >/dev/null 2>&1; then
   done
   mkdir -p "$tmp/base$(dirname "$interp")"
   cp -L "$interp" "$tmp/base$interp"
-  out=$(chroot "$tmp/base" /bin/gpuwatt version --device sim 2>&1 | head -n 1) || fail "gpuwatt in a chroot with glibc: $out"
+  # the whole output, then its first line: `| head -n 1` closed the pipe on a second line,
+  # and the SIGPIPE failed the check under pipefail
+  out=$(chroot "$tmp/base" /bin/gpuwatt version --device sim 2>&1) || fail "gpuwatt in a chroot with glibc: $out"
+  out=${out%%$'\n'*}
   say "container base: without $interp gpuwatt cannot start ($(head -c 80 "$tmp/static.txt")); with glibc's loader and libraries (distroless/base) it runs: $out"
 else
   say "not root: the container base's chroot check is skipped"
