@@ -19,15 +19,15 @@ import (
 // all` records everything, as before.
 const DefaultChannels = "default"
 
-// leanOmits are the channels DefaultChannels leaves out where the GPU's ring works.
-var leanOmits = []string{
-	trace.ChPowerUsage, trace.ChPowerInstant, trace.ChPowerAverage,
-	"power.memory.*", "power.module.*", "util.*", "pstate",
-}
-
 // leanAlwaysOmits are left out by DefaultChannels on every board: readings the summary
 // and the estimator never use.
 var leanAlwaysOmits = []string{"util.*", "pstate"}
+
+// leanOmits are the channels DefaultChannels leaves out where the GPU's ring works: those
+// and the board power channels the ring makes redundant.
+var leanOmits = append([]string{
+	trace.ChPowerUsage, trace.ChPowerInstant, trace.ChPowerAverage, "power.memory.*", "power.module.*",
+}, leanAlwaysOmits...)
 
 // SelectSensors returns the sensors whose channel matches one of patterns, or all of them
 // where there are none. The pattern DefaultChannels matches the lean set; "all" matches
