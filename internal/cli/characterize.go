@@ -6,10 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
@@ -27,7 +30,8 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("characterize", flag.ContinueOnError)
 	var sh shared
 	sh.register(fs, withOut|withJSON|withQuiet, "gpuwatt-characterize")
-	gpuSel := fs.String("gpu", "0", "the GPU to characterize (its index), or all, or indices such as 0,2: each card in turn into DIR/gpu-N, then DIR/report.html and DIR/compare.json comparing them (a difference named only beyond the intervals)")
+	gpuSel := fs.String("gpu", "0", "the GPU to characterize (its index), or all, or indices such as 0,2: every card at once, each into DIR/gpu-N, then DIR/report.html and DIR/compare.json comparing them (a difference named only beyond the intervals)")
+	inTurn := fs.Bool("in-turn", false, "with several GPUs: characterize one card after the other in this process, instead of every card at once, each in a gpuwatt process of its own (the default)")
 	quick := fs.Bool("quick", false, "shorter stages: about 5 minutes of GPU time instead of about 20")
 	stagesFlag := fs.String("stages", "", "run only these stages (comma-separated: "+strings.Join(characterize.Stages, ",")+"); default all")
 	resume := fs.Bool("resume", false, "keep the stages an earlier run into --out finished (its results.json) and run the rest")
@@ -112,6 +116,9 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 				return a.usageError("characterize", fmt.Errorf("--gpu %s: GPU %d named twice", *gpuSel, g))
 			}
 			seen[g] = true
+			if n := len(r.env.System.Devices()); g >= n {
+				return a.usageError("characterize", fmt.Errorf("--gpu %s: no GPU %d (found %d)", *gpuSel, g, n))
+			}
 			o := opt
 			o.GPU = g
 			if err := o.Validate(); err != nil {
@@ -119,7 +126,10 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 			}
 			items = append(items, seriesRun{name: fmt.Sprintf("gpu-%d", g), opt: o})
 		}
-		return a.characterizeSeries(ctx, r, items, sh, args, t0, "compare.json", "cards")
+		if *inTurn {
+			return a.characterizeSeries(ctx, r, items, sh, args, t0, "compare.json", "cards")
+		}
+		return a.characterizeCardsAtOnce(ctx, r, fs, items, sh, t0)
 	}
 	res, err := opt.Run(ctx, r.env)
 	r.done()
@@ -220,6 +230,122 @@ func (a *App) characterizeSeries(ctx context.Context, r *run, items []seriesRun,
 		rs, names = append(rs, res), append(names, it.name)
 	}
 	r.done()
+	return a.finishSeries(ctx, rs, names, failed, n, sh, t0, table, what)
+}
+
+// characterizeCardsAtOnce characterizes every card at the same time, each in a gpuwatt
+// process of its own (`characterize --gpu N --out DIR/gpu-N` with the other flags as given):
+// boards are independent, so n cards take the time of one instead of n times it, and a
+// process per card shares no driver context, sampler or (on the twin) virtual clock with
+// the others. Then it compares the cards as characterizeSeries does. A card whose process
+// failed without writing results is named with the end of its messages; the others are
+// still compared. An interrupt reaches every process (SIGTERM), which write what they
+// measured, marked incomplete.
+func (a *App) characterizeCardsAtOnce(ctx context.Context, r *run, fs *flag.FlagSet, items []seriesRun, sh shared, t0 time.Time) int {
+	self, err := a.self()
+	if err != nil {
+		r.done()
+		return a.fail("characterize", err)
+	}
+	common := childFlags(fs, "gpu", "out", "json", "quiet", "in-turn")
+	type outcome struct {
+		res  *characterize.Results
+		err  error
+		tail string
+	}
+	outs := make([]outcome, len(items))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	finished := 0
+	for i, it := range items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dir := filepath.Join(sh.out, it.name)
+			args := append(append([]string{"characterize"}, common...), "--gpu="+strconv.Itoa(it.opt.GPU), "--out="+dir, "--quiet")
+			tail, err := runCardProcess(ctx, self, args)
+			res, lerr := loadResults(dir)
+			if lerr != nil && err == nil {
+				err = lerr
+			}
+			outs[i] = outcome{res: res, err: err, tail: tail}
+			mu.Lock()
+			finished++
+			r.env.Progress.Emit(status.Event{Step: fmt.Sprintf("%s finished (%d of %d cards)", it.name, finished, len(items)), I: finished, N: len(items)})
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	var rs []*characterize.Results
+	var names, failed []string
+	for i, o := range outs {
+		name := items[i].name
+		if o.res == nil {
+			failed = append(failed, name)
+			fmt.Fprintf(a.Stderr, "gpuwatt characterize: %s: %v%s\n", name, o.err, indentTail(o.tail))
+			continue
+		}
+		for _, s := range o.res.Stages {
+			if s.Status == characterize.StatusFailed {
+				failed = append(failed, name+" "+s.Name)
+			}
+		}
+		rs, names = append(rs, o.res), append(names, name)
+	}
+	r.done()
+	return a.finishSeries(ctx, rs, names, failed, len(items), sh, t0, "compare.json", "cards")
+}
+
+// childFlags is the flags set on fs, but those named in skip, as --name=value arguments: what
+// a card's own process is given so that it runs as this one was asked to.
+func childFlags(fs *flag.FlagSet, skip ...string) []string {
+	var out []string
+	fs.Visit(func(f *flag.Flag) {
+		if !slices.Contains(skip, f.Name) {
+			out = append(out, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	return out
+}
+
+// runCardProcess runs gpuwatt with args and waits for it; the end of its standard error
+// comes back for the message of a card that failed. Cancelling ctx sends it SIGTERM (it
+// writes what it measured) and, a minute later, SIGKILL.
+func runCardProcess(ctx context.Context, self, args []string) (string, error) {
+	cmd := exec.CommandContext(ctx, self[0], append(append([]string(nil), self[1:]...), args...)...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = time.Minute
+	var tail tailBuffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &tail
+	err := cmd.Run()
+	return tail.String(), err
+}
+
+// tailBuffer keeps the last 2 KiB written to it: a failed card's last messages, bounded.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if over := len(t.b) - 2048; over > 0 {
+		t.b = t.b[over:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return string(t.b) }
+
+// indentTail is a process's last messages, indented under the line that names it.
+func indentTail(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	return "\n    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+// finishSeries compares the runs of a series (rs, named by names; n were asked for), writes
+// DIR/report.html and DIR/<table>, prints the table and says what was cut short or failed.
+func (a *App) finishSeries(ctx context.Context, rs []*characterize.Results, names, failed []string, n int, sh shared, t0 time.Time, table, what string) int {
 	if len(rs) > 0 {
 		rp := characterize.Reproducibility(rs, names)
 		page := characterize.Compare(rs, names)

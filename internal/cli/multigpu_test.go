@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,50 +63,70 @@ func TestMeasureAllGPUs(t *testing.T) {
 	}
 }
 
-// TestCharacterizeAllGPUs: --gpu all characterizes each sim card in turn into gpu-N and
-// compares them in compare.json and report.html (issue 18). The twin's cards are one
-// model whose sensors differ by its board spread (3 %): inside the ±5 % gain part, so
-// no figure may be named as differing. A GPU named twice, or --gpu all with --repeat,
-// is bad input.
+// TestCharacterizeAllGPUs: --gpu all characterizes every sim card at once, each in a
+// gpuwatt process of its own (this test binary acting as gpuwatt), into gpu-N, and compares
+// them in compare.json and report.html (issue 18, 36); --in-turn does the same in this
+// process, one card after the other: the first card's figures must be the same to the last
+// digit (its run is its own, whatever runs beside it); the second card's run starts later on
+// the twin's clock in turn, so its sensor noise differs: within 2 %. The twin's cards are one model whose sensors differ by its
+// board spread (3 %): inside the ±5 % gain part, so no figure may be named as differing.
+// A GPU named twice, or --gpu all with --repeat, is bad input.
 func TestCharacterizeAllGPUs(t *testing.T) {
+	t.Setenv(recorderEnv, "1")
 	cfg := filepath.Join(t.TempDir(), "two.json")
 	if err := os.WriteFile(cfg, []byte(`{"preset": "h200", "gpus": 2, "seed": 7}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "cards")
-	a, _, stderr, ctx := testApp(t)
-	if code := a.Main(ctx, []string{"characterize", "--sim-config", cfg, "--gpu", "all", "--quick", "--stages", "archline", "--out", out}); code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var rp characterize.Repro
-	readJSON(t, filepath.Join(out, "compare.json"), &rp)
-	if rp.Cards != 2 || len(rp.UUIDs) != 2 || rp.UUIDs[0] == rp.UUIDs[1] || len(rp.Figures) == 0 {
-		t.Fatalf("compare.json: %d cards, UUIDs %v, %d figures", rp.Cards, rp.UUIDs, len(rp.Figures))
-	}
-	judged := 0
-	for _, f := range rp.Figures {
-		if f.Differs {
-			t.Errorf("%s named as differing (%v: %s) between two cards of one model", f.Name, f.Values, f.Verdict)
+	var figures [2][]characterize.ReproFigure
+	for mode, extra := range [][]string{nil, {"--in-turn"}} {
+		out := filepath.Join(t.TempDir(), "cards")
+		a, _, stderr, ctx := testApp(t)
+		a.Self = []string{os.Args[0]}
+		args := append([]string{"characterize", "--sim-config", cfg, "--gpu", "all", "--quick", "--stages", "archline", "--out", out}, extra...)
+		if code := a.Main(ctx, args); code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
 		}
-		if strings.HasPrefix(f.Verdict, "within") {
-			judged++
+		var rp characterize.Repro
+		readJSON(t, filepath.Join(out, "compare.json"), &rp)
+		if rp.Cards != 2 || len(rp.UUIDs) != 2 || rp.UUIDs[0] == rp.UUIDs[1] || len(rp.Figures) == 0 {
+			t.Fatalf("%v: compare.json: %d cards, UUIDs %v, %d figures", extra, rp.Cards, rp.UUIDs, len(rp.Figures))
+		}
+		figures[mode] = rp.Figures
+		judged := 0
+		for _, f := range rp.Figures {
+			if f.Differs {
+				t.Errorf("%v: %s named as differing (%v: %s) between two cards of one model", extra, f.Name, f.Values, f.Verdict)
+			}
+			if strings.HasPrefix(f.Verdict, "within") {
+				judged++
+			}
+		}
+		if judged == 0 {
+			t.Errorf("%v: no figure was judged against the intervals", extra)
+		}
+		for g := 0; g < 2; g++ {
+			var r characterize.Results
+			readJSON(t, filepath.Join(out, fmt.Sprintf("gpu-%d", g), "results.json"), &r)
+			if r.Archline == nil || r.GPU.UUID != rp.UUIDs[g] || r.GPU.Index != g {
+				t.Errorf("%v: gpu-%d: archline %v, UUID %q (compare.json: %q), index %d", extra, g, r.Archline != nil, r.GPU.UUID, rp.UUIDs[g], r.GPU.Index)
+			}
+		}
+		if !strings.Contains(stderr.String(), "2 cards; wrote") {
+			t.Errorf("%v: stderr lacks the cards' summary:\n%s", extra, stderr)
 		}
 	}
-	if judged == 0 {
-		t.Error("no figure was judged against the intervals")
+	if len(figures[0]) != len(figures[1]) {
+		t.Fatalf("at once %d figures, in turn %d", len(figures[0]), len(figures[1]))
 	}
-	for g := 0; g < 2; g++ {
-		var r characterize.Results
-		readJSON(t, filepath.Join(out, fmt.Sprintf("gpu-%d", g), "results.json"), &r)
-		if r.Archline == nil || r.GPU.UUID != rp.UUIDs[g] {
-			t.Errorf("gpu-%d: archline %v, UUID %q (compare.json: %q)", g, r.Archline != nil, r.GPU.UUID, rp.UUIDs[g])
+	for i, f := range figures[0] {
+		g := figures[1][i]
+		if f.Name != g.Name || f.Values[0] != g.Values[0] || math.Abs(f.Values[1]/g.Values[1]-1) > 0.02 {
+			t.Errorf("figure %d: at once %s %v, in turn %s %v", i, f.Name, f.Values, g.Name, g.Values)
 		}
-	}
-	if !strings.Contains(stderr.String(), "2 cards; wrote") {
-		t.Errorf("stderr lacks the cards' summary:\n%s", stderr)
 	}
 	for _, args := range [][]string{
 		{"--gpu", "0,0"},
+		{"--gpu", "0,2"},
 		{"--gpu", "all", "--repeat", "2"},
 		{"--gpu", "x"},
 	} {
