@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 28 on a real GPU: the load shapes of the issue (compute and memory bursts, 80/100/200 ms
-# square waves locked in phase, a ramp, back-to-back regions) against NVML's energy counter
+# square waves locked in phase, 20 ms too (the ring's period), a ramp in 20 ms slots (locked to
+# the ring) and one in 13 ms slots (locked to nothing), back-to-back regions) against NVML's energy counter
 # logged by an independent poller, for gpuwatt's default and every channel, by --method
 # inversion and by name alone (`energy --channel C`, its headline), on windows padded into
 # idle (the shapes: 0.2-3 s) and 0.5 s windows inside the loads. On the GPU machine, from the
@@ -9,8 +10,9 @@
 #   bash bench/gpu/intervals_shapes.sh OUTDIR
 #
 # Needs one GPU (GPU=N picks it, default 0); works on an H100 and an H200.
-# Time budget: about 75 s of load (2 rounds of 9 shapes, bench/load/shapes.py), 10 s of
-# start-up, 20-40 s of analysis (gpuwatt energy per window and channel): <= 150 s wall.
+# Time budget: about 92 s of load (2 rounds of 11 shapes, bench/load/shapes.py --dry-run says
+# 92.2 s), 10 s of start-up, 5-20 s of analysis (gpuwatt energy per window and channel, 8 at
+# a time): <= 150 s wall (the 2026-11-28 run of 9 shapes took 97 s in all on an H200).
 #
 # 1. bench/gpu/energy_poller.py logs the counter (OUTDIR/poller.csv);
 # 2. gpuwatt measure --out OUTDIR/measure -- python3 bench/load/shapes.py --out OUTDIR/shapes.jsonl;
@@ -118,7 +120,7 @@ print(f"# Issue 28's shapes: gpuwatt's region energies and intervals against an 
 print(f"- date: {date}")
 print(f"- GPU: {gpu.get('name', '?')} ({gpu.get('uuid', '?')}), driver {driver}")
 print(f"- gpuwatt: {version}")
-print(f"- command: `bash bench/gpu/crosscheck.sh {out}` (GPU={os.environ.get('GPU', '0')}"
+print(f"- command: `bash bench/gpu/intervals_shapes.sh {out}` (GPU={os.environ.get('GPU', '0')}"
       f"{', SHAPES_ARGS=' + os.environ['SHAPES_ARGS'] if os.environ.get('SHAPES_ARGS') else ''}"
       f"{', SENSOR=' + os.environ['SENSOR'] if os.environ.get('SENSOR') else ''}), which ran")
 print(f"  - `{mcmd}` (exit {mrc}) while `python3 bench/gpu/energy_poller.py` logged the counter,")

@@ -6,7 +6,7 @@ reference taken from the trace's own energy counter (as bench/gpu/crosscheck_sim
     python3 bench/gpu/intervals_sim.py OUTDIR [--gpuwatt PATH] [--rounds 1] [--preset h200]
 
 1. a --sim-config whose load is the shapes (compute 690 W, memory 450 W, square waves as
-   half-period loads on a fixed grid, the ramp in 20 ms steps), the gaps as shapes.py draws
+   half-period loads on a fixed grid, the ramps as duty cycles in 20 and 13 ms slots), the gaps as shapes.py draws
    them (real time: about 40 s a round);
 2. `gpuwatt measure --sim-config ... --out OUTDIR/measure -- sleep T`;
 3. OUTDIR/poller.csv from the trace's energy.total readings (each new value bracketed by a
@@ -45,9 +45,13 @@ def loads_of(shape, t):
             out.append({"t_s": round(t + k * p, 4), "duration_s": round(min(p / 2, t + L - (t + k * p)), 4), "power_w": COMPUTE_W})
             k += 1
     elif shape.startswith("ramp"):
-        k, slot = 0, 0.02
+        # as shapes.py runs it: each slot busy for a share rising from 0 to 1 (a duty cycle
+        # locked to the ring's 20 ms samples for ramp-3s, to nothing for ramp13-3s)
+        k, slot = 0, shapes.RAMP_SLOT[shape]
         while t + k * slot < t + L - 1e-9:
-            out.append({"t_s": round(t + k * slot, 4), "duration_s": slot, "power_w": round(COMPUTE_W * (k + 0.5) * slot / L, 1)})
+            busy = (k + 0.5) * slot / L * slot
+            if busy >= 1e-4:
+                out.append({"t_s": round(t + k * slot, 4), "duration_s": round(busy, 4), "power_w": COMPUTE_W})
             k += 1
     elif shape == "b2b":
         out.append({"t_s": round(t, 4), "duration_s": 0.5, "power_w": COMPUTE_W})

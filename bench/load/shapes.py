@@ -12,9 +12,12 @@ phases of the sensors' updates from round to round). Shapes:
 
 - compute-0.2s, compute-2.5s: bf16 matrix products (n x n) back to back;
 - memory-0.2s, memory-2.5s: copies of a 1 GiB tensor back to back (DRAM-bound);
-- square-80ms, square-100ms, square-200ms: 3 s of compute for the first half of each period
-  and idle for the second; the periods are kept on a fixed schedule (a phase-locked load);
-- ramp-3s: 3 s in 20 ms slots whose busy share rises linearly from 0 to 1;
+- square-20ms, square-80ms, square-100ms, square-200ms: 3 s of compute for the first half of
+  each period and idle for the second; the periods are kept on a fixed schedule (a
+  phase-locked load: 20 ms is the ring's period, 100 ms the other channels');
+- ramp-3s: 3 s in 20 ms slots whose busy share rises linearly from 0 to 1 (the slots are
+  locked to the ring's 20 ms samples: on an H200 it read one such ramp -9 %, another -0.6 %);
+- ramp13-3s: the same in 13 ms slots, locked to no sensor's period (a ramp, not a lock);
 - b2b: compute 0.5 s, memory 0.5 s, a 100 ms square wave 1 s, back to back, no gap.
 
 Every shape is one JSON line (a window padded into idle, "pad_s" absent: the check's --pad);
@@ -33,10 +36,11 @@ import random
 import sys
 import time
 
-SHAPES = ["compute-0.2s", "compute-2.5s", "memory-0.2s", "memory-2.5s", "square-80ms", "square-100ms",
-          "square-200ms", "ramp-3s", "b2b"]
-LENGTH = {"compute-0.2s": 0.2, "compute-2.5s": 2.5, "memory-0.2s": 0.2, "memory-2.5s": 2.5,
-          "square-80ms": 3.0, "square-100ms": 3.0, "square-200ms": 3.0, "ramp-3s": 3.0, "b2b": 2.0}
+SHAPES = ["compute-0.2s", "compute-2.5s", "memory-0.2s", "memory-2.5s", "square-20ms", "square-80ms", "square-100ms",
+          "square-200ms", "ramp-3s", "ramp13-3s", "b2b"]
+LENGTH = {"compute-0.2s": 0.2, "compute-2.5s": 2.5, "memory-0.2s": 0.2, "memory-2.5s": 2.5, "square-20ms": 3.0,
+          "square-80ms": 3.0, "square-100ms": 3.0, "square-200ms": 3.0, "ramp-3s": 3.0, "ramp13-3s": 3.0, "b2b": 2.0}
+RAMP_SLOT = {"ramp-3s": 0.02, "ramp13-3s": 0.013}
 INNER_S = 0.5  # the short window inside a long shape
 
 
@@ -126,7 +130,7 @@ def run_shape(load, shape, uuid, r):
     elif shape.startswith("square"):
         load.square(start, L, int(shape.split("-")[1][:-2]) / 1000)
     elif shape.startswith("ramp"):
-        load.ramp(start, L)
+        load.ramp(start, L, RAMP_SLOT[shape])
     elif shape == "b2b":
         parts = [("compute", 0.5), ("memory", 0.5), ("square", 1.0)]
         t = start
