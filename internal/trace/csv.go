@@ -387,14 +387,7 @@ type csvChan struct {
 }
 
 func readCSVRows(rr *recordReader, c csvCols, compact bool) (*Trace, error) {
-	var (
-		list   = sampleList{compact: compact, rr: rr}
-		chans  []*csvChan
-		byName = map[string][]*csvChan{}
-		order  orderCheck
-		cur    *csvChan
-		cut    *status.Warning
-	)
+	r := csvReader{c: c, list: sampleList{compact: compact, rr: rr}, byName: map[string][]*csvChan{}}
 	for {
 		f, err := rr.next()
 		if err == io.EOF {
@@ -407,125 +400,207 @@ func readCSVRows(rr *recordReader, c csvCols, compact bool) (*Trace, error) {
 		if !rr.terminated {
 			// The last line has no line break: a file copied while it was written, cut
 			// anywhere, a value perhaps mid-number. It is dropped, not read as a reading.
-			cut = &status.Warning{Code: CodeTruncatedRow, Message: fmt.Sprintf("line %d, the last, has no line break: cut short while the file was written? It is dropped (a value cut mid-number would read as another)", line)}
+			r.cut = &status.Warning{Code: CodeTruncatedRow, Message: fmt.Sprintf("line %d, the last, has no line break: cut short while the file was written? It is dropped (a value cut mid-number would read as another)", line)}
 			break
 		}
 		if len(f) != c.n {
 			return nil, lineErr(line, "%d fields, but the header has %d: expected one value per column", len(f), c.n)
 		}
-		pw := f[c.power]
-		var val []byte
-		if c.value >= 0 {
-			val = f[c.value]
+		if err := r.row(f, line); err != nil {
+			return nil, err
 		}
-		if len(pw) == 0 && len(val) == 0 {
-			continue
-		}
-		var s Sample
-		tb := f[c.t]
-		if len(tb) == 0 {
-			return nil, &ParseError{Line: line, Column: c.names[c.t], Msg: "t_s is empty: expected seconds since the trace's start"}
-		}
-		var msg string
-		if s.T, msg = parseSeconds(tb); msg != "" {
-			return nil, colErr(line, c.names[c.t], tb, msg)
-		}
-		if len(pw) > 0 {
-			if s.Value, msg = parseFiniteBytes(pw); msg != "" {
-				return nil, colErr(line, c.names[c.power], pw, msg)
-			}
-			if msg = checkValue(QPower, s.Value); msg != "" {
-				return nil, colErr(line, c.names[c.power], pw, msg)
-			}
-		}
-		if len(val) > 0 && !(len(pw) > 0 && bytes.Equal(pw, val)) {
-			v, msg := parseFiniteBytes(val)
-			if msg != "" {
-				return nil, colErr(line, c.names[c.value], val, msg)
-			}
-			if len(pw) > 0 && v != s.Value {
-				return nil, colErr(line, c.names[c.power], pw, fmt.Sprintf("differs from value %s: expected the same number or an empty power_w", quoteCell(val)))
-			}
-			s.Value = v
-		}
-		if c.gpu >= 0 && len(f[c.gpu]) > 0 {
-			g, ok := parseIndex(f[c.gpu])
-			if !ok {
-				return nil, colErr(line, c.names[c.gpu], f[c.gpu], "is not a GPU index: expected a whole number ≥ 0 (or -1, the host)")
-			}
-			s.GPU = g
-		}
-		name := defaultChannel
-		if c.channel >= 0 && len(f[c.channel]) > 0 {
-			name = f[c.channel]
-		}
-		if s.GPU == HostGPU && !bytes.HasPrefix(name, []byte("cpu.")) {
-			return nil, colErr(line, c.names[c.gpu], f[c.gpu], "is not a GPU index: expected a whole number ≥ 0 (-1, the host, is for cpu.* channels only)")
-		}
-		if c.driver >= 0 && len(f[c.driver]) > 0 {
-			d, ok := parseUint(f[c.driver])
-			var err error
-			if !ok {
-				d, err = strconv.ParseInt(string(f[c.driver]), 10, 64)
-			}
-			if err != nil {
-				return nil, colErr(line, c.names[c.driver], f[c.driver], "is not a whole number of µs since 1970")
-			}
-			s.DriverUS = d
-		}
-
-		// Find the channel: usually the same as some recent row's.
-		if cur == nil || cur.gpu != s.GPU || cur.name != string(name) {
-			cur = nil
-			candidates := chans // few channels: a scan beats hashing the name
-			if len(chans) > 16 {
-				candidates = byName[string(name)]
-			}
-			for _, ch := range candidates {
-				if ch.gpu == s.GPU && ch.name == string(name) {
-					cur = ch
-					break
-				}
-			}
-			if cur == nil {
-				cur = &csvChan{gpu: s.GPU, name: string(name), firstLine: line}
-				chans = append(chans, cur)
-				byName[cur.name] = append(byName[cur.name], cur)
-			}
-		}
-		s.Channel = cur.name
-		if len(val) == 0 {
-			cur.powerOnly = true
-		}
-		if c.unit >= 0 {
-			if u := f[c.unit]; len(u) > 0 {
-				switch {
-				case cur.unitLine == 0:
-					cur.unit, cur.unitLine = string(u), line
-				case cur.unit != string(u):
-					return nil, colErr(line, c.names[c.unit], u, fmt.Sprintf("for gpu %d channel %q differs from %q on line %d: expected one unit per channel",
-						cur.gpu, cur.name, cur.unit, cur.unitLine))
-				}
-			}
-		}
-		if len(pw) == 0 {
-			q := QuantityOf(cur.name)
-			if cur.unit != "" {
-				if qu := quantityOfUnit(cur.unit); qu != "" {
-					q = qu
-				}
-			}
-			if msg := checkValue(q, s.Value); msg != "" {
-				return nil, colErr(line, c.names[c.value], val, msg)
-			}
-		}
-		order.see(s.T, line)
-		list.add(s)
 	}
-	tr := list.trace()
-	// A channel whose unit is first given after some of its rows: those rows were checked
-	// by the channel's name; check them again by its unit.
-	for _, ch := range chans {
+	return r.finish()
+}
+
+// csvReader is the state of reading a CSV trace's rows.
+type csvReader struct {
+	c      csvCols
+	list   sampleList
+	chans  []*csvChan
+	byName map[string][]*csvChan
+	order  orderCheck
+	cur    *csvChan
+	cut    *status.Warning
+}
+
+// row reads the fields f of one row at line; a row with neither power_w nor value is
+// skipped.
+func (r *csvReader) row(f [][]byte, line int) error {
+	c := &r.c
+	pw := f[c.power]
+	var val []byte
+	if c.value >= 0 {
+		val = f[c.value]
+	}
+	if len(pw) == 0 && len(val) == 0 {
+		return nil
+	}
+	s, name, err := c.sample(f, line, pw, val)
+	if err != nil {
+		return err
+	}
+	cur := r.channel(s.GPU, name, line)
+	s.Channel = cur.name
+	if len(val) == 0 {
+		cur.powerOnly = true
+	}
+	if c.unit >= 0 {
+		if err := cur.setUnit(f[c.unit], line, c.names[c.unit]); err != nil {
+			return err
+		}
+	}
+	if len(pw) == 0 {
+		if msg := checkValue(cur.quantity(), s.Value); msg != "" {
+			return colErr(line, c.names[c.value], val, msg)
+		}
+	}
+	r.order.see(s.T, line)
+	r.list.add(s)
+	return nil
+}
+
+// sample reads a row's time, value (power_w, or value: the same number where both are
+// given), GPU and driver time, and the channel's name.
+func (c *csvCols) sample(f [][]byte, line int, pw, val []byte) (Sample, []byte, error) {
+	var s Sample
+	tb := f[c.t]
+	if len(tb) == 0 {
+		return s, nil, &ParseError{Line: line, Column: c.names[c.t], Msg: "t_s is empty: expected seconds since the trace's start"}
+	}
+	var msg string
+	if s.T, msg = parseSeconds(tb); msg != "" {
+		return s, nil, colErr(line, c.names[c.t], tb, msg)
+	}
+	if len(pw) > 0 {
+		if s.Value, msg = parseFiniteBytes(pw); msg != "" {
+			return s, nil, colErr(line, c.names[c.power], pw, msg)
+		}
+		if msg = checkValue(QPower, s.Value); msg != "" {
+			return s, nil, colErr(line, c.names[c.power], pw, msg)
+		}
+	}
+	if len(val) > 0 && !(len(pw) > 0 && bytes.Equal(pw, val)) {
+		v, msg := parseFiniteBytes(val)
+		if msg != "" {
+			return s, nil, colErr(line, c.names[c.value], val, msg)
+		}
+		if len(pw) > 0 && v != s.Value {
+			return s, nil, colErr(line, c.names[c.power], pw, fmt.Sprintf("differs from value %s: expected the same number or an empty power_w", quoteCell(val)))
+		}
+		s.Value = v
+	}
+	if c.gpu >= 0 && len(f[c.gpu]) > 0 {
+		g, ok := parseIndex(f[c.gpu])
+		if !ok {
+			return s, nil, colErr(line, c.names[c.gpu], f[c.gpu], "is not a GPU index: expected a whole number ≥ 0 (or -1, the host)")
+		}
+		s.GPU = g
+	}
+	name := defaultChannel
+	if c.channel >= 0 && len(f[c.channel]) > 0 {
+		name = f[c.channel]
+	}
+	if s.GPU == HostGPU && !bytes.HasPrefix(name, []byte("cpu.")) {
+		return s, nil, colErr(line, c.names[c.gpu], f[c.gpu], "is not a GPU index: expected a whole number ≥ 0 (-1, the host, is for cpu.* channels only)")
+	}
+	if c.driver >= 0 && len(f[c.driver]) > 0 {
+		d, ok := parseUint(f[c.driver])
+		var err error
+		if !ok {
+			d, err = strconv.ParseInt(string(f[c.driver]), 10, 64)
+		}
+		if err != nil {
+			return s, nil, colErr(line, c.names[c.driver], f[c.driver], "is not a whole number of µs since 1970")
+		}
+		s.DriverUS = d
+	}
+	return s, name, nil
+}
+
+// channel finds the channel name of gpu, usually the same as some recent row's, or adds it.
+func (r *csvReader) channel(gpu int, name []byte, line int) *csvChan {
+	if r.cur != nil && r.cur.gpu == gpu && r.cur.name == string(name) {
+		return r.cur
+	}
+	r.cur = nil
+	candidates := r.chans // few channels: a scan beats hashing the name
+	if len(r.chans) > 16 {
+		candidates = r.byName[string(name)]
+	}
+	for _, ch := range candidates {
+		if ch.gpu == gpu && ch.name == string(name) {
+			r.cur = ch
+			return ch
+		}
+	}
+	r.cur = &csvChan{gpu: gpu, name: string(name), firstLine: line}
+	r.chans = append(r.chans, r.cur)
+	r.byName[r.cur.name] = append(r.byName[r.cur.name], r.cur)
+	return r.cur
+}
+
+// setUnit records the channel's unit u from line (empty: none given); a channel has one.
+func (ch *csvChan) setUnit(u []byte, line int, column string) error {
+	switch {
+	case len(u) == 0:
+	case ch.unitLine == 0:
+		ch.unit, ch.unitLine = string(u), line
+	case ch.unit != string(u):
+		return colErr(line, column, u, fmt.Sprintf("for gpu %d channel %q differs from %q on line %d: expected one unit per channel",
+			ch.gpu, ch.name, ch.unit, ch.unitLine))
+	}
+	return nil
+}
+
+// quantity is what the channel measures: by its unit where given, else by its name.
+func (ch *csvChan) quantity() Quantity {
+	if ch.unit != "" {
+		if qu := quantityOfUnit(ch.unit); qu != "" {
+			return qu
+		}
+	}
+	return QuantityOf(ch.name)
+}
+
+// finish makes the trace: rows checked again where a unit came late, warnings, and the
+// channels and GPUs rebuilt from the data.
+func (r *csvReader) finish() (*Trace, error) {
+	tr := r.list.trace()
+	if err := r.recheckUnits(tr); err != nil {
+		return nil, err
+	}
+	if r.cut != nil {
+		tr.Warnings = append(tr.Warnings, *r.cut)
+	}
+	if w, ok := r.order.warning(); ok {
+		tr.sortByTime()
+		tr.Warnings = append(tr.Warnings, w)
+	}
+
+	tr.Meta.Format = Format
+	if !isGpuwattHeader(r.c) {
+		tr.Meta.SourceFormat = "csv"
+	}
+	slices.SortStableFunc(r.chans, func(a, b *csvChan) int { return cmp.Compare(a.gpu, b.gpu) })
+	for _, ch := range r.chans {
+		d := inferChannel(ch.gpu, ch.name, ch.unit, "rebuilt from the CSV's data (no sidecar)")
+		if d.Quantity == "" && ch.powerOnly {
+			d.Quantity, d.Unit = QPower, QPower.Unit()
+		}
+		tr.Meta.Channels = append(tr.Meta.Channels, d)
+		if n := len(tr.Meta.GPUs); n == 0 || tr.Meta.GPUs[n-1].Index != ch.gpu {
+			tr.Meta.GPUs = append(tr.Meta.GPUs, GPU{Index: ch.gpu})
+		}
+	}
+	tr.Meta.Duration = tr.span()
+	return tr, nil
+}
+
+// recheckUnits checks again, by its unit, the rows of a channel whose unit is first given
+// after some of them (those were checked by the channel's name).
+func (r *csvReader) recheckUnits(tr *Trace) error {
+	for _, ch := range r.chans {
 		if ch.unitLine <= ch.firstLine {
 			continue
 		}
@@ -542,34 +617,10 @@ func readCSVRows(rr *recordReader, c csvCols, compact bool) (*Trace, error) {
 			return bad == nil
 		})
 		if bad != nil {
-			return nil, bad
+			return bad
 		}
 	}
-	if cut != nil {
-		tr.Warnings = append(tr.Warnings, *cut)
-	}
-	if w, ok := order.warning(); ok {
-		tr.sortByTime()
-		tr.Warnings = append(tr.Warnings, w)
-	}
-
-	tr.Meta.Format = Format
-	if !isGpuwattHeader(c) {
-		tr.Meta.SourceFormat = "csv"
-	}
-	slices.SortStableFunc(chans, func(a, b *csvChan) int { return cmp.Compare(a.gpu, b.gpu) })
-	for _, ch := range chans {
-		d := inferChannel(ch.gpu, ch.name, ch.unit, "rebuilt from the CSV's data (no sidecar)")
-		if d.Quantity == "" && ch.powerOnly {
-			d.Quantity, d.Unit = QPower, QPower.Unit()
-		}
-		tr.Meta.Channels = append(tr.Meta.Channels, d)
-		if n := len(tr.Meta.GPUs); n == 0 || tr.Meta.GPUs[n-1].Index != ch.gpu {
-			tr.Meta.GPUs = append(tr.Meta.GPUs, GPU{Index: ch.gpu})
-		}
-	}
-	tr.Meta.Duration = tr.span()
-	return tr, nil
+	return nil
 }
 
 // duration is the time from the trace's origin (or its first sample, when that comes

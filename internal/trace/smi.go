@@ -131,63 +131,10 @@ type smiGPU struct {
 }
 
 func readSMIRows(rr *recordReader, header []string, headerLine int, compact bool) (*Trace, error) {
-	tsCol, indexCol, nameCol, uuidCol, busCol, drvCol, defLimCol := -1, -1, -1, -1, -1, -1, -1
-	var cols []smiCol
-	for i, h := range header {
-		f := smiFieldName(h)
-		switch f {
-		case "timestamp":
-			tsCol = i
-		case "index":
-			indexCol = i
-		case "name":
-			nameCol = i
-		case "uuid":
-			uuidCol = i
-		case "pci.bus_id":
-			busCol = i
-		case "driver_version":
-			drvCol = i
-		case "power.default_limit":
-			defLimCol = i
-		}
-		m, ok := smiChannels[f]
-		if !ok {
-			continue
-		}
-		dup := slices.IndexFunc(cols, func(c smiCol) bool { return c.channel == m.channel })
-		c := smiCol{idx: i, head: h, unit: smiHeaderUnit(h), smiChannel: m}
-		switch {
-		case dup < 0:
-			cols = append(cols, c)
-		case m.priority > cols[dup].priority:
-			cols[dup] = c
-		}
-	}
-	if tsCol < 0 {
+	s := newSMIReader(rr, header, compact)
+	if s.tsCol < 0 {
 		return nil, &ParseError{Line: headerLine, Column: "timestamp",
 			Msg: fmt.Sprintf("the nvidia-smi header lacks timestamp: expected --query-gpu=timestamp,index,power.draw,... (got %s)", shortHeader(header))}
-	}
-
-	var (
-		start  time.Time
-		haveT0 bool
-		list   = sampleList{compact: compact, rr: rr}
-		gpus   = map[int]*smiGPU{}
-		order  []int
-		idOf   = map[string]int{} // bus id or uuid → GPU when there is no index column
-		tord   orderCheck
-		lastTS time.Time
-		meta   Meta
-		warns  []status.Warning
-
-		clockBack     int
-		clockBackWarn status.Warning
-		idColumn      = busCol
-		pos           polls
-	)
-	if idColumn < 0 {
-		idColumn = uuidCol
 	}
 	for {
 		f, err := rr.next()
@@ -200,151 +147,269 @@ func readSMIRows(rr *recordReader, header []string, headerLine int, compact bool
 		line := rr.start
 		if len(f) != len(header) {
 			if !rr.terminated && len(f) < len(header) {
-				meta.Incomplete = true
-				meta.IncompleteWhy = fmt.Sprintf("the last line (%d) of the nvidia-smi log is cut short", line)
+				s.meta.Incomplete = true
+				s.meta.IncompleteWhy = fmt.Sprintf("the last line (%d) of the nvidia-smi log is cut short", line)
 				break
 			}
 			return nil, lineErr(line, "%d fields, but the header has %d: expected one value per column", len(f), len(header))
 		}
-		tb := f[tsCol]
-		if len(tb) >= 9 && strings.EqualFold(string(tb[:9]), "timestamp") {
-			continue // a repeated header (logs appended to each other)
+		if err := s.row(f, line); err != nil {
+			return nil, err
 		}
-		ts, ok := parseSMITime(string(tb))
+	}
+	return s.finish()
+}
+
+// smiColumns is where an nvidia-smi header puts its fields (-1: absent).
+type smiColumns struct {
+	tsCol, indexCol, nameCol, uuidCol, busCol, drvCol, defLimCol int
+	idColumn                                                     int // pci.bus_id, else uuid: names a GPU when there is no index
+	cols                                                         []smiCol
+}
+
+// smiHeaderColumns finds the fields of header; of two columns for one channel the one of
+// higher priority is read.
+func smiHeaderColumns(header []string) smiColumns {
+	c := smiColumns{-1, -1, -1, -1, -1, -1, -1, -1, nil}
+	for i, h := range header {
+		f := smiFieldName(h)
+		switch f {
+		case "timestamp":
+			c.tsCol = i
+		case "index":
+			c.indexCol = i
+		case "name":
+			c.nameCol = i
+		case "uuid":
+			c.uuidCol = i
+		case "pci.bus_id":
+			c.busCol = i
+		case "driver_version":
+			c.drvCol = i
+		case "power.default_limit":
+			c.defLimCol = i
+		}
+		if m, ok := smiChannels[f]; ok {
+			c.addChannel(smiCol{idx: i, head: h, unit: smiHeaderUnit(h), smiChannel: m})
+		}
+	}
+	c.idColumn = c.busCol
+	if c.idColumn < 0 {
+		c.idColumn = c.uuidCol
+	}
+	return c
+}
+
+// addChannel adds col, or replaces the column of its channel when col's priority is higher.
+func (c *smiColumns) addChannel(col smiCol) {
+	dup := slices.IndexFunc(c.cols, func(x smiCol) bool { return x.channel == col.channel })
+	switch {
+	case dup < 0:
+		c.cols = append(c.cols, col)
+	case col.priority > c.cols[dup].priority:
+		c.cols[dup] = col
+	}
+}
+
+// smiReader is the state of reading an nvidia-smi log's rows.
+type smiReader struct {
+	smiColumns
+	header []string
+	start  time.Time
+	haveT0 bool
+	list   sampleList
+	gpus   map[int]*smiGPU
+	order  []int
+	idOf   map[string]int // bus id or uuid → GPU when there is no index column
+	tord   orderCheck
+	lastTS time.Time
+	meta   Meta
+	warns  []status.Warning
+
+	clockBack     int
+	clockBackWarn status.Warning
+	pos           polls
+}
+
+func newSMIReader(rr *recordReader, header []string, compact bool) *smiReader {
+	return &smiReader{smiColumns: smiHeaderColumns(header), header: header, list: sampleList{compact: compact, rr: rr},
+		gpus: map[int]*smiGPU{}, idOf: map[string]int{}}
+}
+
+// row reads one row of fields f (as many as the header's) at line.
+func (s *smiReader) row(f [][]byte, line int) error {
+	tb := f[s.tsCol]
+	if len(tb) >= 9 && strings.EqualFold(string(tb[:9]), "timestamp") {
+		return nil // a repeated header (logs appended to each other)
+	}
+	ts, t, err := s.rowTime(tb, line)
+	if err != nil {
+		return err
+	}
+	gpu, err := s.rowGPU(f, ts, line)
+	if err != nil {
+		return err
+	}
+	g := s.gpu(gpu, f)
+	if s.drvCol >= 0 && s.meta.DriverVersion == "" && !isMarker(f[s.drvCol]) {
+		s.meta.DriverVersion = string(f[s.drvCol])
+	}
+	if s.defLimCol >= 0 && !g.defaultSet && !isMarker(f[s.defLimCol]) {
+		v, msg := smiValue(f[s.defLimCol], smiPower, smiHeaderUnit(s.header[s.defLimCol]))
+		if msg != "" {
+			return colErr(line, s.header[s.defLimCol], f[s.defLimCol], msg)
+		}
+		g.DefaultPowerLimit, g.defaultSet = v, true
+	}
+	return s.values(g, f, t, line)
+}
+
+// rowTime reads a row's timestamp tb: the instant, and t from the first row's, to the µs.
+func (s *smiReader) rowTime(tb []byte, line int) (time.Time, time.Duration, error) {
+	ts, ok := parseSMITime(string(tb))
+	if !ok {
+		return ts, 0, colErr(line, s.header[s.tsCol], tb, "is not a time: expected YYYY/MM/DD hh:mm:ss.sss as nvidia-smi writes it")
+	}
+	if s.haveT0 && ts.Before(s.lastTS) {
+		// nvidia-smi writes local time without its zone: after a daylight-saving
+		// fall-back, an hour of wall-clock times comes twice. Such a time is read as
+		// the later of its two instants when the earlier would go back in time.
+		if alt, ok := laterInstant(string(tb), ts, s.lastTS); ok {
+			if s.clockBack == 0 {
+				s.clockBackWarn = status.Warning{Code: CodeClockBack, Key: "dst",
+					Message: fmt.Sprintf("line %d: the local time goes back from %s to %s, a daylight-saving change (nvidia-smi writes no zone): the rows from there on are read in %s",
+						line, s.lastTS.In(smiLocation()).Format("2006/01/02 15:04:05.000 MST"), string(tb), zoneName(alt))}
+			}
+			s.clockBack++
+			ts = alt
+		}
+	}
+	if !s.haveT0 {
+		s.start, s.haveT0 = ts, true
+	}
+	s.lastTS = ts
+	t := ts.Sub(s.start)
+	if lim := time.Duration(maxUS-1) * time.Microsecond; t > lim || t < -lim {
+		return ts, 0, colErr(line, s.header[s.tsCol], tb, "is too far from the first row's time: expected a log of less than 290 years")
+	}
+	t = t.Round(time.Microsecond) // the resolution of gpuwatt's CSV; nvidia-smi writes ms
+	s.tord.see(t, line)
+	return ts, t, nil
+}
+
+// rowGPU is the GPU of a row at time ts: its index column, else the order of distinct bus
+// ids or uuids, else its place among the rows of its time.
+func (s *smiReader) rowGPU(f [][]byte, ts time.Time, line int) (int, error) {
+	switch {
+	case s.indexCol >= 0:
+		g, ok := parseIndex(f[s.indexCol])
 		if !ok {
-			return nil, colErr(line, header[tsCol], tb, "is not a time: expected YYYY/MM/DD hh:mm:ss.sss as nvidia-smi writes it")
+			return 0, colErr(line, s.header[s.indexCol], f[s.indexCol], "is not a GPU index: expected a whole number ≥ 0")
 		}
-		if haveT0 && ts.Before(lastTS) {
-			// nvidia-smi writes local time without its zone: after a daylight-saving
-			// fall-back, an hour of wall-clock times comes twice. Such a time is read as
-			// the later of its two instants when the earlier would go back in time.
-			if alt, ok := laterInstant(string(tb), ts, lastTS); ok {
-				if clockBack == 0 {
-					clockBackWarn = status.Warning{Code: CodeClockBack, Key: "dst",
-						Message: fmt.Sprintf("line %d: the local time goes back from %s to %s, a daylight-saving change (nvidia-smi writes no zone): the rows from there on are read in %s",
-							line, lastTS.In(smiLocation()).Format("2006/01/02 15:04:05.000 MST"), string(tb), zoneName(alt))}
-				}
-				clockBack++
-				ts = alt
-			}
+		return g, nil
+	case s.idColumn >= 0:
+		id := string(f[s.idColumn])
+		g, ok := s.idOf[id]
+		if !ok {
+			g = len(s.idOf)
+			s.idOf[id] = g
 		}
-		if !haveT0 {
-			start, haveT0 = ts, true
+		return g, nil
+	default:
+		// No column names the GPU: nvidia-smi writes each poll's GPUs one row each, in
+		// index order, all with the poll's time. A row's GPU is its place among the
+		// rows of its time; every poll must have as many (checked in finish).
+		if ts.Equal(s.pos.ts) && s.pos.n > 0 {
+			s.pos.n++
+		} else {
+			s.pos.close(line)
+			s.pos.ts, s.pos.n, s.pos.line = ts, 1, line
 		}
-		lastTS = ts
-		t := ts.Sub(start)
-		if lim := time.Duration(maxUS-1) * time.Microsecond; t > lim || t < -lim {
-			return nil, colErr(line, header[tsCol], tb, "is too far from the first row's time: expected a log of less than 290 years")
-		}
-		t = t.Round(time.Microsecond) // the resolution of gpuwatt's CSV; nvidia-smi writes ms
-		tord.see(t, line)
+		return s.pos.n - 1, nil
+	}
+}
 
-		gpu := 0
-		switch {
-		case indexCol >= 0:
-			g, ok := parseIndex(f[indexCol])
-			if !ok {
-				return nil, colErr(line, header[indexCol], f[indexCol], "is not a GPU index: expected a whole number ≥ 0")
+// gpu is GPU index gpu, described from the row f where it first appears.
+func (s *smiReader) gpu(gpu int, f [][]byte) *smiGPU {
+	if g := s.gpus[gpu]; g != nil {
+		return g
+	}
+	g := &smiGPU{GPU: GPU{Index: gpu}, seen: map[string]bool{}, marker: map[string]string{}}
+	s.gpus[gpu] = g
+	s.order = append(s.order, gpu)
+	if s.nameCol >= 0 && !isMarker(f[s.nameCol]) {
+		g.Name = string(f[s.nameCol])
+	}
+	if s.uuidCol >= 0 && !isMarker(f[s.uuidCol]) {
+		g.UUID = string(f[s.uuidCol])
+	}
+	if s.busCol >= 0 && !isMarker(f[s.busCol]) {
+		g.PCIBusID = string(f[s.busCol])
+	}
+	return g
+}
+
+// values adds the sampled columns of row f of GPU g at t; a marker is remembered as why a
+// channel may have no value.
+func (s *smiReader) values(g *smiGPU, f [][]byte, t time.Duration, line int) error {
+	for _, c := range s.cols {
+		cell := f[c.idx]
+		if isMarker(cell) {
+			if _, ok := g.marker[c.channel]; !ok {
+				g.marker[c.channel] = string(cell)
 			}
-			gpu = g
-		case idColumn >= 0:
-			id := string(f[idColumn])
-			g, ok := idOf[id]
-			if !ok {
-				g = len(idOf)
-				idOf[id] = g
-			}
-			gpu = g
-		default:
-			// No column names the GPU: nvidia-smi writes each poll's GPUs one row each, in
-			// index order, all with the poll's time. A row's GPU is its place among the
-			// rows of its time; every poll must have as many (checked below).
-			if ts.Equal(pos.ts) && pos.n > 0 {
-				pos.n++
-			} else {
-				pos.close(line)
-				pos.ts, pos.n, pos.line = ts, 1, line
-			}
-			gpu = pos.n - 1
+			continue
 		}
-		g := gpus[gpu]
-		if g == nil {
-			g = &smiGPU{GPU: GPU{Index: gpu}, seen: map[string]bool{}, marker: map[string]string{}}
-			gpus[gpu] = g
-			order = append(order, gpu)
-			if nameCol >= 0 && !isMarker(f[nameCol]) {
-				g.Name = string(f[nameCol])
-			}
-			if uuidCol >= 0 && !isMarker(f[uuidCol]) {
-				g.UUID = string(f[uuidCol])
-			}
-			if busCol >= 0 && !isMarker(f[busCol]) {
-				g.PCIBusID = string(f[busCol])
-			}
+		v, msg := smiValue(cell, c.kind, c.unit)
+		if msg == "" && c.kind == smiPower {
+			msg = checkValue(QPower, v)
 		}
-		if drvCol >= 0 && meta.DriverVersion == "" && !isMarker(f[drvCol]) {
-			meta.DriverVersion = string(f[drvCol])
+		if msg != "" {
+			return colErr(line, c.head, cell, msg)
 		}
-		if defLimCol >= 0 && !g.defaultSet && !isMarker(f[defLimCol]) {
-			v, msg := smiValue(f[defLimCol], smiPower, smiHeaderUnit(header[defLimCol]))
-			if msg != "" {
-				return nil, colErr(line, header[defLimCol], f[defLimCol], msg)
-			}
-			g.DefaultPowerLimit, g.defaultSet = v, true
-		}
-		for _, c := range cols {
-			cell := f[c.idx]
-			if isMarker(cell) {
-				if _, ok := g.marker[c.channel]; !ok {
-					g.marker[c.channel] = string(cell)
-				}
-				continue
-			}
-			v, msg := smiValue(cell, c.kind, c.unit)
-			if msg == "" && c.kind == smiPower {
-				msg = checkValue(QPower, v)
-			}
-			if msg != "" {
-				return nil, colErr(line, c.head, cell, msg)
-			}
-			list.add(Sample{T: t, GPU: gpu, Channel: c.channel, Value: v})
-			g.seen[c.channel] = true
-			if c.channel == ChPowerLimit && !g.limitSet {
-				g.PowerLimitW, g.limitSet = v, true
-			}
+		s.list.add(Sample{T: t, GPU: g.Index, Channel: c.channel, Value: v})
+		g.seen[c.channel] = true
+		if c.channel == ChPowerLimit && !g.limitSet {
+			g.PowerLimitW, g.limitSet = v, true
 		}
 	}
-	if indexCol < 0 && idColumn < 0 {
-		if !meta.Incomplete {
-			pos.close(0)
+	return nil
+}
+
+// finish checks the polls of a log without a GPU column and makes the trace: its warnings,
+// GPUs, channels and the channels that never had a value.
+func (s *smiReader) finish() (*Trace, error) {
+	if s.indexCol < 0 && s.idColumn < 0 {
+		if !s.meta.Incomplete {
+			s.pos.close(0)
 		}
-		if pos.err != "" {
-			return nil, &ParseError{Line: pos.errLine, Msg: pos.err}
+		if s.pos.err != "" {
+			return nil, &ParseError{Line: s.pos.errLine, Msg: s.pos.err}
 		}
-		if pos.k > 1 {
-			warns = append(warns, status.Warning{Code: CodeNoGPUColumn, Value: float64(pos.k), Unit: "GPUs",
-				Message: fmt.Sprintf("no index, pci.bus_id or uuid column: each time has %d rows, read as GPUs 0 to %d in the order nvidia-smi writes them; add index to --query-gpu to name them", pos.k, pos.k-1)})
+		if s.pos.k > 1 {
+			s.warns = append(s.warns, status.Warning{Code: CodeNoGPUColumn, Value: float64(s.pos.k), Unit: "GPUs",
+				Message: fmt.Sprintf("no index, pci.bus_id or uuid column: each time has %d rows, read as GPUs 0 to %d in the order nvidia-smi writes them; add index to --query-gpu to name them", s.pos.k, s.pos.k-1)})
 		}
 	}
-	tr := list.trace()
-	if clockBack > 0 {
-		clockBackWarn.Value, clockBackWarn.Unit = float64(clockBack), "rows"
-		warns = append(warns, clockBackWarn)
+	tr := s.list.trace()
+	if s.clockBack > 0 {
+		s.clockBackWarn.Value, s.clockBackWarn.Unit = float64(s.clockBack), "rows"
+		s.warns = append(s.warns, s.clockBackWarn)
 	}
-	if w, ok := tord.warning(); ok {
+	if w, ok := s.tord.warning(); ok {
 		tr.sortByTime()
-		warns = append(warns, w)
+		s.warns = append(s.warns, w)
 	}
-
+	meta := s.meta
 	meta.Format = Format
 	meta.SourceFormat = "nvidia-smi"
-	meta.Start = start
+	meta.Start = s.start
 	meta.Duration = tr.span()
-	slices.Sort(order)
-	for _, gi := range order {
-		g := gpus[gi]
+	slices.Sort(s.order)
+	for _, gi := range s.order {
+		g := s.gpus[gi]
 		meta.GPUs = append(meta.GPUs, g.GPU)
-		for _, c := range cols {
+		for _, c := range s.cols {
 			if !g.seen[c.channel] {
 				why := "nvidia-smi gave no value"
 				if m := g.marker[c.channel]; m != "" {
@@ -358,7 +423,7 @@ func readSMIRows(rr *recordReader, header []string, headerLine int, compact bool
 			meta.Channels = append(meta.Channels, ch)
 		}
 	}
-	tr.Meta, tr.Warnings = meta, warns
+	tr.Meta, tr.Warnings = meta, s.warns
 	return tr, nil
 }
 
