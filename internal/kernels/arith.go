@@ -82,19 +82,9 @@ func Arith(class OpClass, o Opts) (Descriptor, error) {
 	if err != nil {
 		return Descriptor{}, err
 	}
-	if s.unroll%s.chains != 0 {
-		return Descriptor{}, fmt.Errorf("kernels: %s: unroll %d is not a multiple of %d chains", class, s.unroll, s.chains)
+	if err := checkArith(class, k, s); err != nil {
+		return Descriptor{}, err
 	}
-	if k.rotate && s.chains < 3 {
-		return Descriptor{}, fmt.Errorf("kernels: %s: the rotating chains need at least 3 chains", class)
-	}
-	if class == BF16FMA && s.target.SM < 80 {
-		return Descriptor{}, fmt.Errorf("kernels: bf16.fma needs compute capability 8.0 or later, not %s", s.dev.CC)
-	}
-	if class == FP16FMA && s.target.SM < 53 {
-		return Descriptor{}, fmt.Errorf("kernels: fp16.fma needs compute capability 5.3 or later, not %s", s.dev.CC)
-	}
-	name := string(class)
 	iters := s.iters
 	if iters == 0 {
 		rate, _ := sizingRate(class, s.target.SM)
@@ -113,30 +103,14 @@ func Arith(class OpClass, o Opts) (Descriptor, error) {
 	}
 	ov := operandsFor(class, pattern)
 
+	name := string(class)
 	if pattern != "" {
 		name = PatternName(class, pattern)
 	}
 	e := newEmitter(entryName(name))
-	outSize := int64(8)
-	pOut := e.param(Param{Name: "out", Kind: Buffer, Size: outSize})
+	pOut := e.param(Param{Name: "out", Kind: Buffer, Size: 8})
 	pIters := e.param(Param{Name: "iters", Kind: U32, Int: uint64(iters)})
-	var operandParams []string
-	switch {
-	case pattern == "":
-		operandParams = legacyOperands(e, class)
-	case class == Int32Mul:
-		operandParams = append(operandParams, e.param(Param{Name: "k", Kind: U32, Int: ov.cInt}))
-	case class == FP32Add:
-		operandParams = append(operandParams,
-			e.param(Param{Name: "b", Kind: F32, Real: ov.c}),
-			e.param(Param{Name: "c", Kind: F32, Real: 0 - ov.c})) // +0, not -0, for zeros
-	case class == FP32FMA:
-		operandParams = append(operandParams, e.param(Param{Name: "c", Kind: F32, Real: ov.c}))
-	case class == FP64FMA:
-		operandParams = append(operandParams, e.param(Param{Name: "c", Kind: F64, Real: ov.c}))
-	case class == FP16FMA || class == BF16FMA:
-		operandParams = append(operandParams, e.param(Param{Name: "c", Kind: U32, Int: ov.cInt}))
-	}
+	operandParams := arithOperandParams(e, class, pattern, ov)
 	// The seeds' parameters: a chain starts from the bits ((clock+tid) & mask) | or (fp64:
 	// the low word; the high word from mask_hi and or_hi).
 	var seedParams []string
@@ -165,22 +139,10 @@ func Arith(class OpClass, o Opts) (Descriptor, error) {
 	e.raw("ld.param.u64 %s, [%s]", rdOut, pOut)
 	e.raw("cvta.to.global.u64 %s, %s", rdG, rdOut)
 	e.raw("ld.param.u32 %s, [%s]", rIters, pIters)
-	ldType := map[ParamKind]string{U32: "u32", U64: "u64", F32: "f32", F64: "f64"}
-	regFor := map[ParamKind]string{U32: "%r", U64: "%rd", F32: "%f", F64: "%fd"}
-	load := func(names []string, first int) []string {
-		var rs []string
-		for i, pn := range names {
-			kind := e.params[first+i].P.Kind
-			r := e.reg(regFor[kind])
-			e.raw("ld.param.%s %s, [%s]", ldType[kind], r, pn)
-			rs = append(rs, r)
-		}
-		return rs
-	}
-	operands := load(operandParams, 2)
-	seeds := load(seedParams, 2+len(operandParams))
-	rMagic := e.reg(regFor[k.magic])
-	e.raw("ld.param.%s %s, [%s]", ldType[k.magic], rMagic, pMagic)
+	operands := loadParams(e, operandParams, 2)
+	seeds := loadParams(e, seedParams, 2+len(operandParams))
+	rMagic := e.reg(paramRegPrefix[k.magic])
+	e.raw("ld.param.%s %s, [%s]", paramLoadType[k.magic], rMagic, pMagic)
 
 	e.comment("seed the %d chains from %%clock + %%tid.x: run-time values the JIT cannot fold,", s.chains)
 	e.comment("different in every thread (else ptxas computes warp-uniform chains in uniform registers)")
@@ -191,125 +153,21 @@ func Arith(class OpClass, o Opts) (Descriptor, error) {
 	e.raw("mov.u32 %s, %%tid.x", tid)
 	chains := e.regsN(k.prefix, s.chains)
 	for _, x := range chains {
-		clk := e.reg("%r")
-		e.raw("mov.u32 %s, %%clock", clk)
-		e.op(Int32Add, "add.s32 %s, %s, %s", clk, clk, tid)
-		if pattern != "" {
-			// Successive clock reads differ in their low bits only: hash them (Knuth's
-			// multiplier, then the high half folded in), so that every chain's seed differs
-			// in about half its bits.
-			sh := e.reg("%r")
-			e.op(Int32Mul, "mul.lo.s32 %s, %s, %d", clk, clk, seedHashK)
-			e.op(Int32Shift, "shr.u32 %s, %s, 16", sh, clk)
-			e.op(Int32Logic, "xor.b32 %s, %s, %s", clk, clk, sh)
-		}
-		switch {
-		case pattern != "" && class == FP64FMA:
-			lo, hi := e.reg("%r"), e.reg("%r")
-			e.op(Int32Logic, "and.b32 %s, %s, %s", lo, clk, seeds[0])
-			e.op(Int32Logic, "or.b32 %s, %s, %s", lo, lo, seeds[1])
-			e.op(Int32Logic, "and.b32 %s, %s, %s", hi, clk, seeds[2])
-			e.op(Int32Logic, "or.b32 %s, %s, %s", hi, hi, seeds[3])
-			e.raw("mov.b64 %s, {%s, %s}", x, lo, hi)
-		case pattern != "" && k.prefix == "%rd":
-			m := e.reg("%r")
-			e.op(Int32Logic, "and.b32 %s, %s, %s", m, clk, seeds[0])
-			e.op(Int32Logic, "or.b32 %s, %s, %s", m, m, seeds[1])
-			e.raw("cvt.u64.u32 %s, %s", x, m)
-		case pattern != "" && k.prefix == "%r":
-			e.op(Int32Logic, "and.b32 %s, %s, %s", x, clk, seeds[0])
-			e.op(Int32Logic, "or.b32 %s, %s, %s", x, x, seeds[1])
-		case pattern != "": // f32 bits
-			m := e.reg("%r")
-			e.op(Int32Logic, "and.b32 %s, %s, %s", m, clk, seeds[0])
-			e.op(Int32Logic, "or.b32 %s, %s, %s", m, m, seeds[1])
-			e.raw("mov.b32 %s, %s", x, m)
-		case k.prefix == "%r":
-			if k.seed == "u8" { // a half in [0, 255], packed twice
-				h8, h := e.reg("%h"), e.reg("%h")
-				f := e.reg("%f")
-				e.raw("cvt.u8.u32 %s, %s", h8, clk)
-				e.raw("cvt.rn.f32.u16 %s, %s", f, h8)
-				if class == BF16FMA {
-					e.raw("cvt.rn.bf16.f32 %s, %s", h, f)
-				} else {
-					e.raw("cvt.rn.f16.f32 %s, %s", h, f)
-				}
-				e.raw("mov.b32 %s, {%s, %s}", x, h, h)
-			} else {
-				e.raw("mov.b32 %s, %s", x, clk)
-			}
-		case k.prefix == "%rd":
-			e.raw("cvt.u64.u32 %s, %s", x, clk)
-		case k.seed == "u16": // a float in [0, 65535]
-			h := e.reg("%h")
-			e.raw("cvt.u16.u32 %s, %s", h, clk)
-			e.raw("cvt.rn.%s.u16 %s, %s", k.typ, x, h)
-		default:
-			e.raw("cvt.rn.%s.u32 %s, %s", k.typ, x, clk)
-		}
+		seedChain(e, class, k, pattern, x, tid, seeds)
 	}
 
 	// The measured loop.
 	l := e.beginLoop("iters", rIters)
-	n := s.chains
-	instrs := strings.Split(k.instr, "|")
 	for j := range s.unroll {
-		i, round := j%n, j/n
-		x, next := chains[i], chains[(i+1)%n]
-		switch class {
-		case Int32Mul:
-			e.measure(class, "%s %s, %s, %s, %s", k.instr, x, x, next, operands[0])
-		case Int32Logic: // Keccak's chi: s[i] ^= ~s[i+1] & s[i+2]
-			e.measure(class, "%s %s, %s, %s, %s, 0xD2", k.instr, x, x, next, chains[(i+2)%n])
-		case Int32Cmp:
-			op := instrs[(i+round)%len(instrs)]
-			e.measure(class, "%s %s, %s, %s", op, x, x, next)
-		case FP32Add:
-			e.measure(class, "%s %s, %s, %s", k.instr, x, x, operands[round%2])
-		case FP32FMA, FP64FMA, FP16FMA, BF16FMA:
-			if pattern == "" { // x = x*a + b
-				e.measure(class, "%s %s, %s, %s, %s", k.instr, x, x, operands[0], operands[1])
-			} else { // x = x*x + c
-				e.measure(class, "%s %s, %s, %s, %s", k.instr, x, x, x, operands[0])
-			}
-		case Int32Popc, FP32Sin, FP32Ex2, FP32Rsqrt:
-			e.measure(class, "%s %s, %s", k.instr, x, x)
-		default: // rotating binary ops
-			e.measure(class, "%s %s, %s, %s", k.instr, x, x, next)
-		}
+		arithStep(e, class, k, pattern, chains, operands, j)
 	}
 	e.endLoop(l)
 
-	// Keep-alive: store once if any chain equals magic (none does).
-	e.comment("keep the chains live: store if any equals the magic parameter (none does)")
-	cmpType := k.typ
-	if k.prefix == "%r" {
-		cmpType = "b32"
-	}
-	p := e.reg("%p")
-	for i, x := range chains {
-		if i == 0 {
-			e.op(Setp, "setp.eq.%s %s, %s, %s", cmpType, p, x, rMagic)
-		} else {
-			e.op(Setp, "setp.eq.or.%s %s, %s, %s, %s", cmpType, p, x, rMagic, p)
-		}
-	}
-	e.raw("@%s st.global.%s [%s], %s", p, k.typ, rdG, chains[0])
-	e.raw("ret")
+	keepAlive(e, k, chains, rMagic, rdG)
 
 	trips := map[string]int64{"iters": int64(iters)}
 	ops, overhead, measured := e.tally(trips, s.total)
-	spec, specOK := SpecOpsPerCycleSM(class, s.dev.CC)
-	notes := []string{
-		fmt.Sprintf("%d threads × %d iterations × %d %s (%d chains); loop overhead per iteration: add.s32, setp, bra.",
-			s.total, iters, s.unroll, strings.ReplaceAll(k.instr, "|", "/"), s.chains),
-		"Ops counts PTX instructions; Overhead holds the loop counter, seeding and keep-alive setp.",
-	}
-	notes = append(notes, arithNotes[class]...)
-	if specOK {
-		notes = append(notes, fmt.Sprintf("Spec: %g per clock per SM (CUDA C++ Programming Guide, compute capability %s).", spec, s.dev.CC))
-	}
+	notes := arithDescNotes(class, k, s, iters)
 	comments := []string{
 		fmt.Sprintf("Measures %s: %d threads (%d blocks x %d) x iters x %d instructions.", class, s.total, s.blocks, s.threads, s.unroll),
 		fmt.Sprintf("Parameters: %s.", paramList(e.params)),
@@ -328,6 +186,194 @@ func Arith(class OpClass, o Opts) (Descriptor, error) {
 		Data: data, Unroll: s.unroll, Iters: int64(iters),
 		Notes: strings.Join(notes, " "),
 	}.check(measured), nil
+}
+
+// checkArith says why class cannot be generated with shape s: chains that do not divide
+// the unroll, too few chains to rotate, a half-precision class the target lacks.
+func checkArith(class OpClass, k arithKind, s shape) error {
+	switch {
+	case s.unroll%s.chains != 0:
+		return fmt.Errorf("kernels: %s: unroll %d is not a multiple of %d chains", class, s.unroll, s.chains)
+	case k.rotate && s.chains < 3:
+		return fmt.Errorf("kernels: %s: the rotating chains need at least 3 chains", class)
+	case class == BF16FMA && s.target.SM < 80:
+		return fmt.Errorf("kernels: bf16.fma needs compute capability 8.0 or later, not %s", s.dev.CC)
+	case class == FP16FMA && s.target.SM < 53:
+		return fmt.Errorf("kernels: fp16.fma needs compute capability 5.3 or later, not %s", s.dev.CC)
+	}
+	return nil
+}
+
+// arithOperandParams declares the chains' constant operands: the legacy ones without a
+// pattern, else the pattern's constant c (k for the mad chains, ±c for add).
+func arithOperandParams(e *emitter, class OpClass, pattern Operands, ov operandValues) []string {
+	switch {
+	case pattern == "":
+		return legacyOperands(e, class)
+	case class == Int32Mul:
+		return []string{e.param(Param{Name: "k", Kind: U32, Int: ov.cInt})}
+	case class == FP32Add:
+		return []string{e.param(Param{Name: "b", Kind: F32, Real: ov.c}),
+			e.param(Param{Name: "c", Kind: F32, Real: 0 - ov.c})} // +0, not -0, for zeros
+	case class == FP32FMA:
+		return []string{e.param(Param{Name: "c", Kind: F32, Real: ov.c})}
+	case class == FP64FMA:
+		return []string{e.param(Param{Name: "c", Kind: F64, Real: ov.c})}
+	case class == FP16FMA || class == BF16FMA:
+		return []string{e.param(Param{Name: "c", Kind: U32, Int: ov.cInt})}
+	}
+	return nil
+}
+
+// PTX load types and register prefixes of the scalar parameter kinds.
+var (
+	paramLoadType  = map[ParamKind]string{U32: "u32", U64: "u64", F32: "f32", F64: "f64"}
+	paramRegPrefix = map[ParamKind]string{U32: "%r", U64: "%rd", F32: "%f", F64: "%fd"}
+)
+
+// loadParams loads the parameters names (declared from index first) into new registers.
+func loadParams(e *emitter, names []string, first int) []string {
+	var rs []string
+	for i, pn := range names {
+		kind := e.params[first+i].P.Kind
+		r := e.reg(paramRegPrefix[kind])
+		e.raw("ld.param.%s %s, [%s]", paramLoadType[kind], r, pn)
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// seedChain starts chain x from %clock + tid: hashed and masked into the pattern's bits
+// where there is a pattern, else converted to the chain's type.
+func seedChain(e *emitter, class OpClass, k arithKind, pattern Operands, x, tid string, seeds []string) {
+	clk := e.reg("%r")
+	e.raw("mov.u32 %s, %%clock", clk)
+	e.op(Int32Add, "add.s32 %s, %s, %s", clk, clk, tid)
+	if pattern != "" {
+		// Successive clock reads differ in their low bits only: hash them (Knuth's
+		// multiplier, then the high half folded in), so that every chain's seed differs
+		// in about half its bits.
+		sh := e.reg("%r")
+		e.op(Int32Mul, "mul.lo.s32 %s, %s, %d", clk, clk, seedHashK)
+		e.op(Int32Shift, "shr.u32 %s, %s, 16", sh, clk)
+		e.op(Int32Logic, "xor.b32 %s, %s, %s", clk, clk, sh)
+		seedPattern(e, class, k, x, clk, seeds)
+		return
+	}
+	switch {
+	case k.prefix == "%r" && k.seed == "u8": // a half in [0, 255], packed twice
+		h8, h := e.reg("%h"), e.reg("%h")
+		f := e.reg("%f")
+		e.raw("cvt.u8.u32 %s, %s", h8, clk)
+		e.raw("cvt.rn.f32.u16 %s, %s", f, h8)
+		if class == BF16FMA {
+			e.raw("cvt.rn.bf16.f32 %s, %s", h, f)
+		} else {
+			e.raw("cvt.rn.f16.f32 %s, %s", h, f)
+		}
+		e.raw("mov.b32 %s, {%s, %s}", x, h, h)
+	case k.prefix == "%r":
+		e.raw("mov.b32 %s, %s", x, clk)
+	case k.prefix == "%rd":
+		e.raw("cvt.u64.u32 %s, %s", x, clk)
+	case k.seed == "u16": // a float in [0, 65535]
+		h := e.reg("%h")
+		e.raw("cvt.u16.u32 %s, %s", h, clk)
+		e.raw("cvt.rn.%s.u16 %s, %s", k.typ, x, h)
+	default:
+		e.raw("cvt.rn.%s.u32 %s, %s", k.typ, x, clk)
+	}
+}
+
+// seedPattern sets chain x to the hashed clock's bits (clk & mask) | or (fp64: both words).
+func seedPattern(e *emitter, class OpClass, k arithKind, x, clk string, seeds []string) {
+	switch {
+	case class == FP64FMA:
+		lo, hi := e.reg("%r"), e.reg("%r")
+		e.op(Int32Logic, "and.b32 %s, %s, %s", lo, clk, seeds[0])
+		e.op(Int32Logic, "or.b32 %s, %s, %s", lo, lo, seeds[1])
+		e.op(Int32Logic, "and.b32 %s, %s, %s", hi, clk, seeds[2])
+		e.op(Int32Logic, "or.b32 %s, %s, %s", hi, hi, seeds[3])
+		e.raw("mov.b64 %s, {%s, %s}", x, lo, hi)
+	case k.prefix == "%rd":
+		m := e.reg("%r")
+		e.op(Int32Logic, "and.b32 %s, %s, %s", m, clk, seeds[0])
+		e.op(Int32Logic, "or.b32 %s, %s, %s", m, m, seeds[1])
+		e.raw("cvt.u64.u32 %s, %s", x, m)
+	case k.prefix == "%r":
+		e.op(Int32Logic, "and.b32 %s, %s, %s", x, clk, seeds[0])
+		e.op(Int32Logic, "or.b32 %s, %s, %s", x, x, seeds[1])
+	default: // f32 bits
+		m := e.reg("%r")
+		e.op(Int32Logic, "and.b32 %s, %s, %s", m, clk, seeds[0])
+		e.op(Int32Logic, "or.b32 %s, %s, %s", m, m, seeds[1])
+		e.raw("mov.b32 %s, %s", x, m)
+	}
+}
+
+// arithStep emits the j-th measured instruction of the unrolled loop body: on chain
+// j mod chains, with its neighbours or the constant operands as the class needs.
+func arithStep(e *emitter, class OpClass, k arithKind, pattern Operands, chains, operands []string, j int) {
+	n := len(chains)
+	i, round := j%n, j/n
+	x, next := chains[i], chains[(i+1)%n]
+	switch class {
+	case Int32Mul:
+		e.measure(class, "%s %s, %s, %s, %s", k.instr, x, x, next, operands[0])
+	case Int32Logic: // Keccak's chi: s[i] ^= ~s[i+1] & s[i+2]
+		e.measure(class, "%s %s, %s, %s, %s, 0xD2", k.instr, x, x, next, chains[(i+2)%n])
+	case Int32Cmp:
+		instrs := strings.Split(k.instr, "|")
+		op := instrs[(i+round)%len(instrs)]
+		e.measure(class, "%s %s, %s, %s", op, x, x, next)
+	case FP32Add:
+		e.measure(class, "%s %s, %s, %s", k.instr, x, x, operands[round%2])
+	case FP32FMA, FP64FMA, FP16FMA, BF16FMA:
+		if pattern == "" { // x = x*a + b
+			e.measure(class, "%s %s, %s, %s, %s", k.instr, x, x, operands[0], operands[1])
+		} else { // x = x*x + c
+			e.measure(class, "%s %s, %s, %s, %s", k.instr, x, x, x, operands[0])
+		}
+	case Int32Popc, FP32Sin, FP32Ex2, FP32Rsqrt:
+		e.measure(class, "%s %s, %s", k.instr, x, x)
+	default: // rotating binary ops
+		e.measure(class, "%s %s, %s, %s", k.instr, x, x, next)
+	}
+}
+
+// keepAlive stores once if any chain equals the magic parameter (none does), so that the
+// compiler keeps every chain.
+func keepAlive(e *emitter, k arithKind, chains []string, rMagic, rdG string) {
+	e.comment("keep the chains live: store if any equals the magic parameter (none does)")
+	cmpType := k.typ
+	if k.prefix == "%r" {
+		cmpType = "b32"
+	}
+	p := e.reg("%p")
+	for i, x := range chains {
+		if i == 0 {
+			e.op(Setp, "setp.eq.%s %s, %s, %s", cmpType, p, x, rMagic)
+		} else {
+			e.op(Setp, "setp.eq.or.%s %s, %s, %s, %s", cmpType, p, x, rMagic, p)
+		}
+	}
+	e.raw("@%s st.global.%s [%s], %s", p, k.typ, rdG, chains[0])
+	e.raw("ret")
+}
+
+// arithDescNotes describe the kernel: its shape, what Ops counts, the class's notes and the
+// programming guide's rate where there is one.
+func arithDescNotes(class OpClass, k arithKind, s shape, iters int) []string {
+	notes := []string{
+		fmt.Sprintf("%d threads × %d iterations × %d %s (%d chains); loop overhead per iteration: add.s32, setp, bra.",
+			s.total, iters, s.unroll, strings.ReplaceAll(k.instr, "|", "/"), s.chains),
+		"Ops counts PTX instructions; Overhead holds the loop counter, seeding and keep-alive setp.",
+	}
+	notes = append(notes, arithNotes[class]...)
+	if spec, ok := SpecOpsPerCycleSM(class, s.dev.CC); ok {
+		notes = append(notes, fmt.Sprintf("Spec: %g per clock per SM (CUDA C++ Programming Guide, compute capability %s).", spec, s.dev.CC))
+	}
+	return notes
 }
 
 // legacyOperands declares the operand parameters of the kernels without a pattern: x*a + b

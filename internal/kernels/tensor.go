@@ -226,47 +226,17 @@ func Tensor(c OpClass, o Opts) (Descriptor, error) {
 	if ok, why := TensorSupported(c, dev.CC); !ok {
 		return Descriptor{}, fmt.Errorf("kernels: %s", why)
 	}
-	perBlock := 4
-	if o.Threads == 0 {
-		o.Threads = 256
-		if k.wg {
-			o.Threads = 128
-		}
-	}
-	if k.wg {
-		perBlock = 2
-		if o.Threads != 128 {
-			return Descriptor{}, fmt.Errorf("kernels: %s: %d threads per block: a wgmma kernel runs one warpgroup (128 threads) per block", c, o.Threads)
-		}
-	}
-	if o.Blocks == 0 {
-		o.Blocks = dev.SMs * perBlock
-	}
-	if o.Unroll == 0 {
-		o.Unroll = 32
-		if k.wg {
-			o.Unroll = 8
-		}
-	}
-	if o.Chains == 0 {
-		o.Chains = 4
+	o, perBlock, err := tensorDefaults(c, k, o, dev)
+	if err != nil {
+		return Descriptor{}, err
 	}
 	s, err := o.shape(o.Unroll)
 	if err != nil {
 		return Descriptor{}, err
 	}
 	s.ctas = perBlock
-	if s.threads%32 != 0 {
-		return Descriptor{}, fmt.Errorf("kernels: %s: %d threads per block: want whole warps", c, s.threads)
-	}
-	if !k.wg && s.unroll%s.chains != 0 {
-		return Descriptor{}, fmt.Errorf("kernels: %s: unroll %d is not a multiple of %d chains", c, s.unroll, s.chains)
-	}
-	if !k.wg && s.unroll%wgSets != 0 {
-		return Descriptor{}, fmt.Errorf("kernels: %s: unroll %d: want an even number (two operand sets alternate)", c, s.unroll)
-	}
-	if k.wg && s.unroll%wgSets != 0 {
-		return Descriptor{}, fmt.Errorf("kernels: %s: unroll %d: want an even number (two tile sets alternate)", c, s.unroll)
+	if err := checkTensorShape(c, k, s); err != nil {
+		return Descriptor{}, err
 	}
 	pattern := o.Operands
 	if pattern == "" {
@@ -297,38 +267,131 @@ func Tensor(c OpClass, o Opts) (Descriptor, error) {
 	pMagic := e.param(magic)
 
 	rdOut, rdG := e.reg("%rd"), e.reg("%rd")
-	rIters, rMask, rOr := e.reg("%r"), e.reg("%r"), e.reg("%r")
+	rIters := e.reg("%r")
+	seed := tensorSeeder{e: e, mask: e.reg("%r"), or: e.reg("%r")}
 	e.raw("ld.param.u64 %s, [%s]", rdOut, pOut)
 	e.raw("cvta.to.global.u64 %s, %s", rdG, rdOut)
 	e.raw("ld.param.u32 %s, [%s]", rIters, pIters)
-	e.raw("ld.param.u32 %s, [%s]", rMask, pMask)
-	e.raw("ld.param.u32 %s, [%s]", rOr, pOr)
+	e.raw("ld.param.u32 %s, [%s]", seed.mask, pMask)
+	e.raw("ld.param.u32 %s, [%s]", seed.or, pOr)
 	rMagic := e.reg(accPrefix)
 	if k.acc == "s32" {
 		e.raw("ld.param.u32 %s, [%s]", rMagic, pMagic)
 	} else {
 		e.raw("ld.param.f32 %s, [%s]", rMagic, pMagic)
 	}
-	tid := e.reg("%r")
-	e.raw("mov.u32 %s, %%tid.x", tid)
+	seed.tid = e.reg("%r")
+	e.raw("mov.u32 %s, %%tid.x", seed.tid)
 	e.comment("operands %q: every A and B word is (hash(%%clock + %%tid.x) & seed_mask) | seed_or; the code is the same for every pattern", string(pattern))
-	// seedWord emits one operand word into register x.
-	seedWord := func(x string) {
-		clk, hi := e.reg("%r"), e.reg("%r")
-		e.raw("mov.u32 %s, %%clock", clk)
-		e.op(Int32Add, "add.s32 %s, %s, %s", clk, clk, tid)
-		e.op(Int32Mul, "mul.lo.s32 %s, %s, %d", clk, clk, seedHashK)
-		e.op(Int32Shift, "shr.u32 %s, %s, 16", hi, clk)
-		e.op(Int32Logic, "xor.b32 %s, %s, %s", clk, clk, hi)
-		e.op(Int32Logic, "and.b32 %s, %s, %s", x, clk, rMask)
-		e.op(Int32Logic, "or.b32 %s, %s, %s", x, x, rOr)
-	}
 
-	var acc [][]string // per chain, its accumulator registers
 	chains := s.chains
 	if k.wg {
 		chains = 1
 	}
+	acc := zeroAccumulators(e, k, accPrefix, chains)
+	if !k.wg {
+		mmaSyncLoop(e, c, k, s, acc, seed, rIters)
+	} else if err := wgmmaLoop(e, c, k, s, acc, seed, rIters); err != nil {
+		return Descriptor{}, err
+	}
+	keepAccumulators(e, k, acc, rMagic, rdG)
+
+	// The emitter counts instructions per thread; one tensor instruction is issued by the
+	// sh.Threads threads of its warp or warpgroup together and does sh.MACs() MACs.
+	trips := map[string]int64{"iters": int64(iters)}
+	ops, overhead, measured := e.tally(trips, s.total)
+	perThread := ops[c]
+	ops[c] = perThread / int64(sh.Threads) * sh.MACs()
+	measured = measured / int64(sh.Threads) * sh.MACs()
+	target := tensorTarget(k, s.target)
+	dp := tensorDataPattern(k.elem, pattern)
+	notes := tensorNotes(c, k, s, groups, iters, pattern, dp)
+	comments := []string{
+		fmt.Sprintf("Measures %s: %d threads (%d blocks x %d), %d MACs per instruction per %d threads.", c, s.total, s.blocks, s.threads, sh.MACs(), sh.Threads),
+		fmt.Sprintf("Parameters: %s.", paramList(e.params)),
+	}
+	if perThread%int64(sh.Threads) != 0 {
+		panic("kernels: tensor instructions do not fill whole warps")
+	}
+	return Descriptor{
+		Name: name, Group: "tensor", PTX: e.render(name, target, s, comments), Entry: e.entry,
+		Blocks: s.blocks, Threads: s.threads, Params: e.descParams(),
+		Ops: ops, Measured: c, Overhead: overhead, Bytes: map[MemLevel]int64{},
+		Data: &dp, Unroll: s.unroll, Iters: int64(iters), Tensor: &sh,
+		Notes: strings.Join(notes, " "),
+	}.check(measured), nil
+}
+
+// tensorDefaults fills in the launch of kind k: 256 threads and 4 blocks per SM for
+// mma.sync, one warpgroup and 2 blocks per SM for wgmma; 32 (mma.sync) or 8 (wgmma)
+// instructions per iteration; 4 chains. perBlock is the blocks per SM.
+func tensorDefaults(c OpClass, k tensorKind, o Opts, dev Device) (Opts, int, error) {
+	perBlock := 4
+	if o.Threads == 0 {
+		o.Threads = 256
+		if k.wg {
+			o.Threads = 128
+		}
+	}
+	if k.wg {
+		perBlock = 2
+		if o.Threads != 128 {
+			return o, 0, fmt.Errorf("kernels: %s: %d threads per block: a wgmma kernel runs one warpgroup (128 threads) per block", c, o.Threads)
+		}
+	}
+	if o.Blocks == 0 {
+		o.Blocks = dev.SMs * perBlock
+	}
+	if o.Unroll == 0 {
+		o.Unroll = 32
+		if k.wg {
+			o.Unroll = 8
+		}
+	}
+	if o.Chains == 0 {
+		o.Chains = 4
+	}
+	return o, perBlock, nil
+}
+
+// checkTensorShape says why s cannot run kind k: part warps, chains that do not divide
+// the unroll, an odd unroll (two operand or tile sets alternate).
+func checkTensorShape(c OpClass, k tensorKind, s shape) error {
+	switch {
+	case s.threads%32 != 0:
+		return fmt.Errorf("kernels: %s: %d threads per block: want whole warps", c, s.threads)
+	case !k.wg && s.unroll%s.chains != 0:
+		return fmt.Errorf("kernels: %s: unroll %d is not a multiple of %d chains", c, s.unroll, s.chains)
+	case !k.wg && s.unroll%wgSets != 0:
+		return fmt.Errorf("kernels: %s: unroll %d: want an even number (two operand sets alternate)", c, s.unroll)
+	case k.wg && s.unroll%wgSets != 0:
+		return fmt.Errorf("kernels: %s: unroll %d: want an even number (two tile sets alternate)", c, s.unroll)
+	}
+	return nil
+}
+
+// tensorSeeder emits operand words: (hash(%clock + tid) & mask) | or.
+type tensorSeeder struct {
+	e             *emitter
+	tid, mask, or string
+}
+
+// word emits one operand word into register x.
+func (t tensorSeeder) word(x string) {
+	e := t.e
+	clk, hi := e.reg("%r"), e.reg("%r")
+	e.raw("mov.u32 %s, %%clock", clk)
+	e.op(Int32Add, "add.s32 %s, %s, %s", clk, clk, t.tid)
+	e.op(Int32Mul, "mul.lo.s32 %s, %s, %d", clk, clk, seedHashK)
+	e.op(Int32Shift, "shr.u32 %s, %s, 16", hi, clk)
+	e.op(Int32Logic, "xor.b32 %s, %s, %s", clk, clk, hi)
+	e.op(Int32Logic, "and.b32 %s, %s, %s", x, clk, t.mask)
+	e.op(Int32Logic, "or.b32 %s, %s, %s", x, x, t.or)
+}
+
+// zeroAccumulators declares chains sets of kind k's accumulator registers, set to zero.
+func zeroAccumulators(e *emitter, k tensorKind, accPrefix string, chains int) [][]string {
+	var acc [][]string // per chain, its accumulator registers
 	for range chains {
 		regs := e.regsN(accPrefix, k.c)
 		for _, r := range regs {
@@ -340,84 +403,97 @@ func Tensor(c OpClass, o Opts) (Descriptor, error) {
 		}
 		acc = append(acc, regs)
 	}
+	return acc
+}
 
-	var l loop
-	if !k.wg {
-		var aSets, bSets [wgSets][]string
-		for i := range wgSets {
-			aSets[i], bSets[i] = e.regsN("%r", k.a), e.regsN("%r", k.b)
-			for _, r := range append(append([]string{}, aSets[i]...), bSets[i]...) {
-				seedWord(r)
-			}
+// mmaSyncLoop emits the mma.sync loop: two register sets of A and B fragments alternate,
+// the accumulator chains take turns.
+func mmaSyncLoop(e *emitter, c OpClass, k tensorKind, s shape, acc [][]string, seed tensorSeeder, rIters string) {
+	var aSets, bSets [wgSets][]string
+	for i := range wgSets {
+		aSets[i], bSets[i] = e.regsN("%r", k.a), e.regsN("%r", k.b)
+		for _, r := range append(append([]string{}, aSets[i]...), bSets[i]...) {
+			seed.word(r)
 		}
-		l = e.beginLoop("iters", rIters)
-		for j := range s.unroll {
-			d := "{" + strings.Join(acc[j%chains], ", ") + "}"
-			set := j % wgSets
-			e.measure(c, "%s %s, {%s}, {%s}, %s", k.instr(), d, strings.Join(aSets[set], ", "), strings.Join(bSets[set], ", "), d)
-		}
-		e.endLoop(l)
-	} else {
-		aBytes, bBytes := k.m*wgRowBytes, k.n*wgRowBytes
-		tile := aBytes + bBytes
-		total := wgSets * tile
-		smem := e.entry + "_tiles"
-		e.globals = append(e.globals, fmt.Sprintf(".shared .align 1024 .b8 %s[%d];", smem, total))
-		base, addr := e.reg("%r"), e.reg("%r")
-		e.raw("mov.u32 %s, %s", base, smem)
-		e.comment("fill the %d tile sets (%d bytes each: A %d, B %d) once; they stay in shared memory", wgSets, tile, aBytes, bBytes)
-		e.op(Int32Shift, "shl.b32 %s, %s, 2", addr, tid)
-		e.op(Int32Add, "add.s32 %s, %s, %s", addr, addr, base)
-		words := total / 4
-		if words%s.threads != 0 {
-			return Descriptor{}, fmt.Errorf("kernels: %s: %d tile words do not spread over %d threads", c, words, s.threads)
-		}
-		w := e.reg("%r")
-		for i := range words / s.threads {
-			seedWord(w)
-			e.raw("st.shared.u32 [%s+%d], %s", addr, 4*s.threads*i, w)
-		}
-		e.comment("make the generic-proxy stores visible to the tensor cores' async proxy")
-		e.raw("fence.proxy.async.shared::cta")
-		e.raw("bar.sync 0")
-		// The matrix descriptors: start address >> 4 in bits 0-13, the leading-dimension byte
-		// offset >> 4 in bits 16-29, the stride-dimension byte offset >> 4 in bits 32-45; no
-		// swizzle (bits 62-63 zero), base offset 0.
-		descr := func(off int) string {
-			lo, hi := e.reg("%r"), e.reg("%r")
-			d := e.reg("%rd")
-			e.op(Int32Add, "add.s32 %s, %s, %d", lo, base, off)
-			e.op(Int32Shift, "shr.u32 %s, %s, 4", lo, lo)
-			e.op(Int32Logic, "and.b32 %s, %s, %d", lo, lo, 0x3fff)
-			e.op(Int32Logic, "or.b32 %s, %s, %d", lo, lo, (wgLBO>>4)<<16)
-			e.raw("mov.u32 %s, %d", hi, wgSBO>>4)
-			e.raw("mov.b64 %s, {%s, %s}", d, lo, hi)
-			return d
-		}
-		var aDesc, bDesc [wgSets]string
-		for i := range wgSets {
-			aDesc[i], bDesc[i] = descr(i*tile), descr(i*tile+aBytes)
-		}
-		pAcc := e.reg("%p")
-		e.comment("scale-d: accumulate (iters >= 1, a run-time true the JIT cannot fold)")
-		e.op(Setp, "setp.ne.u32 %s, %s, 0", pAcc, rIters)
-		e.raw("wgmma.fence.sync.aligned")
-		l = e.beginLoop("iters", rIters)
-		d := "{" + strings.Join(acc[0], ", ") + "}"
-		imm := "1, 1, 0, 0" // scale-a, scale-b, transpose-a, transpose-b (K-major)
-		if k.elem.bits == 8 {
-			imm = "1, 1" // fp8 is K-major only: no transpose operands
-		}
-		for j := range s.unroll {
-			set := j % wgSets
-			e.measure(c, "%s %s, %s, %s, %s, %s", k.instr(), d, aDesc[set], bDesc[set], pAcc, imm)
-		}
-		e.raw("wgmma.commit_group.sync.aligned")
-		e.raw("wgmma.wait_group.sync.aligned 1")
-		e.endLoop(l)
-		e.raw("wgmma.wait_group.sync.aligned 0")
 	}
+	l := e.beginLoop("iters", rIters)
+	for j := range s.unroll {
+		d := "{" + strings.Join(acc[j%len(acc)], ", ") + "}"
+		set := j % wgSets
+		e.measure(c, "%s %s, {%s}, {%s}, %s", k.instr(), d, strings.Join(aSets[set], ", "), strings.Join(bSets[set], ", "), d)
+	}
+	e.endLoop(l)
+}
 
+// wgmmaLoop emits the wgmma loop: two tile sets written once to shared memory, read
+// through matrix descriptors; one commit group of s.unroll wgmmas per iteration.
+func wgmmaLoop(e *emitter, c OpClass, k tensorKind, s shape, acc [][]string, seed tensorSeeder, rIters string) error {
+	aBytes, bBytes := k.m*wgRowBytes, k.n*wgRowBytes
+	tile := aBytes + bBytes
+	total := wgSets * tile
+	smem := e.entry + "_tiles"
+	e.globals = append(e.globals, fmt.Sprintf(".shared .align 1024 .b8 %s[%d];", smem, total))
+	base, addr := e.reg("%r"), e.reg("%r")
+	e.raw("mov.u32 %s, %s", base, smem)
+	e.comment("fill the %d tile sets (%d bytes each: A %d, B %d) once; they stay in shared memory", wgSets, tile, aBytes, bBytes)
+	e.op(Int32Shift, "shl.b32 %s, %s, 2", addr, seed.tid)
+	e.op(Int32Add, "add.s32 %s, %s, %s", addr, addr, base)
+	words := total / 4
+	if words%s.threads != 0 {
+		return fmt.Errorf("kernels: %s: %d tile words do not spread over %d threads", c, words, s.threads)
+	}
+	w := e.reg("%r")
+	for i := range words / s.threads {
+		seed.word(w)
+		e.raw("st.shared.u32 [%s+%d], %s", addr, 4*s.threads*i, w)
+	}
+	e.comment("make the generic-proxy stores visible to the tensor cores' async proxy")
+	e.raw("fence.proxy.async.shared::cta")
+	e.raw("bar.sync 0")
+	var aDesc, bDesc [wgSets]string
+	for i := range wgSets {
+		aDesc[i], bDesc[i] = matrixDescriptor(e, base, i*tile), matrixDescriptor(e, base, i*tile+aBytes)
+	}
+	pAcc := e.reg("%p")
+	e.comment("scale-d: accumulate (iters >= 1, a run-time true the JIT cannot fold)")
+	e.op(Setp, "setp.ne.u32 %s, %s, 0", pAcc, rIters)
+	e.raw("wgmma.fence.sync.aligned")
+	l := e.beginLoop("iters", rIters)
+	d := "{" + strings.Join(acc[0], ", ") + "}"
+	imm := "1, 1, 0, 0" // scale-a, scale-b, transpose-a, transpose-b (K-major)
+	if k.elem.bits == 8 {
+		imm = "1, 1" // fp8 is K-major only: no transpose operands
+	}
+	for j := range s.unroll {
+		set := j % wgSets
+		e.measure(c, "%s %s, %s, %s, %s, %s", k.instr(), d, aDesc[set], bDesc[set], pAcc, imm)
+	}
+	e.raw("wgmma.commit_group.sync.aligned")
+	e.raw("wgmma.wait_group.sync.aligned 1")
+	e.endLoop(l)
+	e.raw("wgmma.wait_group.sync.aligned 0")
+	return nil
+}
+
+// matrixDescriptor emits a wgmma matrix descriptor of the tile at base+off: start address
+// >> 4 in bits 0-13, the leading-dimension byte offset >> 4 in bits 16-29, the
+// stride-dimension byte offset >> 4 in bits 32-45; no swizzle (bits 62-63 zero), base
+// offset 0.
+func matrixDescriptor(e *emitter, base string, off int) string {
+	lo, hi := e.reg("%r"), e.reg("%r")
+	d := e.reg("%rd")
+	e.op(Int32Add, "add.s32 %s, %s, %d", lo, base, off)
+	e.op(Int32Shift, "shr.u32 %s, %s, 4", lo, lo)
+	e.op(Int32Logic, "and.b32 %s, %s, %d", lo, lo, 0x3fff)
+	e.op(Int32Logic, "or.b32 %s, %s, %d", lo, lo, (wgLBO>>4)<<16)
+	e.raw("mov.u32 %s, %d", hi, wgSBO>>4)
+	e.raw("mov.b64 %s, {%s, %s}", d, lo, hi)
+	return d
+}
+
+// keepAccumulators stores once if any chain's first accumulator equals the magic
+// parameter (none does), so that the compiler keeps every chain.
+func keepAccumulators(e *emitter, k tensorKind, acc [][]string, rMagic, rdG string) {
 	e.comment("keep the accumulators live: store if any chain's first equals the magic parameter (none does)")
 	p := e.reg("%p")
 	cmp := "f32"
@@ -437,17 +513,12 @@ func Tensor(c OpClass, o Opts) (Descriptor, error) {
 		e.raw("@%s st.global.f32 [%s], %s", p, rdG, acc[0][0])
 	}
 	e.raw("ret")
+}
 
-	// The emitter counts instructions per thread; one tensor instruction is issued by the
-	// sh.Threads threads of its warp or warpgroup together and does sh.MACs() MACs.
-	trips := map[string]int64{"iters": int64(iters)}
-	ops, overhead, measured := e.tally(trips, s.total)
-	perThread := ops[c]
-	ops[c] = perThread / int64(sh.Threads) * sh.MACs()
-	measured = measured / int64(sh.Threads) * sh.MACs()
-	target := tensorTarget(k, s.target)
-	spec, specOK := SpecOpsPerCycleSM(c, s.dev.CC)
-	dp := tensorDataPattern(k.elem, pattern)
+// tensorNotes describe the kernel: its groups and MACs, the operands' pattern, where the
+// tiles live and the spec's rate.
+func tensorNotes(c OpClass, k tensorKind, s shape, groups int64, iters int, pattern Operands, dp DataPattern) []string {
+	sh := k.shape()
 	notes := []string{
 		fmt.Sprintf("%d %s of %d threads × %d iterations × %d %s (%d MACs each); Ops[%s] counts MACs, not instructions.",
 			groups, map[bool]string{false: "warps", true: "warpgroups"}[k.wg], sh.Threads, iters, s.unroll, k.instr(), sh.MACs(), c),
@@ -460,23 +531,10 @@ func Tensor(c OpClass, o Opts) (Descriptor, error) {
 	} else {
 		notes = append(notes, fmt.Sprintf("A and B fragments in registers (two sets, alternating), %d accumulator chains per warp.", s.chains))
 	}
-	if specOK {
+	if spec, ok := SpecOpsPerCycleSM(c, s.dev.CC); ok {
 		notes = append(notes, fmt.Sprintf("Spec: %g dense MACs per clock per SM (%s).", spec, tensorSpecSource))
 	}
-	comments := []string{
-		fmt.Sprintf("Measures %s: %d threads (%d blocks x %d), %d MACs per instruction per %d threads.", c, s.total, s.blocks, s.threads, sh.MACs(), sh.Threads),
-		fmt.Sprintf("Parameters: %s.", paramList(e.params)),
-	}
-	if perThread%int64(sh.Threads) != 0 {
-		panic("kernels: tensor instructions do not fill whole warps")
-	}
-	return Descriptor{
-		Name: name, Group: "tensor", PTX: e.render(name, target, s, comments), Entry: e.entry,
-		Blocks: s.blocks, Threads: s.threads, Params: e.descParams(),
-		Ops: ops, Measured: c, Overhead: overhead, Bytes: map[MemLevel]int64{},
-		Data: &dp, Unroll: s.unroll, Iters: int64(iters), Tensor: &sh,
-		Notes: strings.Join(notes, " "),
-	}.check(measured), nil
+	return notes
 }
 
 // tensorOperands returns the seed mask and or-value of pattern p for element type t.
