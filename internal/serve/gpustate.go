@@ -85,8 +85,9 @@ type gpuState struct {
 	useHist             []useSpan     // the processes' SM use per update, the last minute
 	proc                map[int]*procState
 	unattributedJ       float64
-	procsFail           bool    // the last read of the processes failed: their use is not known
-	pendUnJ             float64 // energy held with no process's share while no idle floor was known
+	procsFail           bool     // the last read of the processes failed: their use is not known
+	procRead            procRead // the processes read for the next update, outside the server's lock
+	pendUnJ             float64  // energy held with no process's share while no idle floor was known
 	polls, errs, missed int64
 }
 
@@ -99,6 +100,25 @@ type procState struct {
 	// pendJ and pendS: the energy given to it (above 0 W) and its share of the time while
 	// no idle floor was known (serve started on a busy GPU), settled when one is.
 	pendJ, pendS float64
+}
+
+// procRead is one read of a GPU's processes, made by Server.Update before it takes the
+// server's lock: the driver's call can block for seconds while a process creates its CUDA
+// context (scrapes timed out for 15 s on four H200s as GEMM processes started,
+// results/nvidia-h200/2026-11-28-four-gpus), and a scrape must never wait for the driver.
+type procRead struct {
+	use  []gpu.ProcessUse
+	err  error
+	done bool
+}
+
+// readProcesses reads the processes for the next update (nothing where the device lists none).
+func (g *gpuState) readProcesses() {
+	if g.procs == nil {
+		return
+	}
+	use, err := g.procs.Processes()
+	g.procRead = procRead{use: use, err: err, done: true}
 }
 
 // useSpan is the processes' SM use (percent, by pid) over [from, to).
@@ -342,9 +362,7 @@ func (g *gpuState) split(now time.Duration) {
 	if !g.splitStarted {
 		g.splitStarted, g.prevEnergyJ, g.prevT, g.splitBaseJ, g.splitBaseT = true, g.energyJ, now, g.energyJ, g.energyTo
 		g.energyFrom = g.energyTo
-		if g.procs != nil {
-			_, _ = g.procs.Processes() // start the driver's window here
-		}
+		g.procRead = procRead{} // that read started the driver's window here
 		return
 	}
 	if now <= g.prevT {
@@ -354,8 +372,9 @@ func (g *gpuState) split(now time.Duration) {
 	// describes its own stretch of time (the board's counter rises in steps, an H200's read
 	// about every 2 s; the corrected integral trails by its delay), and is split by the use
 	// over that stretch.
-	if g.procs != nil {
-		use, err := g.procs.Processes()
+	if r := g.procRead; r.done {
+		g.procRead = procRead{}
+		use, err := r.use, r.err
 		g.procsFail = err != nil
 		if err == nil {
 			sp := useSpan{from: g.prevT, to: now, use: map[int]float64{}}

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
 	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/snapshot"
 	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
@@ -93,4 +95,59 @@ func (s *Server) firstSplitJ(t *testing.T) float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.gpus[0].splitBaseJ
+}
+
+// blockingLister's Processes blocks until release is closed, as the driver's per-process
+// call did for seconds on four H200s while GEMM processes created their contexts.
+type blockingLister struct {
+	inner   gpu.ProcessLister
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingLister) Processes() ([]gpu.ProcessUse, error) {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	<-b.release
+	return b.inner.Processes()
+}
+
+// TestScrapeNeverWaitsForTheDriver: while an update is held up in the driver's process
+// call, a snapshot (what a scrape reads) answers at once with the last update's figures
+// (it waited for the update's lock before: six scrapes in a row timed out at 2 s, results/
+// nvidia-h200/2026-11-28-four-gpus), and the update, once the call returns, still splits
+// the energy among the processes.
+func TestScrapeNeverWaitsForTheDriver(t *testing.T) {
+	cfg, err := sim.Preset("h200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Processes = []sim.Process{{PID: 101, Comm: "train", T: 2 * time.Second, Duration: 20 * time.Second, SMUtil: 60, Power: 240}}
+	s, v, _ := virtualServer(t, cfg, Options{})
+	runTo(s, v, 5*time.Second)
+	g := s.gpus[0]
+	bl := &blockingLister{inner: g.procs, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	g.procs = bl
+	v.AdvanceTo(6 * time.Second)
+	done := make(chan struct{})
+	go func() { s.Update(); close(done) }()
+	<-bl.entered
+	snap := make(chan []snapshot.GPU, 1)
+	go func() { snap <- s.Snapshot() }()
+	select {
+	case got := <-snap:
+		if len(got) != 1 || !got[0].Up {
+			t.Errorf("snapshot during the driver's call: %+v", got)
+		}
+	case <-time.After(2 * time.Second):
+		t.Error("a snapshot waited for the driver's process call")
+	}
+	close(bl.release)
+	<-done
+	runTo(s, v, 15*time.Second)
+	if ps := gpuOf(t, s.Snapshot(), 0).Processes; len(ps) != 1 || ps[0].EnergyJ <= 0 {
+		t.Errorf("processes after the held-up update: %+v", ps)
+	}
 }

@@ -328,6 +328,9 @@ func (s *Server) sink(x trace.Sample) {
 func (s *Server) Update() {
 	now := s.clk.Now()
 	stats := s.sampler.Stats()
+	for _, g := range s.gpus {
+		g.readProcesses() // before the lock: a scrape never waits for the driver
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	per := map[int][]trace.Channel{}
