@@ -142,6 +142,28 @@ func TestAutoNeverSimulates(t *testing.T) {
 	}
 }
 
+// TestAutoCallNeverSimulates: MeasureCall's zero CallOptions mean this machine's GPUs too:
+// without a driver an error naming what was looked for, the call never run (it measured
+// on the twin with only a warning, issue 29).
+func TestAutoCallNeverSimulates(t *testing.T) {
+	ran := 0
+	res, err := gpuwatt.MeasureCall(context.Background(), func(context.Context) error { ran++; return nil }, gpuwatt.CallOptions{Calls: 5})
+	if err != nil {
+		for _, want := range []string{"no GPU driver found", "libnvidia-ml", "--device sim"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+		if ran != 0 {
+			t.Errorf("the call ran %d times", ran)
+		}
+		return
+	}
+	if res.Simulated {
+		t.Errorf("CallOptions{} measured on %s: simulated", res.Device)
+	}
+}
+
 // TestSimDeviceIdleUnlessCharged: Options.Device "sim" on the wall clock cannot see the
 // program's work: by default its GPUs stay idle (a time.Sleep is not 690 W), and the
 // Result says the figures are simulated and what the twin charged.

@@ -17,7 +17,8 @@ import (
 )
 
 // CallOptions configure MeasureCall. The zero value measures on GPU 0 of the NVIDIA or AMD
-// driver (else the sim device, with a warning) until the energy per call is known to ±2 %.
+// driver (none found: an error naming the libraries looked for; the sim device only when
+// asked, Device "sim" or Sim) until the energy per call is known to ±2 %.
 type CallOptions struct {
 	// Device, Sim and GPU choose the GPU as Options does (GPU: its index).
 	Device string
@@ -119,7 +120,6 @@ func MeasureCall(ctx context.Context, fn func(ctx context.Context) error, o Call
 	}
 	var sys gpu.System
 	var clk clock.Clock
-	var warns []Warning
 	if o.Sim != nil {
 		if d := strings.ToLower(strings.TrimSpace(o.Device)); d != "" && d != "sim" {
 			return nil, fmt.Errorf("gpuwatt: CallOptions.Device %q with CallOptions.Sim: leave Device empty", o.Device)
@@ -134,15 +134,14 @@ func MeasureCall(ctx context.Context, fn func(ctx context.Context) error, o Call
 		if err := spec.Validate(); err != nil {
 			return nil, fmt.Errorf("gpuwatt: CallOptions.Device: %v", strings.TrimPrefix(err.Error(), "--device "))
 		}
-		op, err := device.Open(spec, device.Options{})
+		// auto is this machine's GPUs: a call's energy is a measurement or an error, never
+		// the twin's figure in its place (issue 29).
+		op, err := device.Open(spec, device.Options{RealOnly: true})
 		if err != nil {
-			return nil, fmt.Errorf("gpuwatt: %w", err)
+			return nil, fmt.Errorf("gpuwatt: CallOptions.Device: %w", err)
 		}
 		defer op.System.Close()
 		sys, clk = op.System, op.Clock
-		if op.Fallback != nil {
-			warns = append(warns, Warning{Code: "sim_fallback", Message: fmt.Sprintf("%v; measured on the sim device (%s): every figure is simulated", op.Fallback, op.System.Name())})
-		}
 	}
 	run := call.Bracket(clk, func(ctx context.Context, n int) error {
 		for range n {
@@ -156,7 +155,7 @@ func MeasureCall(ctx context.Context, fn func(ctx context.Context) error, o Call
 	if err != nil {
 		return nil, fmt.Errorf("gpuwatt: MeasureCall: %w", err)
 	}
-	return callResultOf(res, warns), nil
+	return callResultOf(res, nil), nil
 }
 
 func callResultOf(r *call.Result, warns []Warning) *CallResult {

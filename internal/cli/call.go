@@ -24,7 +24,7 @@ import (
 func (a *App) callVerb(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	var sh shared
-	sh.register(fs, withAll, "")
+	sh.register(fs, withAll|withRealAuto, "")
 	var o call.Options
 	var po call.ProcOptions
 	target := fs.String("target", "2%", "stop when the 95 % interval of the energy per call above active idle is this tight: a percentage (1%) or a fraction (0.01)")

@@ -27,7 +27,7 @@ const (
 	withJSON
 	withQuiet
 	// withRealAuto: --device auto means this machine's GPUs and nothing else (no driver:
-	// exit 2), for the verbs that record or account (measure, job, serve).
+	// exit 2), for the verbs that record or account (measure, job, serve, call).
 	withRealAuto
 	withAll = withGPU | withOut | withJSON | withQuiet
 )

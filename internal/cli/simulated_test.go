@@ -30,10 +30,17 @@ func TestAutoNeedsARealGPU(t *testing.T) {
 			return []string{"job", "begin", "--job", "7", "--gpu", "0", "--dir", filepath.Join(dir, "out")}
 		}},
 		{"serve", func(dir string) []string { return []string{"serve", "--listen", "127.0.0.1:0"} }},
+		{"call", func(dir string) []string {
+			return []string{"call", "--calls", "8", "--out", filepath.Join(dir, "out"), "--", "sh", "-c", "echo ready; while read l; do echo done; done"}
+		}},
+		{"call --stdio", func(dir string) []string {
+			return []string{"call", "--stdio", "--out", filepath.Join(dir, "out")}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, stdout, stderr, ctx := testApp(t)
 			a.AMDSMIPaths = noAMD
+			a.Stdin = strings.NewReader("") // call --stdio's protocol: nothing comes
 			dir := t.TempDir()
 			code := a.Main(ctx, tc.args(dir))
 			if code != ExitUsage {

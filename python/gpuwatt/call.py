@@ -62,8 +62,10 @@ def measure_call(fn, sync=None, target=0.02, calls=0, batch=1, device="auto", gp
     batch: calls back to back per repetition (the figures are per call). device, gpu, sensor
     (a sensor.json of `gpuwatt sensor`, or a model string), max_calls, max_time (seconds):
     as `gpuwatt call`'s flags. out: a directory for call.json and the recording (default: a
-    temporary one, removed). A device that falls back to the sim raises SimulatedError
-    unless device starts with "sim" or allow_simulated is True. An exception from fn ends
+    temporary one, removed). device="auto" on a machine without a GPU driver raises
+    RecorderError naming the libraries looked for (gpuwatt call exits 2: auto never falls
+    back to the sim); a result on the sim device raises SimulatedError unless device starts
+    with "sim" or allow_simulated is True. An exception from fn ends
     the measurement and is raised again."""
     if not callable(fn):
         raise TypeError("gpuwatt.measure_call: fn wants a callable, got %r" % (fn,))
