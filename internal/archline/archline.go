@@ -58,6 +58,11 @@ var (
 	TensorWarpgroups = []int{1, 2}
 	// DefaultLoop is the measurement of one point.
 	DefaultLoop = loop.Options{Warmup: 250 * time.Millisecond, MinUpdates: 10, MinDuration: 2 * time.Second, MaxDuration: 10 * time.Second}
+	// QuickLoop is characterize --quick's point: 1 s, 10 updates of a 100 ms sensor, ~50
+	// samples of the ring (issue 35). A point's energy is the ring's on the counter's
+	// scale, whose interval is the calibration's: the fit's intervals on the twin did not
+	// widen (TestIntervalsHoldHiddenTruth runs with it).
+	QuickLoop = loop.Options{Warmup: 250 * time.Millisecond, MinUpdates: 10, MinDuration: time.Second, MaxDuration: 10 * time.Second}
 )
 
 // Options of a run.
@@ -716,7 +721,11 @@ func analyse(rep *Report, pts []Point, opt Options, limit float64) {
 		word := map[kernels.Precision]int{kernels.FP32: 4, kernels.FP64: 8, kernels.TCBF16: 2, kernels.TCFP8: 1}[prec]
 		res.Derived = derive(res.Fit, peakFlops, peakBytes, spec, word, limit)
 		if res.Fit.Error == "" {
-			res.EtaFlopCI, res.BEffectiveCI = derivedCIs(fitSet, peakFlops, peakBytes)
+			// With the run-to-run spread, as every fitted figure's relative interval: from
+			// the points' resamples alone eta_flop's missed the twin's truth by 0.2 % on 1 s
+			// points (TestIntervalsHoldHiddenTruth, characterize --quick's QuickLoop).
+			eta, beff := derivedCIs(fitSet, peakFlops, peakBytes)
+			res.EtaFlopCI, res.BEffectiveCI = energy.RelativeCI(res.Derived.EtaFlop, eta), energy.RelativeCI(res.Derived.BEffective, beff)
 		}
 		if res.Derived.CappedFromFlop > 0 {
 			res.Warnings = append(res.Warnings, status.Warnf(CodePowerlineCap, "the powerline (%.0f W at B_tau) exceeds the power limit %.0f W from %.3g to %.3g flop/byte: there the GPU lowers its clock", res.Derived.PowerlineMaxW, limit, res.Derived.CappedFromFlop, res.Derived.CappedToFlop))
