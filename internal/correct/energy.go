@@ -141,6 +141,7 @@ type Series struct {
 	gaps      []trace.Gap    // of kept, found on first use
 	gapUsual  time.Duration  // kept's usual interval between readings
 	haveGaps  bool
+	noise     *noiseMemo // kept's noise, shared with every WithModel copy
 }
 
 // Prepare drops stale repeats from samples (one channel, sorted by time, in W) and sets up
@@ -177,8 +178,9 @@ func PrepareReadings(samples trace.Readings, m sensormodel.Model, opt Options) *
 	if s.snapped == 0 && opt.Dedupe > 0 && PublishesHalfDone(m, s.period) {
 		s.kept, s.early = dropEarly(s.kept, s.period)
 	}
+	s.noise = &noiseMemo{}
 	if s.kept.Len() > 0 {
-		s.inv = newInverter(s.kept, m, s.period)
+		s.inv = newInverter(s.kept, m, s.period, s.noise)
 	}
 	if opt.IdleSet {
 		s.idle, s.idleSrc, s.haveIdle = opt.Idle, IdleGiven, true
@@ -331,7 +333,7 @@ func (s *Series) StepSpread(from, to time.Duration) (float64, bool) {
 // dropped, the period kept unless m names its own): what Prepare(samples, m, opt) gives,
 // without deduplicating again, for re-evaluating an interval's model part.
 func (s *Series) WithModel(m sensormodel.Model) *Series {
-	v := &Series{raw: s.raw, kept: s.kept, m: m, opt: s.opt, period: s.period, periodSrc: s.periodSrc}
+	v := &Series{raw: s.raw, kept: s.kept, m: m, opt: s.opt, period: s.period, periodSrc: s.periodSrc, noise: s.noise}
 	if m.Period > 0 {
 		v.period, v.periodSrc = m.Period, "model"
 	}
@@ -347,7 +349,7 @@ func (s *Series) WithModel(m sensormodel.Model) *Series {
 		}
 	}
 	if v.inv == nil && v.kept.Len() > 0 {
-		v.inv = newInverter(v.kept, m, v.period)
+		v.inv = newInverter(v.kept, m, v.period, v.noise)
 	}
 	if s.opt.IdleSet {
 		v.idle, v.haveIdle = s.opt.Idle, true

@@ -64,9 +64,8 @@ type Options struct {
 	// Lean (--poll lean, measure's default) is adaptive polling with state channels
 	// (clocks, temperature, the throttle mask) read at most every LeanStateInterval: the
 	// summary takes their ranges and time shares, which a 250 ms sample-and-hold gives.
-	// Power channels, the ring and the counter are polled as in Adaptive (the counter is
-	// already capped by CPUShare: ~every 2 s on an H200, whose call costs ~3.8 ms; read more
-	// sparsely, it would calibrate the ring over fewer readings).
+	// Power channels and the ring are polled as in Adaptive; the counter at LeanCPUShare
+	// where CPUShare is not set (~every 3.8 s on an H200, whose call costs ~3.8 ms).
 	Lean bool
 	// VirtualStep is the busy-poll interval on a virtual clock, where calls take no time
 	// (default 100 µs).
@@ -88,8 +87,17 @@ type Options struct {
 const LeanStateInterval = 250 * time.Millisecond
 
 // DefaultSlowShare is the SlowShare that measure and serve poll with: a slow state channel
-// (a clock, the throttle mask: 1.2-1.5 ms a call on an H200) takes at most 0.2 % of a core.
-const DefaultSlowShare = 0.002
+// (a clock, the throttle mask: 1.2-1.5 ms a call on an H200) takes at most 0.05 % of a core,
+// so an H200's clock.sm is read every ~3 s and its throttle mask every ~2.4 s. At 0.2 % each
+// (before issue 35), the four slow state channels of an H200 took ~0.8 % of a core: most
+// of the 1 % a GPU may cost.
+const DefaultSlowShare = 0.0005
+
+// LeanCPUShare is a counter's CPUShare under Options.Lean (when none is set): the H200's
+// energy counter (~3.8 ms a call) read every ~3.8 s, and at every Poke (a region's edges),
+// where the default 0.2 % read it every ~1.9 s. The ring's calibration to it takes every
+// reading of the run, so it is fitted over half as many: a 20 s run still has ~7.
+const LeanCPUShare = 0.001
 
 // DefaultHangTimeout is Options.HangTimeout's default: a thousand times the slowest call
 // seen on an H200 (the energy counter, ~3.8 ms; a busy driver has taken 0.1 s).
@@ -107,6 +115,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StateInterval <= 0 {
 		o.StateInterval = 100 * time.Millisecond
+	}
+	if o.CPUShare <= 0 && o.Lean {
+		o.CPUShare = LeanCPUShare
 	}
 	if o.CPUShare <= 0 {
 		o.CPUShare = 0.002
