@@ -388,7 +388,7 @@ func newResult(tr *trace.Trace, spans []marks.Span, warns []Warning, allGPUs boo
 	for _, g := range tr.Meta.GPUs {
 		res.GPUs = append(res.GPUs, gpuOf(g))
 	}
-	for _, reg := range marks.Energies(tr, spans, marks.Options{Cache: &energy.Cache{}, SyncCheck: true}) {
+	for _, reg := range energy.Marked(tr, spans, energy.MarkedOptions{Cache: &energy.Cache{}, SyncCheck: true}) {
 		out := regionOf(reg)
 		hostOf(tr, &out, allGPUs)
 		res.Regions = append(res.Regions, out)

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/energy"
-	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
@@ -146,7 +145,7 @@ func gpuOf(g trace.GPU) GPU {
 	return GPU{Index: g.Index, Name: g.Name, UUID: g.UUID, PowerLimitW: g.PowerLimitW}
 }
 
-func regionOf(r marks.Region) RegionResult {
+func regionOf(r energy.MarkedRegion) RegionResult {
 	out := RegionResult{Name: r.Name, Instance: r.Instance, Depth: r.Depth, Parent: -1,
 		Start: r.Start, End: r.End,
 		Warnings: warningsOf(r.Warnings)}

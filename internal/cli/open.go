@@ -47,6 +47,10 @@ func (a *App) exitFor(verb string, err error) int {
 	if errors.As(err, &u) {
 		return a.usageError(verb, u.error)
 	}
+	var in *status.InputError
+	if errors.As(err, &in) {
+		return a.usageError(verb, in)
+	}
 	var du *device.UsageError
 	if errors.As(err, &du) {
 		return a.usageError(verb, du.Err)

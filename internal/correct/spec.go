@@ -81,6 +81,10 @@ func (s Spec) String() string {
 	return s.text
 }
 
+// Auto says the spec is "auto": a guess from the names, where a caller may know better
+// (the sim's own model for a trace the sim recorded).
+func (s Spec) Auto() bool { return s.auto }
+
 // Choice is the model chosen for a channel, and where it came from.
 type Choice struct {
 	Model sensormodel.Model

@@ -70,7 +70,7 @@ func checkHelperMarks(t *testing.T, evs []Event, t0, t1 time.Duration, want stri
 	t.Helper()
 	for _, e := range evs {
 		if !e.Stamped || e.T < t0 || e.T > t1 {
-			t.Errorf("%s: stamped %v at %v, want the writer's own time within the run [%v, %v]", e.where(), e.Stamped, e.T, t0, t1)
+			t.Errorf("%s: stamped %v at %v, want the writer's own time within the run [%v, %v]", e.Where(), e.Stamped, e.T, t0, t1)
 		}
 	}
 	spans, ws := Pair(evs)

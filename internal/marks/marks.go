@@ -83,7 +83,8 @@ func (e Event) verb() string {
 }
 
 // where names the event for a warning: `line 3 ("end step")` or `end step at 1.234 s`.
-func (e Event) where() string {
+// Where says where the marker came from: its line in the marks file, else its time.
+func (e Event) Where() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("line %d (%q)", e.Line, e.verb()+" "+e.Name)
 	}
@@ -222,7 +223,7 @@ func Pair(evs []Event) ([]Span, []status.Warning) {
 		}
 		if i < 0 {
 			ws = append(ws, status.Warning{Code: CodeUnmatched, Key: e.Name,
-				Message: fmt.Sprintf("%s: `end %s` with no open region of that name; ignored", e.where(), e.Name)})
+				Message: fmt.Sprintf("%s: `end %s` with no open region of that name; ignored", e.Where(), e.Name)})
 			continue
 		}
 		s := &spans[stack[i].idx]
@@ -233,7 +234,7 @@ func Pair(evs []Event) ([]Span, []status.Warning) {
 	for _, o := range stack {
 		unended[o.idx] = true
 		ws = append(ws, status.Warning{Code: CodeUnended, Key: o.ev.Name,
-			Message: fmt.Sprintf("%s: region %s began and never ended; left out (no energy is given for it)", o.ev.where(), o.ev.Name)})
+			Message: fmt.Sprintf("%s: region %s began and never ended; left out (no energy is given for it)", o.ev.Where(), o.ev.Name)})
 	}
 	if len(unended) == 0 {
 		return spans, ws
@@ -281,7 +282,7 @@ func Within(evs []Event, from, to time.Duration) ([]Event, []status.Warning) {
 			hint = " (is its time CLOCK_MONOTONIC seconds, as time.monotonic() and clock_gettime(CLOCK_MONOTONIC) give?)"
 		}
 		ws = append(ws, status.Warning{Code: CodeOutside, Key: where,
-			Message: fmt.Sprintf("%s lies at %.3f s, %s (%.3f to %.3f s)%s; ignored", e.where(), e.T.Seconds(), where, from.Seconds(), to.Seconds(), hint)})
+			Message: fmt.Sprintf("%s lies at %.3f s, %s (%.3f to %.3f s)%s; ignored", e.Where(), e.T.Seconds(), where, from.Seconds(), to.Seconds(), hint)})
 	}
 	return out, ws
 }

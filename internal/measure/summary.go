@@ -48,7 +48,7 @@ type Summary struct {
 	Sampler []GPUSampler `json:"sampler"`
 	// Regions are the command's marked regions (GPUWATT_MARKS), each with its energy per
 	// GPU; absent where no marks file was read, [] where it held no region.
-	Regions     []marks.Region  `json:"regions,omitempty"`
+	Regions     []energy.MarkedRegion  `json:"regions,omitempty"`
 	Unavailable []trace.Missing `json:"unavailable_channels,omitempty"`
 	// Host is the host's CPU packages' and DRAM's energy over the command (RAPL), and the
 	// node's; absent on a sim device that models no host.
@@ -153,7 +153,7 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 		s.Warnings = append(s.Warnings, status.Cap(r.MarkWarnings, status.MaxPerCode)...)
 		spans, ws := marks.Pair(r.Marks)
 		s.Warnings = append(s.Warnings, status.Cap(ws, status.MaxPerCode)...)
-		s.Regions = marks.Energies(tr, spans, marks.Options{Cache: cache, SyncCheck: true})
+		s.Regions = energy.Marked(tr, spans, energy.MarkedOptions{Cache: cache, SyncCheck: true})
 		for _, reg := range s.Regions {
 			for _, g := range reg.GPUs {
 				for _, w := range g.Warnings {

@@ -19,6 +19,17 @@ import (
 // with it ("%w: ...").
 var ErrInput = errors.New("bad input")
 
+// InputError is a bad-input error whose message is the input's own (no "bad input: "
+// before it, so nothing has to cut it off): errors.Is(err, ErrInput) holds.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string        { return e.Err.Error() }
+func (e *InputError) Unwrap() error        { return e.Err }
+func (e *InputError) Is(target error) bool { return target == ErrInput }
+
+// Inputf is an InputError with a formatted message.
+func Inputf(format string, a ...any) error { return &InputError{fmt.Errorf(format, a...)} }
+
 // Code names the kind of a warning, e.g. "missed_updates", "channel_disagreement",
 // "throttling", "coverage". Warnings with one Code and one Message template across many
 // subjects (kernels, points, levels) are told once on output (see Group).

@@ -1,4 +1,4 @@
-package marks
+package energy
 
 import (
 	"fmt"
@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/correct"
-	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
-// Region is one marked region with its energy on each GPU.
-type Region struct {
+// MarkedRegion is one marked region with its energy on each GPU.
+type MarkedRegion struct {
 	Name string `json:"name"`
 	// Instance counts the regions of one name from 1; Depth is how many regions enclose it;
 	// Parent is the index in the list of the innermost of them (absent: top level).
@@ -30,58 +30,58 @@ type Region struct {
 	BeginLine int `json:"begin_line,omitempty"`
 	EndLine   int `json:"end_line,omitempty"`
 	// Timing says where the edges' times come from: "writer" (the marker's own
-	// CLOCK_MONOTONIC time), "arrival" (stamped when read, up to ArrivalPoll late: an edge
+	// CLOCK_MONOTONIC time), "arrival" (stamped when read, up to marks.ArrivalPoll late: an edge
 	// component in the interval), "mixed", or "process" (Begin and End in a Go program).
 	Timing string      `json:"timing"`
-	GPUs   []GPUEnergy `json:"gpus"`
+	GPUs   []GPUFigure `json:"gpus"`
 	// Warnings about this region (on every GPU: a GPU's own are in its entry).
 	Warnings []status.Warning `json:"warnings"`
 }
 
-// GPUEnergy is a region's energy on one GPU: internal/energy's figure over the region
+// GPUFigure is a region's energy on one GPU: internal/energy's figure over the region
 // (Method, Channel and Source say how and from which channel). NoFigure: no energy could
 // be given (Warnings say why); the figures are then 0 and mean nothing.
-type GPUEnergy struct {
+type GPUFigure struct {
 	Index int    `json:"index"`
 	UUID  string `json:"uuid"`
-	energy.Figure
+	Figure
 	MeanPowerW float64 `json:"mean_power_w"`
 	NoFigure   bool    `json:"no_figure,omitempty"`
 }
 
-// Options of Energies.
-type Options struct {
+// MarkedOptions of Marked.
+type MarkedOptions struct {
 	// GPUs to give figures for (default: every GPU of the trace).
 	GPUs []trace.GPU
 	// Cache is shared by every region (default: a new one).
-	Cache *energy.Cache
+	Cache *Cache
 	// SyncCheck looks at the power after each region's end for work that ran past it.
 	SyncCheck bool
 }
 
-// Energies gives every span its energy on each GPU (energy.Region with one calibration
+// Marked gives every span its energy on each GPU (Region with one calibration
 // per GPU fitted over the whole trace, shared by the regions) and, with o.SyncCheck,
 // flags ends the power shows the work ran past (CheckSync).
-func Energies(tr *trace.Trace, spans []Span, o Options) []Region {
+func Marked(tr *trace.Trace, spans []marks.Span, o MarkedOptions) []MarkedRegion {
 	gpus := o.GPUs
 	if gpus == nil {
 		gpus = tr.Meta.GPUs
 	}
 	cache := o.Cache
 	if cache == nil {
-		cache = &energy.Cache{}
+		cache = &Cache{}
 	}
-	cals := map[int]*energy.Calibration{}
+	cals := map[int]*Calibration{}
 	for _, g := range gpus {
-		if c, err := energy.FitCalibration(tr, g.Index, 0, 0); err == nil {
+		if c, err := FitCalibration(tr, g.Index, 0, 0); err == nil {
 			cals[g.Index] = &c
 		}
 	}
-	out := make([]Region, 0, len(spans))
+	out := make([]MarkedRegion, 0, len(spans))
 	for _, s := range spans {
-		r := Region{Name: s.Name, Instance: s.Instance, Depth: s.Depth, StartS: s.Start.Seconds(), EndS: s.End.Seconds(),
+		r := MarkedRegion{Name: s.Name, Instance: s.Instance, Depth: s.Depth, StartS: s.Start.Seconds(), EndS: s.End.Seconds(),
 			DurationS: (s.End - s.Start).Seconds(), Start: s.Start, End: s.End, BeginLine: s.Begin.Line, EndLine: s.Stop.Line,
-			GPUs: []GPUEnergy{}, Warnings: []status.Warning{}}
+			GPUs: []GPUFigure{}, Warnings: []status.Warning{}}
 		if s.Parent >= 0 {
 			p := s.Parent
 			r.Parent = &p
@@ -89,15 +89,15 @@ func Energies(tr *trace.Trace, spans []Span, o Options) []Region {
 		r.Timing = timing(s)
 		what := fmt.Sprintf("region %s #%d", s.Name, s.Instance)
 		for _, g := range gpus {
-			ge := GPUEnergy{Index: g.Index, UUID: g.UUID, Figure: energy.Figure{Warnings: []status.Warning{}}}
+			ge := GPUFigure{Index: g.Index, UUID: g.UUID, Figure: Figure{Warnings: []status.Warning{}}}
 			if s.End <= s.Start {
 				ge.NoFigure = true
-				ge.Warnings = append(ge.Warnings, status.Warnf(CodeNoRegionFigs, "%s is empty (it ends where it begins): no energy figure", what))
+				ge.Warnings = append(ge.Warnings, status.Warnf(marks.CodeNoRegionFigs, "%s is empty (it ends where it begins): no energy figure", what))
 				r.GPUs = append(r.GPUs, ge)
 				continue
 			}
-			est := energy.Region(tr, g.Index, s.Start, s.End, energy.Options{What: what, Calibration: cals[g.Index], Cache: cache})
-			if est.Method == energy.NoFigure {
+			est := Region(tr, g.Index, s.Start, s.End, Options{What: what, Calibration: cals[g.Index], Cache: cache})
+			if est.Method == NoFigure {
 				ge.Warnings = append(ge.Warnings, est.Warnings...)
 				ge.NoFigure, ge.Method = true, est.Method
 				r.GPUs = append(r.GPUs, ge)
@@ -120,8 +120,8 @@ func Energies(tr *trace.Trace, spans []Span, o Options) []Region {
 	return out
 }
 
-func timing(s Span) string {
-	w := func(e Event) string {
+func timing(s marks.Span) string {
+	w := func(e marks.Event) string {
 		switch {
 		case e.Line == 0:
 			return "process"
@@ -138,27 +138,27 @@ func timing(s Span) string {
 }
 
 // arrivalComponent is the uncertainty an edge stamped on arrival adds: the marker may have
-// been written up to ArrivalPoll before it was read, so the region's energy over that time
+// been written up to marks.ArrivalPoll before it was read, so the region's energy over that time
 // (at its mean power) is not known to belong to it, at each such edge.
-func arrivalComponent(s Span, e float64) (energy.Component, bool) {
+func arrivalComponent(s marks.Span, e float64) (Component, bool) {
 	n := 0
-	for _, ev := range []Event{s.Begin, s.Stop} {
+	for _, ev := range []marks.Event{s.Begin, s.Stop} {
 		if ev.Line > 0 && !ev.Stamped {
 			n++
 		}
 	}
 	if n == 0 {
-		return energy.Component{}, false
+		return Component{}, false
 	}
 	p := math.Abs(e) / (s.End - s.Start).Seconds()
-	return energy.Component{Name: "markers", Known: true, HalfWidthJ: float64(n) * p * ArrivalPoll.Seconds(),
-		Note: fmt.Sprintf("%d edge(s) stamped when the marker was read, up to %s after it was written: that time at the region's mean power, at each", n, ArrivalPoll)}, true
+	return Component{Name: "markers", Known: true, HalfWidthJ: float64(n) * p * marks.ArrivalPoll.Seconds(),
+		Note: fmt.Sprintf("%d edge(s) stamped when the marker was read, up to %s after it was written: that time at the region's mean power, at each", n, marks.ArrivalPoll)}, true
 }
 
 // widen adds a component to a figure's budget, combined as the estimator combines its
 // own (root sum of squares; the gain error apart).
-func widen(f energy.Figure, c energy.Component) energy.Figure {
-	f.Uncertainty.Components = append(append([]energy.Component(nil), f.Uncertainty.Components...), c)
+func widen(f Figure, c Component) Figure {
+	f.Uncertainty.Components = append(append([]Component(nil), f.Uncertainty.Components...), c)
 	f.Finish()
 	return f
 }
@@ -175,20 +175,20 @@ const (
 
 // CheckSync flags region ends that the power shows the work ran past: after the end of a
 // region that drew clearly above idle, while no other region runs (up to the next begin,
-// the command's end or LookAfter), the corrected power (energy.PowerSeries on the best
+// the command's end or LookAfter), the corrected power (PowerSeries on the best
 // channel, bins of its update period) stays above halfway between the idle baseline and
 // the region's mean power for longer than the sensor's lag and the bins explain
-// (ActiveBins bins, at least MinLag, plus ArrivalPoll for a marker stamped on arrival).
+// (ActiveBins bins, at least MinLag, plus marks.ArrivalPoll for a marker stamped on arrival).
 // A region synchronised at its end drops at once (a GPU's power falls within
 // milliseconds when its work stops; the inversion undoes the sensor's lag). The
 // warning goes to the region's entry of GPU gpu.
-func CheckSync(tr *trace.Trace, gpu int, spans []Span, regions []Region, cache *energy.Cache) {
+func CheckSync(tr *trace.Trace, gpu int, spans []marks.Span, regions []MarkedRegion, cache *Cache) {
 	if len(spans) == 0 {
 		return
 	}
 	idle, idleText := 0.0, "no idle baseline: halfway to 0 W"
 	if b, ok := correct.TraceBaseline(tr, gpu); ok {
-		if est := energy.Region(tr, gpu, b.From, b.To, energy.Options{What: "the baseline", Cache: cache}); est.Method != energy.NoFigure {
+		if est := Region(tr, gpu, b.From, b.To, Options{What: "the baseline", Cache: cache}); est.Method != NoFigure {
 			idle = est.EnergyJ / (b.To - b.From).Seconds()
 			idleText = fmt.Sprintf("%s %.0f W", b.Level, idle)
 		}
@@ -227,13 +227,13 @@ func CheckSync(tr *trace.Trace, gpu int, spans []Span, regions []Region, cache *
 		if open || next <= s.End {
 			continue
 		}
-		ser, err := energy.PowerSeries(tr, gpu, s.End, next, 0, energy.Options{Cache: cache})
+		ser, err := PowerSeries(tr, gpu, s.End, next, 0, Options{Cache: cache})
 		if err != nil || len(ser.Points) == 0 {
 			continue
 		}
 		allow := max(time.Duration(ActiveBins*ser.StepS*float64(time.Second)), MinLag)
 		if s.Stop.Line > 0 && !s.Stop.Stamped {
-			allow += ArrivalPoll
+			allow += marks.ArrivalPoll
 		}
 		if next-s.End <= allow {
 			continue // the next region starts before the power could tell
@@ -280,13 +280,13 @@ func CheckSync(tr *trace.Trace, gpu int, spans []Span, regions []Region, cache *
 		}
 		r := &regions[i]
 		if short {
-			r.GPUs[gi].Warnings = append(r.GPUs[gi].Warnings, status.Warning{Code: CodeUnsynced, Key: s.Name, Value: ran.Seconds(), Unit: "s",
+			r.GPUs[gi].Warnings = append(r.GPUs[gi].Warnings, status.Warning{Code: marks.CodeUnsynced, Key: s.Name, Value: ran.Seconds(), Unit: "s",
 				Message: fmt.Sprintf("the power rose to %.0f W (%s) for %.2f s after %s, while no region ran: the region lasted %.3f s, too short for its own work, which ran after its end marker (written before the GPU finished); synchronise the GPU before writing it (torch.cuda.synchronize(), cudaDeviceSynchronize()): this region's energy is too low",
-					mean, idleText, ran.Seconds(), s.Stop.where(), (s.End - s.Start).Seconds())})
+					mean, idleText, ran.Seconds(), s.Stop.Where(), (s.End - s.Start).Seconds())})
 			continue
 		}
-		r.GPUs[gi].Warnings = append(r.GPUs[gi].Warnings, status.Warning{Code: CodeUnsynced, Key: s.Name, Value: ran.Seconds(), Unit: "s",
+		r.GPUs[gi].Warnings = append(r.GPUs[gi].Warnings, status.Warning{Code: marks.CodeUnsynced, Key: s.Name, Value: ran.Seconds(), Unit: "s",
 			Message: fmt.Sprintf("the power stayed at %.0f W (the region's mean %.0f W, %s) for %.2f s after %s, while no region ran: longer than the sensor's lag and the markers' timing explain (%.2f s). The work this region measured ran past its end marker (written before the GPU finished); synchronise the GPU before writing it (torch.cuda.synchronize(), cudaDeviceSynchronize()): this region's energy is too low",
-				mean, level, idleText, ran.Seconds(), s.Stop.where(), allow.Seconds())})
+				mean, level, idleText, ran.Seconds(), s.Stop.Where(), allow.Seconds())})
 	}
 }
