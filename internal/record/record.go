@@ -141,10 +141,10 @@ type Window struct {
 	// calibrated ring may move slightly (well within its interval) once the recording is
 	// whole.
 	Final bool `json:"final"`
-	// GPUs holds the window's energy on each GPU (marks.GPUEnergy: energy_j with its
+	// GPUs holds the window's energy on each GPU (energy.GPUFigure: energy_j with its
 	// 95 % interval energy_low_j/energy_high_j and absolute_low_j/absolute_high_j,
 	// method, channel, warnings).
-	GPUs []marks.GPUEnergy `json:"gpus,omitempty"`
+	GPUs []energy.GPUFigure `json:"gpus,omitempty"`
 	// Host holds the energy of each of the host's RAPL domains (CPU packages, DRAM, psys);
 	// HostUnavailable says in one line why there is none (no powercap: a virtual machine;
 	// counters readable by root only).
@@ -460,12 +460,12 @@ func (r *recorder) figure(ctx context.Context, i int) Window {
 	// looks after its end for the next begin, or a window still open at it).
 	spans := []marks.Span{r.span(w, tr)}
 	for k, o := range r.wins {
-		if k == i || o.start > w.end+marks.LookAfter || (o.Ended && o.end < w.start) {
+		if k == i || o.start > w.end+energy.LookAfter || (o.Ended && o.end < w.start) {
 			continue
 		}
 		spans = append(spans, r.span(o, tr))
 	}
-	regs := marks.Energies(tr, spans, marks.Options{Cache: &energy.Cache{}, SyncCheck: true})
+	regs := energy.Marked(tr, spans, energy.MarkedOptions{Cache: &energy.Cache{}, SyncCheck: true})
 	return r.withFigure(w, regs[0], tr, false)
 }
 
@@ -480,7 +480,7 @@ func (r *recorder) span(w *Window, tr *trace.Trace) marks.Span {
 		Begin: marks.Event{Begin: true, Name: w.Name, T: w.start}, Stop: marks.Event{Name: w.Name, T: end}}
 }
 
-func (r *recorder) withFigure(w *Window, reg marks.Region, tr *trace.Trace, final bool) Window {
+func (r *recorder) withFigure(w *Window, reg energy.MarkedRegion, tr *trace.Trace, final bool) Window {
 	c := *w
 	c.GPUs, c.Warnings, c.Final = reg.GPUs, reg.Warnings, final
 	c.HostUnavailable = r.hostWhy
@@ -621,7 +621,7 @@ func (r *recorder) finish() (Response, error) {
 	}
 	tr := &trace.Trace{Meta: meta, Samples: samples}
 	resp := Response{Windows: []Window{}, Warnings: warns}
-	regs := marks.Energies(tr, spans, marks.Options{Cache: &energy.Cache{}, SyncCheck: true})
+	regs := energy.Marked(tr, spans, energy.MarkedOptions{Cache: &energy.Cache{}, SyncCheck: true})
 	for k, w := range ended {
 		resp.Windows = append(resp.Windows, r.withFigure(w, regs[k], tr, true))
 	}

@@ -74,7 +74,7 @@ func (s *session) ask(line string) Response {
 // onScale is the true energy as the figure's source sees it (the counter's gain for the
 // counter and the calibrated ring; the channel's own gain and offset for an inversion):
 // the relative interval leaves the board's gain error out, as it says.
-func onScale(s simtest.Sim, g marks.GPUEnergy, truth float64, d time.Duration) float64 {
+func onScale(s simtest.Sim, g energy.GPUFigure, truth float64, d time.Duration) float64 {
 	if g.Method == "counter" || g.Method == "calibrated_ring" {
 		c, _ := s.Dev.Model(trace.ChEnergyTotal)
 		return c.Gain * truth
@@ -191,7 +191,7 @@ func TestWindowsHoldTruth(t *testing.T) {
 	if len(ws) != 0 || len(spans) != len(wins) {
 		t.Fatalf("saved marks: %d spans, %v", len(spans), ws)
 	}
-	regs := marks.Energies(tr, spans, marks.Options{Cache: &energy.Cache{}, SyncCheck: true})
+	regs := energy.Marked(tr, spans, energy.MarkedOptions{Cache: &energy.Cache{}, SyncCheck: true})
 	for i, r := range regs {
 		a, b := r.GPUs[0], c.Windows[i].GPUs[0]
 		// The CSV keeps each reading to 9 significant digits: the figures agree to 1e-6.
