@@ -2,15 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/correct"
 	"github.com/gpuwatt/gpuwatt/internal/device"
@@ -89,10 +85,8 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	if err := q.Validate(); err != nil {
 		return a.exitFor("energy", err)
 	}
-	// A trace's readings and the inversion's arrays hold no pointers, so a collection
-	// costs little: the collector runs when the heap has grown by energyGCPercent of what
-	// was live, not by Go's default 100 %, and the peak heap stays near what is live
-	// (docs/robustness.md). A GOGC the user set is left as it is.
+	// A trace's readings hold no pointers: a collection at energyGCPercent of growth costs
+	// little and keeps the peak heap near what is live (docs/robustness.md); GOGC wins.
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(energyGCPercent))
 	}
@@ -109,32 +103,4 @@ func (a *App) energy(ctx context.Context, args []string) int {
 		return a.fail("energy", err)
 	}
 	return ExitOK
-}
-
-// parseTime reads a time on a trace's axis: a duration with a unit ("3.2s", "3200ms",
-// "-0.1s"). "" means not given (nil).
-func parseTime(flagName, s string) (*time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, nil
-	}
-	if _, err := strconv.ParseFloat(s, 64); err == nil {
-		return nil, fmt.Errorf("%s %s: a bare number; want a time with a unit, such as %ss or %sms", flagName, s, s, s)
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: want a time on the trace's t_s axis with a unit, such as 3.2s or 3200ms", flagName, s)
-	}
-	return &d, nil
-}
-
-// parseWatts reads a power in watts: "52.5" or "52.5W".
-func parseWatts(s string) (float64, error) {
-	t := strings.TrimSpace(s)
-	t = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(t, "W"), "w"))
-	w, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
-		return 0, errors.New("want a power in watts >= 0, such as 52.5 or 52.5W")
-	}
-	return w, nil
 }

@@ -1,8 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"flag"
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/device"
 )
@@ -88,4 +93,32 @@ func outHelp(verb, def string) string {
 		h += "; default: none, nothing is written"
 	}
 	return h
+}
+
+// parseTime reads a time on a trace's axis: a duration with a unit ("3.2s", "3200ms",
+// "-0.1s"). "" means not given (nil).
+func parseTime(flagName, s string) (*time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return nil, fmt.Errorf("%s %s: a bare number; want a time with a unit, such as %ss or %sms", flagName, s, s, s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: want a time on the trace's t_s axis with a unit, such as 3.2s or 3200ms", flagName, s)
+	}
+	return &d, nil
+}
+
+// parseWatts reads a power in watts: "52.5" or "52.5W".
+func parseWatts(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	t = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(t, "W"), "w"))
+	w, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+		return 0, errors.New("want a power in watts >= 0, such as 52.5 or 52.5W")
+	}
+	return w, nil
 }

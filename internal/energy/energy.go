@@ -102,6 +102,17 @@ type Options struct {
 	// is that channel's own (its model inverted, its interval), not the counter's or the
 	// ring's; the counter, where the trace has one, checks it (the reference component).
 	Named bool
+	// Late is how late the region's edges may be placed, both together, where their times
+	// are not exact (a marker stamped when it was read, up to marks.ArrivalPoll after it
+	// was written); LateNote says why. That time at the region's mean power is a component
+	// of the interval ("markers").
+	Late     time.Duration
+	LateNote string
+	// EdgeBound, where the counter is interpolated across readings outside the region,
+	// bounds the energy across the edges, which the estimator cannot tell (a job's edges
+	// are begin's and end's own counter readings, each late by at most an update period,
+	// the board at most at its power limit meanwhile): it stands for the "edges" component.
+	EdgeBound *Component
 }
 
 // ParseMethod reads a method's name as the flags give it: auto (""), counter, calibrated
@@ -467,7 +478,11 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 			} else {
 				warn(CodeInterpolated, counterChannel, "%s: the energy is interpolated across readings outside it, where the power may differ", ctrWhy())
 			}
-			est.add(Component{Name: "edges", Note: "the power outside the region, across which the counter is interpolated, is not known"})
+			if o.EdgeBound != nil {
+				est.add(*o.EdgeBound)
+			} else {
+				est.add(Component{Name: "edges", Note: "the power outside the region, across which the counter is interpolated, is not known"})
+			}
 		}
 	}
 	if o.Method != "" && est.Method != o.Method {
@@ -507,6 +522,9 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 	if est.Method == NoFigure {
 		warn(CodeNoFigure, "", "no power channel or energy counter could be read: no energy figure")
 		return est
+	}
+	if o.Late > 0 {
+		est.add(Component{Name: "markers", Known: true, HalfWidthJ: math.Abs(est.EnergyJ) / dur.Seconds() * o.Late.Seconds(), Note: o.LateNote})
 	}
 	est.interval()
 	if est.Method == Inversion {

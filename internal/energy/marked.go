@@ -2,7 +2,6 @@ package energy
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/correct"
@@ -96,7 +95,8 @@ func Marked(tr *trace.Trace, spans []marks.Span, o MarkedOptions) []MarkedRegion
 				r.GPUs = append(r.GPUs, ge)
 				continue
 			}
-			est := Region(tr, g.Index, s.Start, s.End, Options{What: what, Calibration: cals[g.Index], Cache: cache})
+			late, lateNote := arrivalLate(s)
+			est := Region(tr, g.Index, s.Start, s.End, Options{What: what, Calibration: cals[g.Index], Cache: cache, Late: late, LateNote: lateNote})
 			if est.Method == NoFigure {
 				ge.Warnings = append(ge.Warnings, est.Warnings...)
 				ge.NoFigure, ge.Method = true, est.Method
@@ -104,9 +104,6 @@ func Marked(tr *trace.Trace, spans []marks.Span, o MarkedOptions) []MarkedRegion
 				continue
 			}
 			ge.Figure = est.Figure
-			if c, ok := arrivalComponent(s, est.EnergyJ); ok {
-				ge.Figure = widen(ge.Figure, c)
-			}
 			ge.MeanPowerW = est.EnergyJ / (s.End - s.Start).Seconds()
 			r.GPUs = append(r.GPUs, ge)
 		}
@@ -137,10 +134,10 @@ func timing(s marks.Span) string {
 	return a
 }
 
-// arrivalComponent is the uncertainty an edge stamped on arrival adds: the marker may have
-// been written up to marks.ArrivalPoll before it was read, so the region's energy over that time
-// (at its mean power) is not known to belong to it, at each such edge.
-func arrivalComponent(s marks.Span, e float64) (Component, bool) {
+// arrivalLate is how late a span's edges may be placed, both together: a marker stamped
+// when it was read may have been written up to marks.ArrivalPoll before, at each such
+// edge; the estimator adds that time at the region's mean power to the interval.
+func arrivalLate(s marks.Span) (time.Duration, string) {
 	n := 0
 	for _, ev := range []marks.Event{s.Begin, s.Stop} {
 		if ev.Line > 0 && !ev.Stamped {
@@ -148,19 +145,9 @@ func arrivalComponent(s marks.Span, e float64) (Component, bool) {
 		}
 	}
 	if n == 0 {
-		return Component{}, false
+		return 0, ""
 	}
-	p := math.Abs(e) / (s.End - s.Start).Seconds()
-	return Component{Name: "markers", Known: true, HalfWidthJ: float64(n) * p * marks.ArrivalPoll.Seconds(),
-		Note: fmt.Sprintf("%d edge(s) stamped when the marker was read, up to %s after it was written: that time at the region's mean power, at each", n, marks.ArrivalPoll)}, true
-}
-
-// widen adds a component to a figure's budget, combined as the estimator combines its
-// own (root sum of squares; the gain error apart).
-func widen(f Figure, c Component) Figure {
-	f.Uncertainty.Components = append(append([]Component(nil), f.Uncertainty.Components...), c)
-	f.Finish()
-	return f
+	return time.Duration(n) * marks.ArrivalPoll, fmt.Sprintf("%d edge(s) stamped when the marker was read, up to %s after it was written: that time at the region's mean power, at each", n, marks.ArrivalPoll)
 }
 
 // LagAllowance is the least time the power may stay at a region's level after its end

@@ -125,25 +125,8 @@ func Compute(b *Begin, end map[int]*Counter, endT time.Duration, tr *trace.Trace
 			gr.CounterEndJ = &v
 		}
 		if tr != nil {
-			est := energy.Region(tr, g.Index, from, to, energy.Options{What: "the job", Cache: cache})
-			gr.Figure = est.Figure
-			gr.Corrected = est.Method == energy.CalibratedRing || est.Method == energy.Inversion
-			period := AssumedCounterPeriod
-			if ch, ok := tr.Channel(g.Index, trace.ChEnergyTotal); ok && ch.Stats != nil && ch.Stats.UpdatePeriod > 0 {
-				period = secs(ch.Stats.UpdatePeriod)
-			}
-			switch {
-			case est.Method == energy.CounterInterpolated && est.Uncertainty.Partial:
-				// The estimator cannot tell the power across the edges; here the edges are
-				// begin's and end's own readings, each late by at most an update period.
-				boundEdges(&gr, g.PowerLimitW, period, false, "its power limit")
-			case est.Method == energy.Counter && to > from:
-				// begin's and end's readings are stamped at their calls, but each value is
-				// the counter's last update, up to a period before: each edge is off by up
-				// to half a period either way at the power drawn there (taken as the job's
-				// mean; a twin's job missed its truth by 2 % without this: TestJobCounterChannel).
-				boundEdges(&gr, gr.EnergyJ/(to-from).Seconds(), period, false, "the job's mean power")
-			}
+			gr.Figure = GPUFigure(tr, g, from, to, cache)
+			gr.Corrected = gr.Method == energy.CalibratedRing || gr.Method == energy.Inversion
 		} else {
 			counterOnly(&gr, g, to-from)
 		}
@@ -162,6 +145,31 @@ func Compute(b *Begin, end map[int]*Counter, endT time.Duration, tr *trace.Trace
 	r.EnergyLowJ, r.EnergyHighJ = r.EnergyJ-hw, r.EnergyJ+hw
 	r.AdminComment = AdminComment(r)
 	return r
+}
+
+// GPUFigure is GPU g's figure over the job's span [from, to] of the recorder's trace: the
+// estimator's, with the job's edges (begin's and end's own counter readings) bounded.
+func GPUFigure(tr *trace.Trace, g BeginGPU, from, to time.Duration, cache *energy.Cache) energy.Figure {
+	gr := &GPUResult{}
+	est := energy.Region(tr, g.Index, from, to, energy.Options{What: "the job", Cache: cache})
+	gr.Figure = est.Figure
+	period := AssumedCounterPeriod
+	if ch, ok := tr.Channel(g.Index, trace.ChEnergyTotal); ok && ch.Stats != nil && ch.Stats.UpdatePeriod > 0 {
+		period = secs(ch.Stats.UpdatePeriod)
+	}
+	switch {
+	case est.Method == energy.CounterInterpolated && est.Uncertainty.Partial:
+		// The estimator cannot tell the power across the edges; here the edges are
+		// begin's and end's own readings, each late by at most an update period.
+		boundEdges(gr, g.PowerLimitW, period, false, "its power limit")
+	case est.Method == energy.Counter && to > from:
+		// begin's and end's readings are stamped at their calls, but each value is
+		// the counter's last update, up to a period before: each edge is off by up
+		// to half a period either way at the power drawn there (taken as the job's
+		// mean; a twin's job missed its truth by 2 % without this: TestJobCounterChannel).
+		boundEdges(gr, gr.EnergyJ/(to-from).Seconds(), period, false, "the job's mean power")
+	}
+	return gr.Figure
 }
 
 func joinReason(a, b string) string {

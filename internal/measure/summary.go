@@ -48,8 +48,8 @@ type Summary struct {
 	Sampler []GPUSampler `json:"sampler"`
 	// Regions are the command's marked regions (GPUWATT_MARKS), each with its energy per
 	// GPU; absent where no marks file was read, [] where it held no region.
-	Regions     []energy.MarkedRegion  `json:"regions,omitempty"`
-	Unavailable []trace.Missing `json:"unavailable_channels,omitempty"`
+	Regions     []energy.MarkedRegion `json:"regions,omitempty"`
+	Unavailable []trace.Missing       `json:"unavailable_channels,omitempty"`
 	// Host is the host's CPU packages' and DRAM's energy over the command (RAPL), and the
 	// node's; absent on a sim device that models no host.
 	Host *HostSummary `json:"host,omitempty"`

@@ -30,7 +30,7 @@ func TestH200PythonLoop(t *testing.T) {
 	if len(ws) != 0 || len(spans) != 30 {
 		t.Fatalf("%d spans, %v", len(spans), ws)
 	}
-	regs := marks.Energies(tr, spans, marks.Options{Cache: &energy.Cache{}, SyncCheck: true})
+	regs := energy.Marked(tr, spans, energy.MarkedOptions{Cache: &energy.Cache{}, SyncCheck: true})
 	b, err := os.ReadFile(filepath.Join(h200Loop, "loop.json"))
 	if err != nil {
 		t.Fatal(err)
