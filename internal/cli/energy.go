@@ -50,6 +50,10 @@ func (a *App) energy(ctx context.Context, args []string) int {
 	if *path == "" {
 		return bad("no trace: gpuwatt energy %s", energySynopsis)
 	}
+	// An output never overwrites an input (issue 29: --series naming the trace destroyed it).
+	if err := overwritesInput("--series", *seriesPath, append(traceFiles(*path), *spec, sh.dev.simConfig)...); err != nil {
+		return bad("%v", err)
+	}
 	q := energy.Query{Trace: *path, GPU: energy.AnyGPU, Region: *regionS, Channel: *channel, Series: *seriesPath, Recorded: sh.dev.spec()}
 	var err error
 	if q.From, err = parseTime("--from", *fromS); err != nil {
