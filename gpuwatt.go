@@ -363,6 +363,7 @@ func (r *Recorder) Stop() (*Result, error) {
 	}
 	slices.SortStableFunc(meta.Marks, func(a, b trace.Mark) int { return cmpF(a.T, b.T) })
 	tr := &trace.Trace{Meta: meta, Samples: samples}
+	tr.RoundToStored() // the figures are those of the trace as Save writes it
 	res := newResult(tr, spans, warns, r.allGPUs)
 	res.HostUnavailable = r.hostWhy
 	return res, nil

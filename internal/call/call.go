@@ -364,7 +364,9 @@ func (r *recorder) trace(sys gpu.System, snapshot bool) *trace.Trace {
 		DriverVersion: sys.DriverVersion(), NVMLVersion: sys.NVMLVersion(), Start: r.clk.Epoch(),
 		Duration: end.Seconds(), Poll: trace.Poll{Mode: r.poll.String()}, Channels: chans,
 		Unavailable: r.smp.Unavailable(), GPUs: []trace.GPU{info}, VirtualClock: clock.IsVirtual(r.clk)}
-	return &trace.Trace{Meta: meta, Samples: samples}
+	tr := &trace.Trace{Meta: meta, Samples: samples}
+	tr.RoundToStored() // the figures are those of the trace as saved
+	return tr
 }
 
 // plan places the calls: each after a wait of at least gap (the sensor has let go of the

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
 	"github.com/gpuwatt/gpuwatt/internal/measure"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
@@ -145,6 +146,20 @@ func TestMeasureGolden(t *testing.T) {
 	g := sum.GPUs[0]
 	if g.EnergySource != "energy.total" || g.EnergyJ <= 0 || sum.ExitCode != 3 || sum.DurationS != 5 {
 		t.Fatalf("summary = %+v", sum)
+	}
+	// `energy` on the saved trace over the command (its marks cmd.start and cmd.end) gives
+	// the summary's figure to the last digit: measure computes on the trace as trace.csv
+	// stores it (to the µs; on the sampler's nanoseconds it was 4e-5 J off).
+	e, eout, eerr, ectx := testApp(t)
+	if code := e.Main(ectx, []string{"energy", "--trace", out, "--from", "1s", "--to", "6s", "--json"}); code != 0 {
+		t.Fatalf("energy --trace %s: exit %d: %s", out, code, eerr)
+	}
+	var rep energy.Report
+	if err := json.Unmarshal(eout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.EnergyJ != g.EnergyJ || rep.EnergyLowJ != g.EnergyLowJ || rep.EnergyHighJ != g.EnergyHighJ {
+		t.Errorf("energy on the saved trace: %v J [%v, %v], the summary %v J [%v, %v]", rep.EnergyJ, rep.EnergyLowJ, rep.EnergyHighJ, g.EnergyJ, g.EnergyLowJ, g.EnergyHighJ)
 	}
 }
 

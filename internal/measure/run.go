@@ -528,6 +528,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		res.Start, res.End = end, end
 	}
 	res.Trace = &trace.Trace{Meta: meta, Samples: samples}
+	res.Trace.RoundToStored() // the summary's figures are those of the saved trace
 	return res, runErr
 }
 

@@ -620,6 +620,9 @@ func (r *recorder) finish() (Response, error) {
 		warns = append(warns, status.Warnf("incomplete", "%s", meta.IncompleteWhy))
 	}
 	tr := &trace.Trace{Meta: meta, Samples: samples}
+	// The final figures are those of the saved recording (energy --region on it gives them
+	// again): its times to the µs, as trace.csv stores them.
+	tr.RoundToStored()
 	resp := Response{Windows: []Window{}, Warnings: warns}
 	regs := energy.Marked(tr, spans, energy.MarkedOptions{Cache: &energy.Cache{}, SyncCheck: true})
 	for k, w := range ended {

@@ -92,15 +92,34 @@ func WriteCSV(w io.Writer, tr *Trace) error {
 
 func cmpT(a, b Sample) int { return cmp.Compare(a.T, b.T) }
 
-// appendSeconds appends d in seconds with 6 decimals, rounded to the nearest µs (halves
-// away from zero; within ±maxUS, so that it reads back).
-func appendSeconds(dst []byte, d time.Duration) []byte {
+// StoredTime is d as trace.csv stores it: to the nearest µs (halves away from zero; within
+// ±maxUS, so that it reads back).
+func StoredTime(d time.Duration) time.Duration {
+	return time.Duration(storedUS(d)) * time.Microsecond
+}
+
+// RoundToStored rounds every sample's time to what trace.csv stores (StoredTime), so that
+// a figure computed on tr before Save is the one a reader of the saved trace computes (a
+// sampler's nanoseconds moved the estimator's interval by parts in a million).
+func (tr *Trace) RoundToStored() {
+	for i := range tr.Samples {
+		tr.Samples[i].T = StoredTime(tr.Samples[i].T)
+	}
+}
+
+func storedUS(d time.Duration) int64 {
 	us, r := int64(d/time.Microsecond), int64(d%time.Microsecond)
 	if r >= 500 && us < maxUS {
 		us++
 	} else if r <= -500 && us > -maxUS {
 		us--
 	}
+	return us
+}
+
+// appendSeconds appends d in seconds with 6 decimals, StoredTime's µs.
+func appendSeconds(dst []byte, d time.Duration) []byte {
+	us := storedUS(d)
 	if us < 0 {
 		dst = append(dst, '-')
 		us = -us

@@ -100,6 +100,38 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRoundToStored: a trace with a sampler's nanoseconds, rounded to what trace.csv
+// stores, reads back from Save sample for sample (halves away from zero, both signs), so a
+// figure computed before saving is the one computed on the saved trace.
+func TestRoundToStored(t *testing.T) {
+	want := fullTrace()
+	ns := []time.Duration{-1500, -1499, -501, -500, -499, 0, 499, 500, 501, 1499, 1500, 123456789, 2*time.Second + 999999500}
+	want.Samples = want.Samples[:0]
+	for i, d := range ns {
+		want.Samples = append(want.Samples, trace.Sample{T: d, GPU: 0, Channel: "power.instant", Value: float64(i)})
+	}
+	want.RoundToStored()
+	for i, s := range want.Samples {
+		if s.T%time.Microsecond != 0 {
+			t.Errorf("%v rounds to %v: not whole µs", ns[i], s.T)
+		}
+		if d := s.T - ns[i]; d > 500 || d < -500 || (d == -500 && ns[i] > 0) || (d == 500 && ns[i] < 0) {
+			t.Errorf("%v rounds to %v: not the nearest µs, halves away from zero", ns[i], s.T)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := trace.Save(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := trace.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Samples, want.Samples) {
+		t.Errorf("saved and read back:\ngot  %v\nwant %v", got.Samples, want.Samples)
+	}
+}
+
 func TestLoadCSVWithoutSidecar(t *testing.T) {
 	src := fullTrace()
 	var b bytes.Buffer
