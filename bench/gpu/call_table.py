@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The table of bench/gpu/call_gemm.sh: each call's energy from `gpuwatt call` against the
-same call's long steady run (bench/gpu/call_worker.py's reference).
+board's energy counter over the same run (bench/gpu/call_reference.py, from the log
+bench/gpu/call_worker.py writes; a reference.json of the 2026-11-28 run, the steady run's
+figures at its top level, is read too).
 
     python3 bench/gpu/call_table.py OUTDIR
 
@@ -16,12 +18,28 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def flat(ref):
+    """The reference's figures: those of call_reference.py where the file has them (computed
+    again from its log where it has one), else the old steady run's at its top level."""
+    if "changes" in ref and "spans" in ref:
+        import call_reference
+        x = dict(call_reference.reference(ref))
+        x.setdefault("op", ref.get("op"))
+        x["op"] = ref.get("op")
+        return x
+    return ref
+
 
 def row(name, call, ref):
+    ref = flat(ref)
     r = {"item": name, "op": ref.get("op", name), "calls": call["calls"], "batch": call["batch"],
          "calls_needed": call.get("calls_needed"), "rel_half_width": call["rel_half_width"],
          "target": call.get("target"), "reached": call.get("reached"),
          "seconds": call["time_s"]["value"], "ref_seconds": ref.get("seconds_per_call"),
+         "idle_w": (call.get("active_idle_w") or {}).get("value"),
          "channel": call.get("channel"), "warnings": [w.get("message", "") for w in call.get("warnings") or []]}
     for key, rkey in (("active_j", "active_per_call_j"), ("energy_j", "energy_per_call_j")):
         f, x = call[key], ref.get(rkey)
@@ -31,6 +49,16 @@ def row(name, call, ref):
             r[key + "_diff"] = f["value"] / x - 1
             r[key + "_inside"] = f["low"] <= x <= f["high"]
             r[key + "_abs_inside"] = f.get("absolute_low", f["low"]) <= x <= f.get("absolute_high", f["high"])
+    # the reference's own 95 % half-width (call_reference.py), and the test with it added
+    rhw = ref.get("active_half_width_j")
+    if rhw is not None and r.get("active_j_ref"):
+        hw = (call["active_j"]["high"] - call["active_j"]["low"]) / 2
+        r["ref_rel_half_width"] = rhw / abs(r["active_j_ref"])
+        r["active_j_inside_both"] = abs(r["active_j"] - r["active_j_ref"]) <= (hw * hw + rhw * rhw) ** 0.5
+    for k in ("idle_used", "idle_w", "idle_in_run_w", "idle_in_run_s", "idle_before_w", "idle_after_w",
+              "active_per_call_linear_j", "run_s", "change_times", "error"):
+        if k in ref:
+            r["ref_" + k] = ref[k]
     return r
 
 
@@ -54,18 +82,25 @@ def pct(x):
 
 
 def markdown(rows):
-    out = ["| op | repetitions × calls | needed for ±1 % | time per call (isolated / steady) | above active idle: gpuwatt ± 95 % | steady reference | diff | inside | in all: gpuwatt ± 95 % | reference | diff | inside |",
-           "|---|---|---:|---|---|---:|---:|---|---|---:|---:|---|"]
+    out = ["| op | repetitions × calls | ±1 % reached | repetitions ±1 % needs | time per call: gpuwatt / reference | above active idle: gpuwatt ± 95 % | reference ± 95 % | diff | inside | idle: reference's / gpuwatt's | in all: gpuwatt ± 95 % | reference | diff | inside |",
+           "|---|---|---|---:|---|---|---|---:|---|---|---|---:|---:|---|"]
+    yes = lambda x: {True: "yes", False: "**no**"}.get(x, "–")
     for r in rows:
         hw = lambda k: (r[k + "_high"] - r[k + "_low"]) / 2
         rel = lambda k: 100 * hw(k) / abs(r[k]) if r[k] else float("inf")
         need = r["calls"] * (r["rel_half_width"] / 0.01) ** 2  # the interval shrinks as 1/√n
-        out.append("| %s | %d × %d | %d | %.4g / %.4g ms | %.5g J ± %.2f %% | %s | %s | %s | %.5g J ± %.2f %% | %s | %s | %s |" % (
-            r["op"], r["calls"], r["batch"], round(need), 1e3 * r["seconds"], 1e3 * (r["ref_seconds"] or 0),
-            r["active_j"], rel("active_j"), "%.5g J" % r["active_j_ref"] if r.get("active_j_ref") else "–",
-            pct(r.get("active_j_diff")), {True: "yes", False: "**no**"}.get(r.get("active_j_inside"), "–"),
+        ref = "–"
+        if r.get("active_j_ref"):
+            ref = "%.5g J" % r["active_j_ref"]
+            if r.get("ref_rel_half_width") is not None:
+                ref += " ± %.2f %%" % (100 * r["ref_rel_half_width"])
+        idle = "%s / %s" % ("%.2f W (%s)" % (r["ref_idle_w"], r.get("ref_idle_used", "steady run's")) if r.get("ref_idle_w") else "–",
+                            "%.2f W" % r["idle_w"] if r.get("idle_w") else "–")
+        out.append("| %s | %d × %d | %s | %d | %.4g / %.4g ms | %.5g J ± %.2f %% | %s | %s | %s | %s | %.5g J ± %.2f %% | %s | %s | %s |" % (
+            r["op"], r["calls"], r["batch"], yes(r.get("reached")), round(need), 1e3 * r["seconds"], 1e3 * (r["ref_seconds"] or 0),
+            r["active_j"], rel("active_j"), ref, pct(r.get("active_j_diff")), yes(r.get("active_j_inside")), idle,
             r["energy_j"], rel("energy_j"), "%.5g J" % r["energy_j_ref"] if r.get("energy_j_ref") else "–",
-            pct(r.get("energy_j_diff")), {True: "yes", False: "**no**"}.get(r.get("energy_j_inside"), "–")))
+            pct(r.get("energy_j_diff")), yes(r.get("energy_j_inside"))))
     return "\n".join(out) + "\n"
 
 

@@ -1,34 +1,41 @@
 #!/usr/bin/env python3
-"""One call for `gpuwatt call` (docs/call.md), and its long steady reference (issue 34).
+"""One call for `gpuwatt call` (docs/call.md), and the board's energy counter over the same
+run as an independent reference (issue 34).
 
-    python3 bench/gpu/call_worker.py --op gemm:4096x4096x4096 --reference REF.json [--steady 10] [--idle 3]
+    python3 bench/gpu/call_worker.py --op gemm:4096x4096x4096 --reference REF.json [--idle 2] [--steady 0]
 
-Sets the call up (torch, bf16 on cuda:0), warms it up, then measures the reference with
-NVML's energy counter polled by a thread of its own (pynvml; no gpuwatt code): --idle s of
-active idle (this process's context open, nothing running), then --steady s of the call
-back to back. The energy per call of the steady run is the counter's increase between its
-first change after the first second and its last change before the end, over the time
-between those changes, times the time per call (the run's time over its calls); above
-active idle, the same less the idle power. REF.json holds every figure and the counter's
-changes used. Then it speaks gpuwatt call's protocol on stdin/stdout: `ready`; for each
-`call N`, N calls back to back between two torch.cuda.synchronize(), answered
-`done T0 T1` (time.monotonic() after the first and after the second sync); it exits at
-the end of its stdin.
+Sets the call up (torch, bf16 on cuda:0) and warms it up. A thread of its own polls NVML's
+energy counter (pynvml; no gpuwatt code) from then to the end and logs every change of it
+with the host times that bracket it. The worker then waits --idle s (active idle: this
+process's context open, nothing running), says `ready` and speaks gpuwatt call's protocol on
+stdin/stdout: for each `call N`, N calls back to back between two torch.cuda.synchronize(),
+answered `done T0 T1` (time.monotonic() after the first and after the second sync), each
+span logged. At the end of its stdin it waits --idle s more and writes REF.json: the counter's
+changes, every span, the idle stretches, and the reference that bench/gpu/call_reference.py
+computes from them (the counter's energy over the calls' run less the active idle between the
+calls, per call: the same calls at the same duty cycle, clocks and temperature as gpuwatt's
+measurement, read by another sensor and another method).
+
+--steady S (default 0: none) also measures the call back to back for S s before `ready` (the
+2026-11-28 run's reference: on an H200 that is the board at its 700 W cap, another operating
+point of the call; kept as a figure beside the reference, not as the reference).
 
 Ops: gemm:MxNxK (torch.matmul of bf16 M×K by K×N), sdpa:B,H,S,D (scaled_dot_product_attention,
 bf16), softmax:R,C (torch.softmax over the last dimension of a bf16 R×C tensor).
 """
 import argparse
 import json
+import os
 import sys
 import threading
 import time
 
-import pynvml
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import call_reference  # noqa: E402
 
 
 def make_op(spec):
+    import torch
     kind, _, arg = spec.partition(":")
     dev, dt = "cuda", torch.bfloat16
     if kind == "gemm":
@@ -49,60 +56,31 @@ def make_op(spec):
 
 
 class Poller(threading.Thread):
-    """NVML's energy counter as fast as it reads: (t_mid monotonic s, mJ) at each change."""
+    """NVML's energy counter, read back to back (a read takes ~3 ms): at each change,
+    [t_lo, t_hi, mJ], the change having happened after the previous read began (t_lo) and
+    before this read ended (t_hi)."""
 
-    def __init__(self, handle):
+    def __init__(self, nvml, handle):
         super().__init__(daemon=True)
-        self.h, self.changes, self.stop, self.calls = handle, [], False, 0
+        self.nvml, self.h, self.changes, self.stop, self.reads = nvml, handle, [], False, 0
 
     def run(self):
-        last = None
+        last, prev_t0 = None, None
         while not self.stop:
             t0 = time.monotonic()
-            e = pynvml.nvmlDeviceGetTotalEnergyConsumption(self.h)
+            e = self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.h)
             t1 = time.monotonic()
-            self.calls += 1
-            if e != last:
-                # the change happened between the previous call's end and this one's
-                self.changes.append(((t0 + t1) / 2, e))
-                last = e
+            self.reads += 1
+            if e != last and prev_t0 is not None:
+                self.changes.append([prev_t0, t1, e])
+            elif last is None:
+                self.changes.append([t0, t1, e])  # the first reading: not a change
+            last, prev_t0 = e, t0
+            time.sleep(0.001)  # leave the driver to gpuwatt's reads too
 
 
-def rate(changes, a, b):
-    """The counter's mean power (W) between its first change at or after a and its last
-    change at or before b, and those changes."""
-    inside = [c for c in changes if a <= c[0] <= b]
-    if len(inside) < 3:
-        return None, inside
-    (t0, e0), (t1, e1) = inside[0], inside[-1]
-    return (e1 - e0) / 1000.0 / (t1 - t0), [inside[0], inside[-1]]
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--op", required=True)
-    ap.add_argument("--reference", required=True, help="the JSON file to write the steady reference to")
-    ap.add_argument("--steady", type=float, default=10.0, help="seconds of back-to-back calls (default 10)")
-    ap.add_argument("--idle", type=float, default=3.0, help="seconds of active idle measured first (default 3)")
-    ap.add_argument("--gpu", type=int, default=0)
-    a = ap.parse_args()
-
-    torch.cuda.set_device(a.gpu)
-    op, flops = make_op(a.op)
-    for _ in range(20):
-        op()
-    torch.cuda.synchronize()
-    pynvml.nvmlInit()
-    h = pynvml.nvmlDeviceGetHandleByIndex(a.gpu)
-    poll = Poller(h)
-    poll.start()
-
-    t_idle0 = time.monotonic()
-    time.sleep(a.idle)
-    t_idle1 = time.monotonic()
-    p_idle, idle_edges = rate(poll.changes, t_idle0 + 0.2, t_idle1)
-
-    # Steady: back to back, synchronised every ~50 ms so the queue stays short.
+def steady_run(op, torch, seconds):
+    """The call back to back for seconds (synchronised every ~50 ms): (t0, t1, calls)."""
     torch.cuda.synchronize()
     t0 = time.monotonic()
     n, k = 0, 1
@@ -112,32 +90,43 @@ def main():
         n += k
         torch.cuda.synchronize()
         now = time.monotonic()
-        if now - t0 >= a.steady:
-            break
-        per = (now - t0) / n
-        k = max(1, int(0.05 / per))
-    t1 = time.monotonic()
-    time.sleep(0.3)  # the counter's last change inside the run is logged
-    poll.stop = True
-    poll.join()
-    t_call = (t1 - t0) / n
-    p_steady, steady_edges = rate(poll.changes, t0 + 1.0, t1)
-    ref = {
-        "op": a.op, "flops": flops, "gpu": a.gpu,
-        "name": str(pynvml.nvmlDeviceGetName(h)), "uuid": str(pynvml.nvmlDeviceGetUUID(h)),
-        "steady_s": t1 - t0, "steady_calls": n, "seconds_per_call": t_call,
-        "tflops": flops / t_call / 1e12 if flops else None,
-        "idle_w": p_idle, "idle_edges": idle_edges, "steady_w": p_steady, "steady_edges": steady_edges,
-        "energy_per_call_j": p_steady * t_call if p_steady else None,
-        "active_per_call_j": (p_steady - p_idle) * t_call if p_steady and p_idle else None,
-        "counter_calls": poll.calls, "counter_changes": len(poll.changes),
-    }
-    with open(a.reference, "w") as f:
-        json.dump(ref, f, indent=1)
-    print("reference: %.4g s per call, %.1f W steady, %.1f W idle, %.5g J per call (%.5g above idle)" % (
-        t_call, p_steady or 0, p_idle or 0, ref["energy_per_call_j"] or 0, ref["active_per_call_j"] or 0), file=sys.stderr)
+        if now - t0 >= seconds:
+            return t0, now, n
+        k = max(1, int(0.05 / ((now - t0) / n)))
 
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--op", required=True)
+    ap.add_argument("--reference", required=True, help="the JSON file to write the reference to")
+    ap.add_argument("--idle", type=float, default=2.0, help="seconds of active idle before ready and after the last call (default 2)")
+    ap.add_argument("--steady", type=float, default=0.0, help="seconds of back-to-back calls before ready (default 0: none)")
+    ap.add_argument("--gpu", type=int, default=0, help="the NVML index of the board (CUDA's device 0 must be it: CUDA_VISIBLE_DEVICES)")
+    a = ap.parse_args()
+
+    import pynvml
+    import torch
+    op, flops = make_op(a.op)
+    for _ in range(20):
+        op()
+    torch.cuda.synchronize()
+    pynvml.nvmlInit()
+    h = pynvml.nvmlDeviceGetHandleByIndex(a.gpu)
+    poll = Poller(pynvml, h)
+    poll.start()
+    raw = {"op": a.op, "flops": flops, "gpu": a.gpu, "name": str(pynvml.nvmlDeviceGetName(h)),
+           "uuid": str(pynvml.nvmlDeviceGetUUID(h)), "idle_s": a.idle}
+    if a.steady > 0:
+        time.sleep(0.5)
+        s0, s1, n = steady_run(op, torch, a.steady)
+        raw["steady"] = {"t0": s0, "t1": s1, "calls": n}
+        time.sleep(0.5)
+    raw["idle_before"] = [time.monotonic(), None]
+    time.sleep(a.idle)
+
+    spans = []
     print("ready", flush=True)
+    rc = 0
     for line in sys.stdin:
         f = line.split()
         if len(f) != 2 or f[0] != "call":
@@ -151,10 +140,25 @@ def main():
             torch.cuda.synchronize()
             e = time.monotonic()
         except Exception as ex:  # tell gpuwatt, then stop
-            print("error %s" % str(ex).splitlines()[0][:200] if str(ex) else "error " + type(ex).__name__, flush=True)
-            return 1
+            msg = str(ex).splitlines()[0][:200] if str(ex) else type(ex).__name__
+            print("error " + msg, flush=True)
+            rc = 1
+            break
+        spans.append([s, e, m])
         print("done %.9f %.9f" % (s, e), flush=True)
-    return 0
+    t_end = time.monotonic()
+    raw["idle_after"] = [t_end, None]
+    time.sleep(a.idle)
+    raw["idle_after"][1] = time.monotonic()
+    poll.stop = True
+    poll.join()
+    raw["spans"], raw["changes"], raw["counter_reads"] = spans, poll.changes, poll.reads
+    raw["reference"] = call_reference.reference(raw)
+    with open(a.reference, "w") as fh:
+        json.dump(raw, fh, indent=0)
+    r = raw["reference"]
+    print("reference: %s" % call_reference.summary(r), file=sys.stderr)
+    return rc
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ class CallTableTest(unittest.TestCase):
         self.assertFalse(b["active_j_inside"])
         self.assertFalse(b["active_j_abs_inside"])  # 2 ± 0.03 (three half-widths) holds no 2.05 either
         md = call_table.markdown(rows)
-        self.assertIn("| a | 100 × 1 | 400 |", md)
+        self.assertIn("| a | 100 × 1 | **no** | 400 |", md)
         self.assertIn("**no**", md)
 
 

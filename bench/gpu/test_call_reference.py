@@ -1,0 +1,99 @@
+"""bench/gpu/call_reference.py on a synthetic run whose truth is known: a board idling at a
+level that drifts (the chip warming), repetitions of a call at a known energy placed as gpuwatt
+places them, an energy counter that updates every 100 ms with the exact integral, polled by a
+thread whose reads take ~3 ms. The reference must hold the true energy per call above the idle
+between the calls within its stated half-width (plus the counter's mJ steps), in-run idle used.
+Run by internal/benchcheck (unittest discover)."""
+import math
+import os
+import random
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import call_reference  # noqa: E402
+
+
+def synthetic(seed, rep_s=0.045, rep_w=850.0, idle0=129.0, drift_w=1.5, reps=100, noise_w=0.5):
+    rng = random.Random(seed)
+    wobble = [rng.gauss(0, noise_w) for _ in range(1000)]  # the idle level, 33 ms at a time
+    t0 = 1000.0
+    idle_end = t0 + 2.0 + 1.0  # the worker's idle, then gpuwatt's lead
+    spans, t = [], idle_end
+    for _ in range(reps):
+        t += 0.182 + 0.02 * rng.random()
+        spans.append([t, t + rep_s, 10])
+        t += rep_s
+    t_last = t
+    t_end = t_last + 0.3 + 2.0
+    span_all = t_end - t0
+
+    def idle(x):  # warming over the run (as 1 - e^-t/8s), and wobbling
+        u = max(0.0, x - idle_end)
+        return idle0 + drift_w * (1 - math.exp(-u / 8.0)) + wobble[int((x - t0) / 0.033) % 1000]
+
+    def calls_energy(x):
+        return sum(rep_w * max(0.0, min(x, f) - s) for s, f, _ in spans if s < x)
+
+    # the counter: updates every 100 ms (phase random) with the exact integral since t0, in
+    # mJ; the poller's reads take ~3 ms
+    ph = rng.random() * 0.1
+    ups = [t0 + ph + 0.1 * k for k in range(int(span_all / 0.1))]
+    vals, e_idle, prev = [], 0.0, t0
+    for u in ups:
+        h = (u - prev) / 40
+        e_idle += sum(idle(prev + (i + 0.5) * h) for i in range(40)) * h
+        prev = u
+        vals.append(int((e_idle + calls_energy(u)) * 1000))
+    changes, x, last, prev_t0 = [], t0, None, None
+    j = -1
+    while x < t_end:
+        r0, r1 = x, x + 0.0025 + 0.001 * rng.random()
+        m = r0 + (r1 - r0) * rng.random()  # when the read saw the counter
+        while j + 1 < len(ups) and ups[j + 1] <= m:
+            j += 1
+        e = vals[j] if j >= 0 else 0
+        if last is None:
+            changes.append([r0, r1, e])
+        elif e != last:
+            changes.append([prev_t0, r1, e])
+        last, prev_t0 = e, r0
+        x = r1 + 0.001
+    raw = {"spans": spans, "changes": changes, "idle_before": [t0, None], "idle_after": [t_last + 0.3, t_end]}
+    # truth: per call above the idle between the calls (the drifting, wobbling level: its
+    # wobble averages out over the run, and is in the reference's interval)
+    act = rep_w * rep_s / 10
+    return raw, act
+
+
+class CallReferenceTest(unittest.TestCase):
+    def test_holds_truth(self):
+        inside = 0
+        for seed in range(10):
+            raw, truth = synthetic(seed)
+            r = call_reference.reference(raw)
+            self.assertNotIn("error", r)
+            self.assertEqual(r["calls"], 1000)
+            self.assertEqual(r["change_times"], "lattice")
+            self.assertEqual(r["idle_used"], "in_run")
+            err = abs(r["active_per_call_j"] - truth)
+            if err <= r["active_half_width_j"]:
+                inside += 1
+            self.assertLess(err / truth, 0.005, r)
+            self.assertIn("J per call above active idle", call_reference.summary(r))
+        self.assertGreaterEqual(inside, 8)  # of 10
+
+    def test_drift_moves_the_linear_idle(self):
+        raw, truth = synthetic(7, drift_w=3.0)
+        r = call_reference.reference(raw)
+        # the in-run idle sees the warming the before/after line only brackets
+        self.assertLess(abs(r["active_per_call_j"] / truth - 1), 0.005)
+        self.assertIsNotNone(r["active_per_call_linear_j"])
+
+    def test_too_little(self):
+        r = call_reference.reference({"spans": [[1, 2, 1]], "changes": []})
+        self.assertIn("error", r)
+
+
+if __name__ == "__main__":
+    unittest.main()
