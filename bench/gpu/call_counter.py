@@ -18,7 +18,7 @@ import sys
 
 def check(d):
     c = json.load(open(os.path.join(d, "call.json")))
-    pc = c["per_call"]
+    pc = [x for x in c["per_call"] if x.get("method") != "left_out"]
     t0, t1 = pc[0]["start_s"] - c["window_pre_s"], pc[-1]["end_s"] + c["window_post_s"]
     rows = [(float(r["t_s"]), float(r["value"])) for r in csv.DictReader(open(os.path.join(d, "trace.csv")))
             if r["channel"] == "energy.total"]

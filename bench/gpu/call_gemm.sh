@@ -10,7 +10,7 @@
 #
 #   GPU=0 bash bench/gpu/call_gemm.sh OUTDIR
 #
-# For each item, `gpuwatt call --target 1% --warmup -1 --out OUTDIR/<item> -- python3
+# For each item, `gpuwatt call --target 1% --warmup 0 --out OUTDIR/<item> -- python3
 # bench/gpu/call_worker.py ...`: the worker sets the call up and warms it up, starts polling
 # NVML's energy counter in a thread of its own (no gpuwatt code), waits 2 s of active idle,
 # says `ready`, runs the call on each `call N` gpuwatt sends (N = the item's batch: ~40-50 ms
@@ -70,7 +70,7 @@ echo "$ITEMS" | while read -r name op batch; do
   [ -n "$name" ] || continue
   if [ -n "${ONLY:-}" ] && ! echo " $ONLY " | grep -q " $name "; then continue; fi
   d="$OUT/$name"
-  cmd=("$B" call --gpu "$GPU" --target "$TARGET" --max-time "$MAX_TIME" --batch "$batch" --warmup -1 --sensor "$SENSOR"
+  cmd=("$B" call --gpu "$GPU" --target "$TARGET" --max-time "$MAX_TIME" --batch "$batch" --warmup 0 --sensor "$SENSOR"
        --ready-timeout 2m --out "$d" --
        python3 bench/gpu/call_worker.py --gpu "$GPU" --op "$op" --steady "$STEADY" --idle "$IDLE" --reference "$OUT/$name.reference.json")
   echo "== $name: ${cmd[*]}" | tee -a "$OUT/commands.txt"

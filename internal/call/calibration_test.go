@@ -94,14 +94,19 @@ func truthOf(t *testing.T, sm simtest.Sim, res *Result) (active, total float64) 
 		}
 	}
 	base := gapE / gapL
+	k := 0
 	for _, c := range res.PerCall {
+		if !c.Measured() {
+			continue
+		}
+		k++
 		s, e := time.Duration(c.StartS*1e9), time.Duration(c.EndS*1e9)
 		te := sm.Dev.TrueEnergy(s, e).Joules()
 		active += g * (te - base*(e-s).Seconds())
 		total += g*te + float64(m.Offset)*(e-s).Seconds()
 	}
-	k := float64(len(res.PerCall) * res.Batch)
-	return active / k, total / k
+	n := float64(k * res.Batch)
+	return active / n, total / n
 }
 
 type calibCase struct {

@@ -293,10 +293,11 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 
 // Warning codes.
 const (
-	CodeCapped     status.Code = "target_not_reached"
-	CodeFewCalls   status.Code = "few_calls"
-	CodeCallFigure status.Code = "call_without_figure"
-	CodeScale      status.Code = "channel_scale"
+	CodeCapped         status.Code = "target_not_reached"
+	CodeFewCalls       status.Code = "few_calls"
+	CodeCallFigure     status.Code = "call_without_figure"
+	CodeMissingReading status.Code = "missing_reading"
+	CodeScale          status.Code = "channel_scale"
 )
 
 // recorder keeps the Sampler's samples as they come (a sink), so that the calls so far

@@ -2,11 +2,13 @@ package call
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // TestTargetStops: with a target, Run goes on until the interval is that tight and no
@@ -76,5 +78,60 @@ func TestBadOptions(t *testing.T) {
 		if err := c.o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error naming %q", c.o, err, c.want)
 		}
+	}
+}
+
+// TestMissingReadingLeftOut: a call whose window lost a reading of the channel (the H200's
+// ring drops one in about 1 of 6 windows of a 33 ms call at ~970 W) is left out, counted and
+// named, rather than integrated along a straight line over its peak; the figure over the
+// others still holds the truth.
+func TestMissingReadingLeftOut(t *testing.T) {
+	sm := simtest.Open(t, "h200")
+	sm.Dev.OpenContext(0)
+	sp := fitted(t, "h200")
+	c := twinCall{d: 30 * time.Millisecond, watts: 650, watts2: 650}
+	res, err := Run(context.Background(), Env{Clock: sm.Clock, System: sm.Sys}, c.fn(sm), Options{Calls: 40, Sensor: &sp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LeftOut != 0 {
+		t.Fatalf("the twin's ring left out %d calls before any reading was removed", res.LeftOut)
+	}
+	// Remove the ring's readings in the middle of calls 3 and 7 (both 20 ms into the call).
+	tr := res.Trace
+	var spans []Span
+	for _, pc := range res.PerCall {
+		spans = append(spans, Span{Start: time.Duration(pc.StartS * 1e9), End: time.Duration(pc.EndS * 1e9)})
+	}
+	drop := func(s trace.Sample) bool {
+		if s.Channel != res.Channel {
+			return false
+		}
+		for _, k := range []int{2, 6} {
+			if s.T > spans[k].Start && s.T < spans[k].Start+40*time.Millisecond {
+				return true
+			}
+		}
+		return false
+	}
+	before := len(tr.Samples)
+	tr.Samples = slices.DeleteFunc(tr.Samples, drop)
+	if len(tr.Samples) >= before-2 {
+		t.Fatalf("removed %d readings, want at least 2 (one per call)", before-len(tr.Samples))
+	}
+	again := Analyse(tr, spans, AnalyseOptions{Batch: 1, Channel: res.Channel, Sensor: &sp, Settle: res.WindowPost(), Pre: res.WindowPre()})
+	if again.LeftOut != 2 || again.PerCall[2].Measured() || again.PerCall[6].Measured() || !again.PerCall[3].Measured() {
+		t.Fatalf("left out %d: %+v %+v", again.LeftOut, again.PerCall[2], again.PerCall[6])
+	}
+	found := false
+	for _, w := range again.Warnings {
+		found = found || (w.Code == CodeMissingReading && strings.Contains(w.Message, "2 of 40 calls") && strings.Contains(w.Message, "[3 7]"))
+	}
+	if !found {
+		t.Errorf("warnings %+v: want %s naming 2 of 40 calls, [3 7]", again.Warnings, CodeMissingReading)
+	}
+	active, _ := truthOf(t, sm, again)
+	if !(again.ActiveJ.Low <= active && active <= again.ActiveJ.High) {
+		t.Errorf("truth %.4f J outside [%.4f, %.4f]", active, again.ActiveJ.Low, again.ActiveJ.High)
 	}
 }

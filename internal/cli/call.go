@@ -33,7 +33,7 @@ func (a *App) callVerb(ctx context.Context, args []string) int {
 	fs.IntVar(&o.MaxCalls, "max-calls", 0, "at most this many repetitions (default 3000)")
 	fs.DurationVar(&o.MaxTime, "max-time", 0, "at most this long measuring (default 5m)")
 	fs.IntVar(&o.Batch, "batch", 1, "calls back to back per repetition (the request is the line call N); the figures are per call")
-	fs.IntVar(&o.Warmup, "warmup", 0, "calls run back to back before the measurement, not measured (default 3; -1: none)")
+	warmup := fs.Int("warmup", call.DefaultWarmup, "repetitions run back to back before the measurement, not measured (0: none, for a command that warms its call up itself)")
 	fs.StringVar(&o.Channel, "channel", "", "the power channel to read the calls from (default: the best the board has, power.samples where it has it)")
 	sensorFlag := fs.String("sensor", "", "the channel's sensor model: a sensor.json from gpuwatt sensor (recommended), or a model such as rc:tau=14ms,period=20ms (default: a guess from the board's name)")
 	seed := fs.Uint64("seed", 1, "seed of the phases")
@@ -54,6 +54,10 @@ func (a *App) callVerb(ctx context.Context, args []string) int {
 		return a.usageError("call", errors.New("--stdio needs --out DIR (stdout carries the protocol) and no --json"))
 	case !*stdio && len(argv) == 0:
 		return a.usageError("call", errors.New("no command: gpuwatt call [flags] -- CMD [ARGS...] (the command speaks the line protocol of docs/call.md)"))
+	}
+	o.Warmup = *warmup
+	if *warmup == 0 {
+		o.Warmup = -1 // call.Options: 0 is the default, -1 none
 	}
 	t, err := parseFraction(*target)
 	if err != nil {
