@@ -14,6 +14,9 @@ steady run's), the energy per call above active idle and in all (gpuwatt's with 
 interval against the reference, the difference, whether the reference lies inside).
 Standard library only.
 """
+import csv
+import gzip
+import io
 import json
 import os
 import sys
@@ -33,7 +36,57 @@ def flat(ref):
     return ref
 
 
-def row(name, call, ref):
+def ring_rows(d):
+    """power.samples' (t, W) from d/trace.csv or d/trace.csv.gz (gpuwatt's recording), or []."""
+    for name, opener in (("trace.csv", open), ("trace.csv.gz", gzip.open)):
+        p = os.path.join(d, name)
+        if os.path.isfile(p):
+            with opener(p, "rb") as f:
+                rows = csv.DictReader(io.TextIOWrapper(f, "utf-8"))
+                return [(float(r["t_s"]), float(r["value"])) for r in rows if r["channel"] == "power.samples"]
+    return []
+
+
+def integral(rows, a, b):
+    """The trapezoid integral of (t, W) rows over [a, b] (J), or None where they do not cover it."""
+    if not rows or rows[0][0] > a or rows[-1][0] < b:
+        return None
+    e = 0.0
+    for (t0, p0), (t1, p1) in zip(rows, rows[1:]):
+        lo, hi = max(t0, a), min(t1, b)
+        if hi > lo:
+            pa = p0 + (p1 - p0) * (lo - t0) / (t1 - t0)
+            pb = p0 + (p1 - p0) * (hi - t0) / (t1 - t0)
+            e += (hi - lo) * (pa + pb) / 2
+    return e
+
+
+def ring_split(d, raw, ref, call):
+    """The same whole-run arithmetic as the reference on gpuwatt's own channel (the ring, from
+    its recording) instead of the counter: the ring's energy over the reference's [A, B] and
+    per call above gpuwatt's idle level. gpuwatt's per-call figure against it tests the
+    per-call method on one sensor; it against the counter's is the two sensors' scale."""
+    pc = call.get("per_call") or []
+    spans = raw.get("spans") or []
+    if not spans or len(pc) != len(spans) or "run_from" not in ref:
+        return {}
+    offs = sorted(s[0] - p["start_s"] for s, p in zip(spans, pc))
+    off = offs[len(offs) // 2]
+    if offs[-1] - offs[0] > 0.002:  # not the same calls, or another clock
+        return {}
+    rows = ring_rows(d)
+    a, b = ref["run_from"] - off, ref["run_to"] - off
+    e = integral(rows, a, b)
+    idle = (call.get("active_idle_w") or {}).get("value")
+    if e is None or not idle:
+        return {}
+    out = {"ring_run_j": e, "ring_over_counter": e / ref["run_j"]}
+    out["ring_active_per_call_j"] = (e - idle * (b - a)) / ref["calls"]
+    return out
+
+
+def row(name, call, ref, d=None):
+    raw = ref
     ref = flat(ref)
     r = {"item": name, "op": ref.get("op", name), "calls": call["calls"], "batch": call["batch"],
          "calls_needed": call.get("calls_needed"), "rel_half_width": call["rel_half_width"],
@@ -55,6 +108,8 @@ def row(name, call, ref):
         hw = (call["active_j"]["high"] - call["active_j"]["low"]) / 2
         r["ref_rel_half_width"] = rhw / abs(r["active_j_ref"])
         r["active_j_inside_both"] = abs(r["active_j"] - r["active_j_ref"]) <= (hw * hw + rhw * rhw) ** 0.5
+    if d is not None and "run_from" in ref:
+        r.update(ring_split(d, raw, ref, call))
     for k in ("idle_used", "idle_w", "idle_in_run_w", "idle_in_run_s", "idle_before_w", "idle_after_w",
               "active_per_call_linear_j", "run_s", "change_times", "error"):
         if k in ref:
@@ -73,7 +128,7 @@ def load(outdir):
             call = json.load(f)
         with open(rj) as f:
             ref = json.load(f)
-        rows.append(row(name, call, ref))
+        rows.append(row(name, call, ref, d))
     return rows
 
 
@@ -101,6 +156,16 @@ def markdown(rows):
             r["active_j"], rel("active_j"), ref, pct(r.get("active_j_diff")), yes(r.get("active_j_inside")), idle,
             r["energy_j"], rel("energy_j"), "%.5g J" % r["energy_j_ref"] if r.get("energy_j_ref") else "–",
             pct(r.get("energy_j_diff")), yes(r.get("energy_j_inside"))))
+    split = [r for r in rows if r.get("ring_over_counter")]
+    if split:
+        out += ["", "The reference's arithmetic on gpuwatt's own channel: the ring's energy over the same run "
+                "less gpuwatt's idle level, per call (gpuwatt's per-call figure against it: the method on one "
+                "sensor), and the ring's energy over the run against the counter's (the two sensors' scale).", "",
+                "| op | gpuwatt per call | ring over the run, per call | diff | ring / counter over the run |",
+                "|---|---:|---:|---:|---:|"]
+        for r in split:
+            out.append("| %s | %.5g J | %.5g J | %s | %.4f |" % (r["op"], r["active_j"], r["ring_active_per_call_j"],
+                       pct(r["active_j"] / r["ring_active_per_call_j"] - 1), r["ring_over_counter"]))
     return "\n".join(out) + "\n"
 
 

@@ -44,5 +44,42 @@ class CallTableTest(unittest.TestCase):
         self.assertIn("**no**", md)
 
 
+class RingSplitTest(unittest.TestCase):
+    def test_same_run_on_the_ring(self):
+        """A new-format item: the worker's log (test_call_reference's synthetic run), a call.json
+        on gpuwatt's clock (10 s behind), and a ring that reads the synthetic power at 20 ms:
+        the reference and the ring's whole-run figure both near the truth, the scale ~1."""
+        import gzip
+        import test_call_reference
+        raw, truth = test_call_reference.synthetic(3, noise_w=0.0, drift_w=0.0)
+        d = tempfile.mkdtemp()
+        os.makedirs(os.path.join(d, "g"))
+        off = 10.0
+        spans = raw["spans"]
+        pc = [{"start_s": s - off, "end_s": e - off, "active_j": truth * m, "energy_j": 0, "method": "inversion"} for s, e, m in spans]
+        hw = 0.01 * truth
+        call = {"calls": len(spans), "batch": 10, "calls_needed": 0, "rel_half_width": 0.01, "target": 0.01,
+                "reached": True, "time_s": fig(0.0045, 0), "channel": "power.samples", "active_j": fig(truth, hw),
+                "energy_j": fig(truth + 0.585, hw), "active_idle_w": fig(129.0, 0), "warnings": [], "per_call": pc}
+        with open(os.path.join(d, "g", "call.json"), "w") as f:
+            json.dump(call, f)
+        with open(os.path.join(d, "g", "reference.json"), "w") as f:
+            json.dump(dict(raw, op="gemm:1x1x1"), f)
+        t, lines = spans[0][0] - 5.0, ["t_s,gpu,channel,power_w,value,unit,driver_t_us"]
+        while t < spans[-1][1] + 3.0:
+            p = 129.0 + sum(850.0 for s, e, _ in spans if s <= t < e)
+            lines.append("%.6f,0,power.samples,%.3f,%.3f,W," % (t - off, p, p))
+            t += 0.02
+        with gzip.open(os.path.join(d, "g", "trace.csv.gz"), "wt") as f:
+            f.write("\n".join(lines) + "\n")
+        (r,) = call_table.load(d)
+        self.assertTrue(r["active_j_inside"], r)
+        self.assertLess(abs(r["active_j_ref"] / truth - 1), 0.002)
+        # the ring point-sampled at 20 ms: each 45 ms repetition is seen 2 or 3 times
+        self.assertLess(abs(r["ring_active_per_call_j"] / truth - 1), 0.05)
+        self.assertLess(abs(r["ring_over_counter"] - 1), 0.02)
+        self.assertIn("ring / counter over the run", call_table.markdown([r]))
+
+
 if __name__ == "__main__":
     unittest.main()
