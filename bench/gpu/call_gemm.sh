@@ -26,7 +26,7 @@
 # H100 and the H200s (FACTS.md); the readings in each window are integrated as they are.
 #
 # Environment: GPUWATT (default .gpu/gpuwatt), GPU (default 0), TARGET (default 1%),
-# MAX_TIME (default 30s), IDLE (default 2), STEADY (default 0: no back-to-back run),
+# MAX_TIME (default 30s; whole seconds), BUDGET (default 225 s for the whole script), IDLE (default 2), STEADY (default 0: no back-to-back run),
 # ONLY (a space-separated list of item names), ITEMS (lines "name op batch" instead of the five).
 set -u
 OUT=${1:?usage: call_gemm.sh OUTDIR}
@@ -34,6 +34,7 @@ B=${GPUWATT:-.gpu/gpuwatt}
 GPU=${GPU:-0}
 TARGET=${TARGET:-1%}
 MAX_TIME=${MAX_TIME:-30s}
+BUDGET=${BUDGET:-225}  # wall seconds for the whole script: each item's --max-time shrinks to fit
 STEADY=${STEADY:-0}
 IDLE=${IDLE:-2}
 SENSOR=${SENSOR:-rc:tau=14ms,period=20ms,delay=4ms}
@@ -66,11 +67,22 @@ gemm-16384x73728 gemm:16384x16384x73728 1
 } > "$OUT/meta.txt" 2>&1
 cat "$OUT/meta.txt"
 
+T0=$(date +%s)
+LEFT=$(echo "$ITEMS" | while read -r name _; do
+  [ -n "$name" ] || continue
+  if [ -n "${ONLY:-}" ] && ! echo " $ONLY " | grep -q " $name "; then continue; fi
+  echo "$name"; done | wc -l)
 echo "$ITEMS" | while read -r name op batch; do
   [ -n "$name" ] || continue
   if [ -n "${ONLY:-}" ] && ! echo " $ONLY " | grep -q " $name "; then continue; fi
   d="$OUT/$name"
-  cmd=("$B" call --gpu "$GPU" --target "$TARGET" --max-time "$MAX_TIME" --batch "$batch" --warmup 0 --sensor "$SENSOR"
+  # this item's share of what is left of the budget, less ~16 s to start, idle and stop
+  share=$(( (BUDGET - ($(date +%s) - T0)) / LEFT - 16 ))
+  LEFT=$((LEFT - 1))
+  mt=${MAX_TIME%s}
+  [ "$share" -lt "$mt" ] && mt=$share
+  [ "$mt" -lt 5 ] && mt=5
+  cmd=("$B" call --gpu "$GPU" --target "$TARGET" --max-time "${mt}s" --batch "$batch" --warmup 0 --sensor "$SENSOR"
        --ready-timeout 2m --out "$d" --
        python3 bench/gpu/call_worker.py --gpu "$GPU" --op "$op" --steady "$STEADY" --idle "$IDLE" --reference "$OUT/$name.reference.json")
   echo "== $name: ${cmd[*]}" | tee -a "$OUT/commands.txt"

@@ -10,8 +10,9 @@ span. The reference is the same calls at the same duty cycle, clocks and tempera
 measurement, by another sensor and another method:
 
 - the counter's change times: the updates come on a regular period (~100 ms on an H100/H200);
-  a lattice fitted to the brackets' midpoints gives each change's time where it falls inside
-  its bracket for >= 90 % of them, else each bracket's midpoint is used;
+  a lattice fitted to the brackets' midpoints gives each change's time (the latest lattice
+  point inside its bracket: a read held up past an update saw the latest one) where the fit
+  falls inside the brackets for >= 90 % of them, else each bracket's midpoint is used;
 - the run: from the last change at least 5 ms before the first call (A) to the first change
   at least 0.3 s after the last call (B); E = the counter's increase over [A, B];
 - active idle between the calls: a line through the counter's mean power over its intervals
@@ -39,33 +40,46 @@ MIN_IDLE_S = 0.5
 def change_times(changes):
     """[(t, J)] for the counter's changes (the first entry, the first reading, excluded),
     on a fitted lattice where it fits the brackets, and how ('lattice'/'midpoints'), and the
-    times' half-uncertainty (s)."""
+    times' half-uncertainty (s). The lattice is fitted to the narrow brackets only (a read
+    held up by the host gives a wide one)."""
     ch = changes[1:]
     if len(ch) < 3:
         return [], "none", 0.0
     mids = [(lo + hi) / 2 for lo, hi, _ in ch]
     half = [(hi - lo) / 2 for lo, hi, _ in ch]
-    d = sorted(b - a for a, b in zip(mids, mids[1:]))
-    p = d[len(d) // 2]
     out_mid = [(m, e / 1000.0) for m, (_, _, e) in zip(mids, ch)]
-    if p <= 0:
-        return out_mid, "midpoints", max(half)
+    h_med = sorted(half)[len(half) // 2]
+    sel = [i for i in range(len(ch)) if half[i] <= 2 * h_med]
+    sm = [mids[i] for i in sel]
+    d = sorted(b - a for a, b in zip(sm, sm[1:]))
+    if len(sel) < 3 or d[len(d) // 2] <= 0:
+        return out_mid, "midpoints", h_med
+    p = d[len(d) // 4]  # a quarter: consecutive narrow ones may be two periods apart
     k = [0]  # counted from one change to the next: a period slightly off does not add up
-    for a, b in zip(mids, mids[1:]):
+    for a, b in zip(sm, sm[1:]):
         k.append(k[-1] + max(1, round((b - a) / p)))
     n = len(k)
-    mk, mm = sum(k) / n, sum(mids) / n
+    mk, mm = sum(k) / n, sum(sm) / n
     skk = sum((x - mk) ** 2 for x in k)
     if skk == 0:
-        return out_mid, "midpoints", max(half)
-    slope = sum((x - mk) * (y - mm) for x, y in zip(k, mids)) / skk
+        return out_mid, "midpoints", h_med
+    slope = sum((x - mk) * (y - mm) for x, y in zip(k, sm)) / skk
     icpt = mm - slope * mk
-    fit = [icpt + slope * x for x in k]
-    inside = sum(1 for f, (lo, hi, _) in zip(fit, ch) if lo - 0.0005 <= f <= hi + 0.0005)
-    if inside >= 0.9 * n:
-        resid = sorted(abs(f - m) for f, m in zip(fit, mids))
-        return [(f, e / 1000.0) for f, (_, _, e) in zip(fit, ch)], "lattice", min(max(half), resid[int(0.9 * (n - 1))] + 0.0005)
-    return out_mid, "midpoints", sorted(half)[len(half) // 2]
+    inside = sum(1 for x, i in zip(k, sel) if ch[i][0] - 0.0005 <= icpt + slope * x <= ch[i][1] + 0.0005)
+    if inside < 0.9 * n:
+        return out_mid, "midpoints", h_med
+    # Each change at the one lattice point inside its bracket; one with none, or with more
+    # than one (a read held up for more than a period: which update it saw is not known),
+    # is dropped, which only joins two of the counter's intervals.
+    out, res = [], []
+    for (lo, hi, e), m in zip(ch, mids):
+        k_hi = math.floor((hi + 0.0005 - icpt) / slope)
+        f = icpt + slope * k_hi
+        if f >= lo - 0.0005 and icpt + slope * (k_hi - 1) < lo - 0.0005:
+            out.append((f, e / 1000.0))
+            res.append(abs(f - m))
+    res.sort()
+    return out, "lattice", min(h_med, res[int(0.9 * (len(res) - 1))] + 0.0005)
 
 
 def mean_power(pts, ok):

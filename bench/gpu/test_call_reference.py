@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import call_reference  # noqa: E402
 
 
-def synthetic(seed, rep_s=0.045, rep_w=850.0, idle0=129.0, drift_w=1.5, reps=100, noise_w=0.5):
+def synthetic(seed, rep_s=0.045, rep_w=850.0, idle0=129.0, drift_w=1.5, reps=100, noise_w=0.5, stalls=0):
     rng = random.Random(seed)
     wobble = [rng.gauss(0, noise_w) for _ in range(1000)]  # the idle level, 33 ms at a time
     t0 = 1000.0
@@ -49,6 +49,8 @@ def synthetic(seed, rep_s=0.045, rep_w=850.0, idle0=129.0, drift_w=1.5, reps=100
     j = -1
     while x < t_end:
         r0, r1 = x, x + 0.0025 + 0.001 * rng.random()
+        if stalls and rng.random() < stalls:
+            r1 += 0.15  # a read held up past an update (the host busy)
         m = r0 + (r1 - r0) * rng.random()  # when the read saw the counter
         while j + 1 < len(ups) and ups[j + 1] <= m:
             j += 1
@@ -89,6 +91,15 @@ class CallReferenceTest(unittest.TestCase):
         # the in-run idle sees the warming the before/after line only brackets
         self.assertLess(abs(r["active_per_call_j"] / truth - 1), 0.005)
         self.assertIsNotNone(r["active_per_call_linear_j"])
+
+    def test_reads_held_up(self):
+        # one read in 50 held up for 150 ms: it sees the latest update, two periods after
+        # the change before; the times stay on the lattice, the figure stays put
+        raw, truth = synthetic(11, stalls=0.02)
+        r = call_reference.reference(raw)
+        self.assertEqual(r["change_times"], "lattice")
+        self.assertLess(abs(r["active_per_call_j"] / truth - 1), 0.005, call_reference.summary(r))
+        self.assertLess(abs(r["idle_in_run_w"] - 129.0 - 1.5 * 0.6), 1.0, r)
 
     def test_too_little(self):
         r = call_reference.reference({"spans": [[1, 2, 1]], "changes": []})
