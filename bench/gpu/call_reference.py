@@ -14,7 +14,8 @@ measurement, by another sensor and another method:
   point inside its bracket: a read held up past an update saw the latest one) where the fit
   falls inside the brackets for >= 90 % of them, else each bracket's midpoint is used;
 - the run: from the last change at least 5 ms before the first call (A) to the first change
-  at least 0.3 s after the last call (B); E = the counter's increase over [A, B];
+  at least 0.3 s after the last call (B); E = the counter's increase over [A, B] (leading
+  repetitions less than 0.1 s apart are gpuwatt's warm-up and are left out, A after them);
 - active idle between the calls: a line through the counter's mean power over its intervals
   that lie in the gaps (each beginning >= 80 ms after a call ended and ending before the next
   began) against time, at the run's middle: its mean over the run where the board warms or
@@ -132,8 +133,18 @@ def reference(raw):
     if len(pts) < 5 or len(spans) < 2:
         out["error"] = "too few counter changes (%d) or calls (%d)" % (len(pts), len(spans))
         return out
+    # gpuwatt's warm-up (with a binary that has no --warmup 0): the leading repetitions run
+    # back to back, less than 0.1 s apart; the run starts after them
+    warm = 0
+    while warm + 1 < len(spans) and spans[warm + 1][0] - spans[warm][1] < 0.1:
+        warm += 1
+    if warm:
+        warm += 1
+        out["warmup_left_out"] = warm
+        spans = spans[warm:]
     first, last = spans[0][0], spans[-1][1]
-    before = [t for t, _ in pts if t <= first - 0.005]
+    after_warm = raw["spans"][warm - 1][1] + 0.08 if warm else None
+    before = [t for t, _ in pts if t <= first - 0.005 and (after_warm is None or t >= after_warm)]
     after = [t for t, _ in pts if t >= last + 0.3]
     if not before or not after:
         out["error"] = "no counter change before the first call or 0.3 s after the last"
@@ -155,7 +166,8 @@ def reference(raw):
 
     p_in, l_in, se_in, n_in = idle_line(pts, lambda a, b: A <= a and b <= B and in_gap(a, b), (A + B) / 2)
     i0 = (raw.get("idle_before") or [None])[0]
-    p_bef, l_bef, _ = mean_power(pts, lambda a, b: b <= A and (i0 is None or a >= i0 + 0.3))
+    w0 = raw["spans"][0][0] if warm else None
+    p_bef, l_bef, _ = mean_power(pts, lambda a, b: b <= A and (i0 is None or a >= i0 + 0.3) and (w0 is None or b <= w0))
     ia = raw.get("idle_after") or [None, None]
     p_aft, l_aft, _ = mean_power(pts, lambda a, b: a >= B and (ia[1] is None or b <= ia[1]))
     p_lin = None

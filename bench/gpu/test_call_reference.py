@@ -101,6 +101,16 @@ class CallReferenceTest(unittest.TestCase):
         self.assertLess(abs(r["active_per_call_j"] / truth - 1), 0.005, call_reference.summary(r))
         self.assertLess(abs(r["idle_in_run_w"] - 129.0 - 1.5 * 0.6), 1.0, r)
 
+    def test_warmup_left_out(self):
+        # three repetitions back to back before the measured ones (a gpuwatt that warms up)
+        raw, truth = synthetic(5)
+        s0 = raw["spans"][0][0] - 0.19
+        raw["spans"] = [[s0 - 0.15 + 0.05 * i, s0 - 0.15 + 0.05 * i + 0.045, 10] for i in range(3)] + raw["spans"]
+        r = call_reference.reference(raw)
+        self.assertEqual(r["warmup_left_out"], 3)
+        self.assertEqual(r["calls"], 1000)
+        self.assertGreater(r["run_from"], raw["spans"][2][1])
+
     def test_too_little(self):
         r = call_reference.reference({"spans": [[1, 2, 1]], "changes": []})
         self.assertIn("error", r)
