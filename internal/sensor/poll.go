@@ -64,8 +64,10 @@ type Options struct {
 	// Lean (--poll lean, measure's default) is adaptive polling with state channels
 	// (clocks, temperature, the throttle mask) read at most every LeanStateInterval: the
 	// summary takes their ranges and time shares, which a 250 ms sample-and-hold gives.
-	// Power channels and the ring are polled as in Adaptive; the counter at LeanCPUShare
-	// where CPUShare is not set (~every 3.8 s on an H200, whose call costs ~3.8 ms).
+	// Power channels, the ring and the counter are polled as in Adaptive (the counter is
+	// already capped by CPUShare: ~every 2 s on an H200, whose call costs ~3.8 ms; read more
+	// sparsely, the ring's calibration to it, which wants 10 readings, fails on runs under
+	// ~20 s).
 	Lean bool
 	// VirtualStep is the busy-poll interval on a virtual clock, where calls take no time
 	// (default 100 µs).
@@ -93,11 +95,6 @@ const LeanStateInterval = 250 * time.Millisecond
 // of the 1 % a GPU may cost.
 const DefaultSlowShare = 0.0005
 
-// LeanCPUShare is a counter's CPUShare under Options.Lean (when none is set): the H200's
-// energy counter (~3.8 ms a call) read every ~3.8 s, and at every Poke (a region's edges),
-// where the default 0.2 % read it every ~1.9 s. The ring's calibration to it takes every
-// reading of the run, so it is fitted over half as many: a 20 s run still has ~7.
-const LeanCPUShare = 0.001
 
 // DefaultHangTimeout is Options.HangTimeout's default: a thousand times the slowest call
 // seen on an H200 (the energy counter, ~3.8 ms; a busy driver has taken 0.1 s).
@@ -115,9 +112,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StateInterval <= 0 {
 		o.StateInterval = 100 * time.Millisecond
-	}
-	if o.CPUShare <= 0 && o.Lean {
-		o.CPUShare = LeanCPUShare
 	}
 	if o.CPUShare <= 0 {
 		o.CPUShare = 0.002
