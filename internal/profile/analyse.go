@@ -28,50 +28,14 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 		res.Profile = []Bin{}
 		return
 	}
-	// How precise a reading's time is: half a poll interval, or for a buffered channel on
-	// its grid, 0.1 ms.
-	prec := opt.Poll.Seconds() / 2
-	if opt.buffered {
-		prec = 1e-4
-		if res.Grid == nil {
-			prec = 1e-3
-		}
-	}
-	// The bins: the kernel's run and a margin either side (the delay's interval, power
-	// that outlasts the kernel), as fine as the stamps allow (twice their precision), at
-	// most 100, and each crossed by MinEdges window edges (a bin no edge falls in is only
-	// interpolated).
-	margin := max(5e-4, 0.1*ts)
-	if iv := opt.Sensor.CI.Delay; iv.Known() {
-		D := opt.Sensor.Delay.Seconds()
-		margin = max(margin, D-iv.Low, iv.High-D)
-	}
-	margin = min(margin, 0.5*ts+2e-3)
-	var g bins
-	var counts []int
-	for k := max(1, min(100, int(ts/(2*prec)))); k >= 1; k-- {
-		// k bins over the kernel (its start and end on bin boundaries), whole bins of the
-		// margin either side
-		h := ts / float64(k)
-		nm := int(math.Ceil(margin/h - 1e-9))
-		gk := bins{a0: -float64(nm) * h, h: h, m: k + 2*nm}
-		c := edgeCounts(pts, gk, W)
-		if minInt(c) >= opt.MinEdges {
-			g, counts = gk, c
-			break
-		}
-	}
-	margin = -g.a0
-	span := float64(g.m) * g.h
+	prec := readingPrecision(res, opt)
+	g, counts := chooseBins(pts, ts, prec, kernelMargin(opt.Sensor, ts), W, opt.MinEdges)
+	margin := -g.a0
 	m := g.m
 	nominal := variant{W: W, tau: tau, name: "nominal"}
 	// The kernel's edges are left free of the penalty within a bin and the delay's
 	// uncertainty.
-	free := g.h
-	if iv := opt.Sensor.CI.Delay; iv.Known() {
-		D := opt.Sensor.Delay.Seconds()
-		free += max(D-iv.Low, iv.High-D)
-	}
+	free := g.h + delaySpread(opt.Sensor)
 	q := penalty(g, ts, free)
 	var sol solution
 	var nm normal
@@ -87,15 +51,7 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	}
 	x, cov := sol.x, sol.cov
 	h := g.h
-	// The energy per run: the baseline over the kernel's run and all the profile holds
-	// above it, margins included (c·x: c_0 = t_ex − span, c_j = h).
-	energyOf := func(x []float64) float64 {
-		e := x[0] * (ts - span)
-		for j := 0; j < m; j++ {
-			e += x[j+1] * h
-		}
-		return e
-	}
+	energyOf := func(x []float64) float64 { return energyIn(x, ts, g) }
 	res.BaselineW = x[0]
 	res.BinS = h
 	res.Lambda, res.EffectiveParams = sol.lambda, sol.df
@@ -103,32 +59,7 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	// at each end of each parameter's 95 % interval; per parameter the larger change, the
 	// parameters combined as independent (root sum of squares).
 	vars := modelVariants(opt.Sensor)
-	modelBin := make([]float64, m)
-	modelE := 0.0
-	var varied []string
-	for _, pair := range vars {
-		dBin := make([]float64, m)
-		dE := 0.0
-		used := false
-		for _, v := range pair {
-			vs, ok := solveAt(buildNormal(pts, nil, g, v), q, sol.lambda)
-			if !ok {
-				continue
-			}
-			used = true
-			for j := 0; j < m; j++ {
-				dBin[j] = max(dBin[j], math.Abs(vs.x[j+1]-x[j+1]))
-			}
-			dE = max(dE, math.Abs(energyOf(vs.x)-energyOf(x)))
-		}
-		if used {
-			varied = append(varied, pair[0].name)
-		}
-		for j := range dBin {
-			modelBin[j] = math.Hypot(modelBin[j], dBin[j])
-		}
-		modelE = math.Hypot(modelE, dE)
-	}
+	modelBin, modelE, varied := modelParts(pts, g, q, sol, vars, ts)
 	// The resolution, measured on a known shape: a step at the kernel's middle, read at
 	// these readings' own phases through the nominal model and through each end of the
 	// model's intervals, deconvolved as the readings were.
@@ -154,15 +85,7 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	if W == 0 {
 		edge = "sample instants"
 	}
-	how := fmt.Sprintf("readings are the mean of a %.3g ms window every %.3g ms", W*1e3, T*1e3)
-	switch {
-	case W == 0 && tau > 0:
-		how = fmt.Sprintf("readings are point samples every %.3g ms of the power through a first-order lag (tau %.3g ms)", T*1e3, tau*1e3)
-	case tau > 0:
-		how = fmt.Sprintf("readings are the mean of a %.3g ms window, every %.3g ms, of the power through a first-order lag (tau %.3g ms)", W*1e3, T*1e3, tau*1e3)
-	case W == 0:
-		how = fmt.Sprintf("readings are point samples every %.3g ms", T*1e3)
-	}
+	how := readingsHow(W, tau, T)
 	stamps := fmt.Sprintf("update stamps are precise to %.3g ms", prec*1e3)
 	if res.Grid != nil {
 		stamps = fmt.Sprintf("sample times are the driver's, on their %.4g ms grid (%d of %d moved onto it)", res.Grid.PeriodS*1e3, res.Grid.Snapped, len(pts))
@@ -184,20 +107,9 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 		res.Profile = append(res.Profile, Bin{StartS: g.start(j), EndS: g.start(j + 1), N: counts[j], PowerW: x[j+1], LowW: x[j+1] - hw, HighW: x[j+1] + hw,
 			StatHalfW: 1.96 * sd, ModelHalfW: modelBin[j]})
 	}
-	c := make([]float64, m+1)
-	c[0] = ts - span
-	for j := 1; j <= m; j++ {
-		c[j] = h
-	}
-	ev := 0.0
-	for a := range c {
-		for b := range c {
-			ev += c[a] * cov[a][b] * c[b]
-		}
-	}
 	e := energyOf(x)
 	res.EnergyJ, res.EnergyAboveBaselineJ = e, e-x[0]*ts
-	res.EnergyStatHalfWidthJ = 1.96 * math.Sqrt(max(ev, 0))
+	res.EnergyStatHalfWidthJ = 1.96 * math.Sqrt(max(energyVariance(cov, ts, g), 0))
 	// Beyond the fit's statistics, which hold only where the model is right and the
 	// readings' errors independent: the spread of the energy over the runs (a jackknife
 	// over JackknifeGroups groups of runs, at the same bins and λ: what is left of the
@@ -209,48 +121,13 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	}
 	// The bins' part: how far the energy moves with bins twice as wide (the kernel in half
 	// as many, λ again by GCV): a shape finer than the bins is represented only so well.
-	if k := int(math.Round(ts / h)); k >= 2 {
-		h2 := ts / float64(k/2)
-		nm2 := int(math.Ceil(margin/h2 - 1e-9))
-		g2 := bins{a0: -float64(nm2) * h2, h: h2, m: k/2 + 2*nm2}
-		if s2, ok := gcvSolve(buildNormal(pts, nil, g2, nominal), penalty(g2, ts, h2+free-h)); ok {
-			e2 := s2.x[0] * (ts - float64(g2.m)*h2)
-			for j := 0; j < g2.m; j++ {
-				e2 += s2.x[j+1] * h2
-			}
-			res.EnergyBinsJ = math.Abs(e2 - e)
-		}
-	}
+	res.EnergyBinsJ = binsPart(pts, ts, g, margin, free, nominal, e)
 	res.EnergyModelHalfWidthJ = modelE
-	switch {
-	case len(varied) > 0:
-		res.EnergyModelNote = fmt.Sprintf("the profile solved again at each end of the %s intervals (same bins and lambda); the parameters' parts combined as independent", strings.Join(varied, ", "))
-	case W == 0 && tau == 0:
-		res.EnergyModelNote = "point samples without a lag: no model parameter to propagate"
-	default:
-		res.EnergyModelNote = "the sensor model carries no interval (pass a sensor.json from gpuwatt sensor): its own uncertainty is not included"
-	}
+	res.EnergyModelNote = modelNote(varied, W, tau)
 	if res.ResolutionS > ts/2 {
 		res.Warnf(CodeCoarse, "coarse profile: a step is reproduced over %.3g ms of the %.3g ms kernel; run more (--runs) or narrow the model's intervals", res.ResolutionS*1e3, ts*1e3)
 	}
-	lowP, highP := math.Inf(1), math.Inf(-1)
-	for _, b := range res.Profile {
-		if b.StartS >= 0 && b.EndS <= ts { // the margins only catch what the model misplaces
-			lowP, highP = min(lowP, b.PowerW), max(highP, b.PowerW)
-		}
-	}
-	if lowP < 0.5*x[0] || highP > 3*x[0]+1000 {
-		res.Warnf(CodeImplausible, "implausible powers in the profile (%.0f .. %.0f W against a baseline of %.0f W): the sensor model (%s) is likely wrong for this channel", lowP, highP, x[0], res.Model)
-		// The model evidently does not hold: its part of the energy's interval is
-		// taken twice over (as if its intervals were twice as wide).
-		if res.EnergyModelHalfWidthJ > 0 {
-			res.EnergyModelHalfWidthJ *= 2
-			res.EnergyModelNote += "; doubled: the profile is implausible, so the model's intervals are not trusted to hold the channel"
-			res.Warnf(CodeEnergyWidened, "the energy's interval is widened (the sensor model's part doubled) because the profile is implausible")
-		} else {
-			res.Warnf(CodeEnergyWidened, "the profile is implausible and its model carries no interval: the energy's interval holds the fit's statistics only and is not to be trusted")
-		}
-	}
+	checkPlausible(res, ts, x[0])
 	// The energy's 95 % interval: the statistical part (the larger of the fit's and the
 	// runs' spread), the model's and the bins' combined as independent, the
 	// regularisation's bias added.
@@ -410,4 +287,181 @@ func jackknife(pts []Point, g bins, v variant, q [][]float64, lambda float64, en
 	}
 	n := float64(len(es))
 	return math.Sqrt((n - 1) / n * ss)
+}
+
+// readingPrecision is how precise a reading's time is: half a poll interval, or for a
+// buffered channel on its grid, 0.1 ms (1 ms off it).
+func readingPrecision(res *Result, opt RunOptions) float64 {
+	if !opt.buffered {
+		return opt.Poll.Seconds() / 2
+	}
+	if res.Grid == nil {
+		return 1e-3
+	}
+	return 1e-4
+}
+
+// delaySpread is the larger distance from the model's delay to an end of its interval
+// (0 without one).
+func delaySpread(m sensormodel.Model) float64 {
+	iv := m.CI.Delay
+	if !iv.Known() {
+		return 0
+	}
+	D := m.Delay.Seconds()
+	return max(D-iv.Low, iv.High-D)
+}
+
+// kernelMargin is the time either side of a kernel of ts seconds that the profile covers:
+// the delay's interval, power that outlasts the kernel.
+func kernelMargin(m sensormodel.Model, ts float64) float64 {
+	margin := max(5e-4, 0.1*ts)
+	if m.CI.Delay.Known() {
+		margin = max(margin, delaySpread(m))
+	}
+	return min(margin, 0.5*ts+2e-3)
+}
+
+// chooseBins picks the bins: the kernel's run of ts seconds and a margin either side, as
+// fine as the stamps allow (twice their precision prec), at most 100, and each crossed by
+// minEdges window edges (a bin no edge falls in is only interpolated). counts are the edges
+// in each bin; no bins (m 0) where even one bin over the kernel has too few.
+func chooseBins(pts []Point, ts, prec, margin, W float64, minEdges int) (bins, []int) {
+	for k := max(1, min(100, int(ts/(2*prec)))); k >= 1; k-- {
+		// k bins over the kernel (its start and end on bin boundaries), whole bins of the
+		// margin either side
+		h := ts / float64(k)
+		nm := int(math.Ceil(margin/h - 1e-9))
+		gk := bins{a0: -float64(nm) * h, h: h, m: k + 2*nm}
+		c := edgeCounts(pts, gk, W)
+		if minInt(c) >= minEdges {
+			return gk, c
+		}
+	}
+	return bins{}, nil
+}
+
+// energyIn is the energy per run of profile x over bins g: the baseline over the kernel's
+// run of ts seconds and all the profile holds above it, margins included (c·x: c_0 = t_ex
+// − span, c_j = h).
+func energyIn(x []float64, ts float64, g bins) float64 {
+	e := x[0] * (ts - float64(g.m)*g.h)
+	for j := 0; j < g.m; j++ {
+		e += x[j+1] * g.h
+	}
+	return e
+}
+
+// energyVariance is the variance of energyIn from the profile's covariance cov.
+func energyVariance(cov [][]float64, ts float64, g bins) float64 {
+	c := make([]float64, g.m+1)
+	c[0] = ts - float64(g.m)*g.h
+	for j := 1; j <= g.m; j++ {
+		c[j] = g.h
+	}
+	ev := 0.0
+	for a := range c {
+		for b := range c {
+			ev += c[a] * cov[a][b] * c[b]
+		}
+	}
+	return ev
+}
+
+// modelParts is the sensor model's part of the bands: the profile solved again (same bins,
+// same λ) at each end of each parameter's 95 % interval; per parameter the larger change,
+// the parameters combined as independent (root sum of squares). varied names the
+// parameters that could be solved at.
+func modelParts(pts []Point, g bins, q [][]float64, sol solution, vars [][]variant, ts float64) (modelBin []float64, modelE float64, varied []string) {
+	x := sol.x
+	modelBin = make([]float64, g.m)
+	for _, pair := range vars {
+		dBin := make([]float64, g.m)
+		dE := 0.0
+		used := false
+		for _, v := range pair {
+			vs, ok := solveAt(buildNormal(pts, nil, g, v), q, sol.lambda)
+			if !ok {
+				continue
+			}
+			used = true
+			for j := 0; j < g.m; j++ {
+				dBin[j] = max(dBin[j], math.Abs(vs.x[j+1]-x[j+1]))
+			}
+			dE = max(dE, math.Abs(energyIn(vs.x, ts, g)-energyIn(x, ts, g)))
+		}
+		if used {
+			varied = append(varied, pair[0].name)
+		}
+		for j := range dBin {
+			modelBin[j] = math.Hypot(modelBin[j], dBin[j])
+		}
+		modelE = math.Hypot(modelE, dE)
+	}
+	return modelBin, modelE, varied
+}
+
+// readingsHow says what a reading is under the model: window W, lag tau, period T (s).
+func readingsHow(W, tau, T float64) string {
+	switch {
+	case W == 0 && tau > 0:
+		return fmt.Sprintf("readings are point samples every %.3g ms of the power through a first-order lag (tau %.3g ms)", T*1e3, tau*1e3)
+	case tau > 0:
+		return fmt.Sprintf("readings are the mean of a %.3g ms window, every %.3g ms, of the power through a first-order lag (tau %.3g ms)", W*1e3, T*1e3, tau*1e3)
+	case W == 0:
+		return fmt.Sprintf("readings are point samples every %.3g ms", T*1e3)
+	}
+	return fmt.Sprintf("readings are the mean of a %.3g ms window every %.3g ms", W*1e3, T*1e3)
+}
+
+// binsPart is how far the energy e moves with bins twice as wide (the kernel in half as
+// many, λ again by GCV): a shape finer than the bins is represented only so well. 0 where
+// the kernel has fewer than two bins.
+func binsPart(pts []Point, ts float64, g bins, margin, free float64, nominal variant, e float64) float64 {
+	k := int(math.Round(ts / g.h))
+	if k < 2 {
+		return 0
+	}
+	h2 := ts / float64(k/2)
+	nm2 := int(math.Ceil(margin/h2 - 1e-9))
+	g2 := bins{a0: -float64(nm2) * h2, h: h2, m: k/2 + 2*nm2}
+	s2, ok := gcvSolve(buildNormal(pts, nil, g2, nominal), penalty(g2, ts, h2+free-g.h))
+	if !ok {
+		return 0
+	}
+	return math.Abs(energyIn(s2.x, ts, g2) - e)
+}
+
+// modelNote says what the energy's model part holds.
+func modelNote(varied []string, W, tau float64) string {
+	switch {
+	case len(varied) > 0:
+		return fmt.Sprintf("the profile solved again at each end of the %s intervals (same bins and lambda); the parameters' parts combined as independent", strings.Join(varied, ", "))
+	case W == 0 && tau == 0:
+		return "point samples without a lag: no model parameter to propagate"
+	}
+	return "the sensor model carries no interval (pass a sensor.json from gpuwatt sensor): its own uncertainty is not included"
+}
+
+// checkPlausible warns where the profile over the kernel's ts seconds holds powers far from
+// the baseline: the model evidently does not hold, so its part of the energy's interval is
+// taken twice over (as if its intervals were twice as wide).
+func checkPlausible(res *Result, ts, baseline float64) {
+	lowP, highP := math.Inf(1), math.Inf(-1)
+	for _, b := range res.Profile {
+		if b.StartS >= 0 && b.EndS <= ts { // the margins only catch what the model misplaces
+			lowP, highP = min(lowP, b.PowerW), max(highP, b.PowerW)
+		}
+	}
+	if !(lowP < 0.5*baseline || highP > 3*baseline+1000) {
+		return
+	}
+	res.Warnf(CodeImplausible, "implausible powers in the profile (%.0f .. %.0f W against a baseline of %.0f W): the sensor model (%s) is likely wrong for this channel", lowP, highP, baseline, res.Model)
+	if res.EnergyModelHalfWidthJ > 0 {
+		res.EnergyModelHalfWidthJ *= 2
+		res.EnergyModelNote += "; doubled: the profile is implausible, so the model's intervals are not trusted to hold the channel"
+		res.Warnf(CodeEnergyWidened, "the energy's interval is widened (the sensor model's part doubled) because the profile is implausible")
+	} else {
+		res.Warnf(CodeEnergyWidened, "the profile is implausible and its model carries no interval: the energy's interval holds the fit's statistics only and is not to be trusted")
+	}
 }

@@ -135,163 +135,42 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		return nil, err
 	}
 	name := sn.Channel().Name
-	var given *sensormodel.Model
-	defaulted := ""
-	if o.Sensor != nil {
-		c, err := o.Sensor.Resolve(nil, sn.Channel())
-		if err != nil {
-			return nil, fmt.Errorf("%w: --sensor-profile: %v", status.ErrInput, err)
-		}
-		if c.Model.Kind() == sensormodel.None {
-			return nil, fmt.Errorf("%w: --sensor-profile: channel %s has no model (none): the profile needs a boxcar, an RC lag or both", status.ErrInput, name)
-		}
-		given, defaulted = &c.Model, c.Defaulted
+	given, defaulted, err := o.givenModel(sn)
+	if err != nil {
+		return nil, err
 	}
-	props := exec.Props()
-	kdev := kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}
-	launch, _ := ParseKernel(o.Kernel)
-	pa, pb, two, _ := ParseTwoPhase(o.Kernel)
-	var desc kernels.Descriptor
-	var phaseK [2]gpu.Kernel
-	var ch *chain
-	if two {
-		da, err := kernels.Arith(kernels.FP32FMA, kernels.Opts{Device: kdev, LaunchTime: pa})
-		if err != nil {
-			return nil, err
-		}
-		db, err := kernels.DRAMRead(kernels.Opts{Device: kdev, LaunchTime: pb, Bytes: 256 << 20})
-		if err != nil {
-			return nil, err
-		}
-		for i, d := range []kernels.Descriptor{da, db} {
-			if phaseK[i], err = exec.Prepare(d); err != nil {
-				if i == 1 {
-					phaseK[0].Close()
-				}
-				return nil, err
-			}
-		}
-		ch = &chain{a: phaseK[0], b: phaseK[1]}
-		desc.Name = fmt.Sprintf("two-phase %s %s + %s %s", da.Name, pa, db.Name, pb)
-	} else if launch > 0 {
-		if desc, err = kernels.Arith(kernels.FP32FMA, kernels.Opts{Device: kdev, LaunchTime: launch}); err != nil {
-			return nil, err
-		}
-	} else {
-		suite, err := kernels.Default(kernels.SuiteOpts{Device: kdev})
-		if err != nil {
-			return nil, err
-		}
-		ds, err := kernels.ByName(suite, o.Kernel)
-		if err != nil || len(ds) != 1 {
-			return nil, fmt.Errorf("%w: --kernel %q: want one kernel of the micro suite (gpuwatt micro --list) or a duration such as 5ms", status.ErrInput, o.Kernel)
-		}
-		desc = ds[0]
+	pk, err := o.prepare(exec)
+	if err != nil {
+		return nil, err
 	}
-	var k gpu.Kernel = ch
-	if ch == nil {
-		if k, err = exec.Prepare(desc); err != nil {
-			return nil, err
-		}
-	}
-	defer k.Close()
+	defer pk.k.Close()
 
 	m, err := loop.Start(ctx, env.Clock, []gpu.Device{dev}, sensor.Options{})
 	if err != nil {
 		return nil, err
 	}
-	emit("long back-to-back runs of "+desc.Name, 0, 0)
-	me, err := m.Measure(ctx, dev.Info().Index, k, desc.Name, loop.Options{})
+	me, steady, err := longRuns(ctx, m, dev, pk, emit)
 	if err != nil {
 		m.Stop()
 		return nil, err
 	}
-	// A two-phase kernel: each phase's steady power, from long back-to-back runs of it alone
-	// on the profiled channel.
-	var steady []*loop.Measurement
-	if ch != nil {
-		for i, pk := range phaseK {
-			emit("steady state of "+TwoPhaseNames[i]+" alone", i+1, 2)
-			mp, err := m.Measure(ctx, dev.Info().Index, pk, TwoPhaseNames[i], loop.Options{})
-			if err != nil {
-				m.Stop()
-				return nil, err
-			}
-			steady = append(steady, mp)
-		}
-		ch.reset()
+	period := o.Period
+	if period == 0 && given != nil {
+		period = given.Period
 	}
-	var sens sensormodel.Model
-	var warn []status.Warning
-	sens.Period = o.Period
-	if sens.Period == 0 && given != nil {
-		sens.Period = given.Period
-	}
-	if sens.Period == 0 {
-		sens.Period = m.Sampler().UpdatePeriod(dev.Info().Index, name)
+	if period == 0 {
+		period = m.Sampler().UpdatePeriod(dev.Info().Index, name)
 	}
 	// The long runs' Sampler stops here: it must not read the channel while the profile
 	// does (a buffered channel hands each sample to one reader only).
 	_, stopErr := m.Stop()
-	var phases []Phase
-	for i, mp := range steady { // their regions are filled by Stop
-		p := Phase{Name: TwoPhaseNames[i], SteadyW: mp.Region.MeanPowerW, SteadySource: "mean power of the long runs (" + mp.Region.EnergySource + ")"}
-		for _, c := range mp.Region.Channels {
-			if c.Channel == name && c.MeanPowerW > 0 {
-				p.SteadyW, p.SteadySource = c.MeanPowerW, fmt.Sprintf("mean of %s over %d back-to-back launches (%.3g ms each)", name, mp.Launches, mp.PerLaunch*1e3)
-			}
-		}
-		phases = append(phases, p)
-	}
-	// The channel's model: the sensor profile, else the twin's own model, else the board's
-	// known model (correct.Auto: measured boards, Yang et al.), else W = T.
-	var base sensormodel.Model
-	modelFrom := ""
-	if tr, ok := dev.(gpu.Truth); ok && given == nil {
-		if model, ok := tr.Model(name); ok {
-			base = model.Shape()
-			modelFrom = "the sim's own model of " + name
-		}
-	}
-	switch {
-	case given != nil:
-		base, modelFrom = *given, o.SensorFrom
-		if defaulted != "" {
-			warn = append(warn, DefaultedWarning(name, o.SensorFrom, defaulted))
-		}
-	case modelFrom == "":
-		m, why := correct.Auto(name, dev.Info().Name)
-		if m.Kind() == sensormodel.None {
-			m = sensormodel.Model{Window: sens.Period}
-			why = fmt.Sprintf("no model is known for %s: its window is taken as the update period (pass --sensor-profile from gpuwatt sensor, or --window)", name)
-		}
-		base, modelFrom = m, "a guess, not measured on this board: "+why
-		warn = append(warn, status.Warnf(CodeGuessedModel, "the model of %s is %s; run gpuwatt sensor and pass --sensor-profile sensor.json to use this board's own", name, modelFrom))
-	}
-	if sens.Period == 0 && base.Period > 0 {
-		sens.Period = base.Period
-	}
-	// The model's values and their intervals; a parameter set by a flag has none.
-	sens.Window, sens.Tau, sens.Delay, sens.CI = base.Window, base.Tau, base.Delay, base.CI
-	if o.Window >= 0 {
-		sens.Window, sens.CI.Window = o.Window, sensormodel.Interval{}
-	}
-	if o.Tau >= 0 {
-		sens.Tau, sens.CI.Tau = o.Tau, sensormodel.Interval{}
-	}
-	if o.Delay >= 0 {
-		sens.Delay, sens.CI.Delay = o.Delay, sensormodel.Interval{}
-	}
+	phases := steadyPhases(steady, name) // their regions are filled by Stop
+	base, modelFrom, warn := o.channelModel(dev, name, given, defaulted, period)
+	sens := o.sensorModel(base, period)
 	if me.PerLaunch > 0 && sens.Tau.Seconds() > 20*me.PerLaunch {
 		warn = append(warn, status.Warnf(CodeLongLag, "the lag of %s (tau %s) is far longer than the kernel: the profile will be coarse or noisy", name, sens.Tau))
 	}
-	nRuns := o.Runs
-	if nRuns == 0 {
-		nRuns = 400
-		if sn.Channel().Buffered {
-			nRuns = 1000
-		}
-	}
+	nRuns := o.runs(sn)
 	ro := RunOptions{Runs: nRuns, Sensor: sens, Poll: o.Poll}
 	emit(fmt.Sprintf("channel %s (%s); model %s (%s); %d runs", name, why, ModelName(sens), modelFrom, nRuns), 0, 0)
 	ro.Progress = env.Progress
@@ -299,7 +178,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if o.Online {
 		run = RunOnline
 	}
-	res, perr := run(ctx, env.Clock, sn, k, desc.Name, ro)
+	res, perr := run(ctx, env.Clock, sn, pk.k, pk.desc.Name, ro)
 	if stopErr != nil && perr == nil {
 		perr = stopErr
 	}
@@ -307,8 +186,8 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		return nil, perr
 	}
 	res.Device, res.Simulated = env.System.Name(), env.System.Simulated()
-	if ch != nil {
-		endA, startB := ch.boundary()
+	if pk.chain != nil {
+		endA, startB := pk.chain.boundary()
 		phases[0].StartS, phases[0].EndS = 0, endA
 		phases[1].StartS, phases[1].EndS = startB, res.KernelS
 		res.CheckPhases(phases)
@@ -320,4 +199,186 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 			EnergyPerLaunchJ: me.Region.EnergyJ / float64(me.Launches), Source: me.Region.EnergySource})
 	}
 	return res, perr
+}
+
+// givenModel is the channel's model from --sensor-profile (nil without one), and what of
+// it was defaulted.
+func (o Options) givenModel(sn sensor.Sensor) (*sensormodel.Model, string, error) {
+	if o.Sensor == nil {
+		return nil, "", nil
+	}
+	c, err := o.Sensor.Resolve(nil, sn.Channel())
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: --sensor-profile: %v", status.ErrInput, err)
+	}
+	if c.Model.Kind() == sensormodel.None {
+		return nil, "", fmt.Errorf("%w: --sensor-profile: channel %s has no model (none): the profile needs a boxcar, an RC lag or both", status.ErrInput, sn.Channel().Name)
+	}
+	return &c.Model, c.Defaulted, nil
+}
+
+// profiled is the prepared kernel a profile runs: one kernel, or a two-phase chain of two.
+type profiled struct {
+	k      gpu.Kernel
+	desc   kernels.Descriptor
+	chain  *chain        // the two-phase kernel; nil for one kernel
+	phases [2]gpu.Kernel // the chain's phases
+}
+
+// prepare generates and prepares --kernel: a two-phase chain (fp32 FMAs, then DRAM reads),
+// an fp32.fma kernel of the given launch time, or a kernel of the micro suite by name.
+func (o Options) prepare(exec gpu.Executor) (profiled, error) {
+	var pk profiled
+	props := exec.Props()
+	kdev := kernels.Device{CC: props.ComputeCapability, SMs: props.SMs, ThreadsPerSM: props.MaxThreadsPerSM, ClockHz: props.MaxSMClockHz}
+	if pa, pb, two, _ := ParseTwoPhase(o.Kernel); two {
+		return prepareTwoPhase(exec, kdev, pa, pb)
+	}
+	launch, _ := ParseKernel(o.Kernel)
+	var err error
+	if launch > 0 {
+		pk.desc, err = kernels.Arith(kernels.FP32FMA, kernels.Opts{Device: kdev, LaunchTime: launch})
+	} else {
+		pk.desc, err = suiteKernel(kdev, o.Kernel)
+	}
+	if err != nil {
+		return pk, err
+	}
+	pk.k, err = exec.Prepare(pk.desc)
+	return pk, err
+}
+
+// suiteKernel is the micro suite's kernel named name.
+func suiteKernel(kdev kernels.Device, name string) (kernels.Descriptor, error) {
+	suite, err := kernels.Default(kernels.SuiteOpts{Device: kdev})
+	if err != nil {
+		return kernels.Descriptor{}, err
+	}
+	ds, err := kernels.ByName(suite, name)
+	if err != nil || len(ds) != 1 {
+		return kernels.Descriptor{}, fmt.Errorf("%w: --kernel %q: want one kernel of the micro suite (gpuwatt micro --list) or a duration such as 5ms", status.ErrInput, name)
+	}
+	return ds[0], nil
+}
+
+// prepareTwoPhase prepares the two-phase kernel: fp32 FMAs for pa, then DRAM reads for pb.
+func prepareTwoPhase(exec gpu.Executor, kdev kernels.Device, pa, pb time.Duration) (profiled, error) {
+	var pk profiled
+	da, err := kernels.Arith(kernels.FP32FMA, kernels.Opts{Device: kdev, LaunchTime: pa})
+	if err != nil {
+		return pk, err
+	}
+	db, err := kernels.DRAMRead(kernels.Opts{Device: kdev, LaunchTime: pb, Bytes: 256 << 20})
+	if err != nil {
+		return pk, err
+	}
+	for i, d := range []kernels.Descriptor{da, db} {
+		if pk.phases[i], err = exec.Prepare(d); err != nil {
+			if i == 1 {
+				pk.phases[0].Close()
+			}
+			return pk, err
+		}
+	}
+	pk.chain = &chain{a: pk.phases[0], b: pk.phases[1]}
+	pk.k = pk.chain
+	pk.desc.Name = fmt.Sprintf("two-phase %s %s + %s %s", da.Name, pa, db.Name, pb)
+	return pk, nil
+}
+
+// longRuns measures the kernel's long back-to-back runs and, for a two-phase kernel, each
+// phase's alone (their steady power, on the profiled channel).
+func longRuns(ctx context.Context, m *loop.Meter, dev gpu.Device, pk profiled, emit func(string, int, int)) (*loop.Measurement, []*loop.Measurement, error) {
+	emit("long back-to-back runs of "+pk.desc.Name, 0, 0)
+	me, err := m.Measure(ctx, dev.Info().Index, pk.k, pk.desc.Name, loop.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if pk.chain == nil {
+		return me, nil, nil
+	}
+	var steady []*loop.Measurement
+	for i, k := range pk.phases {
+		emit("steady state of "+TwoPhaseNames[i]+" alone", i+1, 2)
+		mp, err := m.Measure(ctx, dev.Info().Index, k, TwoPhaseNames[i], loop.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		steady = append(steady, mp)
+	}
+	pk.chain.reset()
+	return me, steady, nil
+}
+
+// steadyPhases are the two phases' steady powers: each one's mean on the profiled channel
+// name, else its region's mean power.
+func steadyPhases(steady []*loop.Measurement, name string) []Phase {
+	var phases []Phase
+	for i, mp := range steady {
+		p := Phase{Name: TwoPhaseNames[i], SteadyW: mp.Region.MeanPowerW, SteadySource: "mean power of the long runs (" + mp.Region.EnergySource + ")"}
+		for _, c := range mp.Region.Channels {
+			if c.Channel == name && c.MeanPowerW > 0 {
+				p.SteadyW, p.SteadySource = c.MeanPowerW, fmt.Sprintf("mean of %s over %d back-to-back launches (%.3g ms each)", name, mp.Launches, mp.PerLaunch*1e3)
+			}
+		}
+		phases = append(phases, p)
+	}
+	return phases
+}
+
+// channelModel is the channel's model and where it comes from: the sensor profile, else
+// the twin's own model, else the board's known model (correct.Auto: measured boards, Yang
+// et al.), else W = T (period), with a warning where it is guessed.
+func (o Options) channelModel(dev gpu.Device, name string, given *sensormodel.Model, defaulted string, period time.Duration) (sensormodel.Model, string, []status.Warning) {
+	if given != nil {
+		var warn []status.Warning
+		if defaulted != "" {
+			warn = append(warn, DefaultedWarning(name, o.SensorFrom, defaulted))
+		}
+		return *given, o.SensorFrom, warn
+	}
+	if tr, ok := dev.(gpu.Truth); ok {
+		if model, ok := tr.Model(name); ok {
+			return model.Shape(), "the sim's own model of " + name, nil
+		}
+	}
+	m, why := correct.Auto(name, dev.Info().Name)
+	if m.Kind() == sensormodel.None {
+		m = sensormodel.Model{Window: period}
+		why = fmt.Sprintf("no model is known for %s: its window is taken as the update period (pass --sensor-profile from gpuwatt sensor, or --window)", name)
+	}
+	from := "a guess, not measured on this board: " + why
+	return m, from, []status.Warning{status.Warnf(CodeGuessedModel, "the model of %s is %s; run gpuwatt sensor and pass --sensor-profile sensor.json to use this board's own", name, from)}
+}
+
+// sensorModel is the model the profile inverts: base's values and intervals, the period
+// learned (else base's), and --window, --tau and --delay where set (a flag's value has no
+// interval).
+func (o Options) sensorModel(base sensormodel.Model, period time.Duration) sensormodel.Model {
+	sens := sensormodel.Model{Period: period}
+	if sens.Period == 0 && base.Period > 0 {
+		sens.Period = base.Period
+	}
+	sens.Window, sens.Tau, sens.Delay, sens.CI = base.Window, base.Tau, base.Delay, base.CI
+	if o.Window >= 0 {
+		sens.Window, sens.CI.Window = o.Window, sensormodel.Interval{}
+	}
+	if o.Tau >= 0 {
+		sens.Tau, sens.CI.Tau = o.Tau, sensormodel.Interval{}
+	}
+	if o.Delay >= 0 {
+		sens.Delay, sens.CI.Delay = o.Delay, sensormodel.Interval{}
+	}
+	return sens
+}
+
+// runs is --runs, else 1000 on a buffered channel (every sample kept), 400 elsewhere.
+func (o Options) runs(sn sensor.Sensor) int {
+	switch {
+	case o.Runs > 0:
+		return o.Runs
+	case sn.Channel().Buffered:
+		return 1000
+	}
+	return 400
 }
