@@ -116,13 +116,60 @@ func SolveColumns(cols [][]float64, b []float64) (*Result, error) {
 
 // solve is SolveWeighted of the n × k matrix whose entries at gives.
 func solve(n, k int, at func(i, j int) float64, b, w []float64) (*Result, error) {
+	sw, used, err := sqrtWeights(n, w)
+	if err != nil {
+		return nil, err
+	}
+	if used < k {
+		return nil, fmt.Errorf("%w: %d points, %d coefficients", ErrTooFew, used, k)
+	}
+	// Q R of the weighted, column-scaled matrix, column-major for the Householder sweeps.
+	scale, cols, err := scaledColumns(n, k, at, sw, used)
+	if err != nil {
+		return nil, err
+	}
+	y := make([]float64, n)
+	for i := range n {
+		y[i] = sw[i] * b[i]
+	}
+	rdiag := householder(cols, y)
+	if err := checkRank(rdiag); err != nil {
+		return nil, err
+	}
+	// R (upper triangle): R[i][j] = cols[j][i] for i < j, rdiag on the diagonal.
+	R := func(i, j int) float64 {
+		if i == j {
+			return rdiag[i]
+		}
+		return cols[j][i]
+	}
+	xs := make([]float64, k)
+	for i := k - 1; i >= 0; i-- {
+		s := y[i]
+		for j := i + 1; j < k; j++ {
+			s -= R(i, j) * xs[j]
+		}
+		xs[i] = s / rdiag[i]
+	}
+	res := &Result{Coef: make([]float64, k), Resid: make([]float64, n), DoF: used - k}
+	for j := range k {
+		res.Coef[j] = xs[j] / scale[j]
+	}
+	res.unscaled = unscaledCovariance(R, rdiag, scale)
+	res.goodness(n, at, b, sw)
+	res.covariance()
+	return res, nil
+}
+
+// sqrtWeights are √wᵢ (all 1 without weights) and the rows of non-zero weight.
+func sqrtWeights(n int, w []float64) ([]float64, int, error) {
 	used := n
-	sw := make([]float64, n) // √wᵢ
+	sw := make([]float64, n)
 	for i := range sw {
 		sw[i] = 1
 		if w != nil {
 			if !(w[i] >= 0) || math.IsInf(w[i], 0) {
-				return nil, fmt.Errorf("%w: row %d: %g", ErrWeight, i, w[i])
+				return nil, 0, fmt.Errorf("%w: row %d: %g", ErrWeight, i, w[i])
 			}
 			sw[i] = math.Sqrt(w[i])
 			if w[i] == 0 {
@@ -130,13 +177,14 @@ func solve(n, k int, at func(i, j int) float64, b, w []float64) (*Result, error)
 			}
 		}
 	}
-	if used < k {
-		return nil, fmt.Errorf("%w: %d points, %d coefficients", ErrTooFew, used, k)
-	}
+	return sw, used, nil
+}
 
-	// Q R of the weighted, column-scaled matrix, column-major for the Householder sweeps.
-	scale := make([]float64, k)
-	cols := make([][]float64, k)
+// scaledColumns are the weighted columns, each divided by its root mean square over the
+// used rows (scale), so that the rank test does not depend on the regressors' units.
+func scaledColumns(n, k int, at func(i, j int) float64, sw []float64, used int) (scale []float64, cols [][]float64, err error) {
+	scale = make([]float64, k)
+	cols = make([][]float64, k)
 	for j := range k {
 		c := make([]float64, n)
 		s := 0.0
@@ -147,19 +195,22 @@ func solve(n, k int, at func(i, j int) float64, b, w []float64) (*Result, error)
 		s = math.Sqrt(s / float64(used))
 		if s == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
 			if s == 0 {
-				return nil, fmt.Errorf("%w: column %d is zero at every point", ErrRank, j)
+				return nil, nil, fmt.Errorf("%w: column %d is zero at every point", ErrRank, j)
 			}
-			return nil, fmt.Errorf("%w: column %d is not finite", ErrShape, j)
+			return nil, nil, fmt.Errorf("%w: column %d is not finite", ErrShape, j)
 		}
 		for i := range c {
 			c[i] /= s
 		}
 		scale[j], cols[j] = s, c
 	}
-	y := make([]float64, n)
-	for i := range n {
-		y[i] = sw[i] * b[i]
-	}
+	return scale, cols, nil
+}
+
+// householder turns cols into R (above the diagonal; the Householder vectors below it)
+// and y into Qᵀy, in place, and returns R's diagonal.
+func householder(cols [][]float64, y []float64) []float64 {
+	n, k := len(y), len(cols)
 	rdiag := make([]float64, k)
 	for j := range k {
 		c := cols[j]
@@ -193,31 +244,26 @@ func solve(n, k int, at func(i, j int) float64, b, w []float64) (*Result, error)
 		apply(y)
 		rdiag[j] = norm
 	}
+	return rdiag
+}
+
+// checkRank fails where a diagonal element of R is negligible against the largest.
+func checkRank(rdiag []float64) error {
 	maxR := 0.0
 	for _, d := range rdiag {
 		maxR = max(maxR, math.Abs(d))
 	}
 	for j, d := range rdiag {
 		if !(math.Abs(d) > rankTol*maxR) {
-			return nil, fmt.Errorf("%w: column %d", ErrRank, j)
+			return fmt.Errorf("%w: column %d", ErrRank, j)
 		}
 	}
-	// R (upper triangle): R[i][j] = cols[j][i] for i < j, rdiag on the diagonal.
-	R := func(i, j int) float64 {
-		if i == j {
-			return rdiag[i]
-		}
-		return cols[j][i]
-	}
-	xs := make([]float64, k)
-	for i := k - 1; i >= 0; i-- {
-		s := y[i]
-		for j := i + 1; j < k; j++ {
-			s -= R(i, j) * xs[j]
-		}
-		xs[i] = s / rdiag[i]
-	}
-	// R⁻¹ (upper triangular), then (AᵀWA)⁻¹ = D⁻¹ R⁻¹ R⁻ᵀ D⁻¹.
+	return nil
+}
+
+// unscaledCovariance is (AᵀWA)⁻¹ = D⁻¹ R⁻¹ R⁻ᵀ D⁻¹, from R⁻¹ (upper triangular).
+func unscaledCovariance(R func(i, j int) float64, rdiag, scale []float64) [][]float64 {
+	k := len(rdiag)
 	ri := make([][]float64, k)
 	for i := range ri {
 		ri[i] = make([]float64, k)
@@ -232,21 +278,22 @@ func solve(n, k int, at func(i, j int) float64, b, w []float64) (*Result, error)
 			ri[i][j] = -s / rdiag[i]
 		}
 	}
-	res := &Result{Coef: make([]float64, k), Resid: make([]float64, n), DoF: used - k}
-	for j := range k {
-		res.Coef[j] = xs[j] / scale[j]
-	}
-	res.unscaled = make([][]float64, k)
+	u := make([][]float64, k)
 	for i := range k {
-		res.unscaled[i] = make([]float64, k)
+		u[i] = make([]float64, k)
 		for j := range k {
 			s := 0.0
 			for l := max(i, j); l < k; l++ {
 				s += ri[i][l] * ri[j][l]
 			}
-			res.unscaled[i][j] = s / (scale[i] * scale[j])
+			u[i][j] = s / (scale[i] * scale[j])
 		}
 	}
+	return u
+}
+
+// goodness fills the residuals, the weighted RSS and R² of the fit.
+func (r *Result) goodness(n int, at func(i, j int) float64, b, sw []float64) {
 	var sumW, mean float64
 	for i := range n {
 		wi := sw[i] * sw[i]
@@ -257,32 +304,37 @@ func solve(n, k int, at func(i, j int) float64, b, w []float64) (*Result, error)
 	var tss float64
 	for i := range n {
 		wi := sw[i] * sw[i]
-		p := 0.0 // res.Predict of row i
-		for j, c := range res.Coef {
+		p := 0.0 // r.Predict of row i
+		for j, c := range r.Coef {
 			p += at(i, j) * c
 		}
-		res.Resid[i] = b[i] - p
-		res.RSS += wi * res.Resid[i] * res.Resid[i]
+		r.Resid[i] = b[i] - p
+		r.RSS += wi * r.Resid[i] * r.Resid[i]
 		tss += wi * (b[i] - mean) * (b[i] - mean)
 	}
 	if tss > 0 {
-		res.R2 = 1 - res.RSS/tss
+		r.R2 = 1 - r.RSS/tss
 	}
-	res.Sigma = math.NaN()
-	if res.DoF > 0 {
-		res.Sigma = math.Sqrt(res.RSS / float64(res.DoF))
-		v := res.Sigma * res.Sigma
-		res.Cov = make([][]float64, k)
-		res.SE = make([]float64, k)
-		for i := range k {
-			res.Cov[i] = make([]float64, k)
-			for j := range k {
-				res.Cov[i][j] = v * res.unscaled[i][j]
-			}
-			res.SE[i] = math.Sqrt(res.Cov[i][i])
+}
+
+// covariance fills Sigma, Cov and SE where there are degrees of freedom (Sigma NaN else).
+func (r *Result) covariance() {
+	r.Sigma = math.NaN()
+	if r.DoF <= 0 {
+		return
+	}
+	k := len(r.Coef)
+	r.Sigma = math.Sqrt(r.RSS / float64(r.DoF))
+	v := r.Sigma * r.Sigma
+	r.Cov = make([][]float64, k)
+	r.SE = make([]float64, k)
+	for i := range k {
+		r.Cov[i] = make([]float64, k)
+		for j := range k {
+			r.Cov[i][j] = v * r.unscaled[i][j]
 		}
+		r.SE[i] = math.Sqrt(r.Cov[i][i])
 	}
-	return res, nil
 }
 
 // MaxAutocorrelation caps the lag-1 autocorrelation SerialInflation uses, so that a short
