@@ -804,6 +804,16 @@ func (c Config) Validate() error {
 	if c.Vendor != "" && c.Vendor != "nvidia" && c.Vendor != VendorAMD {
 		return fmt.Errorf("vendor: want nvidia or amd, got %q", c.Vendor)
 	}
+	for _, check := range []func() error{c.validateNonNegative, c.validatePlausible, c.validateCounts, c.validateExec, c.validateLoad, c.validateProcesses, c.validateSensors} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateNonNegative checks the powers, times and energies that must be finite and >= 0.
+func (c Config) validateNonNegative() error {
 	finite := func(key string, v float64) error {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("%s: not a finite number", key)
@@ -843,9 +853,11 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
-	if err := c.validatePlausible(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateCounts checks the board count, the idle steps, the power limit and the shares.
+func (c Config) validateCounts() error {
 	switch {
 	case c.GPUs < 1 || c.GPUs > 64:
 		return fmt.Errorf("gpus: want 1 to 64, got %d", c.GPUs)
@@ -860,9 +872,11 @@ func (c Config) Validate() error {
 	case !(c.BoardSpread >= 0 && c.BoardSpread <= 0.2):
 		return fmt.Errorf("board_spread: want 0 to 0.2, got %g", c.BoardSpread)
 	}
-	if err := c.validateExec(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateLoad checks the load schedule: times from the origin, in order, powers >= 0.
+func (c Config) validateLoad() error {
 	for i, s := range c.Load {
 		where := fmt.Sprintf("load[%d]", i)
 		switch {
@@ -876,9 +890,12 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s: t_s %g is before the previous entry's %g: list the load in time order", where, s.T.Seconds(), c.Load[i-1].T.Seconds())
 		}
 	}
-	if err := c.validateProcesses(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateSensors checks each configured channel: known to the vendor's board, its model,
+// ring, stamps and pairs.
+func (c Config) validateSensors() error {
 	for name, sc := range c.Sensors {
 		spec, ok := specOf(c.vendor(), name)
 		if !ok {
@@ -1014,6 +1031,15 @@ func (c Config) validateExec() error {
 		return fmt.Errorf("eps_mem_rail_pj_per_byte: want at most eps_mem_pj_per_byte (%g), got %g",
 			float64(c.EpsMemPerByte/units.Picojoule), float64(c.EpsMemRail/units.Picojoule))
 	}
+	if err := c.validateOpRates(); err != nil {
+		return err
+	}
+	return c.validateMemLevels()
+}
+
+// validateOpRates checks the instruction classes' rates and energies: known classes,
+// finite and >= 0, an energy for every class that runs.
+func (c Config) validateOpRates() error {
 	for _, op := range slices.Sorted(maps.Keys(c.OpsPerCycleSM)) {
 		r := c.OpsPerCycleSM[op]
 		where := fmt.Sprintf("ops_per_cycle_sm[%q]", op)
@@ -1036,6 +1062,12 @@ func (c Config) validateExec() error {
 			return fmt.Errorf("eps_op_pj[%q]: want >= 0, got %g", op, e/float64(units.Picojoule))
 		}
 	}
+	return nil
+}
+
+// validateMemLevels checks the memory levels' bandwidths and energies: known levels,
+// finite and >= 0, an energy for every level that serves bytes.
+func (c Config) validateMemLevels() error {
 	for _, l := range slices.Sorted(maps.Keys(c.Bandwidth)) {
 		b := c.Bandwidth[l]
 		switch {
