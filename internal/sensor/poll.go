@@ -95,7 +95,6 @@ const LeanStateInterval = 250 * time.Millisecond
 // of the 1 % a GPU may cost.
 const DefaultSlowShare = 0.0005
 
-
 // DefaultHangTimeout is Options.HangTimeout's default: a thousand times the slowest call
 // seen on an H200 (the energy counter, ~3.8 ms; a busy driver has taken 0.1 s).
 const DefaultHangTimeout = 2 * time.Second
