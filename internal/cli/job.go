@@ -123,6 +123,7 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 	gpus := fs.String("gpu", "", "the job's GPUs: indices (0,1) or UUIDs (GPU-…) (default: $SLURM_JOB_GPUS, else $CUDA_VISIBLE_DEVICES)")
 	chans := fs.String("channels", strings.Join(job.RecordChannels, ","), "the channels the recorder records (names and globs; energy.total alone for jobs of days: docs/slurm.md)")
 	wait := fs.Duration("wait", 5*time.Second, "how long to wait for the recorder's first reading of every channel before returning anyway")
+	raplRoot := fs.String("rapl-root", "", "powercap tree of the host's RAPL counters (CPU packages, DRAM), read by begin, the recorder (every 1 s) and end; default /sys/class/powercap (the sim's own where --sim-config has \"host\"); none: the GPUs alone")
 	if code, ok := a.parseFlags(fs, args, "[--job ID] [--dir DIR] [--gpu LIST] [--device auto|nvml|sim[:PRESET]]"); !ok {
 		return code
 	}
@@ -189,19 +190,23 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 	}
 	bg := &job.Begin{Format: job.BeginFormat, Job: job.Job{JobID: id, User: jobUser(), Host: a.host(), Version: a.versionString(),
 		Device: sys.Name(), Simulated: sys.Simulated(), Start: start.Round(0)}, GPUsFrom: from,
-		DeviceSpec: sh.dev.device, SimConfig: simConfig}
+		DeviceSpec: sh.dev.device, SimConfig: simConfig, SystemGPUs: len(sys.Devices()), RAPLRoot: *raplRoot}
 	var idx []string
-	for _, d := range devs {
-		info := d.Info()
-		g := job.BeginGPU{Index: info.Index, UUID: info.UUID, Name: info.Name, PowerLimitW: info.PowerLimitW}
-		if c, err := job.ReadCounter(d, clk); err == nil {
-			g.Counter = c
-		} else {
-			g.CounterError = err.Error()
+	hs, hostWhy := jobHostSensors(sys, *raplRoot)
+	host := job.HostEdge(ctx, hs, hostWhy, clk, func() {
+		for _, d := range devs {
+			info := d.Info()
+			g := job.BeginGPU{Index: info.Index, UUID: info.UUID, Name: info.Name, PowerLimitW: info.PowerLimitW}
+			if c, err := job.ReadCounter(d, clk); err == nil {
+				g.Counter = c
+			} else {
+				g.CounterError = err.Error()
+			}
+			bg.GPUs = append(bg.GPUs, g)
+			idx = append(idx, fmt.Sprint(info.Index))
 		}
-		bg.GPUs = append(bg.GPUs, g)
-		idx = append(idx, fmt.Sprint(info.Index))
-	}
+	})
+	bg.HostReadings = &host
 	sys.Close()
 	self, err := a.self()
 	code := ExitOK
@@ -210,6 +215,9 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 			"--gpu", strings.Join(idx, ","), "--device", sh.dev.device, "--channels", *chans)
 		if simConfig != "" {
 			argv = append(argv, "--sim-config", simConfig)
+		}
+		if *raplRoot != "" {
+			argv = append(argv, "--rapl-root", *raplRoot)
 		}
 		var exited <-chan error
 		bg.RecorderPID, exited, err = job.Spawn(argv, dir)
@@ -244,6 +252,7 @@ func (a *App) jobRecord(ctx context.Context, args []string) int {
 	origin := fs.String("origin", "", "the job's time origin (RFC 3339)")
 	gpus := fs.String("gpu", "", "GPU indices")
 	chans := fs.String("channels", strings.Join(job.RecordChannels, ","), "channels to record")
+	raplRoot := fs.String("rapl-root", "", "powercap tree of the host's RAPL counters; none: not read")
 	if code, ok := a.parseFlags(fs, args, "--dir DIR --origin TIME --gpu LIST (started by gpuwatt job begin)"); !ok {
 		return code
 	}
@@ -261,7 +270,7 @@ func (a *App) jobRecord(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.exitFor("job record", err)
 	}
-	rec := job.Recorder{Dir: *dir, GPUs: devs, Channels: strings.Split(*chans, ","), Poll: sensor.Options{HangTimeout: a.HangTimeout}, Version: a.versionString(), Host: a.host(),
+	rec := job.Recorder{Dir: *dir, GPUs: devs, Channels: strings.Split(*chans, ","), RAPLRoot: *raplRoot, NoHost: *raplRoot == "none", Log: a.Stderr, Poll: sensor.Options{HangTimeout: a.HangTimeout}, Version: a.versionString(), Host: a.host(),
 		Command: append([]string{"gpuwatt", "job", "record"}, args...)}
 	if err := rec.Run(ctx, device.Env{System: sys, Clock: clk}); err != nil {
 		return a.fail("job record", err)
@@ -315,6 +324,7 @@ func (a *App) jobEnd(ctx context.Context, args []string) int {
 	endT := clk.Now()
 	sys, err := a.openSystem("job end", deviceFlags{device: bg.DeviceSpec, simConfig: bg.SimConfig, realOnly: true}, clk)
 	var endWarn []status.Warning
+	var endHost *job.HostReadings
 	if err != nil {
 		endWarn = append(endWarn, status.Warnf(job.CodeNoCounter, "end could not open the device to read the counters: %v", err))
 	} else {
@@ -322,14 +332,18 @@ func (a *App) jobEnd(ctx context.Context, args []string) int {
 		for _, d := range sys.Devices() {
 			byIdx[d.Info().Index] = d
 		}
-		for _, g := range bg.GPUs {
-			if d, ok := byIdx[g.Index]; ok && d.Info().UUID == g.UUID {
-				if c, err := job.ReadCounter(d, clk); err == nil {
-					end[g.Index] = c
+		hs, hostWhy := jobHostSensors(sys, bg.RAPLRoot)
+		h := job.HostEdge(ctx, hs, hostWhy, clk, func() {
+			for _, g := range bg.GPUs {
+				if d, ok := byIdx[g.Index]; ok && d.Info().UUID == g.UUID {
+					if c, err := job.ReadCounter(d, clk); err == nil {
+						end[g.Index] = c
+					}
 				}
 			}
-		}
-		endT = clk.Now()
+			endT = clk.Now()
+		})
+		endHost = &h
 		sys.Close()
 	}
 	why := ""
@@ -346,7 +360,7 @@ func (a *App) jobEnd(ctx context.Context, args []string) int {
 			tr = nil
 		}
 	}
-	res := job.Compute(bg, end, endT, tr, why)
+	res := job.Compute(bg, end, endHost, endT, tr, why)
 	res.Warnings = append(res.Warnings, endWarn...)
 	if err := report.WriteJSON(filepath.Join(dir, job.JobFile), res); err != nil {
 		return a.fail("job end", fmt.Errorf("%s: %v", filepath.Join(dir, job.JobFile), err))
@@ -388,4 +402,17 @@ func (a *App) jobEnd(ctx context.Context, args []string) int {
 		}
 	}
 	return code
+}
+
+// jobHostSensors are the host's RAPL counters a job reads (root as begin's --rapl-root), or
+// the one line saying why there are none.
+func jobHostSensors(sys gpu.System, root string) ([]sensor.Sensor, string) {
+	if root == "none" {
+		return nil, "not asked for (job begin --rapl-root none)"
+	}
+	hs, err := device.HostSensors(sys, root)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return hs, ""
 }

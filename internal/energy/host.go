@@ -162,3 +162,81 @@ func NodeTotal(parts []Interval) (Interval, bool) {
 	}
 	return n, true
 }
+
+// HostEnergy is the host's energy over a span: each RAPL domain's figure and the node's
+// total (NodeTotal) where every part has one; Unavailable says in one line why no domain
+// was read (no powercap: a virtual machine; counters readable by root only), NodeMissing
+// why there is no node total where they were.
+type HostEnergy struct {
+	Unavailable string       `json:"unavailable,omitempty"`
+	Domains     []HostFigure `json:"domains,omitempty"`
+	Node        *Interval    `json:"node,omitempty"`
+	NodeMissing string       `json:"node_missing,omitempty"`
+}
+
+// GPUPart is one GPU's figure over a span as a part of the node's total (OK false: none).
+type GPUPart struct {
+	Index int
+	OK    bool
+	Interval
+}
+
+// HostOver is the host's energy over [from, to] of tr: every host channel's figure, and the
+// node's total of the GPUs' figures and the packages' and DRAM's (psys left out: the
+// platform's figure holds them) where every part has a figure and every GPU of the machine
+// is among gpus (allGPUs; missing says which are not, for people). Nil where tr has no
+// host channel.
+func HostOver(tr *trace.Trace, from, to time.Duration, gpus []GPUPart, allGPUs bool, missing string) *HostEnergy {
+	doms := HostRegions(tr, from, to)
+	if len(doms) == 0 {
+		return nil
+	}
+	h := &HostEnergy{Domains: doms}
+	var parts []Interval
+	if !allGPUs {
+		h.NodeMissing = missing
+		if missing == "" {
+			h.NodeMissing = "not every GPU of the machine was recorded"
+		}
+		return h
+	}
+	for _, g := range gpus {
+		if !g.OK {
+			h.NodeMissing = fmt.Sprintf("GPU %d has no energy figure", g.Index)
+			return h
+		}
+		parts = append(parts, g.Interval)
+	}
+	for _, d := range doms {
+		if !d.OK() {
+			h.NodeMissing = d.Name + " has no figure"
+			return h
+		}
+		if d.Kind != "psys" {
+			parts = append(parts, d.Interval)
+		}
+	}
+	if n, ok := NodeTotal(parts); ok {
+		h.Node = &n
+	}
+	return h
+}
+
+// KindTotal is the sum of the host's domains of one kind (every package, or every DRAM),
+// bounds added; ok false where there is none of that kind or one has no figure.
+func (h *HostEnergy) KindTotal(kind string) (Interval, bool) {
+	if h == nil {
+		return Interval{}, false
+	}
+	var parts []Interval
+	for _, d := range h.Domains {
+		if d.Kind != kind {
+			continue
+		}
+		if !d.OK() {
+			return Interval{}, false
+		}
+		parts = append(parts, d.Interval)
+	}
+	return NodeTotal(parts)
+}

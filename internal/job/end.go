@@ -85,14 +85,17 @@ type Result struct {
 	EnergyJ     float64 `json:"energy_j"`
 	EnergyLowJ  float64 `json:"energy_low_j"`
 	EnergyHighJ float64 `json:"energy_high_j"`
+	// HostEnergy is the host's CPU packages' and DRAM's energy over the job (RAPL) and the
+	// node's total, or the one line saying why there is none (absent: begin did not read it).
+	HostEnergy *HostResult `json:"host_energy,omitempty"`
 	// AdminComment is what `sacctmgr ... set AdminComment=` stores (docs/slurm.md).
 	AdminComment string `json:"admin_comment"`
 }
 
 // Compute turns begin's record, end's counter readings (by GPU index; absent where none)
-// at endT, and the recorder's trace (nil where there is none; recorderWhy says why) into
-// the job's result.
-func Compute(b *Begin, end map[int]*Counter, endT time.Duration, tr *trace.Trace, recorderWhy string) *Result {
+// at endT and its host readings (nil: none), and the recorder's trace (nil where there is
+// none; recorderWhy says why) into the job's result.
+func Compute(b *Begin, end map[int]*Counter, endHost *HostReadings, endT time.Duration, tr *trace.Trace, recorderWhy string) *Result {
 	r := &Result{Format: Format, Job: b.Job, End: b.Start.Add(endT), Status: status.Status{Warnings: []status.Warning{}}, Recorder: "ok", GPUs: []GPUResult{}}
 	from, to := time.Duration(0), endT
 	for _, g := range b.GPUs {
@@ -143,6 +146,7 @@ func Compute(b *Begin, end map[int]*Counter, endT time.Duration, tr *trace.Trace
 	}
 	hw := math.Sqrt(ss)
 	r.EnergyLowJ, r.EnergyHighJ = r.EnergyJ-hw, r.EnergyJ+hw
+	r.HostEnergy = hostResult(b, endHost, tr, recorderWhy, r.GPUs, from, to)
 	r.AdminComment = AdminComment(r)
 	return r
 }
@@ -284,9 +288,11 @@ func boundEdges(gr *GPUResult, lim float64, period time.Duration, assumed bool, 
 // AdminComment is what job end stores in the job's AdminComment: Slurm's own key=value
 // list (as its TRES strings are written), numbers to 0.1 J:
 //
-//	gpuwatt=gpuwatt-job/1,energy_j=786.9,low_j=780.9,high_j=792.8,span_s=1.3[,incomplete=1][,simulated=1],gpuN=UUID/ENERGY/LOW/HIGH/METHOD,...
+//	gpuwatt=gpuwatt-job/1,energy_j=786.9,low_j=780.9,high_j=792.8,span_s=1.3[,incomplete=1][,simulated=1],gpuN=UUID/ENERGY/LOW/HIGH/METHOD,...[,cpu_j=E/L/H][,dram_j=E/L/H][,psys_j=E/L/H][,node_j=E/L/H]
 //
-// with each GPU's node index N, its UUID without "GPU-", lower case. It holds no capital
+// with each GPU's node index N, its UUID without "GPU-", lower case; energy_j is the GPUs'
+// alone; cpu_j (every CPU package), dram_j, psys_j and node_j (GPUs, packages and DRAM)
+// where the host's RAPL counters gave them. It holds no capital
 // letter, no quote and no space: sacctmgr lower-cases what it stores and turns double quotes
 // into backquotes (Slurm 22.05, deploy/slurm/ci-test.sh: a JSON comment came back from sacct
 // as {`gpuwatt`:...,`uuid`:`gpu-5a1d...`}), so this is what sacct gives back, unchanged.
@@ -304,6 +310,7 @@ func AdminComment(r *Result) string {
 		uuid := strings.ToLower(strings.TrimPrefix(g.UUID, "GPU-"))
 		parts = append(parts, fmt.Sprintf("gpu%d=%s/%s/%s/%s/%s", g.Index, uuid, f(g.EnergyJ), f(g.LowJ), f(g.HighJ), strings.ToLower(string(g.Method))))
 	}
+	parts = append(parts, hostComment(r.HostEnergy, f)...)
 	return strings.Join(parts, ",")
 }
 
@@ -339,6 +346,7 @@ func WriteText(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "  GPU %d %s: %s (95 %%: %.1f to %.1f J), %.1f W mean, from %s\n", g.Index, g.UUID, energy.FmtPM(g.EnergyJ, g.HalfWidthJ()), g.LowJ, g.HighJ, g.MeanPowerW, g.Source)
 	}
 	fmt.Fprintf(w, "  job: %.1f J (95 %%: %.1f to %.1f J)\n", r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ)
+	writeHostText(w, r.HostEnergy)
 	if r.Incomplete {
 		fmt.Fprintf(w, "  incomplete: %s\n", r.Reason)
 	}

@@ -94,6 +94,15 @@ type Begin struct {
 	RecorderPID int    `json:"recorder_pid,omitempty"`
 	// RecorderError says why no recorder runs (it could not be started, or died at once).
 	RecorderError string `json:"recorder_error,omitempty"`
+	// SystemGPUs is how many GPUs the node has: the node's total needs the job to have
+	// them all (the CPU and DRAM figures are the whole host's).
+	SystemGPUs int `json:"system_gpus,omitempty"`
+	// RAPLRoot is begin's --rapl-root ("" the default, "none": the host is not read): the
+	// recorder and end read the same counters.
+	RAPLRoot string `json:"rapl_root,omitempty"`
+	// Host is begin's reading of the host's RAPL counters around the GPUs' (absent: a
+	// gpuwatt that did not read them).
+	HostReadings *HostReadings `json:"host_readings,omitempty"`
 }
 
 var jobIDRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)

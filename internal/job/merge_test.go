@@ -27,7 +27,7 @@ func TestMergeKeepsCounterMonotonic(t *testing.T) {
 	tr.Samples = append(tr.Samples, trace.Sample{T: 1100 * ms, GPU: 0, Channel: trace.ChEnergyTotal, Value: 1000 + 110})
 	b := &Begin{Format: BeginFormat, Job: Job{JobID: "1"}, GPUs: []BeginGPU{{Index: 0, UUID: "GPU-x", PowerLimitW: 700, Counter: &Counter{T: 0.01, EnergyJ: 1000}}}}
 	end := map[int]*Counter{0: {T: 1.12, EnergyJ: 1000 + 100}}
-	r := Compute(b, end, 1120*ms, tr, "")
+	r := Compute(b, end, nil, 1120*ms, tr, "")
 	g := r.GPUs[0]
 	if g.Method == "none" || g.EnergyJ < 100 || g.EnergyJ > 112 {
 		t.Errorf("source %s, %.2f J (%v), want the counter's ~110 J", g.Method, g.EnergyJ, g.Warnings)

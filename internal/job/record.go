@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,10 +25,16 @@ type Recorder struct {
 	GPUs []gpu.Device
 	// Channels are the names or globs of the channels to record (default RecordChannels).
 	Channels []string
-	Poll     sensor.Options
-	Version  string
-	Host     string
-	Command  []string
+	// RAPLRoot is the powercap tree of the host's RAPL counters ("": the default; the
+	// sim's own where it models a host), read every HostPoll; NoHost: none.
+	RAPLRoot string
+	NoHost   bool
+	// Log gets the one line saying why the host's counters are not read.
+	Log     io.Writer
+	Poll    sensor.Options
+	Version string
+	Host    string
+	Command []string
 }
 
 // Run records the GPUs' RecordChannels until ctx is done (end's SIGTERM), then saves the
@@ -49,6 +56,15 @@ func (o Recorder) Run(ctx context.Context, env device.Env) error {
 	if len(sensors) == 0 {
 		return fmt.Errorf("the job's GPUs have none of the channels %s", strings.Join(pats, ","))
 	}
+	if !o.NoHost {
+		hs, err := device.HostSensors(env.System, o.RAPLRoot)
+		if err != nil && o.Log != nil {
+			fmt.Fprintf(o.Log, "gpuwatt job record: %v\n", err)
+		}
+		for _, h := range hs {
+			sensors = append(sensors, sensor.Pace(h, HostPoll))
+		}
+	}
 	clk := env.Clock
 	smp := sensor.New(clk, sensors, o.Poll)
 	if err := smp.Start(context.WithoutCancel(ctx)); err != nil {
@@ -64,6 +80,9 @@ func (o Recorder) Run(ctx context.Context, env device.Env) error {
 	// most 1 s, as measure's tail.
 	var guard time.Duration
 	for _, ch := range smp.Channels() {
+		if ch.GPU == trace.HostGPU {
+			continue // end read the host's counters after the job's end itself
+		}
 		guard = max(guard, smp.UpdatePeriod(ch.GPU, ch.Name)*3/2)
 	}
 	_ = clk.Sleep(context.Background(), min(guard, time.Second))

@@ -55,17 +55,10 @@ type Summary struct {
 	Host *HostSummary `json:"host,omitempty"`
 }
 
-// HostSummary is the host's energy over the command: each RAPL domain's (CPU package,
-// DRAM, psys), and the node's (every GPU, package and DRAM together) only where every part
-// has a figure and every GPU of the machine was recorded. Unavailable says in one line why
-// there is none (no powercap: a virtual machine; counters readable by root only).
-type HostSummary struct {
-	Unavailable string              `json:"unavailable,omitempty"`
-	Domains     []energy.HostFigure `json:"domains,omitempty"`
-	Node        *energy.Interval    `json:"node,omitempty"`
-	// NodeMissing says why there is no node total where the domains were read.
-	NodeMissing string `json:"node_missing,omitempty"`
-}
+// HostSummary is the host's energy over the command (or a region): each RAPL domain's
+// (CPU package, DRAM, psys), and the node's (every GPU, package and DRAM together) only
+// where every part has a figure and every GPU of the machine was recorded.
+type HostSummary = energy.HostEnergy
 
 // Total is the energy of several GPUs together. Each GPU's interval is added linearly,
 // not in quadrature: the boards share the command's start and end (a timing error moves
@@ -179,39 +172,13 @@ func hostSummary(r *Result, gpus []GPUSummary) *HostSummary {
 		}
 		return &HostSummary{Unavailable: r.HostUnavailable}
 	}
-	h := &HostSummary{Domains: energy.HostRegions(tr, r.Start, r.End)}
-	var parts []energy.Interval
-	switch {
-	case r.SystemGPUs > len(r.Devices):
-		h.NodeMissing = "not every GPU of the machine was recorded"
-	default:
-		for _, g := range gpus {
-			if g.EnergySource == "" || g.EnergyHighJ <= 0 {
-				h.NodeMissing = fmt.Sprintf("GPU %d has no energy figure with an interval", g.Index)
-				break
-			}
-			parts = append(parts, energy.Interval{EnergyJ: g.EnergyJ, LowJ: g.EnergyLowJ, HighJ: g.EnergyHighJ,
-				AbsoluteLowJ: g.Uncertainty.AbsoluteLowJ, AbsoluteHighJ: g.Uncertainty.AbsoluteHighJ, Partial: g.Uncertainty.Partial})
-		}
-		for _, d := range h.Domains {
-			if h.NodeMissing != "" {
-				break
-			}
-			if !d.OK() {
-				h.NodeMissing = d.Name + " has no figure"
-				break
-			}
-			if d.Kind != "psys" { // the platform's figure holds the packages and DRAM
-				parts = append(parts, d.Interval)
-			}
-		}
+	var parts []energy.GPUPart
+	for _, g := range gpus {
+		parts = append(parts, energy.GPUPart{Index: g.Index, OK: g.EnergySource != "" && g.EnergyHighJ > 0,
+			Interval: energy.Interval{EnergyJ: g.EnergyJ, LowJ: g.EnergyLowJ, HighJ: g.EnergyHighJ,
+				AbsoluteLowJ: g.Uncertainty.AbsoluteLowJ, AbsoluteHighJ: g.Uncertainty.AbsoluteHighJ, Partial: g.Uncertainty.Partial}})
 	}
-	if h.NodeMissing == "" {
-		if n, ok := energy.NodeTotal(parts); ok {
-			h.Node = &n
-		}
-	}
-	return h
+	return energy.HostOver(tr, r.Start, r.End, parts, r.SystemGPUs <= len(r.Devices), "")
 }
 
 // samplerHealth sums the Sampler's statistics of g's power channels.

@@ -58,6 +58,15 @@ type paced struct {
 
 func (p paced) PollInterval() time.Duration { return p.d }
 
+// PeriodHint passes the sensor's own hint on: a counter polled slower than it updates is
+// stamped by it (half an update period back), not half-way back to the previous poll.
+func (p paced) PeriodHint() time.Duration {
+	if h, ok := p.Sensor.(PeriodHinter); ok {
+		return h.PeriodHint()
+	}
+	return 0
+}
+
 // ProcessCPU is the user + system CPU time of this process so far (0 where the platform
 // does not say).
 func ProcessCPU() time.Duration { return processCPU() }

@@ -167,6 +167,8 @@ func (h *hostSensor) Channel() trace.Channel {
 
 func (h *hostSensor) PeriodHint() time.Duration { return raplsensor.UpdatePeriod }
 
+func (h *hostSensor) RangeUJ() uint64 { return h.sys.cfg.Host.MaxRangeUJ }
+
 func (h *hostSensor) PollInterval() time.Duration { return raplsensor.PollInterval }
 
 func (h *hostSensor) Read(dst []sensor.Reading) ([]sensor.Reading, error) {

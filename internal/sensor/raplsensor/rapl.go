@@ -212,6 +212,10 @@ const PollInterval = 10 * time.Millisecond
 // PollInterval implements sensor.Paced.
 func (s *Sensor) PollInterval() time.Duration { return PollInterval }
 
+// RangeUJ is where the zone's energy_uj wraps (0: not known): a reading of another process
+// is unwrapped against a recording with it.
+func (s *Sensor) RangeUJ() uint64 { return s.Zone.MaxRangeUJ }
+
 // PeriodHint implements sensor.PeriodHinter.
 func (s *Sensor) PeriodHint() time.Duration { return UpdatePeriod }
 
