@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/measure"
 )
 
@@ -53,5 +56,62 @@ func TestMeasureHost(t *testing.T) {
 		} else if h.Node != nil || !strings.Contains(text, "no node total") || !strings.Contains(h.NodeMissing, "not every GPU") {
 			t.Errorf("one GPU of two: node %+v, missing %q", h.Node, h.NodeMissing)
 		}
+	}
+}
+
+// TestMeasureRegionsHost: a command's marked regions (stamped on arrival) on a twin in a
+// host with RAPL counters: each region gives the CPU packages' and DRAM's energy with an
+// interval that holds every truth the markers allow (the twin's domains draw a steady
+// 150 W and 12 W while the command runs; an edge stamped on arrival may be up to
+// marks.ArrivalPoll late), and the node's total (one GPU of one: all recorded) as the sum
+// of its parts; the text and report.html show them as rows cpu, dram and node.
+func TestMeasureRegionsHost(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sim.json")
+	os.WriteFile(cfg, []byte(`{"preset": "h100", "host": {"package_idle_w": 60, "package_busy_w": 90, "dram_w": 8, "dram_busy_w": 4}}`), 0o644)
+	out := filepath.Join(dir, "run")
+	sum, _ := measureSh(t, `for r in a b; do echo begin $r >> "$GPUWATT_MARKS"; sleep 0.3; echo end $r >> "$GPUWATT_MARKS"; done`, "--sim-config", cfg, "--out", out)
+	if len(sum.Regions) != 2 {
+		t.Fatalf("regions %+v", sum.Regions)
+	}
+	for _, r := range sum.Regions {
+		h := r.Host
+		if h == nil || len(h.Domains) != 2 {
+			t.Fatalf("region %s: host %+v", r.Name, h)
+		}
+		a := marks.ArrivalPoll.Seconds()
+		parts := 0.0
+		for _, g := range r.GPUs {
+			parts += g.EnergyJ
+		}
+		for _, d := range h.Domains {
+			p := 12.0
+			if d.Kind == "package" {
+				p = 150
+			}
+			lo, hi := p*(r.DurationS-a), p*(r.DurationS+a)
+			t.Logf("%s %s: %.3f J [%.3f, %.3f]; truths allowed %.3f-%.3f J", r.Name, d.Name, d.EnergyJ, d.LowJ, d.HighJ, lo, hi)
+			if !d.OK() || d.LowJ > lo || d.HighJ < hi || r.Timing != "arrival" {
+				t.Errorf("%s %s (%s timing): [%.3f, %.3f] J does not hold every truth %.3f-%.3f J", r.Name, d.Name, r.Timing, d.LowJ, d.HighJ, lo, hi)
+			}
+			parts += d.EnergyJ
+		}
+		if n := h.Node; n == nil || math.Abs(n.EnergyJ-parts) > 1e-9*parts {
+			t.Errorf("%s: node %+v (%s), want the parts' %.3f J", r.Name, n, h.NodeMissing, parts)
+		}
+	}
+	var b strings.Builder
+	if err := measure.WriteText(&b, sum); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	for _, want := range []string{`a #1 +cpu +[0-9.]+ s +[0-9]+ ms +[0-9.]+ J ± `, `b #1 +node `, `a #1 +dram `, `cpu: every CPU package`} {
+		if !regexp.MustCompile(want).MatchString(text) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil || !strings.Contains(string(page), "<td>node</td>") && !strings.Contains(string(page), ">node<") {
+		t.Errorf("report.html has no node row (%v)", err)
 	}
 }

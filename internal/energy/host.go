@@ -192,25 +192,33 @@ func HostOver(tr *trace.Trace, from, to time.Duration, gpus []GPUPart, allGPUs b
 		return nil
 	}
 	h := &HostEnergy{Domains: doms}
+	h.SetNode(gpus, allGPUs, missing)
+	return h
+}
+
+// SetNode sets the node's total from the GPUs' figures and h's domains (HostOver), or
+// NodeMissing saying why there is none.
+func (h *HostEnergy) SetNode(gpus []GPUPart, allGPUs bool, missing string) {
+	h.Node, h.NodeMissing = nil, ""
 	var parts []Interval
 	if !allGPUs {
 		h.NodeMissing = missing
 		if missing == "" {
 			h.NodeMissing = "not every GPU of the machine was recorded"
 		}
-		return h
+		return
 	}
 	for _, g := range gpus {
 		if !g.OK {
 			h.NodeMissing = fmt.Sprintf("GPU %d has no energy figure", g.Index)
-			return h
+			return
 		}
 		parts = append(parts, g.Interval)
 	}
-	for _, d := range doms {
+	for _, d := range h.Domains {
 		if !d.OK() {
 			h.NodeMissing = d.Name + " has no figure"
-			return h
+			return
 		}
 		if d.Kind != "psys" {
 			parts = append(parts, d.Interval)
@@ -219,7 +227,6 @@ func HostOver(tr *trace.Trace, from, to time.Duration, gpus []GPUPart, allGPUs b
 	if n, ok := NodeTotal(parts); ok {
 		h.Node = &n
 	}
-	return h
 }
 
 // KindTotal is the sum of the host's domains of one kind (every package, or every DRAM),

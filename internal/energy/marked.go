@@ -2,6 +2,7 @@ package energy
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/correct"
@@ -33,6 +34,9 @@ type MarkedRegion struct {
 	// component in the interval), "mixed", or "process" (Begin and End in a Go program).
 	Timing string      `json:"timing"`
 	GPUs   []GPUFigure `json:"gpus"`
+	// Host is the host's RAPL domains' energy over the region and the node's total
+	// (MarkedOptions.Host; absent where the trace has no host channel).
+	Host *HostEnergy `json:"host,omitempty"`
 	// Warnings about this region (on every GPU: a GPU's own are in its entry).
 	Warnings []status.Warning `json:"warnings"`
 }
@@ -56,6 +60,9 @@ type MarkedOptions struct {
 	Cache *Cache
 	// SyncCheck looks at the power after each region's end for work that ran past it.
 	SyncCheck bool
+	// Host gives each region the host's RAPL domains' energy, and the node's total where
+	// AllGPUs (every GPU of the machine is in the trace) and every part has a figure.
+	Host, AllGPUs bool
 }
 
 // Marked gives every span its energy on each GPU (Region with one calibration
@@ -106,6 +113,9 @@ func Marked(tr *trace.Trace, spans []marks.Span, o MarkedOptions) []MarkedRegion
 			ge.Figure = est.Figure
 			ge.MeanPowerW = est.EnergyJ / (s.End - s.Start).Seconds()
 			r.GPUs = append(r.GPUs, ge)
+		}
+		if o.Host && s.End > s.Start {
+			r.Host = hostOf(tr, s, r.GPUs, o.AllGPUs)
 		}
 		out = append(out, r)
 	}
@@ -276,4 +286,43 @@ func CheckSync(tr *trace.Trace, gpu int, spans []marks.Span, regions []MarkedReg
 			Message: fmt.Sprintf("the power stayed at %.0f W (the region's mean %.0f W, %s) for %.2f s after %s, while no region ran: longer than the sensor's lag and the markers' timing explain (%.2f s). The work this region measured ran past its end marker (written before the GPU finished); synchronise the GPU before writing it (torch.cuda.synchronize(), cudaDeviceSynchronize()): this region's energy is too low",
 				mean, level, idleText, ran.Seconds(), s.Stop.Where(), allow.Seconds())})
 	}
+}
+
+// hostOf is a region's host energy: each RAPL domain's over the span, with an edge stamped
+// on arrival (its marker written up to marks.ArrivalPoll before it was read) widening the
+// interval to every span the marker allows (the domain's energy grows with the span: the
+// least over the shortest, the most over the longest), and the node's total.
+func hostOf(tr *trace.Trace, s marks.Span, gpus []GPUFigure, all bool) *HostEnergy {
+	late := func(e marks.Event) time.Duration {
+		if e.Line > 0 && !e.Stamped {
+			return marks.ArrivalPoll
+		}
+		return 0
+	}
+	lb, le := late(s.Begin), late(s.Stop)
+	var parts []GPUPart
+	for _, g := range gpus {
+		parts = append(parts, GPUPart{Index: g.Index, OK: !g.NoFigure && g.OK(), Interval: g.Interval})
+	}
+	mid := HostOver(tr, s.Start-lb/2, s.End-le/2, parts, all, "")
+	if mid == nil || lb+le == 0 {
+		return mid
+	}
+	short := HostRegions(tr, s.Start, s.End-le)
+	long := HostRegions(tr, s.Start-lb, s.End)
+	for i := range mid.Domains {
+		d := &mid.Domains[i]
+		if !d.OK() || !short[i].OK() || !long[i].OK() {
+			continue
+		}
+		d.LowJ, d.HighJ = min(d.LowJ, short[i].LowJ), max(d.HighJ, long[i].HighJ)
+		d.AbsoluteLowJ, d.AbsoluteHighJ = d.LowJ, d.HighJ
+		d.Uncertainty.HalfWidthJ = (d.HighJ - d.LowJ) / 2
+		d.Uncertainty.AbsoluteLowJ, d.Uncertainty.AbsoluteHighJ = d.LowJ, d.HighJ
+		d.Uncertainty.Components = append(slices.Clone(d.Uncertainty.Components), Component{Name: "markers", Known: true,
+			Note: fmt.Sprintf("edge(s) stamped when the marker was read, up to %s after it was written: the interval spans every region the markers allow", marks.ArrivalPoll)})
+		d.MeanPowerW = d.EnergyJ / (s.End - s.Start).Seconds()
+	}
+	mid.SetNode(parts, all, "")
+	return mid
 }

@@ -113,8 +113,15 @@ func regionSection(s *Summary) report.Section {
 				units.Energy(g.EnergyJ).String(), units.Energy(g.LowJ).String() + " – " + units.Energy(g.HighJ).String(),
 				units.Power(g.MeanPowerW).String(), g.Source, r.Timing, strings.Join(ws, " ")})
 		}
+		for _, h := range hostRows(r) {
+			iv := ""
+			if h.low != "" {
+				iv = h.low + " – " + h.high
+			}
+			tab.Rows = append(tab.Rows, []string{name, h.what, fmt.Sprintf("%.3f s", r.StartS), fmtDur(r.DurationS), h.value, iv, h.power, h.from, r.Timing, ""})
+		}
 	}
-	text := "The command appended `begin NAME` / `end NAME` lines to the file $GPUWATT_MARKS named; each pair is a region (nested and repeated names allowed), its energy from the same estimator as the command's. Timing: writer (the marker's own monotonic time), arrival (stamped when gpuwatt read the line, up to 2 ms late). docs/markers.md says how to mark a region so that it ends when its GPU work ends."
+	text := "The command appended `begin NAME` / `end NAME` lines to the file $GPUWATT_MARKS named; each pair is a region (nested and repeated names allowed), its energy from the same estimator as the command's. Where the host's RAPL counters were read: cpu (every CPU package), dram (their DRAM), psys, each the counters bracketed at the region's edges (RAPL's own accuracy not included), and node (the GPUs, CPU packages and DRAM: bounds added) where every GPU of the machine was recorded. Timing: writer (the marker's own monotonic time), arrival (stamped when gpuwatt read the line, up to 2 ms late). docs/markers.md says how to mark a region so that it ends when its GPU work ends."
 	if len(s.Regions) == 0 {
 		text = "The command wrote no complete region to $GPUWATT_MARKS."
 		tab = nil

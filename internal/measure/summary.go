@@ -146,7 +146,7 @@ func Summarize(r *Result, command []string, baseline time.Duration) *Summary {
 		s.Warnings = append(s.Warnings, status.Cap(r.MarkWarnings, status.MaxPerCode)...)
 		spans, ws := marks.Pair(r.Marks)
 		s.Warnings = append(s.Warnings, status.Cap(ws, status.MaxPerCode)...)
-		s.Regions = energy.Marked(tr, spans, energy.MarkedOptions{Cache: cache, SyncCheck: true})
+		s.Regions = energy.Marked(tr, spans, energy.MarkedOptions{Cache: cache, SyncCheck: true, Host: true, AllGPUs: r.SystemGPUs <= len(r.Devices)})
 		for _, reg := range s.Regions {
 			for _, g := range reg.GPUs {
 				for _, w := range g.Warnings {

@@ -223,8 +223,65 @@ func writeRegions(b *strings.Builder, s *Summary) {
 			}
 			fmt.Fprintf(tw, "   %s\t%d\t%.3f s\t%s\t%s\t%s\t%s\t\n", name, g.Index, r.StartS, fmtDur(r.DurationS), e, p, from)
 		}
+		for _, h := range hostRows(r) {
+			fmt.Fprintf(tw, "   %s\t%s\t%.3f s\t%s\t%s\t%s\t%s\t\n", name, h.what, r.StartS, fmtDur(r.DurationS), h.energy, h.power, h.from)
+		}
 	}
 	tw.Flush()
+	if hasHost(s.Regions) {
+		fmt.Fprintf(b, "   cpu: every CPU package, dram: their DRAM (RAPL, its own accuracy not included); node: the GPUs, CPU packages and DRAM\n")
+	}
+}
+
+// hostRow is one of a region's host figures for people: the CPU packages together, their
+// DRAM, the platform (psys), the node.
+type hostRow struct {
+	what, energy, value, low, high, power, from string
+}
+
+// hostRows are a region's host figures: each kind of RAPL domain summed, and the node's
+// total (or why there is none).
+func hostRows(r energy.MarkedRegion) []hostRow {
+	h := r.Host
+	if h == nil {
+		return nil
+	}
+	var out []hostRow
+	row := func(what string, iv energy.Interval, from string) {
+		p := "-"
+		if r.DurationS > 0 {
+			p = units.Power(iv.EnergyJ / r.DurationS).String()
+		}
+		out = append(out, hostRow{what: what, energy: energy.FmtPM(iv.EnergyJ, iv.HalfWidthJ()), value: units.Energy(iv.EnergyJ).String(), low: units.Energy(iv.LowJ).String(),
+			high: units.Energy(iv.HighJ).String(), power: p, from: from})
+	}
+	for _, k := range []struct{ what, kind string }{{"cpu", "package"}, {"dram", "dram"}, {"psys", "psys"}} {
+		if iv, ok := h.KindTotal(k.kind); ok {
+			row(k.what, iv, string(energy.MethodHostCounter))
+		} else {
+			for _, d := range h.Domains {
+				if d.Kind == k.kind {
+					out = append(out, hostRow{what: k.what, energy: "-", value: "no figure", power: "-", from: "no figure: " + d.Name})
+					break
+				}
+			}
+		}
+	}
+	if h.Node != nil {
+		row("node", *h.Node, "sum")
+	} else if h.NodeMissing != "" {
+		out = append(out, hostRow{what: "node", energy: "-", value: "no figure", power: "-", from: "none: " + h.NodeMissing})
+	}
+	return out
+}
+
+func hasHost(rs []energy.MarkedRegion) bool {
+	for _, r := range rs {
+		if r.Host != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // writeHost writes the host's RAPL domains and the node's total, or the one line saying why
