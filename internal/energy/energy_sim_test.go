@@ -247,3 +247,67 @@ func BenchmarkRegionCache(b *testing.B) {
 	b.ReportMetric(float64(plain.Microseconds())/float64(b.N), "uncached-µs/op")
 	b.ReportMetric(float64(cached.Microseconds())/float64(b.N), "cached-µs/op")
 }
+
+// TestCounterEdges: a region whose edges are counter readings themselves (a job's begin
+// and end, energy.CounterEdges) gets its edges component from the estimator: on the
+// counter's own figure, the region's mean power × the period (in place of the readings'
+// own edges component); interpolated across readings outside the region, the power
+// limit × the period, a known component where without it the interval is partial. The
+// truth stays inside.
+func TestCounterEdges(t *testing.T) {
+	cfg, err := sim.Preset("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, dev := record(t, cfg, []string{trace.ChEnergyTotal}, 20*time.Second, func(d *sim.Device) {
+		d.AddLoad(2*time.Second, 15*time.Second, 400)
+	})
+	edges := &energy.CounterEdges{Period: 100 * ms, LimitW: 700, Readings: "begin's and end's counter readings"}
+	edgesOf := func(est energy.Estimate) (energy.Component, int) {
+		var c energy.Component
+		n := 0
+		for _, x := range est.Uncertainty.Components {
+			if x.Name == "edges" {
+				c, n = x, n+1
+			}
+		}
+		return c, n
+	}
+	from, to := 3*time.Second, 14*time.Second
+	est := energy.Region(tr, 0, from, to, energy.Options{CounterEdges: edges})
+	if est.Method != energy.Counter {
+		t.Fatalf("method %s, want counter", est.Method)
+	}
+	c, n := edgesOf(est)
+	if want := est.EnergyJ / (to - from).Seconds() * 0.1; n != 1 || !c.Known || math.Abs(c.HalfWidthJ-want) > 1e-9*want {
+		t.Errorf("counter: %d edges components, %+v; want one of %.4f J (mean power × 100 ms)", n, c, want)
+	}
+	truth := dev.TrueEnergy(from, to).Joules()
+	if a, b := est.Uncertainty.AbsoluteLowJ, est.Uncertainty.AbsoluteHighJ; truth < a || truth > b {
+		t.Errorf("counter: truth %.2f J outside the absolute interval [%.2f, %.2f]", truth, a, b)
+	}
+
+	// 50 ms between two readings: the counter interpolated.
+	ctr := tr.Series(0, trace.ChEnergyTotal)
+	var a time.Duration
+	for i := 1; i < len(ctr); i++ {
+		if ctr[i].T > 5*time.Second {
+			a = ctr[i-1].T + 20*ms
+			break
+		}
+	}
+	plain := energy.Region(tr, 0, a, a+50*ms, energy.Options{})
+	bound := energy.Region(tr, 0, a, a+50*ms, energy.Options{CounterEdges: edges})
+	if plain.Method != energy.CounterInterpolated || bound.Method != energy.CounterInterpolated {
+		t.Fatalf("methods %s and %s, want counter_interpolated", plain.Method, bound.Method)
+	}
+	if !plain.Partial || bound.Partial {
+		t.Errorf("partial: %v without the edges' bound, %v with it; want true, false", plain.Partial, bound.Partial)
+	}
+	if c, n := edgesOf(bound); n != 1 || !c.Known || c.HalfWidthJ != 70 {
+		t.Errorf("interpolated: %d edges components, %+v; want one of 700 W × 100 ms = 70 J", n, c)
+	}
+	if tw := dev.TrueEnergy(a, a+50*ms).Joules(); tw < bound.Uncertainty.AbsoluteLowJ || tw > bound.Uncertainty.AbsoluteHighJ {
+		t.Errorf("interpolated: truth %.2f J outside [%.2f, %.2f]", tw, bound.Uncertainty.AbsoluteLowJ, bound.Uncertainty.AbsoluteHighJ)
+	}
+}

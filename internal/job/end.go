@@ -152,29 +152,19 @@ func Compute(b *Begin, end map[int]*Counter, endHost *HostReadings, endT time.Du
 }
 
 // GPUFigure is GPU g's figure over the job's span [from, to] of the recorder's trace: the
-// estimator's, with the job's edges (begin's and end's own counter readings) bounded.
+// estimator's, told that the span's edges are begin's and end's own counter readings
+// (energy.CounterEdges: each late by at most the counter's update period).
 func GPUFigure(tr *trace.Trace, g BeginGPU, from, to time.Duration, cache *energy.Cache) energy.Figure {
-	gr := &GPUResult{}
-	est := energy.Region(tr, g.Index, from, to, energy.Options{What: "the job", Cache: cache})
-	gr.Figure = est.Figure
-	period := AssumedCounterPeriod
+	period, assumed := AssumedCounterPeriod, true
 	if ch, ok := tr.Channel(g.Index, trace.ChEnergyTotal); ok && ch.Stats != nil && ch.Stats.UpdatePeriod > 0 {
-		period = secs(ch.Stats.UpdatePeriod)
+		period, assumed = secs(ch.Stats.UpdatePeriod), false
 	}
-	switch {
-	case est.Method == energy.CounterInterpolated && est.Uncertainty.Partial:
-		// The estimator cannot tell the power across the edges; here the edges are
-		// begin's and end's own readings, each late by at most an update period.
-		boundEdges(gr, g.PowerLimitW, period, false, "its power limit")
-	case est.Method == energy.Counter && to > from:
-		// begin's and end's readings are stamped at their calls, but each value is
-		// the counter's last update, up to a period before: each edge is off by up
-		// to half a period either way at the power drawn there (taken as the job's
-		// mean; a twin's job missed its truth by 2 % without this: TestJobCounterChannel).
-		boundEdges(gr, gr.EnergyJ/(to-from).Seconds(), period, false, "the job's mean power")
-	}
-	return gr.Figure
+	edges := &energy.CounterEdges{Period: period, PeriodAssumed: assumed, LimitW: g.PowerLimitW, Readings: edgeReadings}
+	return energy.Region(tr, g.Index, from, to, energy.Options{What: "the job", Cache: cache, CounterEdges: edges}).Figure
 }
+
+// edgeReadings names a job's edges in the edges component's note.
+const edgeReadings = "begin's and end's counter readings"
 
 func joinReason(a, b string) string {
 	if a == "" {
@@ -258,30 +248,8 @@ func counterOnly(gr *GPUResult, g BeginGPU, span time.Duration) {
 	gr.Note = fmt.Sprintf("%s at begin and at end, %s apart", trace.ChEnergyTotal, energy.FmtDur(span.Seconds()))
 	gr.Uncertainty.Components = append(gr.Uncertainty.Components, energy.Component{Name: "readings", HalfWidthJ: 2 * energy.CounterQuantumJ, Known: true,
 		Note: "the counter counts in mJ (NVML's unit): a quantum at each end"})
-	boundEdges(gr, g.PowerLimitW, AssumedCounterPeriod, true, "its power limit")
-}
-
-// boundEdges sets the edges component of a figure from begin's and end's counter readings:
-// each may be up to the counter's update period late, the board drawing at most its power
-// limit meanwhile, so the difference is within ± limit × period; then the interval.
-func boundEdges(gr *GPUResult, lim float64, period time.Duration, assumed bool, limWhat string) {
-	u := &gr.Uncertainty
-	what := "the counter's update period"
-	if assumed {
-		what += ", assumed"
-	}
-	edge := energy.Component{Name: "edges", Known: lim > 0,
-		Note: fmt.Sprintf("each of begin's and end's counter readings may be up to %s (%s) late, the board drawing at most %s (%.0f W) meanwhile", energy.FmtDur(period.Seconds()), what, limWhat, lim)}
-	if lim > 0 {
-		edge.HalfWidthJ = lim * period.Seconds()
-	}
-	comps := []energy.Component{}
-	for _, c := range u.Components {
-		if c.Name != "edges" {
-			comps = append(comps, c)
-		}
-	}
-	u.Components = append(comps, edge)
+	edges := energy.CounterEdges{Period: AssumedCounterPeriod, PeriodAssumed: true, LimitW: g.PowerLimitW, Readings: edgeReadings}
+	gr.Uncertainty.Components = append(gr.Uncertainty.Components, edges.Component(g.PowerLimitW, "its power limit"))
 	gr.Finish()
 }
 
