@@ -706,6 +706,7 @@ type dense struct {
 	sigma float64 // their noise
 
 	capped, unsteadyStart bool
+	steps                 int // windows stepped one at a time (a test's count of the work)
 }
 
 // denseMaxLevels bounds the recursion of a region; binLevels that of the idle bins. Beyond
@@ -796,8 +797,14 @@ func (d *dense) deconvolveFrom(a, b float64, maxLevels int, ca, cb *cursor) (flo
 		if _, ok := d.steady(a, b, ca, cb); ok {
 			break
 		}
+		if n, sum := d.peelInGap(a, b, cb); n > 0 {
+			e += d.w * sum
+			b -= float64(n) * d.w
+			continue
+		}
 		e += d.w * d.at(b, cb)
 		b -= d.w
+		d.steps++
 	}
 	for j := 0; ; j++ {
 		if b <= t0 {
@@ -809,9 +816,101 @@ func (d *dense) deconvolveFrom(a, b float64, maxLevels int, ca, cb *cursor) (flo
 		if j == maxLevels {
 			return e + d.shifted(a, b), endCapped
 		}
+		if n, sum := d.stepInGap(a, b, maxLevels-j, ca); n > 0 {
+			e += d.w * sum
+			a -= float64(n) * d.w
+			b -= float64(n) * d.w
+			j += n - 1
+			continue
+		}
 		e += d.w * (d.at(b, cb) - d.at(a, ca))
 		a -= d.w
 		b -= d.w
+		d.steps++
+	}
+}
+
+// Work bounded by the readings, not by the time: inside a gap between two readings far
+// more than a window apart, window after window of the recursion sees the same readings,
+// so it is not steady at any of them, and adds the same linear pieces of r; those windows
+// are summed at once (a region inside a 3·10⁶ s gap of a 100 ms trace took 2 s of CPU,
+// 32 s for a longer gap: issue 29). gapMinLevels: fewer windows than this are stepped.
+const gapMinLevels = 8
+
+// gapJumps: windows in a gap are summed at once (false: stepped, for a test to compare).
+var gapJumps = true
+
+// peelInGap sums the peeling loop's next windows at once where b lies inside a gap: n
+// windows back from b (n > 0) stay on one linear piece of r, more than two windows after
+// a (steady's readings are the same: from the reading at or before a + W to the first at
+// or after b), and sum is Σ r(b − kW) over them. n = 0: step one at a time.
+func (d *dense) peelInGap(a, b float64, cb *cursor) (int, float64) {
+	lo, x0, v0, s, ok := d.piece(b, cb)
+	if !ok || !gapJumps {
+		return 0, 0
+	}
+	n := min(int((b-lo)/d.w), int((b-a-2*d.w)/d.w)) - 1
+	if n < gapMinLevels {
+		return 0, 0
+	}
+	return n, sumLine(n, b, d.w, x0, v0, s)
+}
+
+// stepInGap sums the recursion's next windows at once where the region [a, b] lies deep
+// inside a gap: no reading within four windows before a to five after b (what steady and
+// atFloor look at), for each of n windows back (n > 0, at most most), a and b each on one
+// linear piece of r; sum is Σ r(b − kW) − r(a − kW) over them. n = 0: step one at a time.
+func (d *dense) stepInGap(a, b float64, most int, ca *cursor) (int, float64) {
+	t := d.l.t
+	k := d.l.segFrom(a, ca) // t[k] <= a < t[k+1]
+	if !gapJumps || k+1 >= len(t) || !(t[k] < a-4*d.w) || !(t[k+1] > b+5*d.w) {
+		return 0, 0
+	}
+	loA, xa, va, sa, okA := d.piece(a, ca)
+	loB, xb, vb, sb, okB := d.piece(b, nil)
+	if !okA || !okB {
+		return 0, 0
+	}
+	n := min(int((a-4*d.w-t[k])/d.w), int((a-loA)/d.w), int((b-loB)/d.w), most) - 1
+	if n < gapMinLevels {
+		return 0, 0
+	}
+	return n, sumLine(n, b, d.w, xb, vb, sb) - sumLine(n, a, d.w, xa, va, sa)
+}
+
+// sumLine is Σ_{k<n} of v0 + s·(x − kW − x0).
+func sumLine(n int, x, w, x0, v0, s float64) float64 {
+	m := float64(n)
+	return m*(v0+s*(x-x0)) - s*w*m*(m-1)/2
+}
+
+// piece is the linear piece of at around x: at(y) = v0 + s·(y − x0) for y in (lo, x]; ok
+// where x lies strictly inside a segment between two readings (at's cases, its kink
+// included).
+func (d *dense) piece(x float64, c *cursor) (lo, x0, v0, s float64, ok bool) {
+	t, v := d.l.t, d.l.v
+	n := len(t)
+	if n < 2 || x <= t[0] || x >= t[n-1] {
+		return 0, 0, 0, 0, false
+	}
+	k := d.l.segFrom(x, c)
+	if !(t[k] < x && x < t[k+1]) {
+		return 0, 0, 0, 0, false
+	}
+	chord := func() (float64, float64, float64, float64, bool) {
+		return t[k], t[k], v[k], (v[k+1] - v[k]) / (t[k+1] - t[k]), true
+	}
+	if n < 6 || x <= t[2] || x >= t[n-3] {
+		return chord()
+	}
+	kink, sl, sr, ok := d.kink(k)
+	switch {
+	case !ok:
+		return chord()
+	case x <= kink:
+		return t[k], t[k], v[k], sl, true
+	default:
+		return kink, t[k+1], v[k+1], sr, true
 	}
 }
 
@@ -829,31 +928,43 @@ func (d *dense) at(x float64, c *cursor) float64 {
 		return d.l.atFrom(x, c)
 	}
 	k := d.l.segFrom(x, c) // t[k] <= x < t[k+1]
-	if k < 2 || k+3 >= n {
-		return d.l.atFrom(x, c)
-	}
-	dl, dm, dr := t[k]-t[k-1], t[k+1]-t[k], t[k+2]-t[k+1]
-	if !(dl > 0 && dm > 0 && dr > 0 && t[k-1] > t[k-2] && t[k+3] > t[k+2]) {
-		return d.l.atFrom(x, c)
-	}
-	sl, sm, sr := (v[k]-v[k-1])/dl, (v[k+1]-v[k])/dm, (v[k+2]-v[k+1])/dr
-	bend := math.Abs(sl-sr) * min(dl, dr)
-	// A bend: the chord's slope between the outer ones, and more than the noise can make.
-	if !(sl < sm && sm < sr || sl > sm && sm > sr) || bend < 4*d.sigma {
-		return d.l.atFrom(x, c)
-	}
-	tol := max(3*d.sigma, bend/16)
-	if off(t[k-2], v[k-2], t[k-1], v[k-1], t[k], v[k]) > tol && off(t[k+1], v[k+1], t[k+2], v[k+2], t[k+3], v[k+3]) > tol {
-		return d.l.atFrom(x, c)
-	}
-	kink := (v[k+1] - v[k] - sr*t[k+1] + sl*t[k]) / (sl - sr)
-	if !(kink > t[k] && kink < t[k+1]) {
+	kink, sl, sr, ok := d.kink(k)
+	if !ok {
 		return d.l.atFrom(x, c)
 	}
 	if x <= kink {
 		return v[k] + sl*(x-t[k])
 	}
 	return v[k+1] + sr*(x-t[k+1])
+}
+
+// kink is where r, between readings k and k+1, follows the lines through the readings
+// either side (slopes sl before, sr after) instead of the chord; ok false: the chord.
+func (d *dense) kink(k int) (kink, sl, sr float64, ok bool) {
+	t, v := d.l.t, d.l.v
+	n := len(t)
+	if k < 2 || k+3 >= n {
+		return 0, 0, 0, false
+	}
+	dl, dm, dr := t[k]-t[k-1], t[k+1]-t[k], t[k+2]-t[k+1]
+	if !(dl > 0 && dm > 0 && dr > 0 && t[k-1] > t[k-2] && t[k+3] > t[k+2]) {
+		return 0, 0, 0, false
+	}
+	sl, sm, sr := (v[k]-v[k-1])/dl, (v[k+1]-v[k])/dm, (v[k+2]-v[k+1])/dr
+	bend := math.Abs(sl-sr) * min(dl, dr)
+	// A bend: the chord's slope between the outer ones, and more than the noise can make.
+	if !(sl < sm && sm < sr || sl > sm && sm > sr) || bend < 4*d.sigma {
+		return 0, 0, 0, false
+	}
+	tol := max(3*d.sigma, bend/16)
+	if off(t[k-2], v[k-2], t[k-1], v[k-1], t[k], v[k]) > tol && off(t[k+1], v[k+1], t[k+2], v[k+2], t[k+3], v[k+3]) > tol {
+		return 0, 0, 0, false
+	}
+	kink = (v[k+1] - v[k] - sr*t[k+1] + sl*t[k]) / (sl - sr)
+	if !(kink > t[k] && kink < t[k+1]) {
+		return 0, 0, 0, false
+	}
+	return kink, sl, sr, true
 }
 
 // off is how far the middle of three readings lies from the line through the outer two.
