@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpuwatt/gpuwatt/internal/archline"
+	"github.com/gpuwatt/gpuwatt/internal/report"
 )
 
 // FuzzResultsJSON feeds results.json as `report` and `characterize --resume` read it
@@ -39,14 +42,33 @@ func FuzzResultsJSON(f *testing.F) {
 			}
 			return
 		}
-		var b bytes.Buffer
-		if err := Compare([]*Results{r}, []string{"dir"}).Render(&b); err != nil {
-			t.Fatalf("render: %v", err)
+		noNaN(t, "report dir", Compare([]*Results{r}, []string{"dir"}))
+		// report DIR1 DIR2: the same results side by side (the reproducibility table's
+		// mean and CV over them), and its --json.
+		r2, _ := ParseReport([]byte(in), name)
+		noNaN(t, "report dir dir2", Compare([]*Results{r, r2}, []string{"dir", "dir2"}))
+		var js bytes.Buffer
+		if err := report.WriteJSONTo(&js, Reproducibility([]*Results{r, r2}, []string{"dir", "dir2"})); err != nil {
+			t.Fatalf("report --json dir dir2: %v", err)
 		}
-		for _, bad := range []string{"NaN", "+Inf", "-Inf"} {
-			if i := strings.Index(b.String(), bad); i >= 0 {
-				t.Fatalf("the page shows %s: ...%s...", bad, b.String()[max(0, i-200):min(b.Len(), i+50)])
-			}
+		// report --refit: archline's points fitted again.
+		if r3, _ := ParseReport([]byte(in), name); r3.Archline != nil {
+			archline.Reanalyse(r3.Archline)
+			noNaN(t, "report --refit dir", Compare([]*Results{r3}, []string{"dir"}))
 		}
 	})
+}
+
+// noNaN renders p and fails where the page shows NaN or an infinity.
+func noNaN(t *testing.T, what string, p report.Page) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := p.Render(&b); err != nil {
+		t.Fatalf("%s: render: %v", what, err)
+	}
+	for _, bad := range []string{"NaN", "+Inf", "-Inf"} {
+		if i := strings.Index(b.String(), bad); i >= 0 {
+			t.Fatalf("%s: the page shows %s: ...%s...", what, bad, b.String()[max(0, i-200):min(b.Len(), i+50)])
+		}
+	}
 }

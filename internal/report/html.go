@@ -109,12 +109,27 @@ type cellView struct {
 // clean replaces what XML cannot carry (control characters, invalid UTF-8) with U+FFFD,
 // keeping tabs and newlines; html/template does the escaping.
 func clean(s string) string {
-	return strings.Map(func(r rune) rune {
+	s = strings.Map(func(r rune) rune {
 		if r == '\t' || r == '\n' || r == '\r' || xmlChar(r) {
 			return r
 		}
 		return '\uFFFD'
 	}, strings.ToValidUTF8(s, "\uFFFD"))
+	return notANumber.ReplaceAllString(s, "${1}unavailable")
+}
+
+// notANumber is a NaN formatted into a page's text (fmt's %g, %f, strconv): no page shows
+// one, whatever its input (a results.json found by the fuzzer put "NaN" on report's page,
+// issue 29); "unavailable" stands in its place. A table cell goes further (cleanCell).
+var notANumber = regexp.MustCompile(`(^|[^\pL\pN_])[+-]?NaN\b`)
+
+// infinite is an infinity formatted as a table cell's figure ("+Inf W"); prose may name
+// one ("chains grow to +Inf"), a figure may not.
+var infinite = regexp.MustCompile(`^(\s*)[+-]?Inf\b`)
+
+// cleanCell is clean for a table's cell, its infinities unavailable too.
+func cleanCell(s string) string {
+	return infinite.ReplaceAllString(clean(s), "${1}unavailable")
 }
 
 func (p Page) view() pageView {
@@ -239,7 +254,7 @@ func (t *Table) view() *tableView {
 	for _, r := range t.Rows {
 		row := make([]cellView, ncol)
 		for c := range ncol {
-			row[c] = cellView{Text: clean(at(r, c)), Right: right[c]}
+			row[c] = cellView{Text: cleanCell(at(r, c)), Right: right[c]}
 		}
 		tv.Rows = append(tv.Rows, row)
 	}

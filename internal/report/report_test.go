@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -698,5 +699,37 @@ func TestFolds(t *testing.T) {
 	// The fold closes before the next fold opens, and Warnings is outside both.
 	if a, b2, w := strings.Index(doc, "Detail A"), strings.Index(doc, "Detail B"), strings.Index(doc, "<h2>Warnings"); !(a < b2 && strings.Count(doc[a:b2], "</details>") == 1 && strings.Count(doc[b2:w], "</details>") == 1) {
 		t.Error("the folds do not close where their sections end")
+	}
+}
+
+// TestNoPageShowsNaN: a NaN formatted into a page (a table's cells, a section's text, a
+// warning, the title) and an infinity as a table's figure are shown as "unavailable"; an
+// infinity named in prose stays (issue 29: a results.json found by the fuzzer put "NaN" on
+// report's page).
+func TestNoPageShowsNaN(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	p := Page{Title: fmt.Sprintf("mean %g W", nan), Sections: []Section{{
+		Title:    "figures",
+		Text:     fmt.Sprintf("pi0 %.1f W", nan),
+		Warnings: []string{fmt.Sprintf("spread %v", nan), "ex2 chains grow to -Inf within a few steps"},
+		Table: &Table{Header: []string{"figure", "value"}, Rows: [][]string{
+			{"power", fmt.Sprintf("%.1f W", nan)}, {"efficiency", fmt.Sprintf("%g tx/J", inf)},
+			{"ratio", strconv.FormatFloat(-inf, 'g', -1, 64)}, {"Nanometre", "Info"},
+		}},
+	}}}
+	var b bytes.Buffer
+	if err := p.Render(&b); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, bad := range []string{"NaN", "Inf tx/J", "-Inf<", ">Inf<"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page shows %q", bad)
+		}
+	}
+	for _, want := range []string{"mean unavailable W", "spread unavailable", ">unavailable W<", ">unavailable tx/J<", ">unavailable<", "pi0 unavailable W", "grow to -Inf within", ">Info<"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not show %q", want)
+		}
 	}
 }
