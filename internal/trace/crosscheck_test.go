@@ -111,3 +111,61 @@ func TestSidecarQuantityChecked(t *testing.T) {
 		t.Errorf("Load: %v", err)
 	}
 }
+
+// TestCounterStuckWarned: an energy counter that holds one value for 15 s while the power
+// channel reads 300 W is named (counter_stuck); one that counts is not.
+func TestCounterStuckWarned(t *testing.T) {
+	read := func(stuck bool) *trace.Trace {
+		var b strings.Builder
+		b.WriteString("t_s,gpu,channel,power_w,value,unit,driver_t_us\n")
+		for i := 0; i <= 200; i++ {
+			e := 1000 + 30*float64(i)
+			if stuck && i > 50 {
+				e = 1000 + 30*50
+			}
+			fmt.Fprintf(&b, "%.1f,0,power.usage,300,,,\n%.1f,0,energy.total,,%.1f,J,\n", float64(i)/10, float64(i)/10, e)
+		}
+		tr, err := trace.Read(strings.NewReader(b.String()), "stuck.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	warned := func(tr *trace.Trace) bool {
+		for _, w := range tr.Warnings {
+			if w.Code == trace.CodeCounterStuck && strings.Contains(w.Message, "holds 2500.0 J for 15.0 s") {
+				return true
+			}
+		}
+		return false
+	}
+	if tr := read(true); !warned(tr) {
+		t.Errorf("a stuck counter: warnings %v", tr.Warnings)
+	}
+	if tr := read(false); len(tr.Warnings) != 0 {
+		t.Errorf("a counting counter: warnings %v", tr.Warnings)
+	}
+}
+
+// TestSidecarUnitAndValuesChecked: a sidecar whose unit contradicts its channel's quantity
+// (power.usage in Hz) is refused naming the field; so is a channel whose readings lie
+// beyond the range of the quantity its sidecar gives (a custom channel said to be a power
+// reading 1.98e9).
+func TestSidecarUnitAndValuesChecked(t *testing.T) {
+	for _, tc := range []struct{ name, csv, channels, want string }{
+		{"unit", "t_s,gpu,channel,power_w,value,unit,driver_t_us\n0,0,power.usage,300,,,\n0.1,0,power.usage,300,,,\n",
+			`[{"gpu":0,"name":"power.usage","quantity":"power","unit":"Hz"}]`, `"channels[0].unit" is "Hz"`},
+		{"values", "t_s,gpu,channel,power_w,value,unit,driver_t_us\n0,0,power.usage,300,,,\n0.1,0,power.usage,300,,,\n0,0,custom.x,,1.98e9,,\n",
+			`[{"gpu":0,"name":"power.usage","quantity":"power","unit":"W"},{"gpu":0,"name":"custom.x","quantity":"power"}]`, "channel custom.x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			meta := `{"format":"gpuwatt-trace/1","device":"x","start":"2026-11-24T10:00:00Z","duration_s":0.1,"gpus":[{"index":0}],"channels":` + tc.channels + `}`
+			os.WriteFile(filepath.Join(dir, "trace.csv"), []byte(tc.csv), 0o600)
+			os.WriteFile(filepath.Join(dir, "trace.json"), []byte(meta), 0o600)
+			if _, err := trace.Load(dir); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Load: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
