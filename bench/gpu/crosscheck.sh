@@ -21,8 +21,10 @@
 # Environment: GPUWATT (the binary, default .gpu/gpuwatt), GPU (NVML index, default 0),
 # BURSTS_ARGS (more arguments for bursts.py, e.g. "--repeats 5 --gap 2.5"), SENSOR (passed to
 # gpuwatt energy --sensor, e.g. a sensor.json from `gpuwatt sensor`; default its auto), PAD
-# (seconds of idle either side of a burst, default 0.15). About 80 s of GPU time with the
-# defaults (21 bursts), then a minute of analysis.
+# (seconds of idle either side of a burst, default 0.15), CHANNELS (measure's --channels:
+# default all, every channel; CHANNELS=default is measure's lean default, the sample ring
+# and the counter: issue 35's check that its figures do not move). About 80 s of GPU time
+# with the defaults (21 bursts), then a minute of analysis.
 set -u
 OUT=${1:?usage: crosscheck.sh OUTDIR}
 B=${GPUWATT:-.gpu/gpuwatt}
@@ -30,6 +32,7 @@ GPU=${GPU:-0}
 PAD=${PAD:-0.15}
 BURSTS_ARGS=${BURSTS_ARGS:-}
 SENSOR=${SENSOR:-}
+CHANNELS=${CHANNELS:-all}
 if [ ! -x "$B" ]; then
   echo "crosscheck.sh: no gpuwatt binary at $B (build it: CGO_ENABLED=0 go build -buildvcs=true -o .gpu/gpuwatt ./cmd/gpuwatt)" >&2
   exit 2
@@ -66,7 +69,7 @@ sleep 1
 
 # CUDA numbers GPUs fastest first unless told; in PCI order its index is NVML's.
 # shellcheck disable=SC2086
-MCMD=("$B" measure --channels all --gpu "$GPU" --out "$OUT/measure" -- env CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES="$GPU"
+MCMD=("$B" measure --channels "$CHANNELS" --gpu "$GPU" --out "$OUT/measure" -- env CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES="$GPU"
   python3 bench/load/bursts.py --out "$OUT/bursts.jsonl" $BURSTS_ARGS)
 S=$(date +%s)
 "${MCMD[@]}" >"$OUT/measure.txt" 2>"$OUT/measure-stderr.txt"
@@ -86,7 +89,7 @@ CRC=$?
 echo "crosscheck: exit $CRC after $(( $(date +%s) - S )) s" | tee -a "$OUT/steps.txt"
 
 # The README: what ran where, then the tables.
-GPU="$GPU" BURSTS_ARGS="$BURSTS_ARGS" SENSOR="$SENSOR" \
+GPU="$GPU" BURSTS_ARGS="$BURSTS_ARGS" SENSOR="$SENSOR" CHANNELS="$CHANNELS" \
   python3 - "$OUT" "$DATE" "$MRC" "$CRC" "${MCMD[*]}" "${CCMD[*]}" <<'EOF' >"$OUT/README.md"
 import csv, json, os, sys
 out, date, mrc, crc, mcmd, ccmd = sys.argv[1:7]
@@ -116,7 +119,8 @@ print(f"- GPU: {gpu.get('name', '?')} ({gpu.get('uuid', '?')}), driver {driver}"
 print(f"- gpuwatt: {version}")
 print(f"- command: `bash bench/gpu/crosscheck.sh {out}` (GPU={os.environ.get('GPU', '0')}"
       f"{', BURSTS_ARGS=' + os.environ['BURSTS_ARGS'] if os.environ.get('BURSTS_ARGS') else ''}"
-      f"{', SENSOR=' + os.environ['SENSOR'] if os.environ.get('SENSOR') else ''}), which ran")
+      f"{', SENSOR=' + os.environ['SENSOR'] if os.environ.get('SENSOR') else ''}"
+      f"{', CHANNELS=' + os.environ['CHANNELS'] if os.environ.get('CHANNELS', 'all') != 'all' else ''}), which ran")
 print(f"  - `{mcmd}` (exit {mrc}) while `python3 bench/gpu/energy_poller.py` logged the counter,")
 print(f"  - `{ccmd}` (exit {crc}).")
 bursts = [l for l in read("bursts.jsonl").splitlines() if l.strip()]
