@@ -14,7 +14,8 @@ import (
 // clock for 10 s of wall time after 2 s of learning: the process's CPU over wall time, as %
 // of one core, side by side for
 //
-//   - default: the lean channel set (--channels default), lanes on goroutines;
+//   - default: the lean channel set (--channels default) polled as --poll lean, lanes on
+//     goroutines;
 //   - all+gpucpu: every channel with each lane on an OS thread of its own (measure's
 //     defaults before issue 35).
 //
@@ -45,7 +46,8 @@ func BenchmarkSamplerCPU(b *testing.B) {
 					for _, d := range sys.Devices() {
 						all = append(all, d.Sensors()...)
 					}
-					smp := sensor.New(clk, SelectSensors(all, v.channels), sensor.Options{ThreadCPU: v.thread, SlowShare: sensor.DefaultSlowShare})
+					// default: measure's own poll (--poll lean); all+gpucpu: adaptive, as before.
+					smp := sensor.New(clk, SelectSensors(all, v.channels), sensor.Options{ThreadCPU: v.thread, SlowShare: sensor.DefaultSlowShare, Lean: !v.thread})
 					if err := smp.Start(context.Background()); err != nil {
 						b.Fatal(err)
 					}
