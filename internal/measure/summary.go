@@ -200,12 +200,30 @@ func samplerHealth(m trace.Meta, g trace.GPU) GPUSampler {
 	switch {
 	case m.VirtualClock:
 		h.CPUUnknown = "virtual clock: the CPU time measures the simulation"
+	case !perGPUCPUMeasured(m):
+		// The lean default polls every GPU from shared threads (--gpu-cpu gives each GPU
+		// its own): there is no per-GPU figure, only the whole process's.
+		h.CPUUnknown = notPerGPU
 	case g.SamplerCPUSecs <= 0 || m.Duration <= 0:
 		h.CPUUnknown = "no per-thread CPU time (not Linux, or a lane was abandoned in a hung call)"
 	default:
 		h.CPUShare = g.SamplerCPUSecs / m.Duration
 	}
 	return h
+}
+
+// notPerGPU is why a lean recording has no CPU figure per GPU.
+const notPerGPU = "not measured (measure --gpu-cpu measures it); the whole process's CPU is given below"
+
+// perGPUCPUMeasured says whether the recording measured its lanes' CPU per GPU (measure
+// --gpu-cpu): some GPU has a figure.
+func perGPUCPUMeasured(m trace.Meta) bool {
+	for _, g := range m.GPUs {
+		if g.SamplerCPUSecs > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // total adds the GPUs' energies; nil with fewer than two.

@@ -135,8 +135,12 @@ func WriteText(w io.Writer, s *Summary) error {
 		fmt.Fprintf(&b, "\n")
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "   sampler\tpower updates\tread (at least)\tlost (at most)\tsensor held\tCPU, of one core\t\n")
+		note := ""
 		for _, h := range s.Sampler {
 			cpu := "unavailable"
+			if h.CPUUnknown == notPerGPU {
+				cpu, note = "-", h.CPUUnknown
+			}
 			if h.CPUUnknown == "" {
 				cpu = fmt.Sprintf("%.2f %%", 100*h.CPUShare)
 			}
@@ -147,6 +151,9 @@ func WriteText(w io.Writer, s *Summary) error {
 			fmt.Fprintf(tw, "   GPU %d\t%d\t%.2f %%\t%d\t%d\t%s\t\n", h.GPU, h.Expected, 100*h.SeenShare, h.LostMax, h.Held, cpu)
 		}
 		tw.Flush()
+		if note != "" {
+			b.WriteString(termtext.Indent("CPU per GPU: "+note, "   ", 3, termtext.Width))
+		}
 	}
 	if s.Regions != nil {
 		writeRegions(&b, s)
