@@ -26,8 +26,9 @@ type Figure struct {
 }
 
 // Figures are the run's headline figures as numbers, in the order of the reproducibility
-// table: pi0, micro's fp32/fp64 FMA and DRAM copy, each precision's eps_flop, eps_mem, pi0
-// and eps_mem's memory-rail part, B_tau and B_eps.
+// table: pi0, micro's fp32/fp64 FMA, DRAM read and copy and the bf16/fp8 wgmma tensor
+// cores, the load levels' full-load and active-idle power, each precision's eps_flop,
+// eps_mem, pi0 and eps_mem's memory-rail part, B_tau and B_eps.
 func (r *Results) Figures() []Figure {
 	var fs []Figure
 	add := func(name string, v, lo, hi float64, abs bool) {
@@ -45,10 +46,24 @@ func (r *Results) Figures() []Figure {
 	if m := r.MicroAbovePi0(); m != nil {
 		for _, row := range m.Rows {
 			switch row.Name {
-			case "fp32.fma", "fp64.fma", "dram.copy", "dram.read":
+			case "fp32.fma", "fp64.fma", "dram.copy", "dram.read", "bf16.wgmma", "e4m3.wgmma":
 				add(fmt.Sprintf("micro %s (pJ/%s)", row.Name, row.Unit), row.PJPerUnit, row.PJPerUnitLow, row.PJPerUnitHigh, true)
 				add(fmt.Sprintf("micro %s above pi0 (pJ/%s)", row.Name, row.Unit), row.PJPerUnitAbovePi0, row.PJPerUnitAbovePi0Low, row.PJPerUnitAbovePi0High, true)
 			}
+		}
+	}
+	if l := r.Loadlevel; l != nil {
+		// The load levels' power is the board's (relative interval; the gain part applies
+		// between boards); their transactions per joule have no interval and are not judged.
+		for _, lv := range l.Levels {
+			if lv.PowerCI == nil || (!lv.ActiveIdle && lv.TargetLoad != 1) {
+				continue
+			}
+			name := "load level 100 % power (W)"
+			if lv.ActiveIdle {
+				name = "active idle power (W)"
+			}
+			add(name, lv.PowerW, lv.PowerCI[0], lv.PowerCI[1], true)
 		}
 	}
 	if a := r.Archline; a != nil {
