@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -244,5 +245,42 @@ func TestServeOTLP(t *testing.T) {
 	}
 	if r := otlptest.Resource(reqs[0]); r["host.name"] != "testhost" {
 		t.Errorf("resource %v: want host.name testhost", r)
+	}
+}
+
+// TestServeNeverLogsTheOTLPPassword runs serve as a real process pushing to a collector
+// that fails every push (a password in the --otlp URL; serve logged it with the endpoint):
+// nothing it writes, its start line, the push errors or the last push's, holds the
+// password; the start line names the user with xxxxx.
+func TestServeNeverLogsTheOTLPPassword(t *testing.T) {
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusServiceUnavailable)
+	}))
+	defer refuse.Close()
+	u := strings.Replace(refuse.URL, "http://", "http://alice:s3cret@", 1)
+	args, _ := json.Marshal([]string{"serve", "--device", "sim", "--listen", "127.0.0.1:0", "--otlp", u, "--otlp-interval", "200ms"})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServeProcess$")
+	cmd.Env = append(os.Environ(), "GPUWATT_SERVE_HELPER=1", "GPUWATT_ARGS="+string(args))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // several pushes, each refused
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("serve did not end 10 s after SIGTERM:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "s3cret") {
+		t.Errorf("serve wrote the password:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "alice:xxxxx@") {
+		t.Errorf("serve did not name the endpoint:\n%s", out.String())
 	}
 }
