@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/call"
 )
 
 // worker writes a shell script that speaks the call protocol (docs/call.md): body runs
@@ -105,5 +107,20 @@ func TestPythonMeasureCall(t *testing.T) {
 	t.Logf("%s", out)
 	if err != nil {
 		t.Fatalf("python/tests/test_call.py: %v", err)
+	}
+}
+
+// TestCallTextLeftOut: the text says how many repetitions were left out for a missing
+// reading, and says nothing of it where none were.
+func TestCallTextLeftOut(t *testing.T) {
+	for _, n := range []int{0, 2} {
+		var b strings.Builder
+		if err := writeCallText(&b, &call.Result{Calls: 40, Batch: 1, LeftOut: n, Target: 0.01}); err != nil {
+			t.Fatal(err)
+		}
+		has := strings.Contains(b.String(), "(2 left out: a reading missing in their window)")
+		if has != (n == 2) || (n == 0 && strings.Contains(b.String(), "left out")) {
+			t.Errorf("left out %d: %q", n, b.String())
+		}
 	}
 }
