@@ -16,17 +16,20 @@ measurement, by another sensor and another method:
 - the run: from the last change at least 5 ms before the first call (A) to the first change
   at least 0.3 s after the last call (B); E = the counter's increase over [A, B] (leading
   repetitions less than 0.1 s apart are gpuwatt's warm-up and are left out, A after them);
-- active idle between the calls: a line through the counter's mean power over its intervals
-  that lie in the gaps (each beginning >= 80 ms after a call ended and ending before the next
-  began) against time, at the run's middle: its mean over the run where the board warms or
-  cools as it goes (`idle_in_run`); also over the idle before the first call and after the last
-  (`idle_before`, `idle_after`: a linear drift between them is `idle_linear`);
-- per call above active idle: (E − idle × (B − A)) / calls, with the in-run idle where it
-  has >= 0.5 s of intervals, else the linear one (`idle_used` says which); in all: that plus
-  the idle × the time per call;
-- its 95 % half-width: the in-run idle line's standard error and the change times' uncertainty at
-  A and B, carried to the figure per call. `active_per_call_linear_j` is the figure with the
-  other idle level: how much the choice of idle moves it.
+- active idle: the counter's mean power over the idle before the first call (the worker's
+  2 s and gpuwatt's lead) and over the 2 s after the last (`idle_before`, `idle_after`), a
+  line between them at the run's middle (`idle_linear`, the chip warms as it goes). Not the
+  counter's intervals in the gaps: on an H200 the power dips 3-6 W below idle for ~150 ms
+  after each call (results/nvidia-h200/2026-11-28-call-2), so they read 3-5 W low; that dip
+  is the call's doing. Their level (a line through the intervals that begin >= 80 ms after a
+  call and end before the next, `idle_in_run`) is given beside it, and used only where there
+  is no before and after;
+- per call above active idle: (E − idle × (B − A)) / calls (`idle_used` says which idle); in
+  all: that plus the idle × the time per call;
+- its 95 % half-width: the change times' uncertainty at A and B, and half the difference of
+  the idle before and after (how far a warming that was not linear can move the line),
+  carried to the figure per call. `active_per_call_in_run_j` is the figure with the in-run
+  level.
 
 Standard library only.
 """
@@ -35,7 +38,6 @@ import math
 import sys
 
 GAP_AFTER = 0.080  # a counter interval counts as idle from this long after a call's end
-MIN_IDLE_S = 0.5
 
 
 def change_times(changes):
@@ -177,7 +179,12 @@ def reference(raw):
         ma = (B + (ia[1] if ia[1] is not None else B)) / 2
         x = (A + B) / 2
         p_lin = p_bef + (p_aft - p_bef) * (x - mb) / (ma - mb) if ma > mb else (p_bef + p_aft) / 2
-    use, idle = ("in_run", p_in) if se_in is not None and l_in >= MIN_IDLE_S else ("linear", p_lin)
+    # The board's idle is the level before and after the run (a line between: the chip warms
+    # as it goes). The counter's intervals in the gaps are not it: on an H200 the power dips
+    # 3-6 W below idle for ~150 ms after each call (results/nvidia-h200/2026-11-28-call-2),
+    # and the gaps are ~190 ms; that dip is the call's doing and belongs to its energy. The
+    # in-run level is kept as a figure beside it (and used only where there is no line).
+    use, idle = ("linear", p_lin) if p_lin is not None else ("in_run", p_in)
     out.update({"run_from": A, "run_to": B, "run_s": B - A, "run_j": e_run, "calls": calls, "repetitions": len(spans),
                 "seconds_per_call": busy / calls,
                 "idle_in_run_w": p_in, "idle_in_run_s": l_in, "idle_in_run_se_w": se_in, "idle_in_run_intervals": n_in,
@@ -193,10 +200,13 @@ def reference(raw):
         out["active_per_call_linear_j"] = (e_run - p_lin * (B - A)) / calls
     if p_in is not None:
         out["active_per_call_in_run_j"] = (e_run - p_in * (B - A)) / calls
-    # 95 %: the idle level's standard error over the run, and the change times at A and B
-    # (uniform within ±dt: sd dt/√3 each), carried to the figure per call.
+    # 95 %: the change times at A and B (uniform within ±dt: sd dt/√3 each), and the idle
+    # level: the line between before and after may be off by half their difference where the
+    # warming was not linear (a bound, taken as ±2 sd), or the in-run line's standard error.
     parts = [idle * dt / math.sqrt(3) * math.sqrt(2)]
-    if use == "in_run" and se_in is not None:
+    if use == "linear":
+        parts.append(abs(p_aft - p_bef) / 2 / 1.96 * (B - A))
+    elif se_in is not None:
         parts.append(se_in * (B - A))
     hw = 1.96 * math.sqrt(sum(x * x for x in parts)) / calls
     out["active_half_width_j"] = hw

@@ -63,9 +63,11 @@ def integral(rows, a, b):
 
 def ring_split(d, raw, ref, call):
     """The same whole-run arithmetic as the reference on gpuwatt's own channel (the ring, from
-    its recording) instead of the counter: the ring's energy over the reference's [A, B] and
-    per call above gpuwatt's idle level. gpuwatt's per-call figure against it tests the
-    per-call method on one sensor; it against the counter's is the two sensors' scale."""
+    its recording) and on the counter, both less gpuwatt's idle level: the ring's figure per
+    call against gpuwatt's tests the per-call method on one sensor; the ring's against the
+    counter's is the two sensors' scale for the calls' energy. gpuwatt's recording ends ~0.3 s
+    after the last call, so the run here ends at the counter's last update inside it."""
+    import call_reference
     pc = call.get("per_call") or []
     spans = raw.get("spans") or []
     if not spans or len(pc) != len(spans) or "run_from" not in ref:
@@ -75,14 +77,22 @@ def ring_split(d, raw, ref, call):
     if offs[-1] - offs[0] > 0.002:  # not the same calls, or another clock
         return {}
     rows = ring_rows(d)
-    a, b = ref["run_from"] - off, ref["run_to"] - off
-    e = integral(rows, a, b)
+    pts, _, _ = call_reference.change_times(raw["changes"])
+    ends = [t for t, _ in pts if spans[-1][1] + 0.15 <= t and rows and t - off <= rows[-1][0]]
     idle = (call.get("active_idle_w") or {}).get("value")
-    if e is None or not idle:
+    if not ends or not idle:
         return {}
-    out = {"ring_run_j": e, "ring_over_counter": e / ref["run_j"]}
-    out["ring_active_per_call_j"] = (e - idle * (b - a)) / ref["calls"]
-    return out
+    E = dict(pts)
+    a, b = ref["run_from"], ends[-1]
+    e = integral(rows, a - off, b - off)
+    if e is None:
+        return {}
+    ec = E[b] - E[a]
+    n = ref["calls"]
+    ring = (e - idle * (b - a)) / n
+    ctr = (ec - idle * (b - a)) / n
+    return {"ring_run_j": e, "counter_run_j": ec, "ring_over_counter": e / ec, "ring_active_per_call_j": ring,
+            "counter_active_per_call_gpuwatt_idle_j": ctr, "ring_over_counter_active": ring / ctr}
 
 
 def row(name, call, ref, d=None):
@@ -158,14 +168,18 @@ def markdown(rows):
             pct(r.get("energy_j_diff")), yes(r.get("energy_j_inside"))))
     split = [r for r in rows if r.get("ring_over_counter")]
     if split:
-        out += ["", "The reference's arithmetic on gpuwatt's own channel: the ring's energy over the same run "
-                "less gpuwatt's idle level, per call (gpuwatt's per-call figure against it: the method on one "
-                "sensor), and the ring's energy over the run against the counter's (the two sensors' scale).", "",
-                "| op | gpuwatt per call | ring over the run, per call | diff | ring / counter over the run |",
-                "|---|---:|---:|---:|---:|"]
+        out += ["", "The reference's arithmetic on gpuwatt's own channel and on the counter, both less gpuwatt's "
+                "idle level: gpuwatt's per-call figure against the ring's whole-run one is the method on one "
+                "sensor; the ring's against the counter's is the two sensors' scale for the calls' energy.", "",
+                "| op | gpuwatt per call ± 95 % | ring over the run, per call | diff | inside | counter over the run, per call | ring / counter: the calls | in all |",
+                "|---|---|---:|---:|---|---:|---:|---:|"]
         for r in split:
-            out.append("| %s | %.5g J | %.5g J | %s | %.4f |" % (r["op"], r["active_j"], r["ring_active_per_call_j"],
-                       pct(r["active_j"] / r["ring_active_per_call_j"] - 1), r["ring_over_counter"]))
+            hw = (r["active_j_high"] - r["active_j_low"]) / 2
+            ins = abs(r["active_j"] - r["ring_active_per_call_j"]) <= hw
+            out.append("| %s | %.5g J ± %.2f %% | %.5g J | %s | %s | %.5g J | %.4f | %.4f |" % (
+                r["op"], r["active_j"], 100 * hw / abs(r["active_j"]), r["ring_active_per_call_j"],
+                pct(r["active_j"] / r["ring_active_per_call_j"] - 1), yes(ins),
+                r["counter_active_per_call_gpuwatt_idle_j"], r["ring_over_counter_active"], r["ring_over_counter"]))
     return "\n".join(out) + "\n"
 
 

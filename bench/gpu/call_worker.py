@@ -56,7 +56,7 @@ def make_op(spec):
 
 
 class Poller(threading.Thread):
-    """NVML's energy counter, read back to back (a read takes ~3 ms): at each change,
+    """NVML's energy counter, read every ~20 ms (a read takes 3-8 ms): at each change,
     [t_lo, t_hi, mJ], the change having happened after the previous read began (t_lo) and
     before this read ended (t_hi)."""
 
@@ -76,7 +76,10 @@ class Poller(threading.Thread):
             elif last is None:
                 self.changes.append([t0, t1, e])  # the first reading: not a change
             last, prev_t0 = e, t0
-            time.sleep(0.001)  # leave the driver to gpuwatt's reads too
+            # every ~20 ms, not back to back (a read took ~8 ms on an H200 host, and the ring
+            # lost readings while the worker read it back to back: 2026-11-28-call-2); the
+            # lattice fitted to the changes gives their times to well under that
+            time.sleep(0.02)
 
 
 def steady_run(op, torch, seconds):

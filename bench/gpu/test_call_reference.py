@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import call_reference  # noqa: E402
 
 
-def synthetic(seed, rep_s=0.045, rep_w=850.0, idle0=129.0, drift_w=1.5, reps=100, noise_w=0.5, stalls=0):
+def synthetic(seed, rep_s=0.045, rep_w=850.0, idle0=129.0, drift_w=1.5, reps=100, noise_w=0.5, stalls=0, dip_w=0.0, dip_s=0.15):
     rng = random.Random(seed)
     wobble = [rng.gauss(0, noise_w) for _ in range(1000)]  # the idle level, 33 ms at a time
     t0 = 1000.0
@@ -32,8 +32,8 @@ def synthetic(seed, rep_s=0.045, rep_w=850.0, idle0=129.0, drift_w=1.5, reps=100
         u = max(0.0, x - idle_end)
         return idle0 + drift_w * (1 - math.exp(-u / 8.0)) + wobble[int((x - t0) / 0.033) % 1000]
 
-    def calls_energy(x):
-        return sum(rep_w * max(0.0, min(x, f) - s) for s, f, _ in spans if s < x)
+    def calls_energy(x):  # each repetition, and the dip below idle after it (as on an H200)
+        return sum(rep_w * max(0.0, min(x, f) - s) - dip_w * max(0.0, min(x, f + dip_s) - f) for s, f, _ in spans if s < x)
 
     # the counter: updates every 100 ms (phase random) with the exact integral since t0, in
     # mJ; the poller's reads take ~3 ms
@@ -64,7 +64,7 @@ def synthetic(seed, rep_s=0.045, rep_w=850.0, idle0=129.0, drift_w=1.5, reps=100
     raw = {"spans": spans, "changes": changes, "idle_before": [t0, None], "idle_after": [t_last + 0.3, t_end]}
     # truth: per call above the idle between the calls (the drifting, wobbling level: its
     # wobble averages out over the run, and is in the reference's interval)
-    act = rep_w * rep_s / 10
+    act = (rep_w * rep_s - dip_w * dip_s) / 10
     return raw, act
 
 
@@ -77,7 +77,7 @@ class CallReferenceTest(unittest.TestCase):
             self.assertNotIn("error", r)
             self.assertEqual(r["calls"], 1000)
             self.assertEqual(r["change_times"], "lattice")
-            self.assertEqual(r["idle_used"], "in_run")
+            self.assertEqual(r["idle_used"], "linear")
             err = abs(r["active_per_call_j"] - truth)
             if err <= r["active_half_width_j"]:
                 inside += 1
@@ -85,12 +85,16 @@ class CallReferenceTest(unittest.TestCase):
             self.assertIn("J per call above active idle", call_reference.summary(r))
         self.assertGreaterEqual(inside, 8)  # of 10
 
-    def test_drift_moves_the_linear_idle(self):
-        raw, truth = synthetic(7, drift_w=3.0)
-        r = call_reference.reference(raw)
-        # the in-run idle sees the warming the before/after line only brackets
-        self.assertLess(abs(r["active_per_call_j"] / truth - 1), 0.005)
-        self.assertIsNotNone(r["active_per_call_linear_j"])
+    def test_dip_after_each_call(self):
+        # 5 W below idle for 150 ms after each repetition: the counter's intervals in the gaps
+        # read low, the in-run level with them; the line before/after holds the truth (the
+        # dip counted as the call's)
+        for seed in range(4):
+            raw, truth = synthetic(20 + seed, dip_w=5.0)
+            r = call_reference.reference(raw)
+            self.assertEqual(r["idle_used"], "linear")
+            self.assertLess(abs(r["active_per_call_j"] - truth), r["active_half_width_j"], call_reference.summary(r))
+            self.assertGreater(r["active_per_call_in_run_j"] / truth - 1, 0.01)
 
     def test_reads_held_up(self):
         # one read in 50 held up for 150 ms: it sees the latest update, two periods after

@@ -263,7 +263,7 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 		res.PerCall = append(res.PerCall, CallFigure{StartS: sp.Start.Seconds(), EndS: sp.End.Seconds(), EnergyJ: ai + base*d.Seconds(), ActiveJ: ai, Method: method})
 	}
 	if len(holed) > 0 {
-		warn(CodeMissingReading, "%d of %d calls left out: a reading of %s is missing inside their window (the next came more than %.1f periods after the one before; on an H200 the ring drops a sample in 1 of 6 windows of a 33 ms call at ~970 W), so its integral there would follow a straight line over the call's peak; first: %s",
+		warn(CodeMissingReading, "%d of %d calls left out: a reading of %s is missing inside their window (the next came more than %.1f periods after the one before; an H200's ring lost one in 1 of 6 to 1 of 2 windows of 40-50 ms repetitions), so its integral there would follow a straight line over the call's peak; first: %s",
 			len(holed), len(spans), o.Channel, holeFactor, fmtCalls(holed))
 	}
 	res.LeftOut = len(holed)
