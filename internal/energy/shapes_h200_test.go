@@ -1,0 +1,181 @@
+package energy_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+)
+
+// shapeRun is a recorded run of bench/gpu/intervals_shapes.sh: the trace measure wrote,
+// the GPU it measured, and the reference windows bench/gpu/crosscheck.py took from the
+// independent poller's energy counter (crosscheck.json, recorded beside the trace).
+type shapeRun struct {
+	dir string // under results/
+	gpu int
+	// knownMiss: window and path that miss, each with why (the test fails on any other
+	// miss, and says when one of these holds again).
+	knownMiss map[string]string
+}
+
+// The windows of the 3 s ramp in 20 ms slots: a duty cycle locked to the board's own 20 ms
+// sampling, which no power channel resolves (the ring samples at that period, the 100 ms
+// channels average over it, the 1 s average is built of such samples: on this board it read
+// one ramp −1.9 %, the other +5.6 %); only the energy counter sees it, and measure read it
+// every ~10 s on that busy host, too sparsely to place the error within its span.
+const rampWhy = "ramp in 20 ms slots, locked to the board's 20 ms sampling: only the counter sees it, read every ~10 s"
+
+var shapeRuns = []shapeRun{
+	{dir: "nvidia-h200/2026-11-28-intervals-shapes/recorded", gpu: 1,
+		knownMiss: map[string]string{
+			"r0-ramp-3s-inner power.instant":       rampWhy,
+			"r0-ramp-3s-inner named:power.instant": rampWhy,
+			"r1-ramp-3s power.instant":             rampWhy,
+			"r1-ramp-3s named:power.instant":       rampWhy,
+			"r1-ramp-3s-inner power.instant":       rampWhy,
+			"r1-ramp-3s-inner named:power.instant": rampWhy,
+			"r1-ramp-3s-inner power.samples":       rampWhy,
+			"r1-ramp-3s-inner named:power.samples": rampWhy,
+			"r1-ramp-3s-inner default":             rampWhy,
+		}},
+}
+
+type shapeWindow struct {
+	Burst   string  `json:"burst"`
+	Shape   string  `json:"shape"`
+	FromS   float64 `json:"window_from_s"`
+	ToS     float64 `json:"window_to_s"`
+	RefJ    float64 `json:"reference_j"`
+	RefUJ   float64 `json:"reference_uncertainty_j"`
+	LengthS float64 `json:"length_s"`
+}
+
+// loadShapeWindows reads the reference windows of crosscheck.json, one per window.
+func loadShapeWindows(t *testing.T, path string) []shapeWindow {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cc struct {
+		Rows []shapeWindow `json:"rows"`
+	}
+	if err := json.Unmarshal(b, &cc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	seen := map[string]bool{}
+	var out []shapeWindow
+	for _, r := range cc.Rows {
+		if !seen[r.Burst] && r.RefJ > 0 {
+			seen[r.Burst] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestH200ShapesRecorded re-checks issue 28's load shapes recorded on a real H200
+// (results/nvidia-h200/2026-11-28-intervals-shapes: compute and memory bursts, 80/100/200 ms
+// square waves, a ramp in 20 ms slots, back-to-back regions; every window against NVML's
+// energy counter logged by an independent poller) with today's estimator, every path a user
+// meets: the default, each board channel by --method inversion and by name alone. The
+// reference lies inside the interval (widened by the reference's own uncertainty: the
+// counter's edges inside a load) on every channel and window but the known misses, each
+// named with why; the default is within 2 % on every window of 2 s and more, or says, with
+// the channel_off_counter warning, that the counter found its channel off there.
+func TestH200ShapesRecorded(t *testing.T) {
+	testkit.Slow(t)
+	for _, run := range shapeRuns {
+		dir := filepath.Join("../../results", run.dir)
+		t.Run(run.dir, func(t *testing.T) { checkShapeRun(t, dir, run) })
+	}
+}
+
+func checkShapeRun(t *testing.T, dir string, run shapeRun) {
+	tr, err := trace.Load(filepath.Join(dir, "measure"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wins := loadShapeWindows(t, filepath.Join(dir, "crosscheck.json"))
+	if len(wins) < 30 {
+		t.Fatalf("%d windows in %s, want the run's 36", len(wins), dir)
+	}
+	var chans []string
+	for _, c := range []string{trace.ChPowerSamples, trace.ChPowerInstant, trace.ChPowerUsage, trace.ChPowerAverage} {
+		if _, ok := tr.Channel(run.gpu, c); ok {
+			chans = append(chans, c)
+		}
+	}
+	type path struct {
+		name string
+		o    energy.Options
+	}
+	paths := []path{{"default", energy.Options{}}}
+	for _, c := range chans {
+		paths = append(paths, path{c, energy.Options{Method: energy.Inversion, Channel: c}}, path{"named:" + c, energy.Options{Channel: c, Named: true}})
+	}
+	cache := &energy.Cache{}
+	var misses []string
+	inside := map[string][2]int{}
+	for _, w := range wins {
+		from, to := time.Duration(w.FromS*1e9), time.Duration(w.ToS*1e9)
+		for _, p := range paths {
+			o := p.o
+			o.Cache = cache
+			est := energy.Region(tr, run.gpu, from, to, o)
+			if est.Method == energy.NoFigure {
+				t.Errorf("%s %s: no figure: %v", w.Burst, p.name, est.Warnings)
+				continue
+			}
+			off := est.EnergyJ - w.RefJ
+			ok := math.Abs(off) <= est.HalfWidthJ()+w.RefUJ
+			k := inside[p.name]
+			k[1]++
+			if ok {
+				k[0]++
+			}
+			inside[p.name] = k
+			key := w.Burst + " " + p.name
+			if why, known := run.knownMiss[key]; !ok && !known {
+				misses = append(misses, key)
+				t.Errorf("%s: %.1f J ± %.1f J against the counter's %.1f J ± %.1f J (%+.2f %%): %s", key, est.EnergyJ, est.HalfWidthJ(), w.RefJ, w.RefUJ, 100*off/w.RefJ, energy.Budget(est.Uncertainty))
+			} else if !ok {
+				t.Logf("known miss %s (%+.2f %% against ±%.2f %%): %s", key, 100*off/w.RefJ, 100*est.HalfWidthJ()/w.RefJ, why)
+			} else if known {
+				t.Logf("%s holds now (%+.2f %% against ±%.2f %%): remove it from the known misses", key, 100*off/w.RefJ, 100*est.HalfWidthJ()/w.RefJ)
+			}
+			if p.name == "default" && w.ToS-w.FromS >= 2 && math.Abs(off) > 0.02*w.RefJ && !warned(est, energy.CodeOffCounter) && !warned(est, energy.CodeLocked) {
+				t.Errorf("%s default: %+.2f %% on a window of %.1f s, and no %s or %s warning", w.Burst, 100*off/w.RefJ, w.ToS-w.FromS, energy.CodeOffCounter, energy.CodeLocked)
+			}
+		}
+	}
+	names := make([]string, 0, len(inside))
+	for k := range inside {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var sum []string
+	for _, k := range names {
+		sum = append(sum, fmt.Sprintf("%s %d/%d", k, inside[k][0], inside[k][1]))
+	}
+	t.Logf("reference inside: %s", strings.Join(sum, ", "))
+}
+
+func warned(est energy.Estimate, code status.Code) bool {
+	for _, w := range est.Warnings {
+		if w.Code == code {
+			return true
+		}
+	}
+	return false
+}
