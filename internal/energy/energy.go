@@ -554,7 +554,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 				est.warnLocked(c, warn)
 			}
 			if !o.noReference {
-				if c, ok := referenceComponent(ctrSeries, res, from, to, o.spanFigure(tr, gpu, CalibratedRing, "")); ok {
+				if c, ok := referenceComponent(ctrSeries, res, from, to, o.spanFigure(tr, gpu, CalibratedRing, ""), loadSwing(tr, gpu, o, from, to)); ok {
 					est.add(c)
 					est.warnOffCounter(c, warn)
 				}
@@ -581,7 +581,7 @@ func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimat
 					}
 				}
 				if !o.noReference {
-					if c, ok := referenceComponent(ctrSeries, res, from, to, o.spanFigure(tr, gpu, Inversion, est.Channel)); ok {
+					if c, ok := referenceComponent(ctrSeries, res, from, to, o.spanFigure(tr, gpu, Inversion, est.Channel), loadSwing(tr, gpu, o, from, to)); ok {
 						est.add(c)
 						est.warnOffCounter(c, warn)
 					}
@@ -785,7 +785,7 @@ const MinReferenceSpan = 2 * time.Second
 // power.instant against ±3.8 %), a ramp or an edge the model misreads. It is added whole,
 // since where in the span the error lies is not known. ok is false where the counter does
 // not bracket the region.
-func referenceComponent(ctr trace.Readings, res, from, to time.Duration, energyOf func(a, b time.Duration) (float64, float64, bool)) (Component, bool) {
+func referenceComponent(ctr trace.Readings, res, from, to time.Duration, energyOf func(a, b time.Duration) (float64, float64, bool), swing float64) (Component, bool) {
 	T, V := ctr.T, ctr.V
 	n := len(T)
 	if n < 2 {
@@ -848,7 +848,37 @@ func referenceComponent(ctr trace.Readings, res, from, to time.Duration, energyO
 	c.HalfWidthJ = math.Abs(diff) + tol
 	c.Note = fmt.Sprintf("%s, beyond the channel's own interval over the span (±%.3g J) and the counter's timing (±%.3g J): its error there, up to %.3g J, may all lie in the region: added whole",
 		where, own, tol, c.HalfWidthJ)
+	// But no more than the load's swing over the region allows: a channel misreads a
+	// load's shape (a lock, a ramp) by at most what the power spans there, for as long as
+	// the region lasts (a 35 ms region in a 10 s span was given ±58 J on its 7 J).
+	if lim := swing * (to - from).Seconds(); swing > 0 && lim < c.HalfWidthJ {
+		c.HalfWidthJ = lim
+		c.Note += fmt.Sprintf(", at most the power's swing around the region (%.3g W, the board's channels) × its length: %.3g J", swing, lim)
+	}
 	return c, true
+}
+
+// loadSwing is the range of every board power channel's readings over [from, to] widened
+// by a second's worth of the 100 ms channels (two of their updates) either side: how far
+// the power went there, as the sensors saw it (0 where none has a reading). A load locked
+// to one channel's sampling shows in another's (the ring's 20 ms points, the instant's
+// windows, jittered against the load).
+func loadSwing(tr *trace.Trace, gpu int, o Options, from, to time.Duration) float64 {
+	const pad = 200 * time.Millisecond
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, name := range trace.PowerPreference {
+		s := o.Cache.series(tr, gpu, name)
+		if s.Len() == 0 {
+			continue
+		}
+		for _, v := range s.Slice(s.Search(from-pad), s.Search(to+pad)).V {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	if !(hi > lo) {
+		return 0
+	}
+	return hi - lo
 }
 
 // CodeOffCounter: the figure's channel disagrees with the energy counter around the

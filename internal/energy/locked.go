@@ -240,9 +240,11 @@ func (est *Estimate) warnLocked(c Component, warn func(status.Code, string, stri
 // over five periods either side, robustly (their median absolute value: a ripple is in
 // every reading, a load's start or end in a few; for independent ripple var(Δ²r/2) = 1.5 σ²). On the
 // twin's 1 s average, square waves of 75–200 ms read −3 % to −10 % over 0.5 s with ±2 %
-// before it. ok is false for any other model.
+// before it. ok is false for any other model (a window under two periods
+// gives each period's mean itself).
 func rippleComponent(ser *correct.Series, m sensormodel.Model, T time.Duration, from, to time.Duration, gain float64) (Component, bool) {
-	if m.Kind() != sensormodel.Boxcar || T <= 0 || m.Window < T {
+	if m.Kind() != sensormodel.Boxcar || T <= 0 || m.Window < 2*T {
+		// a window of about a period gives each period's mean itself: nothing amplified
 		return Component{}, false
 	}
 	local := func(t time.Duration) float64 {

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"math"
 	"strings"
 	"time"
@@ -133,6 +134,9 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
 	// regularisation's bias added.
 	hw := math.Hypot(math.Hypot(max(res.EnergyStatHalfWidthJ, res.EnergyJackknifeHalfWidthJ), res.EnergyModelHalfWidthJ), res.EnergyBinsJ) + res.EnergyRegularisationJ
 	res.EnergyLowJ, res.EnergyHighJ = e-hw, e+hw
+	// With the board's gain error (±5 %) added: the bounds of the true energy (issue 28).
+	abs := energy.AbsoluteCI(e, [2]float64{res.EnergyLowJ, res.EnergyHighJ})
+	res.EnergyAbsLowJ, res.EnergyAbsHighJ = abs[0], abs[1]
 }
 
 // modelVariants are the models at the two ends of each parameter's 95 % interval (the

@@ -97,7 +97,7 @@ func TestTransitionWithinStatedResolution(t *testing.T) {
 // their neighbours' instants (energy −6 %); they are put back (Grid.Reassigned).
 func TestEnergyIntervalCalibration(t *testing.T) {
 	testkit.Slow(t)
-	in, n, reassigned := 0, 0, 0
+	in, n, reassigned, absIn := 0, 0, 0, 0
 	var half []float64
 	for seed := uint64(1); seed <= 16; seed++ {
 		su := setupConfig(t, h200Like(t, seed), "power.samples")
@@ -119,6 +119,10 @@ func TestEnergyIntervalCalibration(t *testing.T) {
 		if ok {
 			in++
 		}
+		// the absolute band holds the true energy itself, the board's gain error included
+		if te := su.dev.TrueEnergy(start, start+su.tex).Joules(); te >= res.EnergyAbsLowJ && te <= res.EnergyAbsHighJ {
+			absIn++
+		}
 		if res.Grid != nil {
 			reassigned += res.Grid.Reassigned
 		}
@@ -129,6 +133,9 @@ func TestEnergyIntervalCalibration(t *testing.T) {
 	sort.Float64s(half)
 	med := half[len(half)/2]
 	t.Logf("coverage %d of %d; median half-width %.2f %%; %d samples put back on their instants", in, n, 100*med, reassigned)
+	if absIn < 15 {
+		t.Errorf("the true energy inside the absolute band (energy_abs_low_j, energy_abs_high_j) in %d of %d, want >= 15", absIn, n)
+	}
 	if in < 14 || med > 0.01 || reassigned == 0 || math.IsNaN(med) {
 		t.Errorf("coverage %d of %d (want >= 14), median half-width %.2f %% (want < 1 %%), %d samples reassigned", in, n, 100*med, reassigned)
 	}

@@ -104,7 +104,7 @@ func Page(r *Result) report.Page {
 	if len(r.Profile) > 0 {
 		add("resolution (measured on a step)", fmt.Sprintf("%.3g ms (bins of %.3g ms; placed within %.3g ms)", r.ResolutionS*1e3, r.BinS*1e3, r.PlacementS*1e3))
 		add("baseline", fmt.Sprintf("%.1f W", r.BaselineW))
-		add("energy per run (profile)", fmt.Sprintf("%.4g J (95 %%: %.4g .. %.4g J)", r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ))
+		add("energy per run (profile)", fmt.Sprintf("%.4g J (95 %%: %.4g .. %.4g J; with the board's ±5 %% gain error %.4g .. %.4g J)", r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ, r.EnergyAbsLowJ, r.EnergyAbsHighJ))
 		add("energy above the baseline", fmt.Sprintf("%.4g J", r.EnergyAboveBaselineJ))
 	}
 	if r.LongRun != nil {

@@ -170,6 +170,10 @@ type Result struct {
 	EnergyJ     float64 `json:"energy_j"`
 	EnergyLowJ  float64 `json:"energy_low_j"`
 	EnergyHighJ float64 `json:"energy_high_j"`
+	// EnergyAbsLowJ and EnergyAbsHighJ are that band with the board's gain error (±5 %,
+	// energy.BoardGainError) added: the bounds of the true energy, for comparing boards.
+	EnergyAbsLowJ  float64 `json:"energy_abs_low_j"`
+	EnergyAbsHighJ float64 `json:"energy_abs_high_j"`
 	// EnergyStatHalfWidthJ is the fit's statistical part of the 95 % interval,
 	// EnergyModelHalfWidthJ the sensor model's (EnergyModelNote says how, or why not);
 	// LowJ and HighJ combine them (root sum of squares).
