@@ -37,10 +37,11 @@ func HostKind(name string) string {
 }
 
 // HostRegion is the energy of host channel name (a RAPL counter) over [from, to]. The
-// counter only grows and a reading at τ shows it as of some time in [τ − U, τ] (U the
-// update period), so its value at an edge t lies between the last reading at or before t
-// and the first at or after t + U: the interval brackets both edges that way (a bound,
-// wider than a 95 % interval). The estimate reads the counter at each edge between the
+// counter only grows and a reading made at c shows it as of its last update, in [c − U, c]
+// (U the update period); the Sampler stamps it τ = c − U/2, so it shows the counter as of
+// [τ − U/2, τ + U/2]. Its value at an edge t then lies between the last reading stamped at
+// or before t − U/2 and the first at or after t + U/2: the interval brackets both edges
+// that way (a bound, wider than a 95 % interval). The estimate reads the counter at each edge between the
 // readings placed at their mean age, τ − U/2, inside the bracket. RAPL's own accuracy (a
 // model on older parts, measured on newer ones; no vendor figure per part) is not in the
 // interval: Partial says so, and the absolute interval equals the relative one.
@@ -75,11 +76,11 @@ func HostRegion(tr *trace.Trace, name string, from, to time.Duration) Figure {
 	f.Uncertainty = Uncertainty{HalfWidthJ: (f.HighJ - f.LowJ) / 2, Partial: true, AbsoluteLowJ: f.LowJ, AbsoluteHighJ: f.HighJ,
 		Components: []Component{
 			{Name: "edges", HalfWidthJ: (f.HighJ - f.LowJ) / 2, Known: true,
-				Note: fmt.Sprintf("each edge's counter value lies between the last reading before it and the first %s after it (readings up to %s stale)", HostUpdatePeriod, HostUpdatePeriod)},
+				Note: fmt.Sprintf("each edge's counter value lies between the readings surely before it and surely after it (each as of its counter's last update, up to %s before it was read)", HostUpdatePeriod)},
 			{Name: "rapl_accuracy", Known: false, Note: "RAPL's own accuracy: not documented per part; not included"},
 		}}
 	if a.partial || b.partial {
-		f.Warnings = append(f.Warnings, status.Warnf(CodeNoHostFigure, "%s: no reading a full update period after an edge; that edge's upper bound is the last reading's", name))
+		f.Warnings = append(f.Warnings, status.Warnf(CodeNoHostFigure, "%s: no reading surely after an edge (half an update period past it); that edge's upper bound is the last reading's", name))
 	}
 	return f
 }
@@ -92,27 +93,29 @@ type edgeValue struct {
 	partial     bool
 }
 
-// counterAt brackets a monotone counter read at times t (values v) at time at.
+// counterAt brackets a monotone counter read at times t (values v; stamped half an update
+// period before each call) at time at.
 func counterAt(t []time.Duration, v []float64, at time.Duration) (edgeValue, bool) {
-	i := sort.Search(len(t), func(k int) bool { return t[k] > at }) - 1 // last at or before
+	half := HostUpdatePeriod / 2
+	i := sort.Search(len(t), func(k int) bool { return t[k] > at-half }) - 1 // surely as of at or before
 	if i < 0 || i+1 >= len(t) {
 		return edgeValue{}, false
 	}
-	j := sort.Search(len(t), func(k int) bool { return t[k] >= at+HostUpdatePeriod })
+	j := sort.Search(len(t), func(k int) bool { return t[k] >= at+half }) // surely as of at or after
 	e := edgeValue{lo: v[i]}
 	if j >= len(t) {
 		j, e.partial = len(t)-1, true
 	}
 	e.hi = v[j]
-	// The readings at their mean age, τ − U/2: interpolate between the two around at.
-	k := sort.Search(len(t), func(k int) bool { return t[k]-HostUpdatePeriod/2 > at })
+	// The readings' stamps are their mean age already: interpolate between the two around at.
+	k := sort.Search(len(t), func(k int) bool { return t[k] > at })
 	switch {
 	case k == 0:
 		e.est = v[0]
 	case k >= len(t):
 		e.est = v[len(t)-1]
 	default:
-		t0, t1 := t[k-1]-HostUpdatePeriod/2, t[k]-HostUpdatePeriod/2
+		t0, t1 := t[k-1], t[k]
 		w := float64(at-t0) / float64(t1-t0)
 		e.est = v[k-1] + w*(v[k]-v[k-1])
 	}

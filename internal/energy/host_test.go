@@ -82,3 +82,28 @@ func TestHostRegionHoldsTruth(t *testing.T) {
 }
 
 var _ = raplsensor.Package
+
+// TestHostEdgeReadingAfterEdge: a RAPL reading shows the counter as of its last update, up to
+// one update period U before the call; stamped half a period back (as the Sampler stamps it),
+// a reading stamped before an edge may hold energy from after it. A domain drawing 1000 W
+// that stops 0.3 ms after a region begins (its counter updated every millisecond, read
+// every 0.4 ms): for every placement of the edge against the updates, the interval holds
+// the truth, 0.3 J.
+func TestHostEdgeReadingAfterEdge(t *testing.T) {
+	const p = 1000.0
+	u := raplsensor.UpdatePeriod
+	for from := 5 * time.Millisecond; from < 7*time.Millisecond; from += 50 * time.Microsecond {
+		stop := from + 300*time.Microsecond
+		e := func(t time.Duration) float64 { return p * min(t, stop).Seconds() }
+		tr := &trace.Trace{Meta: trace.Meta{Channels: []trace.Channel{{GPU: trace.HostGPU, Name: "cpu.package.0", Cumulative: true}}}}
+		for tc := 100 * time.Microsecond; tc < 40*time.Millisecond; tc += 400 * time.Microsecond {
+			tr.Samples = append(tr.Samples, trace.Sample{T: tc - u/2, GPU: trace.HostGPU, Channel: "cpu.package.0", Value: e(tc / u * u)})
+		}
+		to := 30 * time.Millisecond
+		f := energy.HostRegion(tr, "cpu.package.0", from, to)
+		truth := e(to) - e(from)
+		if !f.OK() || truth < f.LowJ-1e-9 || truth > f.HighJ+1e-9 {
+			t.Errorf("[%v, %v]: %.4f J [%.4f, %.4f], truth %.4f J", from, to, f.EnergyJ, f.LowJ, f.HighJ, truth)
+		}
+	}
+}
