@@ -115,3 +115,28 @@ func TestMeasureRegionsHost(t *testing.T) {
 		t.Errorf("report.html has no node row (%v)", err)
 	}
 }
+
+// TestRecordSocketBadInput: record --socket refuses --out (each program's recording would
+// overwrite the last) and a path that is not a socket, with exit 2 and one line, leaving
+// the path as it was. (Serving on the socket: python/tests/test_monitor.py
+// test_connect_to_a_running_recorder, run by TestPythonPackage.)
+func TestRecordSocketBadInput(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"record", "--device", "sim", "--socket", filepath.Join(dir, "s"), "--out", filepath.Join(dir, "o")}, "--out with --socket"},
+		{[]string{"record", "--device", "sim", "--socket", file}, "exists and is not a socket"},
+	} {
+		a, _, stderr, ctx := testApp(t)
+		if code := a.Main(ctx, tc.args); code != ExitUsage || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "x" {
+		t.Errorf("the file was changed: %q %v", b, err)
+	}
+}

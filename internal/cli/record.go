@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -21,8 +24,12 @@ func (a *App) record(ctx context.Context, args []string) int {
 	gpus := fs.String("gpu", "all", "GPUs to record: all, or indices such as 0,2")
 	poll := fs.String("poll", "lean", "as measure's --poll")
 	raplRoot := fs.String("rapl-root", "", "powercap tree for the host's RAPL counters (default /sys/class/powercap; the sim's own where --sim-config models a host); none: record no host counters")
+	socket := fs.String("socket", "", "serve the protocol on this unix socket (made mode 0600) instead of stdin and stdout, one program at a time, each its own recording, until SIGTERM or Ctrl-C (Python: gpuwatt.Monitor(connect=PATH)); default: stdin and stdout")
 	if code, ok := a.parseFlags(fs, args, "[flags]  (JSON lines on stdin and stdout; started by the Python package, docs/python.md)"); !ok {
 		return code
+	}
+	if *socket != "" && sh.out != "" {
+		return a.usageError("record", errors.New("--out with --socket: each program's recording would overwrite the last; save it from the program (gpuwatt.Monitor(out=...) starts a recorder of its own)"))
 	}
 	popt, err := sensor.ParsePoll(*poll)
 	if err != nil {
@@ -49,13 +56,61 @@ func (a *App) record(ctx context.Context, args []string) int {
 	defer sys.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go watchParent(ctx, cancel)
 	opt := record.Options{GPUs: gpuIdx, Poll: popt, Out: sh.out, HostRoot: *raplRoot, NoHost: *raplRoot == "none", Version: a.versionString(), Host: a.host(),
 		CommandLine: append([]string{"gpuwatt", "record"}, args...)}
-	if err := opt.Serve(ctx, device.Env{System: sys, Clock: clk}, a.Stdin, a.Stdout); err != nil {
+	env := device.Env{System: sys, Clock: clk}
+	if *socket != "" {
+		return a.recordSocket(ctx, opt, env, *socket)
+	}
+	go watchParent(ctx, cancel)
+	if err := opt.Serve(ctx, env, a.Stdin, a.Stdout); err != nil {
 		return a.exitFor("record", err)
 	}
 	return ExitOK
+}
+
+// recordSocket serves the protocol on a unix socket, one connection at a time (each a
+// recording of its own: its windows, its close), until ctx ends; the socket file is then
+// removed. A program that disconnects ends its recording as EOF on stdin does.
+func (a *App) recordSocket(ctx context.Context, opt record.Options, env device.Env, path string) int {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return a.usageError("record", fmt.Errorf("--socket %s: exists and is not a socket; name a new path", path))
+		}
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return a.usageError("record", fmt.Errorf("--socket %s: a recorder already listens there", path))
+		}
+		os.Remove(path) // a socket left by a recorder that was killed
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return a.usageError("record", fmt.Errorf("--socket %s: %v", path, err))
+	}
+	defer ln.Close() // removes the socket file
+	if err := os.Chmod(path, 0o600); err != nil {
+		return a.fail("record", fmt.Errorf("--socket %s: %v", path, err))
+	}
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	fmt.Fprintf(a.Stderr, "gpuwatt record: serving on %s\n", path)
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ExitOK
+			}
+			return a.fail("record", err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		if err := opt.Serve(cctx, env, conn, conn); err != nil {
+			fmt.Fprintf(a.Stderr, "gpuwatt record: a session ended: %v\n", err)
+		}
+		cancel()
+		conn.Close()
+	}
 }
 
 // watchParent ends the recording when the process that started the recorder is gone (it

@@ -19,6 +19,7 @@ import json
 import os
 import queue
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -220,10 +221,12 @@ class Monitor:
     directory the recording is saved to on close (trace.csv, trace.json with the windows
     as marks: `gpuwatt energy --region NAME#K out` gives close()'s figures again).
     poll: as measure's --poll. timeout: seconds to wait for any one answer.
+    connect: the unix socket of a running `gpuwatt record --socket PATH` to talk to instead
+    of starting a recorder (device, gpus, binary, out, poll are then the recorder's own).
     """
 
     def __init__(self, device="auto", gpus=None, sync=None, binary=None, out=None, poll=None,
-                 allow_simulated=False, timeout=120.0, extra_args=()):
+                 allow_simulated=False, timeout=120.0, extra_args=(), connect=None):
         if sync is not None and not callable(sync):
             raise TypeError("gpuwatt.Monitor: sync wants a callable or None, got %r" % (sync,))
         self._sync = sync
@@ -231,6 +234,10 @@ class Monitor:
         self._lock = threading.Lock()
         self._closed = False
         self._final = None
+        self._proc = self._sock = None
+        if connect is not None:
+            self._connect(str(connect), device, allow_simulated)
+            return
         argv = [_find_binary(binary), "record", "--device", device]
         if gpus is not None:
             idx = [int(g) for g in gpus]
@@ -252,6 +259,24 @@ class Monitor:
         except OSError as e:
             self._stderr.close()
             raise RecorderError("cannot start the recorder %s: %s" % (argv[0], e))
+        self._in, self._out = self._proc.stdin, self._proc.stdout
+        self._start(device, allow_simulated)
+
+    def _connect(self, path, device, allow_simulated):
+        """Talks to a running recorder on its unix socket."""
+        self.argv = []
+        self._stderr = None
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+        except OSError as e:
+            sock.close()
+            raise RecorderError("cannot connect to the recorder at %s (start one with gpuwatt record --socket %s): %s" % (path, path, e))
+        self._sock = sock
+        self._in, self._out = sock.makefile("wb"), sock.makefile("rb")
+        self._start(device if device != "auto" else "", allow_simulated)
+
+    def _start(self, device, allow_simulated):
         self._lines = queue.Queue()
         self._reader = threading.Thread(target=self._read, name="gpuwatt-recorder-reader", daemon=True)
         self._reader.start()
@@ -270,6 +295,8 @@ class Monitor:
         self.gpus = self.hello.get("gpus") or []
         self.warnings = [w.get("message", "") for w in self.hello.get("warnings") or []]
         asked_sim = device.strip().lower().startswith("sim")
+        if self._sock is not None and device == "":
+            asked_sim = True  # connected: the recorder's own --device; hello says simulated
         if self.simulated and not asked_sim and not allow_simulated:
             self.close()
             raise SimulatedError("gpuwatt found no GPU for --device %s and recorded on the sim device (%s): "
@@ -279,12 +306,16 @@ class Monitor:
     # The transport.
 
     def _read(self):
-        out = self._proc.stdout
-        for line in out:
-            self._lines.put(line)
+        try:
+            for line in self._out:
+                self._lines.put(line)
+        except (OSError, ValueError):
+            pass
         self._lines.put(None)
 
     def _stderr_tail(self):
+        if self._stderr is None:
+            return ""
         try:
             self._stderr.seek(0)
             text = self._stderr.read()[-2000:].decode("utf-8", "replace").strip()
@@ -298,6 +329,8 @@ class Monitor:
         except queue.Empty:
             raise RecorderError("the recorder gave no answer within %.0f s" % self._timeout)
         if line is None:
+            if self._proc is None:
+                raise RecorderError("the recorder closed the connection")
             code = self._proc.wait()
             raise RecorderError("the recorder exited (status %s): %s" % (code, self._stderr_tail() or "no message"))
         try:
@@ -319,8 +352,8 @@ class Monitor:
         data = (json.dumps(req) + "\n").encode()
         with self._lock:
             try:
-                self._proc.stdin.write(data)
-                self._proc.stdin.flush()
+                self._in.write(data)
+                self._in.flush()
             except (BrokenPipeError, OSError) as e:
                 raise RecorderError("the recorder is gone (%s): %s" % (e, self._stderr_tail() or "no message"))
             resp = self._receive()
@@ -398,13 +431,14 @@ class Monitor:
         finally:
             self._closed = True
             try:
-                self._proc.stdin.close()
+                self._in.close()
             except OSError:
                 pass
-            try:
-                self._proc.wait(timeout=self._timeout)
-            except subprocess.TimeoutExpired:
-                self._kill()
+            if self._proc is not None:
+                try:
+                    self._proc.wait(timeout=self._timeout)
+                except subprocess.TimeoutExpired:
+                    self._kill()
             self._release()
         self.saved = resp.get("saved", "")
         self.close_warnings = [w.get("message", "") for w in resp.get("warnings") or []]
@@ -413,15 +447,28 @@ class Monitor:
 
     def _kill(self):
         self._closed = True
-        if self._proc.poll() is None:
-            self._proc.kill()
-        self._proc.wait()
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+        elif self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self._release()
 
     def _release(self):
-        """Closes the pipes and files of an ended recorder."""
+        """Closes the pipes, socket and files of an ended recorder."""
+        if self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
         self._reader.join(timeout=5)
-        for f in (self._proc.stdin, self._proc.stdout, self._stderr):
+        for f in (self._in, self._out, self._stderr, self._sock):
+            if f is None:
+                continue
             try:
                 f.close()
             except (OSError, ValueError):

@@ -195,6 +195,43 @@ class MonitorTest(unittest.TestCase):
                 except ProcessLookupError:
                     pass
 
+    def test_connect_to_a_running_recorder(self):
+        # `gpuwatt record --socket PATH` serves one program at a time, each a recording of
+        # its own; Monitor(connect=PATH) talks to it; SIGTERM ends it and removes the socket.
+        path = os.path.join(tempfile.mkdtemp(), "gpuwatt.sock")
+        rec = subprocess.Popen([BIN, "record", "--device", "sim", "--socket", path], stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 30
+            while not os.path.exists(path) and time.monotonic() < deadline and rec.poll() is None:
+                time.sleep(0.05)
+            self.assertTrue(os.path.exists(path), "no socket at %s" % path)
+            self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+            for session in (1, 2):
+                with gpuwatt.Monitor(connect=path) as mon:
+                    self.assertTrue(mon.simulated)
+                    self.assertEqual(mon.hello["pid"], rec.pid)
+                    with mon.window("w") as w:
+                        time.sleep(0.05)
+                    g = w.measurement.gpus[0]
+                    self.assertTrue(w.measurement.simulated)
+                    self.assertTrue(g.low_j <= g.energy_j <= g.high_j and g.energy_j > 0, g)
+                final = mon.close()
+                # Each session is its own recording: its one window, instance 1.
+                self.assertEqual([(m.name, m.instance) for m in final], [("w", 1)], session)
+            # A refused connection is a clear error.
+            with self.assertRaises(gpuwatt.RecorderError):
+                gpuwatt.Monitor(connect=path + ".none")
+        finally:
+            rec.send_signal(signal.SIGTERM)
+            try:
+                rec.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                rec.kill()
+                rec.wait()
+            rec.stderr.close()
+        self.assertEqual(rec.returncode, 0)
+        self.assertFalse(os.path.exists(path), "the socket file outlived the recorder")
+
     def test_close_at_exit(self):
         # A program that forgets close(): the recorder ends with the interpreter.
         r = subprocess.run([sys.executable, "-c", "import gpuwatt; m = gpuwatt.Monitor(device='sim'); print(m.hello['pid'])"],
