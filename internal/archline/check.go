@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
@@ -350,11 +351,17 @@ type JointFit struct {
 	EpsMemCI        [2]float64            `json:"eps_mem_pj_per_byte_ci"`
 	EpsFlopPJ       map[string]float64    `json:"eps_flop_pj"`
 	EpsFlopCI       map[string][2]float64 `json:"eps_flop_pj_ci"`
-	R2              float64               `json:"r2"`
-	Points          int                   `json:"points"`
-	Runs            int                   `json:"runs"`
-	Definition      string                `json:"definition"`
-	Error           string                `json:"error,omitempty"`
+	// The *CI include the run-to-run spread (energy.RelativeCI), as a precision's own fit's
+	// do; the *AbsCI add the board's gain error (energy.AbsoluteCI): what comparing two
+	// boards, or the truth, needs (the datasheet's summary shows them).
+	EpsFlopAbsCI map[string][2]float64 `json:"eps_flop_pj_abs_ci,omitempty"`
+	EpsMemAbsCI  [2]float64            `json:"eps_mem_pj_per_byte_abs_ci"`
+	Pi0AbsCI     [2]float64            `json:"pi0_w_abs_ci"`
+	R2           float64               `json:"r2"`
+	Points       int                   `json:"points"`
+	Runs         int                   `json:"runs"`
+	Definition   string                `json:"definition"`
+	Error        string                `json:"error,omitempty"`
 }
 
 // Joint fits the card's pi0 (JointFit) to the fitted roofline points of each precision,
@@ -413,10 +420,15 @@ func Joint(runs []map[string][]Point) *JointFit {
 	}
 	jf.R2 = r2(y, pr)
 	if ci, err := bootstrapRows(rs, BootstrapReps, bootstrapSeed); err == nil {
+		jf.EpsFlopAbsCI = map[string][2]float64{}
 		for i, p := range ps {
-			jf.EpsFlopCI[p] = scaleCI(ci[i], 1e12)
+			jf.EpsFlopCI[p] = energy.RelativeCI(jf.EpsFlopPJ[p], scaleCI(ci[i], 1e12))
+			jf.EpsFlopAbsCI[p] = energy.AbsoluteCI(jf.EpsFlopPJ[p], jf.EpsFlopCI[p])
 		}
-		jf.EpsMemCI, jf.Pi0CI = scaleCI(ci[n], 1e12), ci[n+1]
+		jf.EpsMemCI = energy.RelativeCI(jf.EpsMemPJPerByte, scaleCI(ci[n], 1e12))
+		jf.Pi0CI = energy.RelativeCI(jf.Pi0W, ci[n+1])
+		jf.EpsMemAbsCI = energy.AbsoluteCI(jf.EpsMemPJPerByte, jf.EpsMemCI)
+		jf.Pi0AbsCI = energy.AbsoluteCI(jf.Pi0W, jf.Pi0CI)
 	} else {
 		jf.Error = "no intervals: " + err.Error()
 	}

@@ -21,9 +21,10 @@ type KeyFigure struct {
 	Unit  string     `json:"unit"`
 	Value float64    `json:"value"`
 	Abs   [2]float64 `json:"abs_ci"` // zero where there is no interval (NoInterval says why)
-	// Widened: no absolute interval was recorded, so Abs is the relative interval widened
-	// by the ±5 % gain part (root sum of squares, as the energy estimator's absolute
-	// interval is made).
+	// Abs is the interval its stage recorded (archline's, micro's and loadlevel's *_abs_ci
+	// keys). Widened: a run recorded before those keys existed has none, so Abs is the
+	// relative interval widened by the ±5 % gain part (root sum of squares, as the energy
+	// estimator's absolute interval is made), marked * on the page.
 	Widened    bool   `json:"widened,omitempty"`
 	NoInterval string `json:"no_interval,omitempty"`
 	// How is where the figure comes from, in plain words.
@@ -94,24 +95,24 @@ func archlineFigures(a *archline.Report) []KeyFigure {
 	if j := a.Pi0; j != nil && j.Error == "" && j.Pi0W > 0 {
 		for _, p := range precisions(a) {
 			if v, ok := j.EpsFlopPJ[p]; ok {
-				fs = append(fs, newFigure("Energy per flop, "+p, "pJ/flop", v, j.EpsFlopCI[p], [2]float64{}, how))
+				fs = append(fs, newFigure("Energy per flop, "+p, "pJ/flop", v, j.EpsFlopCI[p], j.EpsFlopAbsCI[p], how))
 			}
 		}
-		fs = append(fs, newFigure("Energy per byte of HBM", "pJ/B", j.EpsMemPJPerByte, j.EpsMemCI, [2]float64{}, how))
-		fs = append(fs, newFigure("pi0, constant power while a kernel runs", "W", j.Pi0W, j.Pi0CI, [2]float64{}, how+" (one pi0 for the card)"))
+		fs = append(fs, newFigure("Energy per byte of HBM", "pJ/B", j.EpsMemPJPerByte, j.EpsMemCI, j.EpsMemAbsCI, how))
+		fs = append(fs, newFigure("pi0, constant power while a kernel runs", "W", j.Pi0W, j.Pi0CI, j.Pi0AbsCI, how+" (one pi0 for the card)"))
 		return fs
 	}
 	var mem, pi0 *archline.Result
 	for _, p := range precisions(a) {
 		res := a.Results[p]
-		fs = append(fs, newFigure("Energy per flop, "+p, "pJ/flop", res.EpsFlopPJ, res.EpsFlopCI, [2]float64{}, how))
+		fs = append(fs, newFigure("Energy per flop, "+p, "pJ/flop", res.EpsFlopPJ, res.EpsFlopCI, res.EpsFlopAbsCI, how))
 		if mem == nil {
 			mem, pi0 = res, res
 		}
 	}
 	if mem != nil {
-		fs = append(fs, newFigure("Energy per byte of HBM", "pJ/B", mem.EpsMemPJPerByte, mem.EpsMemCI, [2]float64{}, how+" ("+mem.Precision+")"))
-		fs = append(fs, newFigure("pi0, constant power while a kernel runs", "W", pi0.Pi0W, pi0.Pi0CI, [2]float64{}, how+" ("+pi0.Precision+")"))
+		fs = append(fs, newFigure("Energy per byte of HBM", "pJ/B", mem.EpsMemPJPerByte, mem.EpsMemCI, mem.EpsMemAbsCI, how+" ("+mem.Precision+")"))
+		fs = append(fs, newFigure("pi0, constant power while a kernel runs", "W", pi0.Pi0W, pi0.Pi0CI, pi0.Pi0AbsCI, how+" ("+pi0.Precision+")"))
 	}
 	return fs
 }
@@ -123,7 +124,7 @@ func (r *Results) activeIdle() (KeyFigure, bool) {
 	if l := r.Loadlevel; l != nil {
 		for _, lv := range l.Levels {
 			if lv.ActiveIdle && lv.PowerW > 0 {
-				f := newFigure(name, "W", lv.PowerW, [2]float64{lv.PowerLowW, lv.PowerHighW}, [2]float64{}, "the load-level run's active-idle level")
+				f := newFigure(name, "W", lv.PowerW, [2]float64{lv.PowerLowW, lv.PowerHighW}, deref(lv.PowerAbsCI), "the load-level run's active-idle level")
 				if !f.HasInterval() {
 					f.NoInterval = "none recorded"
 				}
@@ -149,15 +150,13 @@ func (r *Results) fullLoad() (KeyFigure, bool) {
 		if lv.ActiveIdle || lv.TargetLoad != 1 || lv.TxPerJ <= 0 {
 			continue
 		}
-		var rel [2]float64
-		if lv.PowerLowW > 0 && lv.PowerHighW > lv.PowerLowW {
-			rel = [2]float64{lv.TxPerS / lv.PowerHighW, lv.TxPerS / lv.PowerLowW}
-		}
+		rel := perJoule(lv.TxPerS, [2]float64{lv.PowerLowW, lv.PowerHighW})
+		abs := perJoule(lv.TxPerS, deref(lv.PowerAbsCI))
 		tx := l.Workload
 		if len(l.Configs) > 0 && len(l.Configs[0].Runs) > 0 && l.Configs[0].Runs[0].Workload != "" {
 			tx = l.Configs[0].Runs[0].Workload
 		}
-		f := newFigure("Efficiency at full load", "tx/J", lv.TxPerJ, rel, [2]float64{},
+		f := newFigure("Efficiency at full load", "tx/J", lv.TxPerJ, rel, abs,
 			fmt.Sprintf("transactions (%s) per joule at the 100 %% load level", tx))
 		if !f.HasInterval() {
 			f.NoInterval = "none recorded"
@@ -165,6 +164,22 @@ func (r *Results) fullLoad() (KeyFigure, bool) {
 		return f, true
 	}
 	return KeyFigure{}, false
+}
+
+// perJoule is the interval of rate/power from power's interval p (zero where p is none).
+func perJoule(rate float64, p [2]float64) [2]float64 {
+	if !(p[0] > 0 && p[1] > p[0]) {
+		return [2]float64{}
+	}
+	return [2]float64{rate / p[1], rate / p[0]}
+}
+
+// deref is *p, or no interval where p is nil (a run recorded before the key existed).
+func deref(p *[2]float64) [2]float64 {
+	if p == nil {
+		return [2]float64{}
+	}
+	return *p
 }
 
 // Verdict is the checks of a run in a few lines: whether it completed, how well the

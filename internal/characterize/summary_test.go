@@ -32,10 +32,12 @@ func TestAbsoluteWidensByGain(t *testing.T) {
 	}
 }
 
-// TestKeyFiguresHoldTheTruth runs the archline stage on a twin whose energy counter reads
-// 3 % high and checks that each key figure's absolute interval holds the twin's true
-// eps_flop, eps_mem and pi0 (the truth off the board's scale), where the relative
-// interval, on the board's scale, need not.
+// TestKeyFiguresHoldTheTruth runs the archline and load-level stages on a twin whose power
+// sensors and energy counter read 3 % high and checks that each key figure's absolute
+// interval holds the twin's true eps_flop, eps_mem, pi0 and active idle (the truth off the
+// board's scale), where the relative interval, on the board's scale, need not; and that
+// every key figure has the absolute interval its stage recorded (its *_abs_ci key), not
+// one widened here: a stage that stops writing it fails this test.
 func TestKeyFiguresHoldTheTruth(t *testing.T) {
 	cfg, err := sim.Preset("h100")
 	if err != nil {
@@ -49,7 +51,7 @@ func TestKeyFiguresHoldTheTruth(t *testing.T) {
 	}
 	sm := simtest.OpenConfig(t, cfg)
 	t.Cleanup(func() { sm.Sys.Close() })
-	r, err := Run(context.Background(), Options{Clock: sm.Clock, System: sm.Sys, Device: sm.Sys.Devices()[0], Quick: true, Stages: []string{StageArchline}})
+	r, err := Run(context.Background(), Options{Clock: sm.Clock, System: sm.Sys, Device: sm.Sys.Devices()[0], Quick: true, Stages: []string{StageArchline, StageLoadlevel}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,9 +60,16 @@ func TestKeyFiguresHoldTheTruth(t *testing.T) {
 		"Energy per flop, fp64":                   cfg.EpsFlopFP64.Joules() * 1e12,
 		"Energy per byte of HBM":                  cfg.EpsMemPerByte.Joules() * 1e12,
 		"pi0, constant power while a kernel runs": cfg.Pi0.Watts(),
+		"Active idle power":                       cfg.ActiveIdle.Watts(),
 	}
-	seen := 0
+	seen, loadFigures := 0, 0
 	for _, f := range r.KeyFigures() {
+		if f.Widened || !f.HasInterval() {
+			t.Errorf("%s: %s: no absolute interval recorded by its stage (widened %v)", f.Name, f.Text(), f.Widened)
+		}
+		if f.Name == "Active idle power" || f.Name == "Efficiency at full load" {
+			loadFigures++
+		}
 		v, ok := truth[f.Name]
 		if !ok {
 			continue
@@ -72,6 +81,9 @@ func TestKeyFiguresHoldTheTruth(t *testing.T) {
 		if w := (f.Abs[1] - f.Abs[0]) / v; w > 0.25 {
 			t.Errorf("%s: absolute interval %.1f %% wide", f.Name, 100*w)
 		}
+	}
+	if loadFigures != 2 {
+		t.Errorf("%d of the load levels' two key figures (active idle, full load): %+v", loadFigures, r.KeyFigures())
 	}
 	if seen != len(truth) {
 		t.Errorf("%d of the %d key figures of the roofline: %+v", seen, len(truth), r.KeyFigures())
