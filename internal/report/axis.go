@@ -21,6 +21,14 @@ func (s scale) t(v float64) float64 {
 	return v
 }
 
+// inv is the value whose t is u (t's inverse).
+func (s scale) inv(u float64) float64 {
+	if s.log {
+		return math.Pow(10, u)
+	}
+	return u
+}
+
 // valid reports whether v can be placed on the axis at all.
 func (s scale) valid(v float64) bool {
 	return !math.IsNaN(v) && !math.IsInf(v, 0) && (!s.log || v > 0)

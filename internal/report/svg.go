@@ -141,7 +141,15 @@ type prepared struct {
 	Series
 	color string
 	n     int // number of usable (X, Y) pairs
+	// marked: a Line of few points (at most SparsePoints) gets a dot on each, so that two
+	// measured points joined by a line do not read as a measured curve.
+	marked bool
+	// cut: the band reaches past the frame at a few points (bandLimits), where it is cut.
+	cut bool
 }
+
+// SparsePoints is the most points a Line series may have and still get a dot on each point.
+const SparsePoints = 40
 
 type renderer struct {
 	p        Plot
@@ -167,6 +175,7 @@ type legendItem struct {
 	dash     bool
 	band     bool // draw a shaded swatch behind (series band) or instead of (Band) the line
 	bandOnly bool
+	marked   bool     // a dot on the line, as its sparse points have
 	colors   []string // distinct per-point colours of a Points series, at most 3
 	x, y     float64  // position of the swatch's left edge and the text baseline
 }
@@ -190,6 +199,9 @@ func newRenderer(p Plot) *renderer {
 	pal := 0
 	for _, s := range p.Series {
 		ps := prepared{Series: s, n: min(len(s.X), len(s.Y))}
+		if k := finitePairs(s.X[:ps.n], s.Y[:ps.n]); s.Style == Line && k > 0 && k <= SparsePoints {
+			ps.marked = true
+		}
 		ps.color = s.Color
 		if ps.color == "" {
 			ps.color = palette[pal%len(palette)]
@@ -219,8 +231,8 @@ func (r *renderer) ranges() {
 	}
 	hasPoints := false
 	for _, s := range r.series {
-		if s.Style == Points {
-			hasPoints = true
+		if s.Style == Points || s.marked {
+			hasPoints = true // dots need room at the ends
 		}
 		for i := range s.n {
 			if xv.valid(s.X[i]) && yv.valid(s.Y[i]) {
@@ -229,11 +241,23 @@ func (r *renderer) ranges() {
 				r.hasData = true
 			}
 		}
+	}
+	// A band sets the y-axis as far as most of it reaches: a few points whose interval is
+	// far wider than the rest (the edges of a corrected power series) are cut at the frame
+	// rather than squeeze the line into a sliver.
+	dlo, dhi := ylo, yhi
+	for k := range r.series {
+		s := &r.series[k]
+		lim := bandLimits(yv, *s, dlo, dhi)
 		for i := range min(len(s.X), len(s.YLow), len(s.YHigh)) {
 			if xv.valid(s.X[i]) && yv.valid(s.YLow[i]) && yv.valid(s.YHigh[i]) {
 				addX(s.X[i])
-				addY(s.YLow[i])
-				addY(s.YHigh[i])
+				lo, hi := yv.t(s.YLow[i]), yv.t(s.YHigh[i])
+				if lo < lim[0] || hi > lim[1] {
+					s.cut = true
+				}
+				addY(yv.inv(math.Max(lo, lim[0])))
+				addY(yv.inv(math.Min(hi, lim[1])))
 			}
 		}
 	}
@@ -436,8 +460,12 @@ func (r *renderer) layoutLegend(top float64) {
 		if s.Name == "" {
 			continue
 		}
+		label := s.Name
+		if s.cut {
+			label += " (cut at the frame)"
+		}
 		r.legend = append(r.legend, legendItem{
-			label: s.Name, color: s.color, style: s.Style, dash: s.Dash,
+			label: label, color: s.color, style: s.Style, dash: s.Dash, marked: s.marked,
 			band:   len(s.YLow) > 0 && len(s.YHigh) > 0,
 			colors: firstColors(s, 3),
 		})
@@ -725,6 +753,9 @@ func (r *renderer) renderLegend(w *svgWriter) {
 				dash = ` stroke-dasharray="5 3"`
 			}
 			w.f(`<path d="M%s %sh22" stroke="%s" stroke-width="2"%s/>`, num(x), num(mid), esc(it.color), dash)
+			if it.marked {
+				w.f(`<circle cx="%s" cy="%s" r="%s" fill="%s"/>`, num(x+11), num(mid), num(pointRadius), esc(it.color))
+			}
 		}
 		w.f(`<text x="%s" y="%s">%s</text>`+"\n", num(x+27), num(y), esc(it.label))
 	}
@@ -829,10 +860,55 @@ func (r *renderer) renderSeries(w *svgWriter, s prepared) {
 		w.f(`<path d="%s" fill="none" stroke="%s" stroke-width="%s" stroke-linejoin="round"%s/>`+"\n",
 			d.String(), esc(s.color), num(lineWidth), dash)
 	}
-	// A point with no neighbour would be invisible as a line: draw it as a dot.
+	// A point with no neighbour would be invisible as a line: draw it as a dot; a sparse
+	// line gets a dot on every point.
+	if s.marked {
+		for i := range s.n {
+			if valid(i) {
+				w.f(`<circle cx="%s" cy="%s" r="%s" fill="%s"/>`+"\n", num(r.xs.px(s.X[i])), num(r.ys.px(s.Y[i])), num(pointRadius), esc(s.color))
+			}
+		}
+		return
+	}
 	for _, pt := range dots {
 		w.f(`<circle cx="%s" cy="%s" r="2" fill="%s"/>`+"\n", num(pt.x), num(pt.y), esc(s.color))
 	}
+}
+
+// finitePairs counts the points of x, y with both finite.
+func finitePairs(x, y []float64) int {
+	n := 0
+	for i := range min(len(x), len(y)) {
+		if !math.IsNaN(x[i]) && !math.IsInf(x[i], 0) && !math.IsNaN(y[i]) && !math.IsInf(y[i], 0) {
+			n++
+		}
+	}
+	return n
+}
+
+// bandLimits are how far series s's band may set the y-axis, on the axis's own scale
+// (log10 on a log axis): its 10th and 90th percentile bounds, or the lines' range
+// [dlo, dhi] widened by its own span on each side where that is wider. So a band wide
+// everywhere is shown whole and only a tenth of its points or fewer can be cut.
+func bandLimits(yv scale, s prepared, dlo, dhi float64) [2]float64 {
+	var lows, highs []float64
+	for i := range min(len(s.X), len(s.YLow), len(s.YHigh)) {
+		if yv.valid(s.YLow[i]) && yv.valid(s.YHigh[i]) {
+			lows, highs = append(lows, yv.t(s.YLow[i])), append(highs, yv.t(s.YHigh[i]))
+		}
+	}
+	if len(lows) == 0 {
+		return [2]float64{math.Inf(-1), math.Inf(1)}
+	}
+	slices.Sort(lows)
+	slices.Sort(highs)
+	lo, hi := lows[len(lows)/10], highs[len(highs)-1-len(highs)/10]
+	if dlo <= dhi {
+		a, b := yv.t(dlo), yv.t(dhi)
+		span := math.Max(b-a, 0.1*math.Max(math.Abs(a), math.Abs(b)))
+		lo, hi = math.Min(lo, a-span), math.Max(hi, b+span)
+	}
+	return [2]float64{lo, hi}
 }
 
 // nextX returns the X of the raw sample after the one at idx[k] (the sample that broke the
