@@ -6,9 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuwatt/gpuwatt/internal/archline"
 	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/loadlevel"
 	"github.com/gpuwatt/gpuwatt/internal/termtext"
 	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // TestAbsoluteWidensByGain: without a recorded absolute interval, each side of the relative
@@ -105,5 +108,61 @@ func TestKeyFiguresHoldTheTruth(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "ch/report.html") || !strings.Contains(b.String(), r.Verdict()[0]) {
 		t.Errorf("the summary names neither the page nor the verdict:\n%s", b.String())
+	}
+}
+
+// TestCompareSummariesSideBySide: report DIR1 DIR2's first section is the two summaries in
+// one table, a column per run: each key figure's row holds each run's value with its
+// absolute interval, "not measured" where a run lacks it, and each run's verdict.
+func TestCompareSummariesSideBySide(t *testing.T) {
+	run := func(gpu string, pi0, idle, tx float64, withLoad bool) *Results {
+		abs := func(v, rel float64) [2]float64 { return [2]float64{v * (1 - rel), v * (1 + rel)} }
+		r := &Results{Format: Format, GPU: trace.GPU{Name: gpu}, Stages: []StageInfo{{Name: StageArchline, Status: StatusDone}}}
+		r.Archline = &archline.Report{Results: map[string]*archline.Result{"fp32": {Precision: "fp32"}}, Pi0: &archline.JointFit{
+			Pi0W: pi0, Pi0CI: abs(pi0, 0.02), Pi0AbsCI: abs(pi0, 0.06),
+			EpsMemPJPerByte: 91, EpsMemCI: abs(91, 0.03), EpsMemAbsCI: abs(91, 0.07),
+			EpsFlopPJ: map[string]float64{"fp32": 4}, EpsFlopCI: map[string][2]float64{"fp32": abs(4, 0.04)},
+			EpsFlopAbsCI: map[string][2]float64{"fp32": abs(4, 0.08)}, Points: 23}}
+		if withLoad {
+			p := 690.0
+			r.Loadlevel = &loadlevel.Report{Workload: "gemm", Valid: true, Levels: []loadlevel.Level{
+				{TargetLoad: 1, TxPerS: tx * p, PowerW: p, TxPerJ: tx, PowerLowW: p - 4, PowerHighW: p + 4, PowerAbsCI: &[2]float64{p - 35, p + 35}},
+				{ActiveIdle: true, PowerW: idle, PowerLowW: idle - 1, PowerHighW: idle + 1, PowerAbsCI: &[2]float64{idle - 6, idle + 6}}}}
+			r.Stages = append(r.Stages, StageInfo{Name: StageLoadlevel, Status: StatusDone})
+		}
+		return r
+	}
+	a, b := run("NVIDIA H100", 141, 115, 3.5, true), run("NVIDIA H200", 155, 129.5, 3.9, false)
+	p := Compare([]*Results{a, b}, []string{"runs/h100", "runs/h200"})
+	if len(p.Sections) == 0 || p.Sections[0].Title != ComparisonTitle || p.Sections[0].Table == nil {
+		t.Fatalf("the comparison page does not open with the summaries side by side: %+v", p.Sections)
+	}
+	tab := p.Sections[0].Table
+	if len(tab.Header) != 3 {
+		t.Fatalf("header %q: want the figure and one column per run", tab.Header)
+	}
+	rows := map[string][]string{}
+	for _, row := range tab.Rows {
+		rows[row[0]] = row
+	}
+	for i, r := range []*Results{a, b} {
+		for _, f := range r.KeyFigures() {
+			row := rows[f.Name+" ("+f.Unit+")"]
+			if row == nil || row[1+i] != f.Text() {
+				t.Errorf("run %d, %s: the row is %q, want %q in column %d", i+1, f.Name, row, f.Text(), 1+i)
+			}
+			if f.Widened || !f.HasInterval() {
+				t.Errorf("run %d, %s: %s: not the recorded absolute interval", i+1, f.Name, f.Text())
+			}
+		}
+		if !strings.Contains(p.Sections[0].Text, r.Verdict()[0]) || !strings.Contains(p.Sections[0].Text, r.GPU.Name) {
+			t.Errorf("run %d's card and verdict are not in the comparison's text: %q", i+1, p.Sections[0].Text)
+		}
+	}
+	if row := rows["Active idle power (W)"]; row == nil || row[2] != "not measured" {
+		t.Errorf("a figure only the first run has: %q, want \"not measured\" for the second", row)
+	}
+	if n := len(a.KeyFigures()); n != 5 {
+		t.Errorf("%d key figures in the first run, want 5: %+v", n, a.KeyFigures())
 	}
 }
