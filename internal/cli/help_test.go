@@ -137,3 +137,72 @@ func TestOutHelpNamesFilesWritten(t *testing.T) {
 		})
 	}
 }
+
+// helpFileChecks says, for each file a verb's help names outside --out's list (OutFiles,
+// which TestOutHelpNamesFilesWritten runs), which test runs the verb and checks that it is
+// written there, or "input" for a file the verb reads.
+var helpFileChecks = map[string]map[string]string{
+	"energy":       {"FILE.csv": "TestEnergySeries", "sensor.json": "input"},
+	"profile":      {"sensor.json": "input"},
+	"call":         {"call.json": "TestCallVerb", "sensor.json": "input"},
+	"micro":        {"kernels.json": "TestMicroPTXAndCheck"},
+	"characterize": {"compare.json": "TestCharacterizeAllGPUs", "repeat.json": "TestCharacterizeRepeat"},
+	"report":       {"report.html": "TestCharacterizeSim", "results.json": "input"},
+	"job begin":    {"begin.json": "TestJobSimTruth", "job.json": "TestJobSimTruth"},
+	"job end":      {"begin.json": "TestJobSimTruth", "job.json": "TestJobSimTruth"},
+}
+
+var helpFileName = regexp.MustCompile(`[A-Za-z0-9_-]+\.(json|csv|html|txt|gz)\b`)
+
+// TestHelpFilesAreChecked: every file any verb's --help names (flags and usage line) is
+// one that verb's --out run writes (OutFiles), or one a named test checks is written (its
+// source names the file), or an input: a help that starts naming a new file fails here
+// until a test writes it.
+func TestHelpFilesAreChecked(t *testing.T) {
+	sources := map[string]string{} // test name -> the source of the file that holds it
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func (Test\w+)\(`).FindAllStringSubmatch(string(b), -1) {
+			sources[m[1]] = string(b)
+		}
+	}
+	for _, args := range helpVerbs() {
+		verb := strings.Join(args, " ")
+		a, stdout, stderr, ctx := testApp(t)
+		if code := a.Main(ctx, append(args, "--help")); code != 0 {
+			t.Fatalf("%s --help: exit %d: %s", verb, code, stderr)
+		}
+		seen := map[string]bool{}
+		for _, f := range helpFileName.FindAllString(stdout.String()+stderr.String(), -1) {
+			if seen[f] {
+				continue
+			}
+			seen[f] = true
+			inOut := false
+			for _, o := range OutFiles[verb] {
+				name, _, _ := strings.Cut(o, " (")
+				inOut = inOut || name == f
+			}
+			check := helpFileChecks[verb][f]
+			switch {
+			case inOut, check == "input":
+			case check == "":
+				t.Errorf("%s --help names %s: no test is named that checks it is written (helpFileChecks), nor is it in OutFiles", verb, f)
+			case sources[check] == "":
+				t.Errorf("%s --help names %s, checked by %s: no such test in internal/cli", verb, f, check)
+			case !strings.Contains(sources[check], strings.TrimPrefix(f, "FILE")):
+				t.Errorf("%s --help names %s: %s's file does not mention it", verb, f, check)
+			}
+		}
+	}
+}
