@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"github.com/gpuwatt/gpuwatt/sim"
 )
 
@@ -220,6 +221,7 @@ func TestSimDeviceOnWallClock(t *testing.T) {
 // github.com/gpuwatt/gpuwatt through a replace directive, brackets a region on the sim
 // through the public API and prints its energy against the truth.
 func TestExternalModule(t *testing.T) {
+	testkit.Slow(t) // builds the module again outside the cache's test builds: CI runs it
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("go is not on PATH: the external module is not built here")

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 )
 
 // browserWidths are the window widths the pages must fit: a laptop's browser and a phone's.
@@ -225,6 +227,7 @@ func browserCheck(t *testing.T, chromium string, pages map[string]string, width 
 // if a column headed "95 %" has a figure without an interval (or a reason for none), or if an
 // element id is used twice. GPUWATT_BROWSER_PAGES=a.html,b.html checks more pages the same way.
 func TestReportsInBrowser(t *testing.T) {
+	testkit.Slow(t) // chromium renders every verb's page twice: CI runs it
 	chromium := findChromium(t)
 	dir := t.TempDir()
 	pages := map[string]string{}
@@ -308,6 +311,7 @@ func (pc pageCheck) findings(width int, path string) []string {
 // TestBrowserCheckFindsFaults: the check itself fails a page with a label drawn outside its
 // plot and a page with a figure missing its interval, and passes the same pages mended.
 func TestBrowserCheckFindsFaults(t *testing.T) {
+	testkit.Slow(t)
 	chromium := findChromium(t)
 	dir := t.TempDir()
 	page := func(name, label string, x int, cell string) string {

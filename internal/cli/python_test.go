@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 )
 
 // requirePython makes a missing python3, venv or setuptools fail TestPythonPackage
@@ -32,6 +34,7 @@ func skipOrFail(t *testing.T, format string, args ...any) {
 // simulated figures refused where a GPU was asked for, markers as before. gpuwatt is this
 // test binary (TestMain runs Main for it), behind a one-line wrapper named GPUWATT_BIN.
 func TestPythonPackage(t *testing.T) {
+	testkit.Slow(t) // a virtualenv and a pip install: CI runs it
 	if testing.Short() {
 		t.Skip("-short: the Python package's test takes ~20 s")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
 	"github.com/gpuwatt/gpuwatt/internal/sensorchar"
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 	"github.com/gpuwatt/gpuwatt/internal/units"
@@ -256,6 +257,9 @@ func TestSimPresets(t *testing.T) {
 			presets = append(presets, p)
 		}
 	}
+	// Without GPUWATT_SLOW_TESTS: a board with a part-time window and an RC ring (h100) and
+	// an RC board (k20).
+	presets = testkit.Presets(t, presets, "h100", "k20")
 	outs := measureAll(t, sensor.Options{Mode: sensor.Max}, presets, true)
 	for _, o := range outs {
 		what := fmt.Sprintf("%s %s (fitted %s), phase %v, %s [%v, %v]: truth %.2f J, corrected %+.2f %%, naive %+.2f %%",

@@ -18,3 +18,26 @@ func Slow(t testing.TB) {
 		t.Skip("slow: runs with " + SlowEnv + "=1 (.ci/run sets it)")
 	}
 }
+
+// SlowOn reports whether the slow tests run (SlowEnv is set).
+func SlowOn() bool { return os.Getenv(SlowEnv) != "" }
+
+// Presets returns all of presets where the slow tests run, else only those also in quick:
+// the README's test command checks a method on a few representative boards, CI on every
+// preset.
+func Presets(t testing.TB, presets []string, quick ...string) []string {
+	t.Helper()
+	if SlowOn() {
+		return presets
+	}
+	var out []string
+	for _, p := range presets {
+		for _, q := range quick {
+			if p == q {
+				out = append(out, p)
+			}
+		}
+	}
+	t.Logf("%d of %d presets (%v); the others run with %s=1 (.ci/run sets it)", len(out), len(presets), out, SlowEnv)
+	return out
+}
