@@ -257,9 +257,9 @@ func TestSimPresets(t *testing.T) {
 			presets = append(presets, p)
 		}
 	}
-	// Without GPUWATT_SLOW_TESTS: a board with a part-time window and an RC ring (h100) and
-	// an RC board (k20).
-	presets = testkit.Presets(t, presets, "h100", "k20")
+	// Without GPUWATT_SLOW_TESTS: a part-time boxcar board (v100: 10 ms of every 20) and an
+	// RC board (k20), the cheapest two.
+	presets = testkit.Presets(t, presets, "v100", "k20")
 	outs := measureAll(t, sensor.Options{Mode: sensor.Max}, presets, true)
 	for _, o := range outs {
 		what := fmt.Sprintf("%s %s (fitted %s), phase %v, %s [%v, %v]: truth %.2f J, corrected %+.2f %%, naive %+.2f %%",
