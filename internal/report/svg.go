@@ -245,10 +245,9 @@ func (r *renderer) ranges() {
 	// A band sets the y-axis as far as most of it reaches: a few points whose interval is
 	// far wider than the rest (the edges of a corrected power series) are cut at the frame
 	// rather than squeeze the line into a sliver.
-	dlo, dhi := ylo, yhi
 	for k := range r.series {
 		s := &r.series[k]
-		lim := bandLimits(yv, *s, dlo, dhi)
+		lim := bandLimits(yv, *s)
 		for i := range min(len(s.X), len(s.YLow), len(s.YHigh)) {
 			if xv.valid(s.X[i]) && yv.valid(s.YLow[i]) && yv.valid(s.YHigh[i]) {
 				addX(s.X[i])
@@ -887,10 +886,11 @@ func finitePairs(x, y []float64) int {
 }
 
 // bandLimits are how far series s's band may set the y-axis, on the axis's own scale
-// (log10 on a log axis): its 10th and 90th percentile bounds, or the lines' range
-// [dlo, dhi] widened by its own span on each side where that is wider. So a band wide
-// everywhere is shown whole and only a tenth of its points or fewer can be cut.
-func bandLimits(yv scale, s prepared, dlo, dhi float64) [2]float64 {
+// (log10 on a log axis): from its 10th percentile low bound to its 90th percentile high
+// bound, widened by a quarter of that span on each side. So a band wide everywhere is shown
+// whole, and only a tenth of its points or fewer (the edges of a corrected power series,
+// whose intervals span kilowatts) can be cut; the lines themselves always set the axis.
+func bandLimits(yv scale, s prepared) [2]float64 {
 	var lows, highs []float64
 	for i := range min(len(s.X), len(s.YLow), len(s.YHigh)) {
 		if yv.valid(s.YLow[i]) && yv.valid(s.YHigh[i]) {
@@ -903,12 +903,8 @@ func bandLimits(yv scale, s prepared, dlo, dhi float64) [2]float64 {
 	slices.Sort(lows)
 	slices.Sort(highs)
 	lo, hi := lows[len(lows)/10], highs[len(highs)-1-len(highs)/10]
-	if dlo <= dhi {
-		a, b := yv.t(dlo), yv.t(dhi)
-		span := math.Max(b-a, 0.1*math.Max(math.Abs(a), math.Abs(b)))
-		lo, hi = math.Min(lo, a-span), math.Max(hi, b+span)
-	}
-	return [2]float64{lo, hi}
+	m := math.Max(hi-lo, 0.1*math.Max(math.Abs(lo), math.Abs(hi))) / 4
+	return [2]float64{lo - m, hi + m}
 }
 
 // nextX returns the X of the raw sample after the one at idx[k] (the sample that broke the
