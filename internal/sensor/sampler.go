@@ -52,6 +52,12 @@ const FirstReadHangs = 5
 // 119): two reads further apart than that many sample periods may have lost samples.
 const ringDepth = 100
 
+// capCalls is how many calls a channel's latency is known from before CPUShare and
+// SlowShare cap its rate (the median of three): at 8, an H200's energy counter (5.2 ms a
+// call on one host) was read 8 times at the adaptive rate first, half of its 17 reads in a
+// 20 s measure (results/nvidia-h200/2026-11-28-lean-2).
+const capCalls = 3
+
 // slowCall is the call latency above which a channel gets a lane of its own (the
 // driver sample buffer, ~0.3 ms, and the energy counter, ~3.8 ms, on an H200).
 const slowCall = 100 * time.Microsecond
@@ -914,9 +920,9 @@ func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 		case cs.kind == kindBuffered:
 			// Its own rule below: every read returns all new samples anyway, and a read
 			// costs ~0.5 ms of CPU on an H200.
-		case cs.kind == kindCumulative && !virtual && cs.lat.n >= 8:
+		case cs.kind == kindCumulative && !virtual && cs.lat.n >= capCalls:
 			return max(o.Interval, time.Duration(float64(cs.latMed)/o.CPUShare))
-		case o.SlowShare > 0 && !virtual && cs.lat.n >= 8 && cs.latMed > slowCall:
+		case o.SlowShare > 0 && !virtual && cs.lat.n >= capCalls && cs.latMed > slowCall:
 			return max(o.Interval, time.Duration(float64(cs.latMed)/o.SlowShare))
 		default:
 			return o.Interval
@@ -969,7 +975,7 @@ func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 	// sampled and held, so reading it less often coarsens its time shares, nothing else.
 	// Power channels are cheap (~1 µs) and must catch every update, and the ring must be
 	// read before it wraps: a slow call there means contention for the driver.
-	if !virtual && cs.lat.n >= 8 {
+	if !virtual && cs.lat.n >= capCalls {
 		share := 0.0
 		switch {
 		case cs.kind == kindCumulative:
