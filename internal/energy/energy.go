@@ -1,38 +1,3 @@
-// Package energy is the one estimator of the energy of a region of a trace for one GPU.
-// Every verb that reports a region's energy (measure, energy, micro and archline through
-// the measurement loop, profile, loadlevel's GPU meter) asks Region; nothing else picks
-// between the counter, the ring and the sensor model.
-//
-// The order of preference (Region):
-//
-//  1. Counter: the driver's energy counter (energy.total), where it has at least
-//     MinCounterReadings readings inside the region, spanning MinCounterSpan of it and
-//     MinCounterSteps of its resolution in time. Its figure is the counter's increase
-//     (interpolated at the edges), or for a steady region the least-squares rate of the
-//     readings inside times the region's length.
-//  2. CalibratedRing: the best complete board channel (the driver's 20 ms sample ring,
-//     else power.instant) on the counter's scale: gain × its integral + offset × duration,
-//     gain and offset fitted against the counter over the whole recording
-//     (FitCalibration), where it has MinChannelReadings readings inside.
-//  3. Inversion: the sensor model of one power channel inverted (internal/correct): the
-//     model named by Options.Sensor (a spec or a sensor.json), else a guess from the
-//     channel's and board's names (correct.Auto).
-//
-// Where none of them can be had, a counter interpolated across readings outside the
-// region (CounterInterpolated) with a warning, else no figure.
-//
-// Options.Method forces one method (the cross-check of a channel against the counter asks
-// for Inversion); where it cannot be had, there is no figure and a warning says why.
-//
-// Every estimate carries an uncertainty budget (Uncertainty): a 95 % interval relative to
-// the board's own scale, built from the components the code can compute (the readings'
-// noise, the calibration's or the sensor model's parameters propagated from their own
-// intervals, the edges' resolution, the time a windowed sensor does not see, too few
-// readings), combined as independent (root sum of squares); a component it cannot compute
-// is listed as absent and the interval marked partial (a floor). The board's gain error
-// (NVML's documented ±5 %, BoardGainError) is kept apart as the absolute part: it cancels
-// in comparisons on one board, so LowJ and HighJ leave it out and Uncertainty's
-// AbsoluteLowJ and AbsoluteHighJ add it.
 package energy
 
 import (
@@ -415,262 +380,362 @@ type Estimate struct {
 }
 
 // Region estimates the energy of GPU gpu over [from, to] of tr: see the package comment.
+// It weighs the candidates (the counter's own figure, the calibrated ring's), takes the
+// first the order of preference and Options.Method allow, and finishes its interval.
 func Region(tr *trace.Trace, gpu int, from, to time.Duration, o Options) Estimate {
-	what := o.What
-	if what == "" {
-		what = "the region"
+	r := &regionRun{tr: tr, gpu: gpu, from: from, to: to, dur: to - from, o: o, what: o.What}
+	if r.what == "" {
+		r.what = "the region"
 	}
-	est := Estimate{From: from, To: to, Figure: Figure{Method: NoFigure, Uncertainty: Uncertainty{Components: []Component{}}, Warnings: []status.Warning{}}}
-	warn := func(code status.Code, key, f string, a ...any) {
-		est.Warnings = append(est.Warnings, status.Warning{Code: code, Key: key, Message: fmt.Sprintf(f, a...)})
+	r.est = Estimate{From: from, To: to, Figure: Figure{Method: NoFigure, Uncertainty: Uncertainty{Components: []Component{}}, Warnings: []status.Warning{}}}
+	if r.dur <= 0 {
+		r.warn(CodeNoFigure, "", "%s is empty: no energy figure", r.what)
+		return r.est
 	}
-	dur := to - from
-	if dur <= 0 {
-		warn(CodeNoFigure, "", "%s is empty: no energy figure", what)
-		return est
+	r.weighCounter()
+	r.weighCalibrated()
+	r.named = r.o.Named && r.o.Method == ""
+	if r.named {
+		r.o.Method = Inversion // the channel asked for, whatever else the trace holds
 	}
-
-	// 1. The counter.
-	var ctrSeries trace.Readings
-	if ch, ok := tr.Channel(gpu, counterChannel); ok && ch.Quantity == trace.QEnergy && ch.Cumulative {
-		ctrSeries = o.Cache.series(tr, gpu, counterChannel)
-	}
-	ctrOK, ctrEnough := false, false
-	var ctrSE float64
-	res := time.Duration(0)
-	if ctrSeries.Len() > 0 {
-		e, ok := trace.CounterDeltaReadings(ctrSeries, from, to)
-		est.CounterJ, ctrOK = e.Joules(), ok
-		if o.Steady {
-			if rate, n, se := InsideRate(insideSamples(ctrSeries, from, to), from, to); n >= 2 {
-				est.CounterJ, ctrOK, ctrSE = rate*dur.Seconds(), true, se
-			}
-		}
-		res = CounterResolution(tr, gpu)
-		ctrEnough, est.CounterReadings, est.CounterSpan = counterResolves(ctrSeries, from, to, res)
-		ctrEnough = ctrEnough && ctrOK
-	}
-	ctrWhy := func() string {
-		if !ctrOK && est.CounterReadings >= MinCounterReadings {
-			// Enough readings inside, but none before the start or after the end (a region
-			// that is the whole trace), or a reset: the edges cannot be interpolated.
-			return fmt.Sprintf("%s has %d readings inside %s but none outside both its edges (or it reset), so its increase over %s cannot be told",
-				counterChannel, est.CounterReadings, what, what)
-		}
-		return fmt.Sprintf("%s has %d readings inside %s spanning %s of its %s (its own figure wants %d spanning %.0f %% of it and %d steps of %s)",
-			counterChannel, est.CounterReadings, what, fmtDur(est.CounterSpan), fmtDur(dur), MinCounterReadings, 100*MinCounterSpan, MinCounterSteps, fmtDur(res))
-	}
-
-	// 2. The calibrated channel.
-	cal := o.Calibration
-	var calErr error
-	if cal == nil && ctrSeries.Len() > 0 {
-		if c, err := fitCalibration(tr, gpu, 0, 0, func(name string) trace.Readings { return o.Cache.series(tr, gpu, name) }); err == nil {
-			cal = &c
-		} else {
-			calErr = err
-		}
-	}
-	est.Calibration = cal
-	var calRaw float64 // the calibrated channel's own figure
-	var calSer *correct.Series
-	var calChoice correct.Choice
-	var calRes correct.Result
-	calOK := false
-	if cal != nil {
-		// The ring through its own sensor model (a boxcar's readings centred on their
-		// windows, a lag inverted), then onto the counter's scale: the calibration fixes
-		// the scale, the model the timing.
-		ser, choice, _, _, err := prepare(tr, gpu, cal.Channel, o, true)
-		if err == nil {
-			calSer, calChoice = ser, choice
-			calRes = ser.Energy(from, to)
-			e, n, cov := calRes.Energy.Joules(), calRes.Samples, calRes.DataCoverage
-			if o.Steady {
-				if mean, k := InsideMean(insideSamples(o.Cache.series(tr, gpu, cal.Channel), from, to), from, to); k >= 2 {
-					e, cov = mean*dur.Seconds(), 1
-				}
-			}
-			if n >= MinChannelReadings && cov >= 0.99 && e > 0 {
-				calOK, calRaw = true, e
-				est.CalibratedJ, est.CalibratedReadings = cal.Energy(e, dur), n
-			}
-		}
-	}
-
-	named := o.Named && o.Method == ""
-	if named {
-		o.Method = Inversion // the channel asked for, whatever else the trace holds
-	}
-	forced := func(m Method) bool { return o.Method == "" || o.Method == m }
 	switch {
-	case ctrEnough && forced(Counter):
-		est.Method, est.Channel, est.Source, est.EnergyJ, est.Readings = Counter, counterChannel, counterChannel, est.CounterJ, est.CounterReadings
-		est.Note = fmt.Sprintf("%s: %d readings inside, spanning %s of %s", counterChannel, est.CounterReadings, fmtDur(est.CounterSpan), fmtDur(dur))
-		if o.Steady && ctrSE > 0 {
-			est.add(Component{Name: "readings", HalfWidthJ: 1.96 * ctrSE * dur.Seconds(), Known: true,
-				Note: "the standard error of the counter's rate over its readings inside (widened for their serial correlation), × the duration"})
-			// The rate's span: each end reading may be late by up to res, uniformly and
-			// independently (a poll that drifts against the counter's updates tilts the slope).
-			est.add(Component{Name: "timing", HalfWidthJ: 1.96 * math.Sqrt(1.0/6) * res.Seconds() * math.Abs(est.CounterJ) / est.CounterSpan.Seconds(), Known: est.CounterSpan > 0,
-				Note: fmt.Sprintf("the first and last readings inside may each be late by up to %s against the energy they report, which tilts the rate", fmtDur(res))})
+	case r.ctrEnough && r.allows(Counter):
+		r.takeCounter()
+	case r.calOK && r.allows(CalibratedRing):
+		r.takeCalibrated()
+	case r.o.Method == "" || r.o.Method == Inversion:
+		r.takeInversion()
+		if r.est.Method == NoFigure && r.ctrOK && r.o.Method == "" {
+			r.takeInterpolatedCounter()
+		}
+	}
+	if r.o.Method != "" && r.est.Method != r.o.Method {
+		r.refuseForced()
+		return r.est
+	}
+	if r.o.Invert && r.est.Inversion == nil {
+		r.invertForComparison()
+	}
+	if r.est.Method == NoFigure {
+		r.warn(CodeNoFigure, "", "no power channel or energy counter could be read: no energy figure")
+		return r.est
+	}
+	if r.o.Late > 0 {
+		r.est.add(Component{Name: "markers", Known: true, HalfWidthJ: math.Abs(r.est.EnergyJ) / r.dur.Seconds() * r.o.Late.Seconds(), Note: r.o.LateNote})
+	}
+	r.est.interval()
+	if r.est.Method == Inversion {
+		u := r.est.Uncertainty
+		r.est.InversionUncertainty = &u
+	}
+	return r.est
+}
+
+// regionRun is one Region call: its inputs, the candidates weighed, and the estimate
+// being built.
+type regionRun struct {
+	tr       *trace.Trace
+	gpu      int
+	from, to time.Duration
+	dur      time.Duration
+	o        Options
+	what     string
+	named    bool // the user named the channel: its own figure
+	est      Estimate
+
+	// The counter: its readings, whether its increase over the region can be told (ctrOK)
+	// and whether it resolves the region for its own figure (ctrEnough); ctrSE the steady
+	// rate's standard error, res how late a reading may be.
+	ctrSeries trace.Readings
+	ctrOK     bool
+	ctrEnough bool
+	ctrSE     float64
+	res       time.Duration
+
+	// The calibrated ring: its calibration (or why none), its own figure (calRaw), its
+	// series through the sensor model, and whether its figure can be had (calOK).
+	cal       *Calibration
+	calErr    error
+	calRaw    float64
+	calSer    *correct.Series
+	calChoice correct.Choice
+	calRes    correct.Result
+	calOK     bool
+}
+
+func (r *regionRun) warn(code status.Code, key, f string, a ...any) {
+	r.est.Warnings = append(r.est.Warnings, status.Warning{Code: code, Key: key, Message: fmt.Sprintf(f, a...)})
+}
+
+// allows says whether Options.Method lets method m give the figure.
+func (r *regionRun) allows(m Method) bool { return r.o.Method == "" || r.o.Method == m }
+
+// weighCounter reads the counter's candidate: its increase over the region (or its steady
+// rate × the duration), and whether its readings inside resolve the region.
+func (r *regionRun) weighCounter() {
+	if ch, ok := r.tr.Channel(r.gpu, counterChannel); ok && ch.Quantity == trace.QEnergy && ch.Cumulative {
+		r.ctrSeries = r.o.Cache.series(r.tr, r.gpu, counterChannel)
+	}
+	if r.ctrSeries.Len() == 0 {
+		return
+	}
+	est := &r.est
+	e, ok := trace.CounterDeltaReadings(r.ctrSeries, r.from, r.to)
+	est.CounterJ, r.ctrOK = e.Joules(), ok
+	if r.o.Steady {
+		if rate, n, se := InsideRate(insideSamples(r.ctrSeries, r.from, r.to), r.from, r.to); n >= 2 {
+			est.CounterJ, r.ctrOK, r.ctrSE = rate*r.dur.Seconds(), true, se
+		}
+	}
+	r.res = CounterResolution(r.tr, r.gpu)
+	r.ctrEnough, est.CounterReadings, est.CounterSpan = counterResolves(r.ctrSeries, r.from, r.to, r.res)
+	r.ctrEnough = r.ctrEnough && r.ctrOK
+}
+
+// ctrWhy says why the counter does not give its own figure.
+func (r *regionRun) ctrWhy() string {
+	est := &r.est
+	if !r.ctrOK && est.CounterReadings >= MinCounterReadings {
+		// Enough readings inside, but none before the start or after the end (a region
+		// that is the whole trace), or a reset: the edges cannot be interpolated.
+		return fmt.Sprintf("%s has %d readings inside %s but none outside both its edges (or it reset), so its increase over %s cannot be told",
+			counterChannel, est.CounterReadings, r.what, r.what)
+	}
+	return fmt.Sprintf("%s has %d readings inside %s spanning %s of its %s (its own figure wants %d spanning %.0f %% of it and %d steps of %s)",
+		counterChannel, est.CounterReadings, r.what, fmtDur(est.CounterSpan), fmtDur(r.dur), MinCounterReadings, 100*MinCounterSpan, MinCounterSteps, fmtDur(r.res))
+}
+
+// weighCalibrated reads the calibrated ring's candidate: the calibration (given, or fitted
+// over the whole trace), the ring through its own sensor model over the region, and
+// whether it has the readings for a figure.
+func (r *regionRun) weighCalibrated() {
+	r.cal = r.o.Calibration
+	if r.cal == nil && r.ctrSeries.Len() > 0 {
+		if c, err := fitCalibration(r.tr, r.gpu, 0, 0, func(name string) trace.Readings { return r.o.Cache.series(r.tr, r.gpu, name) }); err == nil {
+			r.cal = &c
 		} else {
-			est.add(Component{Name: "readings", HalfWidthJ: 2 * CounterQuantumJ, Known: true,
-				Note: "the counter counts in mJ (NVML's unit): a quantum at each end"})
+			r.calErr = err
 		}
-		switch {
-		case o.CounterEdges != nil:
-			// The edges are the counter's own readings, stamped at their calls: each value is
-			// the counter's last update, up to a period before, at the power drawn there
-			// (the region's mean; a twin's job missed its truth by 2 % without this:
-			// internal/cli TestJobCounterChannel).
-			est.add(o.CounterEdges.Component(est.CounterJ/dur.Seconds(), what+"'s mean power"))
-		case !o.Steady:
-			est.add(Component{Name: "edges", HalfWidthJ: counterEdge(ctrSeries, from, res) + counterEdge(ctrSeries, to, res), Known: true,
-				Note: fmt.Sprintf("at each end, a power change between the readings around it (placed within a quarter of their gap) and the reading's lateness (up to %s)", fmtDur(res))})
+	}
+	r.est.Calibration = r.cal
+	if r.cal == nil {
+		return
+	}
+	// The ring through its own sensor model (a boxcar's readings centred on their
+	// windows, a lag inverted), then onto the counter's scale: the calibration fixes
+	// the scale, the model the timing.
+	ser, choice, _, _, err := prepare(r.tr, r.gpu, r.cal.Channel, r.o, true)
+	if err != nil {
+		return
+	}
+	r.calSer, r.calChoice = ser, choice
+	r.calRes = ser.Energy(r.from, r.to)
+	e, n, cov := r.calRes.Energy.Joules(), r.calRes.Samples, r.calRes.DataCoverage
+	if r.o.Steady {
+		if mean, k := InsideMean(insideSamples(r.o.Cache.series(r.tr, r.gpu, r.cal.Channel), r.from, r.to), r.from, r.to); k >= 2 {
+			e, cov = mean*r.dur.Seconds(), 1
 		}
-	case calOK && forced(CalibratedRing):
-		est.Method, est.Channel, est.EnergyJ, est.Readings = CalibratedRing, cal.Channel, est.CalibratedJ, est.CalibratedReadings
-		est.Source = cal.Channel + " (calibrated to " + counterChannel + ")"
-		if o.Steady {
-			est.Note = fmt.Sprintf("%s: mean power × duration, × %.4f %+.2f W × duration", cal.Channel, cal.Gain, cal.OffsetW)
+	}
+	if n >= MinChannelReadings && cov >= 0.99 && e > 0 {
+		r.calOK, r.calRaw = true, e
+		r.est.CalibratedJ, r.est.CalibratedReadings = r.cal.Energy(e, r.dur), n
+	}
+}
+
+// takeCounter gives the counter's own figure, with its readings' and edges' components.
+func (r *regionRun) takeCounter() {
+	est := &r.est
+	est.Method, est.Channel, est.Source, est.EnergyJ, est.Readings = Counter, counterChannel, counterChannel, est.CounterJ, est.CounterReadings
+	est.Note = fmt.Sprintf("%s: %d readings inside, spanning %s of %s", counterChannel, est.CounterReadings, fmtDur(est.CounterSpan), fmtDur(r.dur))
+	if r.o.Steady && r.ctrSE > 0 {
+		est.add(Component{Name: "readings", HalfWidthJ: 1.96 * r.ctrSE * r.dur.Seconds(), Known: true,
+			Note: "the standard error of the counter's rate over its readings inside (widened for their serial correlation), × the duration"})
+		// The rate's span: each end reading may be late by up to res, uniformly and
+		// independently (a poll that drifts against the counter's updates tilts the slope).
+		est.add(Component{Name: "timing", HalfWidthJ: 1.96 * math.Sqrt(1.0/6) * r.res.Seconds() * math.Abs(est.CounterJ) / est.CounterSpan.Seconds(), Known: est.CounterSpan > 0,
+			Note: fmt.Sprintf("the first and last readings inside may each be late by up to %s against the energy they report, which tilts the rate", fmtDur(r.res))})
+	} else {
+		est.add(Component{Name: "readings", HalfWidthJ: 2 * CounterQuantumJ, Known: true,
+			Note: "the counter counts in mJ (NVML's unit): a quantum at each end"})
+	}
+	switch {
+	case r.o.CounterEdges != nil:
+		// The edges are the counter's own readings, stamped at their calls: each value is
+		// the counter's last update, up to a period before, at the power drawn there
+		// (the region's mean; a twin's job missed its truth by 2 % without this:
+		// internal/cli TestJobCounterChannel).
+		est.add(r.o.CounterEdges.Component(est.CounterJ/r.dur.Seconds(), r.what+"'s mean power"))
+	case !r.o.Steady:
+		est.add(Component{Name: "edges", HalfWidthJ: counterEdge(r.ctrSeries, r.from, r.res) + counterEdge(r.ctrSeries, r.to, r.res), Known: true,
+			Note: fmt.Sprintf("at each end, a power change between the readings around it (placed within a quarter of their gap) and the reading's lateness (up to %s)", fmtDur(r.res))})
+	}
+}
+
+// takeCalibrated gives the calibrated ring's figure, with its noise, calibration, model,
+// edges and coverage components, checked against the counter (reference).
+func (r *regionRun) takeCalibrated() {
+	est, cal := &r.est, r.cal
+	est.Method, est.Channel, est.EnergyJ, est.Readings = CalibratedRing, cal.Channel, est.CalibratedJ, est.CalibratedReadings
+	est.Source = cal.Channel + " (calibrated to " + counterChannel + ")"
+	if r.o.Steady {
+		est.Note = fmt.Sprintf("%s: mean power × duration, × %.4f %+.2f W × duration", cal.Channel, cal.Gain, cal.OffsetW)
+	} else {
+		est.Note = fmt.Sprintf("%s: integral (%s inverted) × %.4f %+.2f W × duration", cal.Channel, r.calChoice.Model, cal.Gain, cal.OffsetW)
+	}
+	if r.ctrSeries.Len() > 0 {
+		est.Note += "; " + r.ctrWhy()
+	} else {
+		est.Note += "; " + counterChannel + " does not cover " + r.what
+	}
+	est.add(noiseComponent(r.o.Cache.series(r.tr, r.gpu, cal.Channel), r.from, r.to, cal.Gain))
+	est.add(Component{Name: "calibration", HalfWidthJ: cal.EnergyHalfWidth(r.calRaw, r.dur), Known: cal.GainSE > 0,
+		Note: "the standard errors of the gain and offset fitted against the counter"})
+	if r.o.Steady {
+		return
+	}
+	est.add(modelComponent(r.calSer, r.calChoice.Model, r.calRes, r.from, r.to, cal.Gain))
+	est.add(seriesEdges(r.calSer, r.calChoice.Model, r.calRes.Period, r.from, r.to, cal.Gain))
+	est.add(coverageComponent(r.calSer, r.calChoice.Model, r.calRes, r.from, r.to, cal.Gain))
+	if c, ok := ringLocked(r.tr, r.gpu, r.o, cal.Channel, r.calSer, r.calChoice.Model, r.calRes, r.from, r.to, cal.Gain); ok {
+		est.add(c)
+		est.warnLocked(c, r.warn)
+	}
+	if r.o.noReference {
+		return
+	}
+	if c, ok := referenceComponent(r.ctrSeries, r.res, r.from, r.to, r.o.spanFigure(r.tr, r.gpu, CalibratedRing, ""), loadSwing(r.tr, r.gpu, r.o, r.from, r.to)); ok {
+		est.add(c)
+		est.warnOffCounter(c, r.warn)
+	}
+}
+
+// takeInversion gives the inverted channel's figure, on the counter's scale where the
+// channel was named and the counter can fit one, checked against the counter; where the
+// default fell to it, a warning says why the counter and the ring could not be had.
+func (r *regionRun) takeInversion() {
+	est := &r.est
+	est.invert(r.tr, r.gpu, r.o, r.what, r.warn)
+	if est.Method == Inversion && r.ctrSeries.Len() > 0 {
+		r.checkInversionAgainstCounter()
+	}
+	if r.named && est.Method == Inversion {
+		est.Note += fmt.Sprintf("; asked for by name: the channel's own figure (the default would be %s)", defaultWhy(r.ctrEnough, r.calOK, est.CounterJ, est.CalibratedJ))
+	}
+	if est.Method == Inversion && r.ctrSeries.Len() > 0 && r.o.Method == "" {
+		r.warnUncalibrated()
+	}
+}
+
+// checkInversionAgainstCounter puts a named channel's figure on the counter's scale
+// (issue 28) and adds the reference component: the inversion against the counter (not
+// where this is the reference's own figure over a span, Options.noReference).
+func (r *regionRun) checkInversionAgainstCounter() {
+	est := &r.est
+	ser, choice, _, copt, err := prepare(r.tr, r.gpu, est.Channel, r.o, false)
+	if err != nil {
+		return
+	}
+	if r.named {
+		// The channel's own figure on the counter's scale (issue 28).
+		sc, err := r.o.Cache.scale(serKey{r.gpu, est.Channel, choice.Model, copt}, ser, r.ctrSeries)
+		if err == nil && (math.Abs(sc.Gain-1) > MaxScaleGainError || math.Abs(sc.OffsetW) > MaxScaleOffsetW) {
+			// One board's channel and counter differ by tenths of a percent; a fit
+			// further off was led by aliased readings (a load locked to a partial
+			// window): not a scale.
+			err = fmt.Errorf("the fit says × %.4f %+.2f W, more than one board's channels differ", sc.Gain, sc.OffsetW)
+		}
+		if err == nil {
+			est.applyScale(sc, r.dur)
 		} else {
-			est.Note = fmt.Sprintf("%s: integral (%s inverted) × %.4f %+.2f W × duration", cal.Channel, calChoice.Model, cal.Gain, cal.OffsetW)
-		}
-		if ctrSeries.Len() > 0 {
-			est.Note += "; " + ctrWhy()
-		} else {
-			est.Note += "; " + counterChannel + " does not cover " + what
-		}
-		est.add(noiseComponent(o.Cache.series(tr, gpu, cal.Channel), from, to, cal.Gain))
-		est.add(Component{Name: "calibration", HalfWidthJ: cal.EnergyHalfWidth(calRaw, dur), Known: cal.GainSE > 0,
-			Note: "the standard errors of the gain and offset fitted against the counter"})
-		if !o.Steady {
-			est.add(modelComponent(calSer, calChoice.Model, calRes, from, to, cal.Gain))
-			est.add(seriesEdges(calSer, calChoice.Model, calRes.Period, from, to, cal.Gain))
-			est.add(coverageComponent(calSer, calChoice.Model, calRes, from, to, cal.Gain))
-			if c, ok := ringLocked(tr, gpu, o, cal.Channel, calSer, calChoice.Model, calRes, from, to, cal.Gain); ok {
-				est.add(c)
-				est.warnLocked(c, warn)
-			}
-			if !o.noReference {
-				if c, ok := referenceComponent(ctrSeries, res, from, to, o.spanFigure(tr, gpu, CalibratedRing, ""), loadSwing(tr, gpu, o, from, to)); ok {
-					est.add(c)
-					est.warnOffCounter(c, warn)
-				}
-			}
-		}
-	case o.Method == "" || o.Method == Inversion:
-		est.invert(tr, gpu, o, what, warn)
-		if est.Method == Inversion && ctrSeries.Len() > 0 {
-			ser, choice, _, copt, err := prepare(tr, gpu, est.Channel, o, false)
-			if err == nil {
-				if named {
-					// The channel's own figure on the counter's scale (issue 28).
-					sc, err := o.Cache.scale(serKey{gpu, est.Channel, choice.Model, copt}, ser, ctrSeries)
-					if err == nil && (math.Abs(sc.Gain-1) > MaxScaleGainError || math.Abs(sc.OffsetW) > MaxScaleOffsetW) {
-						// One board's channel and counter differ by tenths of a percent; a fit
-						// further off was led by aliased readings (a load locked to a partial
-						// window): not a scale.
-						err = fmt.Errorf("the fit says × %.4f %+.2f W, more than one board's channels differ", sc.Gain, sc.OffsetW)
-					}
-					if err == nil {
-						est.applyScale(sc, dur)
-					} else {
-						est.Note += "; its scale is its own (" + counterChannel + " could not calibrate it: " + err.Error() + ")"
-					}
-				}
-				if !o.noReference {
-					if c, ok := referenceComponent(ctrSeries, res, from, to, o.spanFigure(tr, gpu, Inversion, est.Channel), loadSwing(tr, gpu, o, from, to)); ok {
-						est.add(c)
-						est.warnOffCounter(c, warn)
-					}
-				}
-			}
-		}
-		if named && est.Method == Inversion {
-			est.Note += fmt.Sprintf("; asked for by name: the channel's own figure (the default would be %s)", defaultWhy(ctrEnough, calOK, est.CounterJ, est.CalibratedJ))
-		}
-		if est.Method == Inversion && ctrSeries.Len() > 0 && o.Method == "" {
-			why := "no calibration"
-			if calErr != nil {
-				why = calErr.Error()
-			}
-			est.Note += "; " + ctrWhy()
-			if cal != nil && cal.Channel == est.Channel && calSer != nil {
-				// A calibration there is, but not enough readings for its figure: say so,
-				// not "no calibration" (marked regions of 20 ms steps were told that).
-				warn(CodeUncalibrated, est.Channel, "%s has %d readings inside %s (its calibrated figure wants %d covering it), and %s: the energy is %s's own, with its gain and offset errors",
-					est.Channel, calRes.Samples, what, MinChannelReadings, ctrWhy(), est.Channel)
-			} else {
-				warn(CodeUncalibrated, est.Channel, "%s could not be calibrated to %s (%s), and %s: the energy is %s's own, with its gain and offset errors",
-					est.Channel, counterChannel, why, ctrWhy(), est.Channel)
-			}
-		}
-		if est.Method == NoFigure && ctrOK && o.Method == "" {
-			est.Method, est.Channel, est.Source, est.EnergyJ, est.Readings = CounterInterpolated, counterChannel, counterChannel, est.CounterJ, est.CounterReadings
-			est.Note = counterChannel + ", interpolated across readings outside " + what
-			p := pollInterval(tr, gpu, counterChannel)
-			if p > 0 {
-				warn(CodeInterpolated, counterChannel, "%s: the energy is interpolated across readings up to %s outside it (the counter is read every %s), where the power may differ", ctrWhy(), fmtDur(p), fmtDur(p))
-			} else {
-				warn(CodeInterpolated, counterChannel, "%s: the energy is interpolated across readings outside it, where the power may differ", ctrWhy())
-			}
-			if o.CounterEdges != nil {
-				// The power outside is not known; the board draws at most its limit.
-				est.add(o.CounterEdges.Component(o.CounterEdges.LimitW, "its power limit"))
-			} else {
-				est.add(Component{Name: "edges", Note: "the power outside the region, across which the counter is interpolated, is not known"})
-			}
+			est.Note += "; its scale is its own (" + counterChannel + " could not calibrate it: " + err.Error() + ")"
 		}
 	}
-	if o.Method != "" && est.Method != o.Method {
-		why := ""
-		switch o.Method {
-		case Counter:
-			why = "no counter"
-			if ctrSeries.Len() > 0 {
-				why = ctrWhy()
-			}
-		case CalibratedRing:
-			why = "no calibrated channel"
-			if calErr != nil {
-				why = calErr.Error()
-			} else if cal != nil {
-				why = cal.Channel + " has too few readings inside " + what + " or does not cover it"
-			}
-		case Inversion:
-			why = "no power channel's model could be inverted over " + what
-			if named {
-				why = o.Channel + "'s model could not be inverted over " + what
-			}
+	if r.o.noReference {
+		return
+	}
+	if c, ok := referenceComponent(r.ctrSeries, r.res, r.from, r.to, r.o.spanFigure(r.tr, r.gpu, Inversion, est.Channel), loadSwing(r.tr, r.gpu, r.o, r.from, r.to)); ok {
+		est.add(c)
+		est.warnOffCounter(c, r.warn)
+	}
+}
+
+// warnUncalibrated says why the default fell to the inversion where a counter is there:
+// too few readings for the calibrated figure, or no calibration and why.
+func (r *regionRun) warnUncalibrated() {
+	est := &r.est
+	why := "no calibration"
+	if r.calErr != nil {
+		why = r.calErr.Error()
+	}
+	est.Note += "; " + r.ctrWhy()
+	if r.cal != nil && r.cal.Channel == est.Channel && r.calSer != nil {
+		// A calibration there is, but not enough readings for its figure: say so,
+		// not "no calibration" (marked regions of 20 ms steps were told that).
+		r.warn(CodeUncalibrated, est.Channel, "%s has %d readings inside %s (its calibrated figure wants %d covering it), and %s: the energy is %s's own, with its gain and offset errors",
+			est.Channel, r.calRes.Samples, r.what, MinChannelReadings, r.ctrWhy(), est.Channel)
+		return
+	}
+	r.warn(CodeUncalibrated, est.Channel, "%s could not be calibrated to %s (%s), and %s: the energy is %s's own, with its gain and offset errors",
+		est.Channel, counterChannel, why, r.ctrWhy(), est.Channel)
+}
+
+// takeInterpolatedCounter gives the counter interpolated across readings outside the
+// region, the last resort: the power across the edges is not known (the interval
+// partial) unless Options.CounterEdges bounds it.
+func (r *regionRun) takeInterpolatedCounter() {
+	est := &r.est
+	est.Method, est.Channel, est.Source, est.EnergyJ, est.Readings = CounterInterpolated, counterChannel, counterChannel, est.CounterJ, est.CounterReadings
+	est.Note = counterChannel + ", interpolated across readings outside " + r.what
+	if p := pollInterval(r.tr, r.gpu, counterChannel); p > 0 {
+		r.warn(CodeInterpolated, counterChannel, "%s: the energy is interpolated across readings up to %s outside it (the counter is read every %s), where the power may differ", r.ctrWhy(), fmtDur(p), fmtDur(p))
+	} else {
+		r.warn(CodeInterpolated, counterChannel, "%s: the energy is interpolated across readings outside it, where the power may differ", r.ctrWhy())
+	}
+	if r.o.CounterEdges != nil {
+		// The power outside is not known; the board draws at most its limit.
+		est.add(r.o.CounterEdges.Component(r.o.CounterEdges.LimitW, "its power limit"))
+		return
+	}
+	est.add(Component{Name: "edges", Note: "the power outside the region, across which the counter is interpolated, is not known"})
+}
+
+// refuseForced empties the estimate where the method Options.Method forces cannot be had,
+// with a warning that says why.
+func (r *regionRun) refuseForced() {
+	why := ""
+	switch r.o.Method {
+	case Counter:
+		why = "no counter"
+		if r.ctrSeries.Len() > 0 {
+			why = r.ctrWhy()
 		}
-		est.Method, est.EnergyJ, est.Uncertainty.Components = NoFigure, 0, []Component{}
-		warn(CodeNoFigure, "", "the method %s was asked for and cannot be had: %s", o.Method, why)
-		return est
-	}
-	if o.Invert && est.Inversion == nil {
-		sub := Estimate{From: from, To: to}
-		sub.invert(tr, gpu, o, what, func(status.Code, string, string, ...any) {})
-		est.Inversion, est.Choice = sub.Inversion, sub.Choice
-		if sub.Method == Inversion {
-			sub.interval()
-			est.InversionUncertainty = &sub.Uncertainty
+	case CalibratedRing:
+		why = "no calibrated channel"
+		if r.calErr != nil {
+			why = r.calErr.Error()
+		} else if r.cal != nil {
+			why = r.cal.Channel + " has too few readings inside " + r.what + " or does not cover it"
+		}
+	case Inversion:
+		why = "no power channel's model could be inverted over " + r.what
+		if r.named {
+			why = r.o.Channel + "'s model could not be inverted over " + r.what
 		}
 	}
-	if est.Method == NoFigure {
-		warn(CodeNoFigure, "", "no power channel or energy counter could be read: no energy figure")
-		return est
+	r.est.Method, r.est.EnergyJ, r.est.Uncertainty.Components = NoFigure, 0, []Component{}
+	r.warn(CodeNoFigure, "", "the method %s was asked for and cannot be had: %s", r.o.Method, why)
+}
+
+// invertForComparison computes the inversion beside a preferred method's figure
+// (Options.Invert), its warnings dropped.
+func (r *regionRun) invertForComparison() {
+	sub := Estimate{From: r.from, To: r.to}
+	sub.invert(r.tr, r.gpu, r.o, r.what, func(status.Code, string, string, ...any) {})
+	r.est.Inversion, r.est.Choice = sub.Inversion, sub.Choice
+	if sub.Method == Inversion {
+		sub.interval()
+		r.est.InversionUncertainty = &sub.Uncertainty
 	}
-	if o.Late > 0 {
-		est.add(Component{Name: "markers", Known: true, HalfWidthJ: math.Abs(est.EnergyJ) / dur.Seconds() * o.Late.Seconds(), Note: o.LateNote})
-	}
-	est.interval()
-	if est.Method == Inversion {
-		u := est.Uncertainty
-		est.InversionUncertainty = &u
-	}
-	return est
 }
 
 // invert sets est from the inversion of the channel's sensor model.
