@@ -63,7 +63,7 @@ func TestFivePathsOneFigure(t *testing.T) {
 			if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 				t.Fatal(err)
 			}
-			return fig{r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ, r.Uncertainty.AbsoluteLowJ, r.Uncertainty.AbsoluteHighJ, string(r.EnergyMethod)}
+			return fig{r.EnergyJ, r.LowJ, r.HighJ, r.AbsoluteLowJ, r.AbsoluteHighJ, string(r.EnergyMethod)}
 		}
 		paths["energy --region"] = verb("--region", pick.spec)
 		paths["energy --from/--to"] = verb("--from", fmt.Sprintf("%dns", s.Start.Nanoseconds()), "--to", fmt.Sprintf("%dns", s.End.Nanoseconds()))

@@ -22,6 +22,25 @@ type Interval struct {
 	Partial       bool    `json:"partial,omitempty"`
 }
 
+// IndependentSum is the sum of figures whose errors are independent (a job's GPUs): the
+// energies added, each interval's half-widths (relative and absolute) in quadrature,
+// partial where one is. Where the parts may share an error (the boards of one command
+// share its edges), NodeTotal adds the bounds instead.
+func IndependentSum(parts []Interval) Interval {
+	var s Interval
+	var rel, abs float64
+	for _, p := range parts {
+		s.EnergyJ += p.EnergyJ
+		rel += math.Pow((p.HighJ-p.LowJ)/2, 2)
+		abs += math.Pow((p.AbsoluteHighJ-p.AbsoluteLowJ)/2, 2)
+		s.Partial = s.Partial || p.Partial
+	}
+	rel, abs = math.Sqrt(rel), math.Sqrt(abs)
+	s.LowJ, s.HighJ = s.EnergyJ-rel, s.EnergyJ+rel
+	s.AbsoluteLowJ, s.AbsoluteHighJ = s.EnergyJ-abs, s.EnergyJ+abs
+	return s
+}
+
 // HalfWidthJ is the relative interval's half-width.
 func (iv Interval) HalfWidthJ() float64 { return (iv.HighJ - iv.LowJ) / 2 }
 

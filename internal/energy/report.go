@@ -30,13 +30,13 @@ type Report struct {
 	DurationS float64 `json:"duration_s"`
 	CoveredS  float64 `json:"covered_s"`
 
-	// EnergyJ is the estimator's figure (Estimate); the rest of this block is Channel's.
-	EnergyJ      float64     `json:"energy_j"`
+	// Interval is the estimator's figure (Estimate) with its relative and absolute 95 %
+	// intervals; EnergyMethod, EnergySource and EnergyNote say how; the rest of this block
+	// is Channel's.
+	Interval
 	EnergyMethod Method      `json:"energy_method"`
 	EnergySource string      `json:"energy_source"`
 	EnergyNote   string      `json:"energy_note"`
-	EnergyLowJ   float64     `json:"energy_low_j"`
-	EnergyHighJ  float64     `json:"energy_high_j"`
 	Uncertainty  Uncertainty `json:"uncertainty"`
 	// ChannelEnergyJ is Channel's corrected energy (its model inverted).
 	ChannelEnergyJ float64 `json:"channel_energy_j"`
@@ -96,7 +96,7 @@ func NewReport(path string, tr *trace.Trace, g int, ch string, c correct.Choice,
 	rep := Report{
 		Trace: path, GPU: g, Channel: ch,
 		FromS: r.From.Seconds(), ToS: r.To.Seconds(), DurationS: (r.To - r.From).Seconds(), CoveredS: r.Covered.Seconds(),
-		EnergyJ: est.EnergyJ, ChannelEnergyJ: r.Energy.Joules(), EnergyRawJ: r.EnergyRaw.Joules(), EnergyActiveJ: r.EnergyActive.Joules(),
+		Interval: est.Interval, ChannelEnergyJ: r.Energy.Joules(), EnergyRawJ: r.EnergyRaw.Joules(), EnergyActiveJ: r.EnergyActive.Joules(),
 		IdlePowerW: float64(r.Idle), IdleEstimated: r.IdleEstimated, MeanPowerW: float64(r.MeanPower),
 		IdleSource: r.IdleSource, IdleLevel: r.IdleLevel,
 		Samples: r.Samples, Dropped: r.Dropped, HalfDone: r.HalfDone,
@@ -107,7 +107,7 @@ func NewReport(path string, tr *trace.Trace, g int, ch string, c correct.Choice,
 		Assumptions:  correct.Assumptions(c.Model, r.Period),
 		Warnings:     slices.Clone(r.Warnings),
 		EnergyMethod: est.Method, EnergySource: est.Source, EnergyNote: est.Note,
-		EnergyLowJ: est.LowJ, EnergyHighJ: est.HighJ, Uncertainty: est.Uncertainty,
+		Uncertainty: est.Uncertainty,
 	}
 	if u := est.InversionUncertainty; u != nil {
 		rep.ChannelEnergyLowJ, rep.ChannelEnergyHighJ = rep.ChannelEnergyJ-u.HalfWidthJ, rep.ChannelEnergyJ+u.HalfWidthJ

@@ -18,7 +18,7 @@ func sacctmgrStores(v string) string {
 // sacctmgr stores unchanged (the JSON comment of before came back from sacct with its
 // quotes turned into backquotes and the UUIDs lower-cased).
 func TestAdminComment(t *testing.T) {
-	r := &Result{EnergyJ: 786.94, EnergyLowJ: 780.91, EnergyHighJ: 792.8, SpanS: 1.26, GPUs: []GPUResult{
+	r := &Result{Interval: energy.Interval{EnergyJ: 786.94, LowJ: 780.91, HighJ: 792.8}, SpanS: 1.26, GPUs: []GPUResult{
 		{Index: 0, UUID: "GPU-5A1D0000-0000-4b09-85e4-95a3267b402c", Figure: energy.Figure{Interval: energy.Interval{EnergyJ: 394.14, LowJ: 389.9, HighJ: 398.3}, Method: energy.Counter}},
 		{Index: 3, UUID: "GPU-5a1d0000-0001-46eb-86da-6a00e3f501cc", Figure: energy.Figure{Interval: energy.Interval{EnergyJ: 392.8, LowJ: 388.5, HighJ: 397}, Method: CounterOnly}},
 	}}

@@ -80,11 +80,9 @@ type Result struct {
 	// Recorder says what became of the recorder: "ok" (its trace was used) or why not.
 	Recorder string      `json:"recorder"`
 	GPUs     []GPUResult `json:"gpus"`
-	// The job's energy over its GPUs; the interval adds the GPUs' half-widths in quadrature
-	// (their errors are independent).
-	EnergyJ     float64 `json:"energy_j"`
-	EnergyLowJ  float64 `json:"energy_low_j"`
-	EnergyHighJ float64 `json:"energy_high_j"`
+	// The job's energy over its GPUs: energy.IndependentSum of their figures (the
+	// half-widths in quadrature: their errors are independent).
+	energy.Interval
 	// HostEnergy is the host's CPU packages' and DRAM's energy over the job (RAPL) and the
 	// node's total, or the one line saying why there is none (absent: begin did not read it).
 	HostEnergy *HostResult `json:"host_energy,omitempty"`
@@ -116,7 +114,7 @@ func Compute(b *Begin, end map[int]*Counter, endHost *HostReadings, endT time.Du
 		merge(tr, b, end)
 	}
 	cache := &energy.Cache{}
-	var ss float64
+	var parts []energy.Interval
 	for _, g := range b.GPUs {
 		gr := GPUResult{Index: g.Index, UUID: g.UUID, Name: g.Name, Figure: energy.Figure{Warnings: []status.Warning{}}}
 		if g.Counter != nil {
@@ -140,12 +138,10 @@ func Compute(b *Begin, end map[int]*Counter, endHost *HostReadings, endT time.Du
 		if r.SpanS > 0 {
 			gr.MeanPowerW = gr.EnergyJ / r.SpanS
 		}
-		r.EnergyJ += gr.EnergyJ
-		ss += math.Pow(gr.HalfWidthJ(), 2)
+		parts = append(parts, gr.Interval)
 		r.GPUs = append(r.GPUs, gr)
 	}
-	hw := math.Sqrt(ss)
-	r.EnergyLowJ, r.EnergyHighJ = r.EnergyJ-hw, r.EnergyJ+hw
+	r.Interval = energy.IndependentSum(parts)
 	r.HostEnergy = hostResult(b, endHost, tr, recorderWhy, r.GPUs, from, to)
 	r.AdminComment = AdminComment(r)
 	return r
@@ -266,7 +262,7 @@ func counterOnly(gr *GPUResult, g BeginGPU, span time.Duration) {
 // as {`gpuwatt`:...,`uuid`:`gpu-5a1d...`}), so this is what sacct gives back, unchanged.
 func AdminComment(r *Result) string {
 	f := func(v float64) string { return strconv.FormatFloat(r1(v), 'f', -1, 64) }
-	parts := []string{"gpuwatt=" + Format, "energy_j=" + f(r.EnergyJ), "low_j=" + f(r.EnergyLowJ), "high_j=" + f(r.EnergyHighJ), "span_s=" + f(r.SpanS)}
+	parts := []string{"gpuwatt=" + Format, "energy_j=" + f(r.EnergyJ), "low_j=" + f(r.LowJ), "high_j=" + f(r.HighJ), "span_s=" + f(r.SpanS)}
 	if r.Incomplete {
 		parts = append(parts, "incomplete=1")
 	}
@@ -313,7 +309,7 @@ func WriteText(w io.Writer, r *Result) {
 		}
 		fmt.Fprintf(w, "  GPU %d %s: %s (95 %%: %.1f to %.1f J), %.1f W mean, from %s\n", g.Index, g.UUID, energy.FmtPM(g.EnergyJ, g.HalfWidthJ()), g.LowJ, g.HighJ, g.MeanPowerW, g.Source)
 	}
-	fmt.Fprintf(w, "  job: %.1f J (95 %%: %.1f to %.1f J)\n", r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ)
+	fmt.Fprintf(w, "  job: %.1f J (95 %%: %.1f to %.1f J)\n", r.EnergyJ, r.LowJ, r.HighJ)
 	writeHostText(w, r.HostEnergy)
 	if r.Incomplete {
 		fmt.Fprintf(w, "  incomplete: %s\n", r.Reason)

@@ -31,3 +31,27 @@ func TestGPUResultReadsOldKeys(t *testing.T) {
 		t.Errorf("%s read back as method %q source %q high %g", b, back.Method, back.Source, back.HighJ)
 	}
 }
+
+// TestJobTotalIsIndependentSum: job.json's total is energy.IndependentSum of its GPUs'
+// figures, flat in it (energy_j, energy_low_j, energy_high_j, absolute_low_j,
+// absolute_high_j): two GPUs of ±3 J and ±4 J (absolute ±6 J and ±8 J) give ±5 J and
+// ±10 J, partial where one is.
+func TestJobTotalIsIndependentSum(t *testing.T) {
+	r := Result{Interval: energy.IndependentSum([]energy.Interval{
+		{EnergyJ: 100, LowJ: 97, HighJ: 103, AbsoluteLowJ: 94, AbsoluteHighJ: 106},
+		{EnergyJ: 200, LowJ: 196, HighJ: 204, AbsoluteLowJ: 192, AbsoluteHighJ: 208, Partial: true},
+	})}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]any{"energy_j": 300.0, "energy_low_j": 295.0, "energy_high_j": 305.0, "absolute_low_j": 290.0, "absolute_high_j": 310.0, "partial": true} {
+		if got[k] != want {
+			t.Errorf("%s = %v, want %v (%s)", k, got[k], want, b)
+		}
+	}
+}
