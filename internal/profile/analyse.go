@@ -11,7 +11,7 @@ import (
 )
 
 // analyse bins the cloud (raw profile) and deconvolves it (profile proper).
-func analyse(res *Result, pts []Point, tex time.Duration, opt RunOptions) {
+func analyse(res *Result, pts []Point, tex time.Duration, opt MeasureOptions) {
 	res.Points = pts
 	if res.Points == nil {
 		res.Points = []Point{}
@@ -295,7 +295,7 @@ func jackknife(pts []Point, g bins, v variant, q [][]float64, lambda float64, en
 
 // readingPrecision is how precise a reading's time is: half a poll interval, or for a
 // buffered channel on its grid, 0.1 ms (1 ms off it).
-func readingPrecision(res *Result, opt RunOptions) float64 {
+func readingPrecision(res *Result, opt MeasureOptions) float64 {
 	if !opt.buffered {
 		return opt.Poll.Seconds() / 2
 	}

@@ -103,7 +103,7 @@ func TestEnergyIntervalCalibration(t *testing.T) {
 		su := setupConfig(t, h200Like(t, seed), "power.samples")
 		m := su.sens
 		m.CI = sensormodel.Intervals{}
-		res, err := profile.Run(context.Background(), su.clk, su.dev.Sensor("power.samples"), su.k, "shaped", profile.RunOptions{Sensor: m, Runs: 600, Seed: seed})
+		res, err := profile.Measure(context.Background(), su.clk, su.dev.Sensor("power.samples"), su.k, "shaped", profile.MeasureOptions{Sensor: m, Runs: 600, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func (s *slowFirst) Run(n int) (time.Duration, time.Duration, error) {
 func TestSlowFirstRun(t *testing.T) {
 	su := newSetup(t, "h200", "power.samples")
 	k := &slowFirst{Kernel: su.k, clk: su.clk, extra: 500 * time.Microsecond}
-	res, err := profile.Run(context.Background(), su.clk, su.dev.Sensor("power.samples"), k, "shaped", profile.RunOptions{Sensor: su.sens, Runs: 400})
+	res, err := profile.Measure(context.Background(), su.clk, su.dev.Sensor("power.samples"), k, "shaped", profile.MeasureOptions{Sensor: su.sens, Runs: 400})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestSteadyProfileModelOff(t *testing.T) {
 		su := newSetup(t, "h200", "power.samples")
 		m := offModel(t, su.sens, tc.tau, tc.delay)
 		k := su.k.Kernel // the plain, steady kernel
-		res, err := profile.Run(context.Background(), su.clk, su.dev.Sensor("power.samples"), k, "fp32.fma", profile.RunOptions{Sensor: m})
+		res, err := profile.Measure(context.Background(), su.clk, su.dev.Sensor("power.samples"), k, "fp32.fma", profile.MeasureOptions{Sensor: m})
 		if err != nil {
 			t.Fatal(err)
 		}

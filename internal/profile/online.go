@@ -18,7 +18,7 @@ import (
 // host's and the GPU's clocks drift apart too far after about 0.2 s.
 const MaxSyncAge = 200 * time.Millisecond
 
-// RunOnline measures the online profile of kernel k on channel s (the paper's Alg. 2): it
+// MeasureOnline measures the online profile of kernel k on channel s (the paper's Alg. 2): it
 // syncs to an update of the channel (polls until the value changes), launches the kernel
 // at a chosen offset before the predicted next update, and takes one reading per run: the
 // value of that update, caught by polling only a short window around its predicted time
@@ -29,7 +29,7 @@ const MaxSyncAge = 200 * time.Millisecond
 // window's start falls within the kernel, so the update comes after the kernel has ended
 // and the kernel runs undisturbed; otherwise over the whole range as in Run, and updates
 // during the kernel are placed at their predicted time.
-func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt RunOptions) (*Result, error) {
+func MeasureOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt MeasureOptions) (*Result, error) {
 	buffered := s.Channel().Buffered
 	opt = opt.withDefaults(buffered)
 	opt.buffered = buffered
@@ -191,7 +191,7 @@ func RunOnline(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kern
 // a chosen offset into the kernel, the ring is read once that sample can be there, and
 // that one sample is the run's reading. Every read brings fresh timestamps; the grid is
 // refitted from them when it is older than MaxSyncAge.
-func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt RunOptions) (*Result, error) {
+func runOnlineGrid(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt MeasureOptions) (*Result, error) {
 	T, W, D := opt.Sensor.Period, opt.Sensor.Window, opt.Sensor.Delay
 	pr, err := probe(k, name, opt)
 	if err != nil {
@@ -334,7 +334,7 @@ type probed struct {
 }
 
 // probe times one run of k (Alg. 1, lines 1-5) for the online variants.
-func probe(k gpu.Kernel, name string, opt RunOptions) (probed, error) {
+func probe(k gpu.Kernel, name string, opt MeasureOptions) (probed, error) {
 	s0, e0, err := k.Run(1)
 	if err != nil {
 		return probed{}, fmt.Errorf("%s: %w", name, err)

@@ -10,7 +10,7 @@
 // kernel's start, the offsets spread evenly over the range where the window overlaps the
 // kernel, so every part of the kernel is seen.
 //
-// Online (RunOnline): Alg. 2 of the paper: sync to an update (wait until the value
+// Online (MeasureOnline): Alg. 2 of the paper: sync to an update (wait until the value
 // changes), launch at a chosen offset before the predicted next update, read one value
 // after it, re-sync at least every 0.2 s.
 //
@@ -52,8 +52,8 @@ func ModelName(s sensormodel.Model) string {
 	return s.Shape().String()
 }
 
-// RunOptions are those of one profile measurement (Run, RunOnline). The zero value gives the defaults.
-type RunOptions struct {
+// MeasureOptions are those of one profile measurement (Measure, MeasureOnline). The zero value gives the defaults.
+type MeasureOptions struct {
 	Runs   int               // kernel runs (default 400)
 	Sensor sensormodel.Model // the channel's model (period, window, delay, lag); Period is required
 	Poll   time.Duration     // poll interval of the channel (default 100 µs; a buffered channel: 50 ms)
@@ -66,14 +66,14 @@ type RunOptions struct {
 	// Progress is told every 50th run and the last (stage "profile").
 	Progress status.Progress
 
-	buffered bool // the channel is a buffered one (set by Run and RunOnline)
+	buffered bool // the channel is a buffered one (set by Measure and MeasureOnline)
 }
 
 // BufferedPoll is the default poll interval of a buffered channel (the driver's ring of
 // timestamped samples holds 2.4 s; a read costs 0.3-3 ms of CPU on an H200).
 const BufferedPoll = 50 * time.Millisecond
 
-func (o RunOptions) withDefaults(buffered bool) RunOptions {
+func (o MeasureOptions) withDefaults(buffered bool) MeasureOptions {
 	if o.Runs <= 0 {
 		o.Runs = 400
 	}
@@ -296,7 +296,7 @@ func (r *Result) SetLongRun(l LongRun) {
 	}
 }
 
-func (o RunOptions) check() error {
+func (o MeasureOptions) check() error {
 	s := o.Sensor
 	if s.Period <= 0 {
 		return fmt.Errorf("%w: the sensor's update period is unknown", status.ErrInput)
@@ -321,13 +321,13 @@ func horizon(s sensormodel.Model, tex time.Duration) time.Duration {
 	return tex + s.Window + 10*s.Tau
 }
 
-// Run measures the offline profile of kernel k on channel s.
+// Measure measures the offline profile of kernel k on channel s.
 //
 // A buffered channel (the driver's ring of timestamped samples, power.samples) is read
 // every Poll (50 ms) from the watcher; its samples carry the driver's timestamps, put back
 // on their regular grid (correct.Lattice) before the analysis, and the runs are placed
 // against that grid: no need to wait for each reading before the next run.
-func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt RunOptions) (*Result, error) {
+func Measure(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, name string, opt MeasureOptions) (*Result, error) {
 	buffered := s.Channel().Buffered
 	opt = opt.withDefaults(buffered)
 	opt.buffered = buffered
@@ -447,7 +447,7 @@ func Run(ctx context.Context, clk clock.Clock, s sensor.Sensor, k gpu.Kernel, na
 // tied to the runs, then analysed): what Run computes once the runs are done, and
 // Reanalyse from a record. The kernel's length is the mean over the runs (the first,
 // timing run of a GPU kernel can be slower: 1.58 ms against 1.17 ms on an H200).
-func compute(name, channel, method string, opt RunOptions, runs []run, ups []update) *Result {
+func compute(name, channel, method string, opt MeasureOptions, runs []run, ups []update) *Result {
 	res := newResult(name, channel, method, opt, runs)
 	tex := meanRun(runs)
 	T, W := opt.Sensor.Period, opt.Sensor.Window
@@ -581,7 +581,7 @@ func waitUpdate(ctx context.Context, clk clock.Clock, w *watcher, limit time.Dur
 	return update{}, false
 }
 
-func newResult(name, channel, method string, opt RunOptions, runs []run) *Result {
+func newResult(name, channel, method string, opt MeasureOptions, runs []run) *Result {
 	tex := meanRun(runs)
 	res := &Result{
 		Format: Format, Kernel: name, Channel: channel, Method: method, Runs: len(runs),

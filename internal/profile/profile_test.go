@@ -132,7 +132,7 @@ func TestOffline(t *testing.T) {
 	} {
 		t.Run(tc.preset+" "+tc.channel, func(t *testing.T) {
 			su := newSetup(t, tc.preset, tc.channel)
-			res, err := profile.Run(context.Background(), su.clk, su.dev.Sensor(tc.channel), su.k, "shaped", profile.RunOptions{Sensor: su.sens})
+			res, err := profile.Measure(context.Background(), su.clk, su.dev.Sensor(tc.channel), su.k, "shaped", profile.MeasureOptions{Sensor: su.sens})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +159,7 @@ func TestOnline(t *testing.T) {
 	} {
 		t.Run(tc.preset+" "+tc.channel, func(t *testing.T) {
 			su := newSetup(t, tc.preset, tc.channel)
-			res, err := profile.RunOnline(context.Background(), su.clk, su.dev.Sensor(tc.channel), su.k, "shaped", profile.RunOptions{Sensor: su.sens})
+			res, err := profile.MeasureOnline(context.Background(), su.clk, su.dev.Sensor(tc.channel), su.k, "shaped", profile.MeasureOptions{Sensor: su.sens})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +181,7 @@ func TestOnline(t *testing.T) {
 // sensor, given enough runs (on the V100 preset several updates fall in each run).
 func TestOfflineRandom(t *testing.T) {
 	su := newSetup(t, "v100", "power.usage")
-	res, err := profile.Run(context.Background(), su.clk, su.dev.Sensor("power.usage"), su.k, "shaped", profile.RunOptions{Sensor: su.sens, Random: true, Runs: 600})
+	res, err := profile.Measure(context.Background(), su.clk, su.dev.Sensor("power.usage"), su.k, "shaped", profile.MeasureOptions{Sensor: su.sens, Random: true, Runs: 600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,8 +193,8 @@ func TestOfflineRandom(t *testing.T) {
 
 func TestBadOptions(t *testing.T) {
 	su := newSetup(t, "h100", "power.instant")
-	for _, o := range []profile.RunOptions{{}, {Sensor: sensormodel.Model{Period: su.sens.Period, Window: -1}}, {Sensor: su.sens, Poll: 50 * time.Millisecond}} {
-		if _, err := profile.Run(context.Background(), su.clk, su.dev.Sensor("power.instant"), su.k, "x", o); err == nil {
+	for _, o := range []profile.MeasureOptions{{}, {Sensor: sensormodel.Model{Period: su.sens.Period, Window: -1}}, {Sensor: su.sens, Poll: 50 * time.Millisecond}} {
+		if _, err := profile.Measure(context.Background(), su.clk, su.dev.Sensor("power.instant"), su.k, "x", o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
 	}
@@ -207,11 +207,11 @@ func TestOfflineLateStamps(t *testing.T) {
 	for _, online := range []bool{false, true} {
 		su := newSetup(t, "h200", "power.samples")
 		s := su.dev.Sensor("power.samples")
-		run := profile.Run
+		run := profile.Measure
 		if online {
-			run = profile.RunOnline
+			run = profile.MeasureOnline
 		}
-		res, err := run(context.Background(), su.clk, s, su.k, "shaped", profile.RunOptions{Sensor: su.sens})
+		res, err := run(context.Background(), su.clk, s, su.k, "shaped", profile.MeasureOptions{Sensor: su.sens})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +240,7 @@ func TestEnergyIntervalHoldsModelError(t *testing.T) {
 	m := su.sens
 	m.Tau = m.Tau * 95 / 100
 	m.CI.Tau = sensormodel.Interval{Low: 0.9 * m.Tau.Seconds(), High: 1.1 * m.Tau.Seconds()}
-	res, err := profile.Run(context.Background(), su.clk, su.dev.Sensor("power.samples"), su.k, "shaped", profile.RunOptions{Sensor: m})
+	res, err := profile.Measure(context.Background(), su.clk, su.dev.Sensor("power.samples"), su.k, "shaped", profile.MeasureOptions{Sensor: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestEnergyIntervalHoldsModelError(t *testing.T) {
 	}
 	m.CI = sensormodel.Intervals{}
 	su2 := newSetup(t, "h200", "power.samples")
-	res2, err := profile.Run(context.Background(), su2.clk, su2.dev.Sensor("power.samples"), su2.k, "shaped", profile.RunOptions{Sensor: m})
+	res2, err := profile.Measure(context.Background(), su2.clk, su2.dev.Sensor("power.samples"), su2.k, "shaped", profile.MeasureOptions{Sensor: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,11 +291,11 @@ func TestRunHangKeepsRuns(t *testing.T) {
 	for _, online := range []bool{false, true} {
 		su := newSetup(t, "h100", "power.instant")
 		k := &hangsAfter{Kernel: su.k, n: 41} // the timing run and 40 runs
-		run := profile.Run
+		run := profile.Measure
 		if online {
-			run = profile.RunOnline
+			run = profile.MeasureOnline
 		}
-		res, err := run(context.Background(), su.clk, su.dev.Sensor("power.instant"), k, "shaped", profile.RunOptions{Sensor: su.sens, Runs: 100})
+		res, err := run(context.Background(), su.clk, su.dev.Sensor("power.instant"), k, "shaped", profile.MeasureOptions{Sensor: su.sens, Runs: 100})
 		if err != nil {
 			t.Fatalf("online %v: %v", online, err)
 		}

@@ -37,7 +37,7 @@ func Reanalyse(r *Result, m *sensormodel.Model, from string) (*Result, error) {
 			sens.Period = p
 		}
 	}
-	opt := RunOptions{Runs: len(rec.Runs), Sensor: sens, Poll: seconds(rec.PollS), MinEdges: rec.MinEdges, Seed: rec.Seed, Random: rec.Random}
+	opt := MeasureOptions{Runs: len(rec.Runs), Sensor: sens, Poll: seconds(rec.PollS), MinEdges: rec.MinEdges, Seed: rec.Seed, Random: rec.Random}
 	opt = opt.withDefaults(rec.Buffered)
 	opt.buffered = rec.Buffered
 	if err := opt.check(); err != nil {

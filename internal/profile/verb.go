@@ -24,7 +24,7 @@ type Options struct {
 	GPU     int           // index in the opened system
 	Runs    int           // kernel runs; 0: 1000 on a buffered channel, else 400
 	Channel string        // power channel; "": the finest that works (ChannelRank)
-	Online  bool          // the online variant (RunOnline)
+	Online  bool          // the online variant (MeasureOnline)
 	Period  time.Duration // the update period; 0: learned by the Sampler
 	// Window, Delay and Tau override the model's; negative: from the model.
 	Window, Delay, Tau time.Duration
@@ -171,12 +171,12 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 		warn = append(warn, status.Warnf(CodeLongLag, "the lag of %s (tau %s) is far longer than the kernel: the profile will be coarse or noisy", name, sens.Tau))
 	}
 	nRuns := o.runs(sn)
-	ro := RunOptions{Runs: nRuns, Sensor: sens, Poll: o.Poll}
+	ro := MeasureOptions{Runs: nRuns, Sensor: sens, Poll: o.Poll}
 	emit(fmt.Sprintf("channel %s (%s); model %s (%s); %d runs", name, why, ModelName(sens), modelFrom, nRuns), 0, 0)
 	ro.Progress = env.Progress
-	run := Run
+	run := Measure
 	if o.Online {
-		run = RunOnline
+		run = MeasureOnline
 	}
 	res, perr := run(ctx, env.Clock, sn, pk.k, pk.desc.Name, ro)
 	if stopErr != nil && perr == nil {
