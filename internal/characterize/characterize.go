@@ -105,7 +105,7 @@ type Results struct {
 	SensorPlots []report.Plot     `json:"sensor_plots,omitempty"`
 	Micro       *micro.Report     `json:"micro,omitempty"`
 	Archline    *archline.Report  `json:"archline,omitempty"`
-	Loadlevel   *loadlevel.Report `json:"loadlevel,omitempty"`
+	Loadlevel   *loadlevel.Result `json:"loadlevel,omitempty"`
 
 	// Status: every warning raised on the way, each about its stage (Subject "micro",
 	// "micro: int32.add"), told grouped on output (status.Group); whether the run was cut

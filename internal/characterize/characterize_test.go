@@ -85,9 +85,11 @@ func TestInvalidLoadLevelWarnedOnce(t *testing.T) {
 	note := func(m string) status.Status {
 		return status.Status{Warnings: []status.Warning{status.Warnf("note", "%s", m)}}
 	}
-	run := func() *loadlevel.Result { return &loadlevel.Result{Invalid: []string{why}, Status: note("run note")} }
-	r := &Results{Loadlevel: &loadlevel.Report{Status: note("stage note"), Configs: []*loadlevel.ConfigResult{
-		{Runs: []*loadlevel.Result{run(), run()}}}}}
+	run := func() *loadlevel.RunResult {
+		return &loadlevel.RunResult{Invalid: []string{why}, Status: note("run note")}
+	}
+	r := &Results{Loadlevel: &loadlevel.Result{Status: note("stage note"), Configs: []*loadlevel.ConfigResult{
+		{Runs: []*loadlevel.RunResult{run(), run()}}}}}
 	ws := status.Group(collectWarnings(r), 0)
 	n := 0
 	for _, w := range ws {

@@ -209,7 +209,7 @@ func (g gpuFFT) Check(variant string) error {
 	return nil
 }
 
-func writeLoadlevelText(a *App, rep *loadlevel.Report) {
+func writeLoadlevelText(a *App, rep *loadlevel.Result) {
 	w := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, cr := range rep.Configs {
 		for i, r := range cr.Runs {

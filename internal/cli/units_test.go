@@ -26,7 +26,7 @@ var unitSuffixes = []string{"_s", "_w", "_j", "_pj"}
 // JSON (then TestIntervalsSeconds and its kind check what it writes).
 func TestResultKeysHoldTheirUnit(t *testing.T) {
 	roots := []any{
-		characterize.Results{}, loadlevel.Report{}, micro.Report{}, archline.Report{},
+		characterize.Results{}, loadlevel.Result{}, micro.Report{}, archline.Report{},
 		profile.Result{}, sensorchar.Report{}, energy.Report{}, measure.Summary{},
 	}
 	marshaler := reflect.TypeFor[json.Marshaler]()
@@ -94,7 +94,7 @@ func TestResultKeysHoldTheirUnit(t *testing.T) {
 // loadlevel's intervals are written in seconds (they were nanoseconds under _s keys):
 // every _s value of a report with the quick intervals is a plausible number of seconds.
 func TestIntervalsSeconds(t *testing.T) {
-	rep := loadlevel.Report{Schema: loadlevel.ReportSchema, Intervals: loadlevel.QuickIntervals()}
+	rep := loadlevel.Result{Schema: loadlevel.ReportSchema, Intervals: loadlevel.QuickIntervals()}
 	b, err := json.Marshal(rep)
 	if err != nil {
 		t.Fatal(err)

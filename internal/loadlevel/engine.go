@@ -202,8 +202,8 @@ type MeterTemperature interface {
 	Temperature() (TempRange, bool)
 }
 
-// Result is one run.
-type Result struct {
+// RunResult is one run.
+type RunResult struct {
 	Workload    string `json:"workload"`
 	Users       int    `json:"contexts"`
 	Clock       string `json:"clock"`
@@ -304,8 +304,8 @@ type engine struct {
 	txErrors []string // first few, under mu
 }
 
-// Run runs the methodology once.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+// Measure runs the methodology once.
+func Measure(ctx context.Context, cfg Config) (*RunResult, error) {
 	if cfg.Tx == nil || cfg.Users < 1 || cfg.Clock == nil {
 		return nil, fmt.Errorf("%w: need a transaction, at least one user and a clock", ErrConfig)
 	}
@@ -349,7 +349,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		e.wg.Add(1)
 		go e.verifier()
 	}
-	res := &Result{Workload: cfg.Tx.Name(), Users: cfg.Users, Clock: "real", Status: status.Status{Warnings: []status.Warning{}}}
+	res := &RunResult{Workload: cfg.Tx.Name(), Users: cfg.Users, Clock: "real", Status: status.Status{Warnings: []status.Warning{}}}
 	if e.virtual {
 		res.Clock = "virtual"
 	}
@@ -386,7 +386,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, err
 }
 
-func (e *engine) run(ctx context.Context, res *Result) error {
+func (e *engine) run(ctx context.Context, res *RunResult) error {
 	iv := e.cfg.Intervals
 	if iv.Warmup > 0 {
 		if _, err := e.interval(ctx, interval{label: "_000_warmup_", what: "warm-up", pre: iv.Warmup}); err != nil {
@@ -460,7 +460,7 @@ func (e *engine) next(kind string, rate float64) interval {
 }
 
 // finish computes the derived figures and the validity.
-func (e *engine) finish(res *Result) {
+func (e *engine) finish(res *RunResult) {
 	var ops, watts float64
 	res.Valid = true
 	noPower := ""

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// ReportSchema is the value of Report.Schema this version writes:
+// ReportSchema is the value of Result.Schema this version writes:
 //
 //	absent (1): the intervals' _s keys held nanoseconds (time.Duration marshalled as an
 //	            integer: "record_s": 3000000000), results of November 2026 and before;
@@ -29,8 +29,8 @@ func (iv Intervals) MarshalJSON() ([]byte, error) {
 		Pre: iv.Pre.Seconds(), Record: iv.Record.Seconds(), Post: iv.Post.Seconds(), Idle: iv.Idle.Seconds()})
 }
 
-// UnmarshalJSON reads lengths in seconds (a Report of schema 1 is read by
-// Report.UnmarshalJSON, which knows its unit).
+// UnmarshalJSON reads lengths in seconds (a Result of schema 1 is read by
+// Result.UnmarshalJSON, which knows its unit).
 func (iv *Intervals) UnmarshalJSON(b []byte) error {
 	var j intervalsJSON
 	if err := json.Unmarshal(b, &j); err != nil {
@@ -46,10 +46,10 @@ func (j intervalsJSON) intervals(unit time.Duration) Intervals {
 	return Intervals{Warmup: d(j.Warmup), Calibrations: j.Calibrations, Pre: d(j.Pre), Record: d(j.Record), Post: d(j.Post), Idle: d(j.Idle)}
 }
 
-// UnmarshalJSON reads a Report of either schema: without a schema key the intervals are
-// in nanoseconds (see ReportSchema). The Report read is of the current schema.
-func (r *Report) UnmarshalJSON(b []byte) error {
-	type plain Report
+// UnmarshalJSON reads a Result of either schema: without a schema key the intervals are
+// in nanoseconds (see ReportSchema). The Result read is of the current schema.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result
 	var v struct {
 		*plain
 		Intervals intervalsJSON `json:"intervals"`

@@ -16,7 +16,7 @@ func TestReportJSONSchemas(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var r Report
+			var r Result
 			if err := json.Unmarshal([]byte(c.in), &r); err != nil {
 				t.Fatal(err)
 			}
@@ -32,7 +32,7 @@ func TestReportJSONSchemas(t *testing.T) {
 			}
 		})
 	}
-	var r Report
+	var r Result
 	if err := json.Unmarshal([]byte(`{"intervals":{"record_s":"3"}}`), &r); err == nil {
 		t.Error("a string interval accepted")
 	}

@@ -54,9 +54,9 @@ func quick() Intervals {
 	return Intervals{Warmup: time.Second, Calibrations: 3, Pre: 2 * time.Second, Record: 30 * time.Second, Post: 2 * time.Second, Idle: 5 * time.Second}
 }
 
-func virtualRun(t *testing.T, tx Transaction, users int, levels []float64) *Result {
+func virtualRun(t *testing.T, tx Transaction, users int, levels []float64) *RunResult {
 	t.Helper()
-	res, err := Run(context.Background(), Config{
+	res, err := Measure(context.Background(), Config{
 		Tx: tx, Users: users, Levels: levels, Intervals: quick(), Clock: clock.NewVirtual(time.Time{}),
 		Meters: []Meter{ModelMeter{Idle: 50, PerBusyUser: 20}}, Seed: 7,
 	})
@@ -175,7 +175,7 @@ func TestVerificationCatchesPlantedError(t *testing.T) {
 	f, _ := NewFFT(256)
 	f.NsPerOp = 2000
 	f.Corrupt = func(user int, seq int64) bool { return user == 1 && seq%50 == 0 }
-	res, err := Run(context.Background(), Config{
+	res, err := Measure(context.Background(), Config{
 		Tx: f, Users: 2, Levels: []float64{0.5}, Intervals: quick(), Clock: clock.NewVirtual(time.Time{}),
 		Seed: 3, VerifyFraction: 0.05,
 	})
@@ -191,7 +191,7 @@ func TestVerificationCatchesPlantedError(t *testing.T) {
 	t.Logf("%d checks, %d failures, first: %s", res.Verified, len(res.VerifyFailures), res.VerifyFailures[0])
 	// Without the planted error the same run is valid.
 	f.Corrupt = nil
-	res, _ = Run(context.Background(), Config{Tx: f, Users: 2, Levels: []float64{0.5}, Intervals: quick(), Clock: clock.NewVirtual(time.Time{}), Seed: 3, VerifyFraction: 0.05})
+	res, _ = Measure(context.Background(), Config{Tx: f, Users: 2, Levels: []float64{0.5}, Intervals: quick(), Clock: clock.NewVirtual(time.Time{}), Seed: 3, VerifyFraction: 0.05})
 	if !res.Valid {
 		t.Errorf("clean run invalid: %v", res.Invalid)
 	}
@@ -205,7 +205,7 @@ func TestRealClock(t *testing.T) {
 	f, _ := NewFFT(64)
 	f.Corrupt = func(user int, seq int64) bool { return seq == 5 }
 	iv := Intervals{Warmup: 50 * time.Millisecond, Calibrations: 3, Pre: 50 * time.Millisecond, Record: 300 * time.Millisecond, Post: 20 * time.Millisecond, Idle: 100 * time.Millisecond}
-	res, err := Run(context.Background(), Config{Tx: f, Users: 2, Levels: []float64{0.5, 0.02}, Intervals: iv, Clock: clock.NewReal(), Seed: 1, VerifyFraction: 1, VerifyQueue: 1 << 14})
+	res, err := Measure(context.Background(), Config{Tx: f, Users: 2, Levels: []float64{0.5, 0.02}, Intervals: iv, Clock: clock.NewReal(), Seed: 1, VerifyFraction: 1, VerifyQueue: 1 << 14})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestPTDMeter(t *testing.T) {
 	defer c.Close()
 	tx := &slowTx{}
 	iv := Intervals{Calibrations: 2, Pre: 5 * time.Millisecond, Record: 40 * time.Millisecond, Idle: 40 * time.Millisecond}
-	res, err := Run(context.Background(), Config{Tx: tx, Users: 1, Levels: []float64{0.5}, Intervals: iv, Clock: clock.NewReal(), Meters: []Meter{&PTDMeter{C: c}}, LoadTolerance: 1})
+	res, err := Measure(context.Background(), Config{Tx: tx, Users: 1, Levels: []float64{0.5}, Intervals: iv, Clock: clock.NewReal(), Meters: []Meter{&PTDMeter{C: c}}, LoadTolerance: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestParseLevels(t *testing.T) {
 func TestLevelOffTargetNamed(t *testing.T) {
 	f, _ := NewFFT(64)
 	f.NsPerOp = 2000
-	res, err := Run(context.Background(), Config{
+	res, err := Measure(context.Background(), Config{
 		Tx: f, Users: 4, Levels: []float64{1, 0.5}, Intervals: quick(), Clock: clock.NewVirtual(time.Time{}),
 		Meters: []Meter{ModelMeter{Idle: 50, PerBusyUser: 20}}, Seed: 7, LoadTolerance: 1e-9,
 	})

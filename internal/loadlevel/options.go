@@ -206,7 +206,7 @@ func usageErr(format string, a ...any) error {
 //
 // A PTDaemon, when given, comes first (the wall). The report's warnings say which of these
 // happened.
-func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
+func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", status.ErrInput, err)
 	}

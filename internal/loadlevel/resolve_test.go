@@ -53,7 +53,7 @@ func TestHostBesideGPU(t *testing.T) {
 	f, _ := NewFFT(64)
 	f.NsPerOp = 2000
 	iv := Intervals{Calibrations: 2, Record: 2 * time.Second, Idle: time.Second}
-	res, err := Run(context.Background(), Config{Tx: f, Users: 2, Levels: []float64{1, 0.5}, Intervals: iv,
+	res, err := Measure(context.Background(), Config{Tx: f, Users: 2, Levels: []float64{1, 0.5}, Intervals: iv,
 		Clock: clock.NewVirtual(time.Time{}), Meters: []Meter{kindMeter{KindGPU, 200}, kindMeter{KindHost, 50}}, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestVerificationDoesNotHoldTheRun(t *testing.T) {
 	f, _ := NewFFT(64)
 	iv := Intervals{Calibrations: 2, Record: 100 * time.Millisecond, Idle: 50 * time.Millisecond}
 	t0 := time.Now()
-	res, err := Run(context.Background(), Config{Tx: slowCheck{f}, Users: 1, Levels: []float64{0.5}, Intervals: iv,
+	res, err := Measure(context.Background(), Config{Tx: slowCheck{f}, Users: 1, Levels: []float64{0.5}, Intervals: iv,
 		Clock: clock.NewReal(), Seed: 2, VerifyFraction: 1, VerifyQueue: 64, LoadTolerance: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -61,15 +61,15 @@ type LevelCV struct {
 
 // ConfigResult is every run of one dataset size and context count.
 type ConfigResult struct {
-	Size     int       `json:"size"`
-	Contexts int       `json:"contexts"`
-	Runs     []*Result `json:"runs"`
-	CV       []LevelCV `json:"cv,omitempty"`
+	Size     int          `json:"size"`
+	Contexts int          `json:"contexts"`
+	Runs     []*RunResult `json:"runs"`
+	CV       []LevelCV    `json:"cv,omitempty"`
 }
 
-// Report is a whole `gpuwatt loadlevel` invocation. Levels and OverallScore repeat the
+// Result is a whole `gpuwatt loadlevel` invocation. Levels and OverallScore repeat the
 // first run of the first configuration.
-type Report struct {
+type Result struct {
 	// Schema is ReportSchema (absent in files whose intervals are in nanoseconds).
 	Schema       int       `json:"schema"`
 	Workload     string    `json:"workload"`
@@ -104,8 +104,8 @@ type Sweep struct {
 }
 
 // RunSweep runs every size × contexts configuration Runs times.
-func RunSweep(ctx context.Context, s Sweep) (*Report, error) {
-	rep := &Report{Schema: ReportSchema, Variant: s.Variant, Device: s.Device, Intervals: s.Base.Intervals, Valid: true, Status: status.Status{Warnings: []status.Warning{}}}
+func RunSweep(ctx context.Context, s Sweep) (*Result, error) {
+	rep := &Result{Schema: ReportSchema, Variant: s.Variant, Device: s.Device, Intervals: s.Base.Intervals, Valid: true, Status: status.Status{Warnings: []status.Warning{}}}
 	if rep.Variant == "" {
 		rep.Variant = "cpu"
 	}
@@ -124,7 +124,7 @@ func RunSweep(ctx context.Context, s Sweep) (*Report, error) {
 					cfg.Busy = simBusy{st.Load}
 				}
 				cfg.Seed = s.Base.Seed + uint64(r)*1000003 + uint64(size)*31 + uint64(n)
-				res, err := Run(ctx, cfg)
+				res, err := Measure(ctx, cfg)
 				if res != nil {
 					cr.Runs = append(cr.Runs, res)
 					rep.Valid = rep.Valid && res.Valid
@@ -173,7 +173,7 @@ func CV(xs []float64) float64 {
 	return math.Sqrt(v/float64(len(xs)-1)) / math.Abs(m)
 }
 
-func cvs(runs []*Result) []LevelCV {
+func cvs(runs []*RunResult) []LevelCV {
 	if len(runs) < 2 {
 		return nil
 	}
@@ -198,7 +198,7 @@ func levelName(l Level) string {
 }
 
 // Score is a run's overall score for people: "1.644 tx/J", or "unavailable (why)".
-func Score(r *Result) string {
+func Score(r *RunResult) string {
 	if r.ScoreUnavailable != "" || r.OverallScore <= 0 {
 		why := r.ScoreUnavailable
 		if why == "" {
@@ -212,7 +212,7 @@ func Score(r *Result) string {
 func f3(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
 // Page renders the report as one HTML page.
-func (rep *Report) Page(subtitle string) report.Page {
+func (rep *Result) Page(subtitle string) report.Page {
 	p := report.Page{Title: "gpuwatt loadlevel: energy efficiency under transactional load", Subtitle: subtitle}
 	if !rep.Valid {
 		p.Notice = "INVALID run: see the reasons below."
@@ -322,7 +322,7 @@ func (rep *Report) Page(subtitle string) report.Page {
 
 // sizePlot is power and throughput at the 100 % level over the dataset size, normalised to
 // the smallest size (as in the paper's Figs 10-12), one pair of series per context count.
-func (rep *Report) sizePlot() *report.Plot {
+func (rep *Result) sizePlot() *report.Plot {
 	byCtx := map[int][]*ConfigResult{}
 	for _, cr := range rep.Configs {
 		if len(cr.Runs) > 0 && len(cr.Runs[0].Levels) > 0 {
@@ -371,7 +371,7 @@ func nz(v float64) float64 {
 }
 
 // otherSources are the meters of a run after the first.
-func otherSources(r *Result) []string {
+func otherSources(r *RunResult) []string {
 	if len(r.PowerSources) < 2 {
 		return nil
 	}

@@ -16,7 +16,7 @@ func TestNoPowerSourceUnavailable(t *testing.T) {
 	f, _ := NewFFT(64)
 	f.NsPerOp = 20000 // few transactions: a short test
 	short := Intervals{Calibrations: 2, Record: 2 * time.Second, Idle: time.Second}
-	res, err := Run(context.Background(), Config{Tx: f, Users: 2, Levels: []float64{1, 0.5}, Intervals: short, Clock: clock.NewVirtual(time.Time{}), Seed: 7})
+	res, err := Measure(context.Background(), Config{Tx: f, Users: 2, Levels: []float64{1, 0.5}, Intervals: short, Clock: clock.NewVirtual(time.Time{}), Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,14 +44,14 @@ func TestNoPowerSourceUnavailable(t *testing.T) {
 	if got := Score(res); got != "unavailable (no power source)" {
 		t.Errorf("Score = %q", got)
 	}
-	rep := &Report{Valid: true, Configs: []*ConfigResult{{Size: 64, Contexts: 2, Runs: []*Result{res}}}}
+	rep := &Result{Valid: true, Configs: []*ConfigResult{{Size: 64, Contexts: 2, Runs: []*RunResult{res}}}}
 	page := rep.Page("")
 	row := page.Sections[0].Table.Rows[0]
 	if row[4] != "unavailable" || row[6] != "unavailable" || !strings.Contains(page.Sections[0].Text, "Overall score unavailable (no power source)") {
 		t.Errorf("page row %q, text %q", row, page.Sections[0].Text)
 	}
 	// With a meter, the figures are there and no reason is given.
-	withMeter, err := Run(context.Background(), Config{Tx: f, Users: 2, Levels: []float64{1, 0.5}, Intervals: short, Clock: clock.NewVirtual(time.Time{}),
+	withMeter, err := Measure(context.Background(), Config{Tx: f, Users: 2, Levels: []float64{1, 0.5}, Intervals: short, Clock: clock.NewVirtual(time.Time{}),
 		Meters: []Meter{ModelMeter{Idle: 50, PerBusyUser: 20}}, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestOffTargetHint(t *testing.T) {
 	const hint = "other load on the host may be the cause"
 	f, _ := NewFFT(64)
 	f.NsPerOp = 20000
-	res, err := Run(context.Background(), Config{Tx: f, Users: 4, Levels: []float64{1, 0.5}, Intervals: Intervals{Calibrations: 2, Record: 2 * time.Second, Idle: time.Second}, Clock: clock.NewVirtual(time.Time{}),
+	res, err := Measure(context.Background(), Config{Tx: f, Users: 4, Levels: []float64{1, 0.5}, Intervals: Intervals{Calibrations: 2, Record: 2 * time.Second, Idle: time.Second}, Clock: clock.NewVirtual(time.Time{}),
 		Meters: []Meter{ModelMeter{Idle: 50, PerBusyUser: 20}}, Seed: 7, LoadTolerance: 1e-9})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestOffTargetHint(t *testing.T) {
 	}
 	iv := Intervals{Calibrations: 2, Record: 100 * time.Millisecond, Idle: 10 * time.Millisecond}
 	g, _ := NewFFT(64)
-	res, err = Run(context.Background(), Config{Tx: g, Users: 1, Levels: []float64{0.5}, Intervals: iv, Clock: clock.NewReal(), Seed: 1, LoadTolerance: 1e-9})
+	res, err = Measure(context.Background(), Config{Tx: g, Users: 1, Levels: []float64{0.5}, Intervals: iv, Clock: clock.NewReal(), Seed: 1, LoadTolerance: 1e-9})
 	if err != nil {
 		t.Fatal(err)
 	}

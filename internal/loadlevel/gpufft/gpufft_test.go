@@ -59,7 +59,7 @@ func TestCuFFTVariantRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	tx.Corrupt = func(user int, seq int64) bool { return user == 2 && seq == 3 }
-	res, err := loadlevel.Run(context.Background(), loadlevel.Config{Tx: tx, Users: 3, Levels: []float64{0.5},
+	res, err := loadlevel.Measure(context.Background(), loadlevel.Config{Tx: tx, Users: 3, Levels: []float64{0.5},
 		Intervals: quick(), Clock: clock.NewReal(), Seed: 1, VerifyFraction: 1, VerifyQueue: 1 << 16, LoadTolerance: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestGemmRuns(t *testing.T) {
 	}
 	defer g.Close()
 	g.Corrupt = func(user int, seq int64) bool { return user == 1 && seq == 2 }
-	res, err := loadlevel.Run(context.Background(), loadlevel.Config{Tx: g, Users: 2, Levels: []float64{0.5},
+	res, err := loadlevel.Measure(context.Background(), loadlevel.Config{Tx: g, Users: 2, Levels: []float64{0.5},
 		Intervals: quick(), Clock: clock.NewReal(), Seed: 1, VerifyFraction: 1, VerifyQueue: 1 << 16, LoadTolerance: 1})
 	if err != nil {
 		t.Fatal(err)

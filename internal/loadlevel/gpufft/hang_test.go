@@ -54,7 +54,7 @@ func TestTransactionHangEndsTheRun(t *testing.T) {
 	}
 	h := &hangAt{Tx: tx, fake: fake, at: 40}
 	t0 := time.Now()
-	res, err := loadlevel.Run(context.Background(), loadlevel.Config{Tx: h, Users: 2, Levels: []float64{0.5},
+	res, err := loadlevel.Measure(context.Background(), loadlevel.Config{Tx: h, Users: 2, Levels: []float64{0.5},
 		Intervals: quick(), Clock: clock.NewReal(), Seed: 1, LoadTolerance: 1})
 	d := time.Since(t0)
 	t.Logf("after %v: %v", d, err)
