@@ -28,7 +28,7 @@ import (
 // the headline (the energy's source and calibration: internal/region, energy.go).
 const samplesChannel = trace.ChPowerSamples
 
-// Format is the value of Report.Format.
+// Format is the value of Result.Format.
 const Format = "gpuwatt-archline/1"
 
 // The sweep's defaults. On a GPU each point costs its warm-up plus its measurement
@@ -212,8 +212,8 @@ type Reference struct {
 	Method string  `json:"method"`
 }
 
-// Result is one precision's analysis.
-type Result struct {
+// PrecisionResult is one precision's analysis.
+type PrecisionResult struct {
 	Precision       string  `json:"precision"`
 	EpsFlopPJ       float64 `json:"eps_flop_pj"`
 	EpsMemPJPerByte float64 `json:"eps_mem_pj_per_byte"`
@@ -264,8 +264,8 @@ type Result struct {
 	Warnings       []status.Warning `json:"warnings"`
 }
 
-// Report is results.json.
-type Report struct {
+// Result is results.json.
+type Result struct {
 	Format     string    `json:"format"`
 	Device     string    `json:"device"`
 	Simulated  bool      `json:"simulated"` // measured on the sim device
@@ -273,14 +273,14 @@ type Report struct {
 	Props      gpu.Props `json:"props"`
 	IdlePowerW float64   `json:"idle_power_w"`
 	// IdleLevel names the idle: "active idle" (gpuwatt's CUDA context is open).
-	IdleLevel      string             `json:"idle_level,omitempty"`
-	ClockTolerance float64            `json:"clock_tolerance"`
-	Intensities    []float64          `json:"intensities"`
-	Occupancies    []float64          `json:"occupancies"`
-	Warmup         float64            `json:"warmup_s"`
-	MinDuration    float64            `json:"min_duration_s"`
-	MinUpdates     int                `json:"min_updates"`
-	Results        map[string]*Result `json:"results"`
+	IdleLevel      string                      `json:"idle_level,omitempty"`
+	ClockTolerance float64                     `json:"clock_tolerance"`
+	Intensities    []float64                   `json:"intensities"`
+	Occupancies    []float64                   `json:"occupancies"`
+	Warmup         float64                     `json:"warmup_s"`
+	MinDuration    float64                     `json:"min_duration_s"`
+	MinUpdates     int                         `json:"min_updates"`
+	Results        map[string]*PrecisionResult `json:"results"`
 	// Pi0 is the card's pi0 (Pi0Definition): eq 5 fitted to every precision's points
 	// together, with its interval; nil where nothing was fitted.
 	Pi0      *JointFit `json:"pi0,omitempty"`
@@ -456,10 +456,10 @@ func tensorJobs(dev kernels.Device, sms, tps int, prec kernels.Precision, opt Op
 // occName is an occupancy as a percentage: "3%", "12.5%", "100%".
 func occName(o float64) string { return fmt.Sprintf("%.3g%%", 100*o) }
 
-// Run measures the sweep on dev with the Meter m, stops m, and analyses the points. When
+// Measure measures the sweep on dev with the Meter m, stops m, and analyses the points. When
 // ctx is cancelled it stops after the kernel in progress and analyses what was measured,
 // marked incomplete, returning ctx's error too.
-func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Report, *trace.Trace, error) {
+func Measure(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Result, *trace.Trace, error) {
 	opt = opt.withDefaults()
 	exec, ok := dev.(gpu.Executor)
 	if !ok {
@@ -473,10 +473,10 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, opt Options) (*Repo
 		return nil, nil, err
 	}
 	info := dev.Info()
-	rep := &Report{Format: Format, GPU: info, Props: props, ClockTolerance: opt.ClockTolerance,
+	rep := &Result{Format: Format, GPU: info, Props: props, ClockTolerance: opt.ClockTolerance,
 		Intensities: opt.Intensities, Occupancies: opt.Occupancies,
 		Warmup: opt.Loop.Warmup.Seconds(), MinDuration: opt.Loop.MinDuration.Seconds(), MinUpdates: opt.Loop.MinUpdates,
-		Results: map[string]*Result{}, Status: status.Status{Warnings: []status.Warning{}}}
+		Results: map[string]*PrecisionResult{}, Status: status.Status{Warnings: []status.Warning{}}}
 	type done struct {
 		j  job
 		me *loop.Measurement
@@ -584,7 +584,7 @@ func topClock(pts []Point, tol float64) float64 {
 }
 
 // analyse fills the report's results from the points.
-func analyse(rep *Report, pts []Point, opt Options, limit float64) {
+func analyse(rep *Result, pts []Point, opt Options, limit float64) {
 	sh := sharedPoints{top: topClock(pts, opt.ClockTolerance)}
 	markOffClock(pts, sh.top, opt.ClockTolerance)
 	for _, p := range pts {
@@ -628,7 +628,7 @@ func markOffClock(pts []Point, top, tol float64) {
 
 // peakBandwidth is the best bandwidth of the copy kernels at the top clock, else (with a
 // warning) of all points.
-func peakBandwidth(rep *Report, pts, cp []Point) float64 {
+func peakBandwidth(rep *Result, pts, cp []Point) float64 {
 	peakBytes := 0.0
 	for _, p := range cp {
 		if !p.OffClock {
@@ -646,8 +646,8 @@ func peakBandwidth(rep *Report, pts, cp []Point) float64 {
 
 // analysePrecision fits one precision's roofline points and checks the fit against the
 // reference kernels, the peaks and the power limit.
-func analysePrecision(rep *Report, prec kernels.Precision, pts []Point, sh sharedPoints, opt Options, limit float64) *Result {
-	res := &Result{Precision: string(prec), TopClock: sh.top, Warnings: []status.Warning{}}
+func analysePrecision(rep *Result, prec kernels.Precision, pts []Point, sh sharedPoints, opt Options, limit float64) *PrecisionResult {
+	res := &PrecisionResult{Precision: string(prec), TopClock: sh.top, Warnings: []status.Warning{}}
 	var flop, roof []Point
 	for _, p := range pts {
 		if p.Precision != string(prec) {
@@ -696,7 +696,7 @@ func analysePrecision(rep *Report, prec kernels.Precision, pts []Point, sh share
 // fitRoofline fits the roofline points at the top clock (the fit set, which it returns)
 // by eq. 5, and by eq. 5 on all points and eqs. 6 and 7 for comparison; the fitted
 // parameters' relative and absolute intervals, and the memory split.
-func fitRoofline(res *Result, roof []Point) []Point {
+func fitRoofline(res *PrecisionResult, roof []Point) []Point {
 	var fitSet []Point
 	for i := range roof {
 		if !roof[i].OffClock {
@@ -733,7 +733,7 @@ func fitRoofline(res *Result, roof []Point) []Point {
 
 // judgeRoofline judges the fit on every roofline point (R²*, residuals) and warns of
 // points off the top clock, few points and a low R².
-func judgeRoofline(res *Result, roof []Point, tol, top float64) {
+func judgeRoofline(res *PrecisionResult, roof []Point, tol, top float64) {
 	var y, pr []float64
 	for i := range roof {
 		roof[i].PredictedJ = res.Fit.Predict(roof[i].W, roof[i].Q, roof[i].TimeS)
@@ -760,7 +760,7 @@ func judgeRoofline(res *Result, roof []Point, tol, top float64) {
 // crossCheck compares the fit with the reference kernels (baseline: pi0, flop: eps_flop,
 // copy: eps_mem) and runs the checks of Table 5; a reference more than 10 % from the fit
 // is warned of.
-func crossCheck(res *Result, fitSet, flop []Point, sh sharedPoints) {
+func crossCheck(res *PrecisionResult, fitSet, flop []Point, sh sharedPoints) {
 	if len(sh.base) > 0 {
 		res.References = append(res.References, Reference{Kernel: "baseline", Param: "pi0", Unit: "W", Value: sh.pi0Base, Spread: sh.pi0Spread, Fitted: res.Pi0W, Points: len(sh.base), Pi0W: sh.pi0Base, Method: "E/T of the baseline kernel"})
 		if ref, ok := reference("flop", "eps_flop", "pJ/flop", flop, sh.pi0Base, func(p Point) float64 { return p.W }, res.EpsFlopPJ); ok {
@@ -782,7 +782,7 @@ func crossCheck(res *Result, fitSet, flop []Point, sh sharedPoints) {
 
 // peakFlopRate is the best flop rate of the flop and roofline kernels at the top clock,
 // else (with a warning) of all their points.
-func peakFlopRate(res *Result, flop, fitSet, roof []Point) float64 {
+func peakFlopRate(res *PrecisionResult, flop, fitSet, roof []Point) float64 {
 	peakFlops := 0.0
 	for _, p := range append(slices.Clone(flop), fitSet...) {
 		if !p.OffClock {
@@ -870,7 +870,7 @@ func reference(kernel, param, unit string, pts []Point, pi0 float64, work func(P
 // PointWarnings are the measured points' warnings (baseline, copy, then each precision's
 // flop and roofline points), each about its point (Subject), once per point, for
 // status.Group to tell a warning many points share once; n is how many points there are.
-func (r *Report) PointWarnings() (ws []status.Warning, n int) {
+func (r *Result) PointWarnings() (ws []status.Warning, n int) {
 	seen := map[string]bool{}
 	add := func(pts []Point) {
 		for _, p := range pts {

@@ -22,7 +22,7 @@ import (
 )
 
 // runSim runs the sweep on a sim config given as JSON, on a virtual clock.
-func runSim(t *testing.T, js string, opt Options) (*Report, sim.Config) {
+func runSim(t *testing.T, js string, opt Options) (*Result, sim.Config) {
 	t.Helper()
 	cfg, err := sim.LoadConfig(strings.NewReader(js))
 	if err != nil {
@@ -34,7 +34,7 @@ func runSim(t *testing.T, js string, opt Options) (*Report, sim.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, _, err := Run(context.Background(), m, sys.Device(0), opt)
+	rep, _, err := Measure(context.Background(), m, sys.Device(0), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func runSim(t *testing.T, js string, opt Options) (*Report, sim.Config) {
 }
 
 // checkTruth compares the fits with the sim's truth × gain (the energy counter's gain).
-func checkTruth(t *testing.T, name string, rep *Report, cfg sim.Config, gain float64) {
+func checkTruth(t *testing.T, name string, rep *Result, cfg sim.Config, gain float64) {
 	t.Helper()
 	truth := map[string][3]float64{
 		"fp32": {cfg.EpsFlopFP32.Joules() * 1e12, cfg.EpsMemPerByte.Joules() * 1e12, cfg.Pi0.Watts()},

@@ -439,7 +439,7 @@ func Joint(runs []map[string][]Point) *JointFit {
 // intervals and checks existed gets them; the points and their energies as measured). The
 // off-clock marks, fits, intervals, checks, references and derived figures are recomputed;
 // the points' own figures are kept.
-func Reanalyse(rep *Report) {
+func Reanalyse(rep *Result) {
 	var pts []Point
 	pts = append(pts, rep.Baseline...)
 	pts = append(pts, rep.Copy...)
@@ -461,7 +461,7 @@ func Reanalyse(rep *Report) {
 		pts[i].OffClock, pts[i].Fitted = false, false
 	}
 	opt := Options{Precisions: precs, Intensities: rep.Intensities, Occupancies: rep.Occupancies, ClockTolerance: rep.ClockTolerance}.withDefaults()
-	rep.Results = map[string]*Result{}
+	rep.Results = map[string]*PrecisionResult{}
 	analyse(rep, pts, opt, limit)
 }
 
@@ -469,7 +469,7 @@ func Reanalyse(rep *Report) {
 // (memory_power_w) that figure from the run's trace (trace.csv of `archline --out`), where
 // the trace has a memory power channel; it says whether it did. Reanalyse then splits
 // eps_mem with it.
-func FillMemory(rep *Report, tr *trace.Trace) bool {
+func FillMemory(rep *Result, tr *trace.Trace) bool {
 	filled := false
 	set := func(ps []Point) {
 		for i := range ps {

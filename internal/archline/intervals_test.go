@@ -31,7 +31,7 @@ func hidden(seed uint64, extra string) string {
 
 // truthFit is eq 5 fitted to the twin's own per-launch energies and times of the points
 // the run fitted (no sensor in between): the value the model can find on these kernels.
-func truthFit(t *testing.T, sm simtest.Sim, res *Result, opt Options) Fit {
+func truthFit(t *testing.T, sm simtest.Sim, res *PrecisionResult, opt Options) Fit {
 	t.Helper()
 	ds, err := Plan(sm.Dev.Props(), opt)
 	if err != nil {
@@ -133,7 +133,7 @@ func TestIntervalsHoldHiddenTruth(t *testing.T) {
 
 // runHidden runs the sweep on a hidden config and returns the report, the config and the
 // opened twin.
-func runHidden(t *testing.T, js string, opt Options) (*Report, sim.Config, simtest.Sim) {
+func runHidden(t *testing.T, js string, opt Options) (*Result, sim.Config, simtest.Sim) {
 	t.Helper()
 	cfg, err := sim.LoadConfig(strings.NewReader(js))
 	if err != nil {
@@ -144,7 +144,7 @@ func runHidden(t *testing.T, js string, opt Options) (*Report, sim.Config, simte
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, _, err := Run(context.Background(), m, sm.Dev, opt)
+	rep, _, err := Measure(context.Background(), m, sm.Dev, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestReanalyseH200(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep Report
+	var rep Result
 	if err := json.NewDecoder(zr).Decode(&rep); err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestMemorySplitH200Trace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep Report
+	var rep Result
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestPooledRunsKeepMisfit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep Report
+	var rep Result
 	if err := json.NewDecoder(zr).Decode(&rep); err != nil {
 		t.Fatal(err)
 	}

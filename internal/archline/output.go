@@ -17,7 +17,7 @@ import (
 // precisions returns the report's precisions in order: fp32 before fp64.
 // AllWarnings are the run's warnings, then each precision's (about that precision), then
 // the points' (about each point: PointWarnings).
-func (r *Report) AllWarnings() []status.Warning {
+func (r *Result) AllWarnings() []status.Warning {
 	ws := slices.Clone(r.Warnings)
 	for _, p := range r.precisions() {
 		ws = append(ws, status.WithSubject(p, r.Results[p].Warnings)...)
@@ -26,7 +26,7 @@ func (r *Report) AllWarnings() []status.Warning {
 	return append(ws, pw...)
 }
 
-func (r *Report) precisions() []string {
+func (r *Result) precisions() []string {
 	var ps []string
 	for p := range r.Results {
 		ps = append(ps, p)
@@ -38,7 +38,7 @@ func (r *Report) precisions() []string {
 func f4(v float64) string { return fmt.Sprintf("%.4g", v) }
 
 // Tables returns the report's tables, after the thesis's Tables 3-9.
-func (r *Report) Tables() []report.Table {
+func (r *Result) Tables() []report.Table {
 	ps := r.precisions()
 	var ts []report.Table
 	// Table 3: kernels against the peaks.
@@ -198,7 +198,7 @@ func pctDiff(v, of float64) string {
 }
 
 // WriteText prints the tables.
-func WriteText(w io.Writer, r *Report) error {
+func WriteText(w io.Writer, r *Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n Energy roofline (archline) of GPU %d, %s (%s, %d SMs, cc %s)\n", r.GPU.Index, r.GPU.Name, r.Device, r.Props.SMs, r.Props.ComputeCapability)
 	idle := r.IdleLevel
@@ -234,7 +234,7 @@ func WriteText(w io.Writer, r *Report) error {
 }
 
 // occColors gives each occupancy a palette colour.
-func (r *Report) occColors() map[float64]string {
+func (r *Result) occColors() map[float64]string {
 	pal := report.Palette()
 	m := map[float64]string{}
 	for i, o := range r.Occupancies {
@@ -254,7 +254,7 @@ func logGrid(a, b float64, n int) []float64 {
 
 // Plots returns one precision's plots: roofline (Figs 4, 6, 8), archline, powerline
 // (Figs 7, 9) and the residuals.
-func (r *Report) Plots(prec string) []report.Plot {
+func (r *Result) Plots(prec string) []report.Plot {
 	res := r.Results[prec]
 	if res == nil {
 		return nil
@@ -335,7 +335,7 @@ func (r *Report) Plots(prec string) []report.Plot {
 }
 
 // Page is report.html.
-func Page(r *Report) report.Page {
+func Page(r *Result) report.Page {
 	pg := report.Page{Title: "gpuwatt archline: the energy roofline",
 		Subtitle: fmt.Sprintf("%s, GPU %d %s (%d SMs, cc %s)", r.Device, r.GPU.Index, r.GPU.Name, r.Props.SMs, r.Props.ComputeCapability)}
 	if r.Simulated {
@@ -366,7 +366,7 @@ func Page(r *Report) report.Page {
 }
 
 // JSONResults is what --json prints: one entry per precision.
-func (r *Report) JSONResults() map[string]*Result { return r.Results }
+func (r *Result) JSONResults() map[string]*PrecisionResult { return r.Results }
 
 // PM is v ± the half-width of its interval ci (v alone without one; [lo, hi] where the
 // interval is lopsided).
@@ -382,7 +382,7 @@ func PM(v float64, ci [2]float64) string {
 }
 
 // checkTables are the model checks (Checks) and the memory split, per precision.
-func (r *Report) checkTables(ps []string) []report.Table {
+func (r *Result) checkTables(ps []string) []report.Table {
 	occ := report.Table{Caption: "Model check: eq 5 on each occupancy alone, and each occupancy predicted by eq 5 fitted to the others (measured − predicted, %)",
 		Header: []string{"precision", "occupancy", "points", "eps_flop pJ/flop", "eps_mem pJ/B", "pi0 W", "R²", "predicted from the others: mean %", "rms %", "max |%|"}}
 	fam := report.Table{Caption: "Model check: residuals by kernel family against eq 5 (flop kernel: W eps_flop + T pi0; copy: Q eps_mem + T pi0; baseline: T pi0), %",
@@ -453,7 +453,7 @@ func (r *Report) checkTables(ps []string) []report.Table {
 
 // tensorTable is the tensor precisions' energy per MAC (issue 33): eps_mac = 2 eps_flop,
 // the energy balance in MACs per byte, and where the power cap bends the archline.
-func (r *Report) tensorTable() (report.Table, bool) {
+func (r *Result) tensorTable() (report.Table, bool) {
 	t := report.Table{Caption: "Tensor cores (issue 33): E = MACs eps_mac + Q eps_mem + T pi0, with 95 % intervals; B_eps = eps_mem / eps_mac; the powerline meets the power limit where the GPU lowers its clock",
 		Header: []string{"precision", "eps_mac pJ/MAC", "eps_mem pJ/B", "pi0 W", "B_eps MAC/B", "effective balance MAC/B", "B_tau MAC/B", "power-capped from, flop/B"}}
 	for _, p := range r.precisions() {

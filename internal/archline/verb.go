@@ -39,7 +39,7 @@ func (o Options) Validate() error {
 
 // Run sweeps GPU o.GPU of env.System on env.Clock and fits the archline. Errors wrapping
 // status.ErrInput are bad input.
-func (o Options) Run(ctx context.Context, env device.Env) (*Report, *trace.Trace, error) {
+func (o Options) Run(ctx context.Context, env device.Env) (*Result, *trace.Trace, error) {
 	if err := o.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", status.ErrInput, err)
 	}
@@ -54,7 +54,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, *trace.Trace
 	if o.Progress == nil {
 		o.Progress = env.Progress
 	}
-	rep, tr, err := Run(ctx, m, dev, o)
+	rep, tr, err := Measure(ctx, m, dev, o)
 	if rep != nil {
 		rep.Device, rep.Simulated = env.System.Name(), env.System.Simulated()
 	}

@@ -104,7 +104,7 @@ type Results struct {
 	// data because the readings behind them are not part of the sensor report.
 	SensorPlots []report.Plot     `json:"sensor_plots,omitempty"`
 	Micro       *micro.Report     `json:"micro,omitempty"`
-	Archline    *archline.Report  `json:"archline,omitempty"`
+	Archline    *archline.Result  `json:"archline,omitempty"`
 	Loadlevel   *loadlevel.Result `json:"loadlevel,omitempty"`
 
 	// Status: every warning raised on the way, each about its stage (Subject "micro",
@@ -438,7 +438,7 @@ func runArchline(ctx context.Context, opt Options, res *Results) (bool, error) {
 		ao.Intensities, ao.Occupancies, ao.Loop = archline.QuickIntensities, archline.QuickOccupancies, archline.QuickLoop
 	}
 	ao.Progress = opt.Progress
-	rep, _, runErr := archline.Run(ctx, m, opt.Device, ao)
+	rep, _, runErr := archline.Measure(ctx, m, opt.Device, ao)
 	if rep == nil {
 		return false, runErr
 	}

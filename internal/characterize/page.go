@@ -296,7 +296,7 @@ func (r *Results) archlineSections() []report.Section {
 	return secs
 }
 
-func precisions(a *archline.Report) []string {
+func precisions(a *archline.Result) []string {
 	var ps []string
 	for p := range a.Results {
 		if a.Results[p] != nil {

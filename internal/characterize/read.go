@@ -36,7 +36,7 @@ func ParseReport(b []byte, name string) (*Results, error) {
 		Format string `json:"format"`
 	}
 	if json.Unmarshal(b, &head) == nil && head.Format == archline.Format {
-		var a archline.Report
+		var a archline.Result
 		if err := json.Unmarshal(b, &a); err != nil {
 			return nil, fmt.Errorf("%s: %v", name, err)
 		}

@@ -12,8 +12,8 @@ import (
 
 // card is a results with one archline figure set (fp32 eps_mem and pi0 with intervals).
 func card(uuid string, epsMem, hw float64) *Results {
-	res := &archline.Result{EpsFlopPJ: 4.2, EpsFlopCI: [2]float64{4.1, 4.3}, EpsMemPJPerByte: epsMem, EpsMemCI: [2]float64{epsMem - hw, epsMem + hw}, Pi0W: 148, Pi0CI: [2]float64{142, 154}}
-	return &Results{GPU: trace.GPU{UUID: uuid}, Archline: &archline.Report{Results: map[string]*archline.Result{"fp32": res}}}
+	res := &archline.PrecisionResult{EpsFlopPJ: 4.2, EpsFlopCI: [2]float64{4.1, 4.3}, EpsMemPJPerByte: epsMem, EpsMemCI: [2]float64{epsMem - hw, epsMem + hw}, Pi0W: 148, Pi0CI: [2]float64{142, 154}}
+	return &Results{GPU: trace.GPU{UUID: uuid}, Archline: &archline.Result{Results: map[string]*archline.PrecisionResult{"fp32": res}}}
 }
 
 // TestReproducibility: the CV over runs, and a card-to-card difference named only beyond
@@ -65,7 +65,7 @@ func TestMicroAbovePi0(t *testing.T) {
 	if r.MicroAbovePi0() != m {
 		t.Fatal("without archline, micro's report changed")
 	}
-	r.Archline = &archline.Report{Pi0: &archline.JointFit{Pi0W: 150, Pi0CI: [2]float64{145, 155}}}
+	r.Archline = &archline.Result{Pi0: &archline.JointFit{Pi0W: 150, Pi0CI: [2]float64{145, 155}}}
 	got := r.MicroAbovePi0()
 	row := got.Rows[0]
 	// time per op 3.6/120 = 0.03 ps·W; pi0's share 150 × 0.03 = 4.5; above 7.5 ± hypot(0.1, 5 × 0.03).

@@ -89,7 +89,7 @@ func (r *Results) KeyFigures() []KeyFigure {
 // archlineFigures are energy per flop by precision, per byte of HBM and pi0, from the
 // card's joint fit (one pi0 and eps_mem per card) where it succeeded, else from each
 // precision's own fit.
-func archlineFigures(a *archline.Report) []KeyFigure {
+func archlineFigures(a *archline.Result) []KeyFigure {
 	var fs []KeyFigure
 	how := "the energy roofline fit E = W eps_flop + Q eps_mem + T pi0 over the intensity sweep"
 	if j := a.Pi0; j != nil && j.Error == "" && j.Pi0W > 0 {
@@ -102,7 +102,7 @@ func archlineFigures(a *archline.Report) []KeyFigure {
 		fs = append(fs, newFigure("pi0, constant power while a kernel runs", "W", j.Pi0W, j.Pi0CI, j.Pi0AbsCI, how+" (one pi0 for the card)"))
 		return fs
 	}
-	var mem, pi0 *archline.Result
+	var mem, pi0 *archline.PrecisionResult
 	for _, p := range precisions(a) {
 		res := a.Results[p]
 		fs = append(fs, newFigure("Energy per flop, "+p, "pJ/flop", res.EpsFlopPJ, res.EpsFlopCI, res.EpsFlopAbsCI, how))

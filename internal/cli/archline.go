@@ -83,7 +83,7 @@ func (a *App) archline(ctx context.Context, args []string) int {
 	return a.suiteExit(ctx, "archline", rep.Failed, runErr)
 }
 
-func (a *App) writeArchline(dir string, rep *archline.Report, tr *trace.Trace, sys gpu.System, args []string) error {
+func (a *App) writeArchline(dir string, rep *archline.Result, tr *trace.Trace, sys gpu.System, args []string) error {
 	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.Reason
 	return writeFiles(dir, &rep.Status, []outFile{
 		{"trace.csv and trace.json", func(dir string) error { return a.saveTrace(dir, tr, sys, "archline", args) }},

@@ -25,7 +25,7 @@ func TestArchlineOnSim(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", s, stdout)
 		}
 	}
-	var rep archline.Report
+	var rep archline.Result
 	readJSON(t, filepath.Join(out, "results.json"), &rep)
 	if rep.Format != archline.Format || rep.Device != "sim:h200" || len(rep.Results) != 2 || rep.Incomplete {
 		t.Fatalf("results.json: format %q device %q %d results", rep.Format, rep.Device, len(rep.Results))
