@@ -103,7 +103,7 @@ type Results struct {
 	// SensorPlots are the step and square-wave responses with the fitted models, kept as
 	// data because the readings behind them are not part of the sensor report.
 	SensorPlots []report.Plot     `json:"sensor_plots,omitempty"`
-	Micro       *micro.Report     `json:"micro,omitempty"`
+	Micro       *micro.Result     `json:"micro,omitempty"`
 	Archline    *archline.Result  `json:"archline,omitempty"`
 	Loadlevel   *loadlevel.Result `json:"loadlevel,omitempty"`
 
@@ -416,7 +416,7 @@ func runMicro(ctx context.Context, opt Options, props gpu.Props, res *Results) (
 		mo.Idle = time.Second
 	}
 	mo.Progress = opt.Progress
-	rep, _, runErr := micro.Run(ctx, m, opt.Device, suite, mo)
+	rep, _, runErr := micro.Measure(ctx, m, opt.Device, suite, mo)
 	if rep == nil {
 		return false, runErr
 	}

@@ -109,7 +109,7 @@ func TestInvalidLoadLevelWarnedOnce(t *testing.T) {
 // as its list names them; the baseline (per launch) is left out, and a kernel with nothing
 // above pi0 has no point on the log axis.
 func TestMicroPlot(t *testing.T) {
-	m := &micro.Report{Rows: []micro.Row{
+	m := &micro.Result{Rows: []micro.Row{
 		{Name: "baseline", Unit: "launch", PJPerUnit: 4e8},
 		{Name: "fp32.fma", Unit: "op", PJPerUnit: 11.7, PJPerUnitAbovePi0: 7.9},
 		{Name: "dram.copy", Unit: "B", PJPerUnit: 110, PJPerUnitAbovePi0: 0},

@@ -240,7 +240,7 @@ func (r *Results) microSections() []report.Section {
 
 // microPlot is energy per unit over the kernels whose unit is an instruction or a byte (the
 // baseline's is a launch, off this scale), numbered in table order; names are "n kernel".
-func microPlot(m *micro.Report) (report.Plot, []string) {
+func microPlot(m *micro.Result) (report.Plot, []string) {
 	p := report.Plot{Title: "Energy per unit of work, by kernel (numbered as listed above the plot)", XLabel: "kernel number", YLabel: "energy per unit (pJ)", YLog: true}
 	all := report.Series{Name: "in all", Style: report.Points}
 	above := report.Series{Name: "above pi0", Style: report.Points}

@@ -23,7 +23,7 @@ func (r *Results) cardPi0() (v float64, ci [2]float64, ok bool) {
 // for the whole datasheet: archline.Pi0Definition), its interval with pi0's; micro's own
 // figure, the baseline kernel's power, is named in Pi0Source. Elsewhere micro's report as
 // it is (the baseline kernel's power standing for pi0, as the micro verb does).
-func (r *Results) MicroAbovePi0() *micro.Report {
+func (r *Results) MicroAbovePi0() *micro.Result {
 	m := r.Micro
 	pi0, ci, ok := r.cardPi0()
 	if m == nil || !ok || m.Pi0W <= 0 {

@@ -60,7 +60,7 @@ func TestReproducibility(t *testing.T) {
 // above it (pi0's share scaled by pi0 / the baseline kernel's power), with pi0's interval;
 // without it, micro's report as it is.
 func TestMicroAbovePi0(t *testing.T) {
-	m := &micro.Report{Pi0W: 120, Pi0HalfWidthW: 1, Rows: []micro.Row{{Name: "fp32.fma", Unit: "op", PJPerUnit: 12, PJPerUnitLow: 11.9, PJPerUnitHigh: 12.1, PJPerUnitPi0: 3.6, PJPerUnitAbovePi0: 8.4}}}
+	m := &micro.Result{Pi0W: 120, Pi0HalfWidthW: 1, Rows: []micro.Row{{Name: "fp32.fma", Unit: "op", PJPerUnit: 12, PJPerUnitLow: 11.9, PJPerUnitHigh: 12.1, PJPerUnitPi0: 3.6, PJPerUnitAbovePi0: 8.4}}}
 	r := &Results{Micro: m}
 	if r.MicroAbovePi0() != m {
 		t.Fatal("without archline, micro's report changed")

@@ -340,7 +340,7 @@ func TestLaunchFailsInMicro(t *testing.T) {
 	if code != ExitFailure || !strings.Contains(stderr.String(), "1 kernel(s) could not be measured: int32.add") {
 		t.Errorf("exit %d, stderr %q; want 1 and int32.add named", code, stderr)
 	}
-	var rep micro.Report
+	var rep micro.Result
 	readJSON(t, filepath.Join(out, "results.json"), &rep)
 	measured := map[string]bool{}
 	for _, r := range rep.Rows {
@@ -545,7 +545,7 @@ func TestMicroClockEventsUnavailable(t *testing.T) {
 	if code := a.Main(ctx, []string{"micro", "--device", "sim", "--only", "baseline", "--min-updates", "5", "--warmup", "0s", "--json"}); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rep micro.Report
+	var rep micro.Result
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}

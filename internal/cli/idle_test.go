@@ -48,7 +48,7 @@ func TestIdleLevelsPerVerb(t *testing.T) {
 	if code := a.Main(ctx, []string{"micro", "--device", "sim:h200", "--only", "baseline", "--out", out}); code != 0 {
 		t.Fatalf("micro: exit %d: %s", code, stderr)
 	}
-	var rep micro.Report
+	var rep micro.Result
 	readJSON(t, filepath.Join(out, "results.json"), &rep)
 	if !near(rep.IdlePowerW, float64(truth.Active)) || rep.IdleLevel != "active idle" {
 		t.Errorf("micro: idle %.2f W (%q), want active idle %v (idle at rest is %v)", rep.IdlePowerW, rep.IdleLevel, truth.Active, truth.AtRest)

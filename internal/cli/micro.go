@@ -140,7 +140,7 @@ func (a *App) microCheck(dir string, asJSON bool) int {
 	return ExitOK
 }
 
-func (a *App) writeMicro(dir string, rep *micro.Report, tr *trace.Trace, sys gpu.System, args []string) error {
+func (a *App) writeMicro(dir string, rep *micro.Result, tr *trace.Trace, sys gpu.System, args []string) error {
 	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = rep.Incomplete, rep.Reason
 	return writeFiles(dir, &rep.Status, []outFile{
 		{"trace.csv and trace.json", func(dir string) error { return a.saveTrace(dir, tr, sys, "micro", args) }},

@@ -16,7 +16,7 @@ func TestMicroMaxAtLeastMean(t *testing.T) {
 		if code := a.Main(ctx, []string{"micro", "--device", preset, "--json", "--quiet"}); code != 0 {
 			t.Fatalf("%s: exit %d: %s", preset, code, stderr)
 		}
-		var rep micro.Report
+		var rep micro.Result
 		if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Rows) < 30 {
 			t.Fatalf("%s: %v, %d rows", preset, err, len(rep.Rows))
 		}

@@ -17,7 +17,7 @@ func TestMicroOperands(t *testing.T) {
 	if code := a.Main(ctx, []string{"micro", "--device", "sim:h200", "--only", "baseline,fp32.fma,int32.add,fp32.sin", "--operands", "zeros,random", "--min-updates", "10", "--json"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rep micro.Report
+	var rep micro.Result
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}

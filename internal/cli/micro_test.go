@@ -26,7 +26,7 @@ func TestMicroOnSim(t *testing.T) {
 		t.Errorf("table:\n%s", stdout)
 	}
 	wantProgress(t, stderr.String(), "gpuwatt micro: [1/9] baseline", "gpuwatt micro: [9/9] coalesce.1/1")
-	var rep micro.Report
+	var rep micro.Result
 	readJSON(t, filepath.Join(out, "results.json"), &rep)
 	if rep.Format != micro.Format || len(rep.Rows) != 9 || rep.Device != "sim:h200" || rep.Pi0W <= rep.IdlePowerW {
 		t.Fatalf("results.json: format %q, %d rows, device %q, pi0 %v, idle %v", rep.Format, len(rep.Rows), rep.Device, rep.Pi0W, rep.IdlePowerW)
@@ -55,7 +55,7 @@ func TestMicroListJSONAndBadInput(t *testing.T) {
 	if code := a.Main(ctx, []string{"micro", "--device", "sim", "--only", "int32.add", "--json"}); code != 0 {
 		t.Fatalf("--json: exit %d", code)
 	}
-	var rep micro.Report
+	var rep micro.Result
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Rows) != 1 || rep.Rows[0].Name != "int32.add" {
 		t.Fatalf("--json: %v, %+v", err, rep.Rows)
 	}
@@ -111,7 +111,7 @@ func TestMicroWarningsToldOnceOnSim(t *testing.T) {
 	if code := a.Main(ctx, []string{"micro", "--device", "sim:h200", "--quiet", "--min-updates", "20", "--warmup", "250ms", "--out", out}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rep micro.Report
+	var rep micro.Result
 	readJSON(t, filepath.Join(out, "results.json"), &rep)
 	if noLinePerKernel(t, rep.RowWarnings(), stdout.String()) == 0 {
 		t.Fatalf("no warning shared by several kernels: the grouping is not exercised\n%s", stdout)

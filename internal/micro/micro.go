@@ -22,7 +22,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
-// Format is the value of Report.Format.
+// Format is the value of Result.Format.
 const Format = "gpuwatt-micro/1"
 
 // Options of a suite run.
@@ -43,8 +43,8 @@ type Options struct {
 	Operands []kernels.Operands
 }
 
-// Report is results.json.
-type Report struct {
+// Result is results.json.
+type Result struct {
 	Format     string    `json:"format"`
 	Device     string    `json:"device"`
 	Simulated  bool      `json:"simulated"` // measured on the sim device
@@ -171,11 +171,11 @@ type Row struct {
 	Warnings            []status.Warning `json:"warnings"`
 }
 
-// Run measures every descriptor of suite on dev (which must be a gpu.Executor) with the
+// Measure measures every descriptor of suite on dev (which must be a gpu.Executor) with the
 // Meter m, then stops m and returns the report and the trace. When ctx is cancelled it
 // stops after the kernel in progress and returns what was measured, marked incomplete,
 // together with ctx's error.
-func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Descriptor, opt Options) (*Report, *trace.Trace, error) {
+func Measure(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Descriptor, opt Options) (*Result, *trace.Trace, error) {
 	exec, ok := dev.(gpu.Executor)
 	if !ok {
 		m.Stop()
@@ -185,7 +185,7 @@ func Run(ctx context.Context, m *loop.Meter, dev gpu.Device, suite []kernels.Des
 		opt.Idle = 3 * time.Second
 	}
 	info := dev.Info()
-	rep := &Report{Format: Format, GPU: info, Props: exec.Props(), Status: status.Status{Warnings: []status.Warning{}}}
+	rep := &Result{Format: Format, GPU: info, Props: exec.Props(), Status: status.Status{Warnings: []status.Warning{}}}
 	type done struct {
 		d  kernels.Descriptor
 		me *loop.Measurement

@@ -16,14 +16,14 @@ import (
 
 // runSim runs the suite (or the named kernels) on a sim preset on a virtual clock.
 // ideal removes the boards' gain and offset errors from the energy counter.
-func runSim(t *testing.T, preset string, ideal bool, only ...string) (*Report, sim.Config) {
+func runSim(t *testing.T, preset string, ideal bool, only ...string) (*Result, sim.Config) {
 	t.Helper()
 	rep, cfg, _ := runSimDev(t, preset, ideal, only...)
 	return rep, cfg
 }
 
 // runSimDev is runSim that also returns the device, for its truth.
-func runSimDev(t *testing.T, preset string, ideal bool, only ...string) (*Report, sim.Config, *sim.Device) {
+func runSimDev(t *testing.T, preset string, ideal bool, only ...string) (*Result, sim.Config, *sim.Device) {
 	t.Helper()
 	js := `{"preset":"` + preset + `"}`
 	if ideal {
@@ -49,7 +49,7 @@ func runSimDev(t *testing.T, preset string, ideal bool, only ...string) (*Report
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, _, err := Run(context.Background(), m, dev, suite, Options{})
+	rep, _, err := Measure(context.Background(), m, dev, suite, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

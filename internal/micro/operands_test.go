@@ -44,7 +44,7 @@ func TestSimOperandPatterns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, _, err := Run(context.Background(), m, sm.Dev, suite, Options{Loop: loop.Options{MinUpdates: 20}})
+	rep, _, err := Measure(context.Background(), m, sm.Dev, suite, Options{Loop: loop.Options{MinUpdates: 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

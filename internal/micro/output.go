@@ -24,7 +24,7 @@ func PM(v, lo, hi float64) string {
 }
 
 // WriteText prints the suite's table, in the spirit of MIPP's Tables I-IV.
-func WriteText(w io.Writer, r *Report) error {
+func WriteText(w io.Writer, r *Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n MIPP suite on GPU %d, %s (%s, %d SMs, cc %s)\n", r.GPU.Index, r.GPU.Name, r.Device, r.Props.SMs, r.Props.ComputeCapability)
 	fmt.Fprintf(&b, " %s %s, baseline power pi0 %s ± %s (%s)\n", idleName(r.IdleLevel), units.Power(r.IdlePowerW), units.Power(r.Pi0W), units.Power(r.Pi0HalfWidthW), r.Pi0Source)
@@ -124,7 +124,7 @@ var CSVHeader = []string{"name", "group", "what", "unit", "launches", "time_per_
 	"energy_source", "useful_bytes_per_launch", "pj_per_useful_byte", "variant", "operands", "operand_toggle"}
 
 // WriteCSV writes results.csv: one row per kernel.
-func WriteCSV(w io.Writer, r *Report) error {
+func WriteCSV(w io.Writer, r *Result) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(CSVHeader); err != nil {
 		return err
@@ -153,7 +153,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 // Page builds report.html: the tables, and the intensity variants plotted as MIPP's
 // Figs. 6-8 (throughput and energy per byte, moved and used by the threads; average and
 // maximum power).
-func Page(r *Report) report.Page {
+func Page(r *Result) report.Page {
 	p := report.Page{
 		Title:    fmt.Sprintf("gpuwatt micro: %s", r.GPU.Name),
 		Subtitle: fmt.Sprintf("%s, GPU %d (%s), %d SMs, compute capability %s", r.Device, r.GPU.Index, r.GPU.UUID, r.Props.SMs, r.Props.ComputeCapability),
@@ -224,7 +224,7 @@ func Page(r *Report) report.Page {
 
 // dataSection is the operand data's effect: each class measured under more than one
 // operand pattern, its energy per instruction under each, and random over zeros.
-func dataSection(r *Report) (report.Section, bool) {
+func dataSection(r *Result) (report.Section, bool) {
 	if len(r.Data) == 0 {
 		return report.Section{}, false
 	}
@@ -246,7 +246,7 @@ func dataSection(r *Report) (report.Section, bool) {
 
 // variantSection plots one intensity variant: throughput, mean and max power, and energy
 // per byte moved, against the swept parameter.
-func variantSection(r *Report, title, group, key, xlabel string) (report.Section, bool) {
+func variantSection(r *Result, title, group, key, xlabel string) (report.Section, bool) {
 	var rows []Row
 	for _, x := range r.Rows {
 		if x.Group == group {
@@ -308,7 +308,7 @@ func variantSection(r *Report, title, group, key, xlabel string) (report.Section
 
 // RowWarnings are the kernels' warnings, each about its kernel (Subject), for
 // status.Group to tell a warning many kernels share once.
-func (r *Report) RowWarnings() []status.Warning {
+func (r *Result) RowWarnings() []status.Warning {
 	var ws []status.Warning
 	for _, x := range r.Rows {
 		ws = append(ws, status.WithSubject(x.Name, x.Warnings)...)

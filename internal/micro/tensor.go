@@ -65,7 +65,7 @@ func TensorFigures(rows []Row, sms int) []TensorFigure {
 }
 
 // tensorSection is the tensor cores' table for report.html and the datasheet.
-func tensorSection(r *Report) (report.Section, bool) {
+func tensorSection(r *Result) (report.Section, bool) {
 	if len(r.Tensor) == 0 {
 		return report.Section{}, false
 	}

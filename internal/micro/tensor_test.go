@@ -68,7 +68,7 @@ func TestTensorRecordedH100(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep Report
+	var rep Result
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func (o Options) Validate() error {
 // Run runs the suite (or the kernels Only names) on GPU o.GPU of env.System, on env.Clock,
 // and returns the report with the trace it was measured from. Errors wrapping status.ErrInput
 // are bad input.
-func (o Options) Run(ctx context.Context, env device.Env) (*Report, *trace.Trace, error) {
+func (o Options) Run(ctx context.Context, env device.Env) (*Result, *trace.Trace, error) {
 	if err := o.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", status.ErrInput, err)
 	}
@@ -67,7 +67,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, *trace.Trace
 	if o.Progress == nil {
 		o.Progress = env.Progress
 	}
-	rep, tr, err := Run(ctx, m, dev, suite, o)
+	rep, tr, err := Measure(ctx, m, dev, suite, o)
 	if rep != nil {
 		rep.Device, rep.Simulated = env.System.Name(), env.System.Simulated()
 	}
