@@ -98,7 +98,7 @@ type Results struct {
 	Stages []StageInfo  `json:"stages"`
 	NotRun []string     `json:"stages_not_run,omitempty"`
 
-	Sensor        *sensorchar.Report `json:"sensor,omitempty"`
+	Sensor        *sensorchar.Result `json:"sensor,omitempty"`
 	SensorProfile *correct.Profile   `json:"sensor_profile,omitempty"`
 	// SensorPlots are the step and square-wave responses with the fitted models, kept as
 	// data because the readings behind them are not part of the sensor report.
@@ -326,7 +326,7 @@ func sameGPU(prev, now *Results) error {
 }
 
 func runSensor(ctx context.Context, opt Options, exec gpu.Executor, res *Results) (bool, error) {
-	rep, err := sensorchar.Run(ctx, opt.Clock, opt.Device, exec, sensorchar.Options{Quick: opt.Quick, Progress: opt.Progress})
+	rep, err := sensorchar.Measure(ctx, opt.Clock, opt.Device, exec, sensorchar.Options{Quick: opt.Quick, Progress: opt.Progress})
 	if rep == nil {
 		if err == nil {
 			err = errors.New("no result")

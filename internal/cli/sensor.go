@@ -72,7 +72,7 @@ func (a *App) sensor(ctx context.Context, args []string) int {
 	return ExitOK
 }
 
-func (a *App) writeSensor(dir string, rep *sensorchar.Report, sys gpu.System, args []string) error {
+func (a *App) writeSensor(dir string, rep *sensorchar.Result, sys gpu.System, args []string) error {
 	tr := rep.Trace()
 	var st status.Status
 	return writeFiles(dir, &st, []outFile{

@@ -27,7 +27,7 @@ var unitSuffixes = []string{"_s", "_w", "_j", "_pj"}
 func TestResultKeysHoldTheirUnit(t *testing.T) {
 	roots := []any{
 		characterize.Results{}, loadlevel.Result{}, micro.Result{}, archline.Result{},
-		profile.Result{}, sensorchar.Report{}, energy.Report{}, measure.Summary{},
+		profile.Result{}, sensorchar.Result{}, energy.Report{}, measure.Summary{},
 	}
 	marshaler := reflect.TypeFor[json.Marshaler]()
 	duration := reflect.TypeFor[time.Duration]()

@@ -370,7 +370,7 @@ func fittedModels(t testing.TB, preset string) map[string]sensormodel.Model {
 	cfg := simtest.Preset(t, preset)
 	cfg.Seed += 1000
 	sm := simtest.OpenConfig(t, cfg)
-	rep, err := sensorchar.Run(context.Background(), sm.Clock, sm.Dev, sm.Dev, sensorchar.Options{Quick: true})
+	rep, err := sensorchar.Measure(context.Background(), sm.Clock, sm.Dev, sm.Dev, sensorchar.Options{Quick: true})
 	if err != nil {
 		t.Fatalf("%s: characterising the twin: %v", preset, err)
 	}

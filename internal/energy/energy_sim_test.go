@@ -118,7 +118,7 @@ func TestPreferenceInversion(t *testing.T) {
 	// Characterise the sensor on its own device and write its sensor.json.
 	sm := simtest.OpenConfig(t, cfg)
 	clk, dev := sm.Clock, sm.Dev
-	rep, err := sensorchar.Run(context.Background(), clk, dev, dev, sensorchar.Options{Quick: true})
+	rep, err := sensorchar.Measure(context.Background(), clk, dev, dev, sensorchar.Options{Quick: true})
 	if err != nil {
 		t.Fatal(err)
 	}

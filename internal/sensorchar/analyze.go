@@ -141,8 +141,8 @@ const (
 	CodeBackToBack      status.Code = "back_to_back"
 )
 
-// Report is the result of a characterisation.
-type Report struct {
+// Result is a characterisation of the sensors (sensor.json).
+type Result struct {
 	Device    string     `json:"device"`
 	Simulated bool       `json:"simulated"` // measured on the sim device
 	GPU       int        `json:"gpu"`
@@ -167,11 +167,11 @@ type Report struct {
 }
 
 // Trace is the recording the report was made from.
-func (r *Report) Trace() *trace.Trace { return r.rec.tr }
+func (r *Result) Trace() *trace.Trace { return r.rec.tr }
 
 // Profile is the sensor.json of the report: every characterised channel's model, with
 // its evidence.
-func (r *Report) Profile() correct.Profile {
+func (r *Result) Profile() correct.Profile {
 	p := correct.Profile{Device: r.GPUName, Channels: map[string]correct.ChannelModel{}}
 	for _, c := range r.Channels {
 		e := correct.ChannelModel{Model: c.model}
@@ -182,8 +182,8 @@ func (r *Report) Profile() correct.Profile {
 	return p
 }
 
-// Run characterises the sensors of dev, which must run kernels (exec), on clk.
-func Run(ctx context.Context, clk clock.Clock, dev gpu.Device, exec gpu.Executor, opt Options) (*Report, error) {
+// Measure characterises the sensors of dev, which must run kernels (exec), on clk.
+func Measure(ctx context.Context, clk clock.Clock, dev gpu.Device, exec gpu.Executor, opt Options) (*Result, error) {
 	rec, err := record(ctx, clk, dev, exec, opt)
 	if err != nil {
 		if rec != nil && rec.tr != nil {
@@ -192,7 +192,7 @@ func Run(ctx context.Context, clk clock.Clock, dev gpu.Device, exec gpu.Executor
 		return nil, err
 	}
 	info := dev.Info()
-	rep := &Report{GPU: info.Index, GPUName: info.Name, Quick: opt.Quick, Poll: "max", rec: rec, Warnings: []status.Warning{}}
+	rep := &Result{GPU: info.Index, GPUName: info.Name, Quick: opt.Quick, Poll: "max", rec: rec, Warnings: []status.Warning{}}
 	if opt.Poll != nil {
 		rep.Poll = opt.Poll.String()
 	}
@@ -217,7 +217,7 @@ func (c *Cut) Unwrap() error { return c.Err }
 
 func secs(s float64) time.Duration { return time.Duration(math.Round(s*1e6)) * time.Microsecond }
 
-func analyze(rep *Report, g int, truth gpu.Truth) {
+func analyze(rep *Result, g int, truth gpu.Truth) {
 	rec := rep.rec
 	tr := rec.tr
 	sch := newSchedule(slices.Clone(rec.on))
@@ -307,7 +307,7 @@ func (l *AnomalyList) UnmarshalJSON(data []byte) error {
 }
 
 // AnomalyWarnings are the anomaly tests' warnings, each about its channel.
-func (r *Report) AnomalyWarnings() []status.Warning {
+func (r *Result) AnomalyWarnings() []status.Warning {
 	var ws []status.Warning
 	for _, a := range r.Anomalies {
 		ws = append(ws, status.WithSubject(a.Channel, a.Warnings)...)

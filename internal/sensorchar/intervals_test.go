@@ -31,7 +31,7 @@ func TestIntervalsHonest(t *testing.T) {
 			if preset == "h200-late" && seed > 1 {
 				break
 			}
-			var rep *Report
+			var rep *Result
 			var dev *sim.Device
 			if seed == 1 && preset != "h200-late" {
 				rep, dev = runPreset(t, preset, true) // the presets' own seed, shared with other tests
@@ -47,7 +47,7 @@ func TestIntervalsHonest(t *testing.T) {
 				}
 				sm := simtest.OpenConfig(t, cfg)
 				var err error
-				if rep, err = Run(context.Background(), sm.Clock, sm.Dev, sm.Dev, Options{Quick: true}); err != nil {
+				if rep, err = Measure(context.Background(), sm.Clock, sm.Dev, sm.Dev, Options{Quick: true}); err != nil {
 					t.Fatal(err)
 				}
 				dev = sm.Dev

@@ -15,7 +15,7 @@ import (
 
 // Page is report.html: the channels' table, each channel's step response and square-wave
 // readings with the fitted model, and the anomaly tests.
-func (r *Report) Page() report.Page {
+func (r *Result) Page() report.Page {
 	p := report.Page{Title: "gpuwatt sensor: " + r.GPUName, Subtitle: r.Device}
 	if r.Simulated {
 		p.Notice = "Measured on the sim device: the figures are simulated"
@@ -165,7 +165,7 @@ func (a *Anomalies) WriteText(w io.Writer) {
 }
 
 // WriteText prints the report for people.
-func (r *Report) WriteText(w io.Writer) error {
+func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n Sensors of GPU %d (%s), %s, %.1f s recorded\n\n", r.GPU, r.GPUName, r.Device, r.DurationS)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -213,7 +213,7 @@ func (r *Report) WriteText(w io.Writer) error {
 }
 
 // AllChannelWarnings are the run's warnings, then each channel's (about that channel).
-func (r *Report) AllChannelWarnings() []status.Warning {
+func (r *Result) AllChannelWarnings() []status.Warning {
 	ws := slices.Clone(r.Warnings)
 	for _, c := range r.Channels {
 		ws = append(ws, status.WithSubject(c.Name, c.Warnings)...)

@@ -23,11 +23,11 @@ import (
 // quickRuns keeps the --quick characterisation of each preset (seed 1), which several tests
 // read (none changes it): each runs once per test binary.
 var quickRuns = map[string]struct {
-	rep *Report
+	rep *Result
 	dev *sim.Device
 }{}
 
-func runPreset(t *testing.T, preset string, quick bool) (*Report, *sim.Device) {
+func runPreset(t *testing.T, preset string, quick bool) (*Result, *sim.Device) {
 	t.Helper()
 	if r, ok := quickRuns[preset]; ok && quick {
 		return r.rep, r.dev
@@ -38,13 +38,13 @@ func runPreset(t *testing.T, preset string, quick bool) (*Report, *sim.Device) {
 	}
 	sm := simtest.OpenConfig(t, cfg)
 	clk, dev := sm.Clock, sm.Dev
-	rep, err := Run(context.Background(), clk, dev, dev, Options{Quick: quick})
+	rep, err := Measure(context.Background(), clk, dev, dev, Options{Quick: quick})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if quick {
 		quickRuns[preset] = struct {
-			rep *Report
+			rep *Result
 			dev *sim.Device
 		}{rep, dev}
 	}
@@ -274,7 +274,7 @@ func TestAnomaliesLateAverage(t *testing.T) {
 		cfg.Sensors[n] = sc
 	}
 	sm := simtest.OpenConfig(t, cfg)
-	rep, err := Run(context.Background(), sm.Clock, sm.Dev, sm.Dev, Options{Quick: true})
+	rep, err := Measure(context.Background(), sm.Clock, sm.Dev, sm.Dev, Options{Quick: true})
 	if err != nil {
 		t.Fatal(err)
 	}

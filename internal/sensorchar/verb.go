@@ -21,7 +21,7 @@ func (o Options) Validate() error {
 
 // Run characterises every power channel of GPU o.GPU of env.System on env.Clock. Errors
 // wrapping status.ErrInput are bad input.
-func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
+func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", status.ErrInput, err)
 	}
@@ -43,7 +43,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Report, error) {
 	if o.Progress == nil {
 		o.Progress = env.Progress
 	}
-	rep, err := Run(ctx, env.Clock, dev, exec, o)
+	rep, err := Measure(ctx, env.Clock, dev, exec, o)
 	if rep != nil {
 		rep.Device, rep.Simulated = env.System.Name(), env.System.Simulated()
 	}
