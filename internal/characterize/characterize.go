@@ -1,9 +1,9 @@
 // Package characterize is gpuwatt's energy datasheet of a GPU: it runs the sensor
 // characterisation (internal/sensorchar), the microbenchmark suite (internal/micro), the
 // archline fit (internal/archline) and a load-level run (internal/loadlevel, its CPU
-// variant) one after the other, collects every result and every warning into one Results
+// variant) one after the other, collects every result and every warning into one Result
 // (results.json), and renders it as one self-contained HTML page. The page is built from
-// Results alone, so `gpuwatt report` re-renders it from results.json, and Compare puts the
+// Result alone, so `gpuwatt report` re-renders it from results.json, and Compare puts the
 // headline figures of several GPUs side by side.
 package characterize
 
@@ -34,7 +34,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
-// Format is the value of Results.Format.
+// Format is the value of Result.Format.
 const Format = "gpuwatt-characterize/1"
 
 // The stages, in the order they run.
@@ -71,15 +71,15 @@ type StageInfo struct {
 	Run int `json:"run,omitempty"`
 }
 
-// Invocation is one gpuwatt characterize command that contributed stages to a Results.
+// Invocation is one gpuwatt characterize command that contributed stages to a Result.
 type Invocation struct {
 	Command []string `json:"command"`
 	Date    string   `json:"date"`
 	Version string   `json:"version"`
 }
 
-// Results is results.json.
-type Results struct {
+// Result is results.json.
+type Result struct {
 	Format        string    `json:"format"`
 	Version       string    `json:"version"`
 	Host          string    `json:"host"`
@@ -122,7 +122,7 @@ const (
 )
 
 // Stage returns the named stage's info, or nil.
-func (r *Results) Stage(name string) *StageInfo {
+func (r *Result) Stage(name string) *StageInfo {
 	for i := range r.Stages {
 		if r.Stages[i].Name == name {
 			return &r.Stages[i]
@@ -157,7 +157,7 @@ type Options struct {
 	OpenGPU func(uuid string) (loadlevel.GPURuntime, error)
 	// Resume, if set, holds an earlier run's results (the same GPU): its finished stages
 	// are kept as they are and only the others run.
-	Resume *Results
+	Resume *Result
 }
 
 // ErrNoExecutor is returned when the device cannot run kernels.
@@ -171,11 +171,11 @@ var stageWhat = map[string]string{
 	StageLoadlevel: "efficiency at each load level (SPEC Power methodology, GEMM or FFT transactions)",
 }
 
-// Run runs the stages and returns what they measured. An interrupted run (ctx cancelled)
+// characterise runs the stages and returns what they measured. An interrupted run (ctx cancelled)
 // returns the stages finished so far, marked incomplete, with the rest listed as not run;
 // a stage that fails is recorded, with its error among the warnings, and the next stage
-// runs. Run returns an error only when nothing could be run at all.
-func Run(ctx context.Context, opt Options) (*Results, error) {
+// runs. characterise returns an error only when nothing could be run at all.
+func characterise(ctx context.Context, opt Options) (*Result, error) {
 	if opt.Clock == nil || opt.System == nil || opt.Device == nil {
 		return nil, errors.New("characterize: Clock, System and Device are required")
 	}
@@ -207,7 +207,7 @@ func Run(ctx context.Context, opt Options) (*Results, error) {
 		}
 	}
 	sys := opt.System
-	res := &Results{Format: Format, Device: sys.Name(), Sim: sys.Simulated(),
+	res := &Result{Format: Format, Device: sys.Name(), Sim: sys.Simulated(),
 		DriverVersion: sys.DriverVersion(), NVMLVersion: sys.NVMLVersion(), GPU: opt.Device.Info(), Props: props, Quick: opt.Quick}
 	if res.GPU.Name == "" {
 		res.GPU.Name = props.Name
@@ -289,7 +289,7 @@ func Run(ctx context.Context, opt Options) (*Results, error) {
 }
 
 // kept returns the stage's info in an earlier run's results when that run finished it.
-func (r *Results) kept(name string) *StageInfo {
+func (r *Result) kept(name string) *StageInfo {
 	if r == nil {
 		return nil
 	}
@@ -300,7 +300,7 @@ func (r *Results) kept(name string) *StageInfo {
 }
 
 // copyStage takes a stage's results from an earlier run.
-func (r *Results) copyStage(from *Results, name string) {
+func (r *Result) copyStage(from *Result, name string) {
 	switch name {
 	case StageSensor:
 		r.Sensor, r.SensorProfile, r.SensorPlots = from.Sensor, from.SensorProfile, from.SensorPlots
@@ -314,7 +314,7 @@ func (r *Results) copyStage(from *Results, name string) {
 }
 
 // sameGPU checks that an earlier run's results are of the GPU now being characterised.
-func sameGPU(prev, now *Results) error {
+func sameGPU(prev, now *Result) error {
 	if prev.Format != Format {
 		return fmt.Errorf("%w: --resume: format %q, want %q", status.ErrInput, prev.Format, Format)
 	}
@@ -325,7 +325,7 @@ func sameGPU(prev, now *Results) error {
 	return nil
 }
 
-func runSensor(ctx context.Context, opt Options, exec gpu.Executor, res *Results) (bool, error) {
+func runSensor(ctx context.Context, opt Options, exec gpu.Executor, res *Result) (bool, error) {
 	rep, err := sensorchar.Measure(ctx, opt.Clock, opt.Device, exec, sensorchar.Options{Quick: opt.Quick, Progress: opt.Progress})
 	if rep == nil {
 		if err == nil {
@@ -397,7 +397,7 @@ func poll() sensor.Options {
 	return p
 }
 
-func runMicro(ctx context.Context, opt Options, props gpu.Props, res *Results) (bool, error) {
+func runMicro(ctx context.Context, opt Options, props gpu.Props, res *Result) (bool, error) {
 	// Each class with operand patterns runs with zeros and with random operands: the
 	// datasheet's data-dependence column (micro.DataEffect); the tensor-core classes with
 	// random operands only (their energy per MAC; `micro --operands all` has the rest).
@@ -428,7 +428,7 @@ func runMicro(ctx context.Context, opt Options, props gpu.Props, res *Results) (
 	return runErr != nil || rep.Incomplete, runErr
 }
 
-func runArchline(ctx context.Context, opt Options, res *Results) (bool, error) {
+func runArchline(ctx context.Context, opt Options, res *Result) (bool, error) {
 	m, err := loop.Start(ctx, opt.Clock, []gpu.Device{opt.Device}, poll())
 	if err != nil {
 		return false, err
@@ -465,7 +465,7 @@ func LoadIntervals(quick bool) (loadlevel.Intervals, []float64) {
 
 // runLoadlevel runs the load-level stage through loadlevel's own policy (the variant, the
 // users, the power sources) on the stage's device and clock.
-func runLoadlevel(ctx context.Context, opt Options, res *Results) (bool, error) {
+func runLoadlevel(ctx context.Context, opt Options, res *Result) (bool, error) {
 	lo := loadlevel.DefaultOptions()
 	lo.Intervals, lo.Levels = LoadIntervals(opt.Quick)
 	lo.GPU, lo.OpenGPU = opt.Device.Info().Index, opt.OpenGPU
@@ -489,7 +489,7 @@ func runLoadlevel(ctx context.Context, opt Options, res *Results) (bool, error) 
 
 // collectWarnings gathers the warnings of every stage's report, each about its stage
 // ("micro") or its stage's kernel, point or channel ("micro: int32.add").
-func collectWarnings(r *Results) []status.Warning {
+func collectWarnings(r *Result) []status.Warning {
 	var out []status.Warning
 	add := func(subject string, ws []status.Warning) {
 		out = append(out, status.WithSubject(subject, ws)...)
@@ -531,7 +531,7 @@ func collectWarnings(r *Results) []status.Warning {
 // Upgrade gives the per-kernel and per-point warnings of results read from an old
 // results.json (plain strings, no codes) their codes and keys (region.Legacy), so that a
 // page rendered again from it groups them as a new run's page does.
-func (r *Results) Upgrade() {
+func (r *Result) Upgrade() {
 	if m := r.Micro; m != nil {
 		for i := range m.Rows {
 			m.Rows[i].Warnings = region.Legacy(m.Rows[i].Warnings)
@@ -567,7 +567,7 @@ func (r *Results) Upgrade() {
 // WarningLines are the run's warnings as told on the page and counted in the headline:
 // grouped (status.GroupEach), a warning many kernels or points of one stage share told
 // once with their count out of the stage's kernels or points.
-func (r *Results) WarningLines() []string {
+func (r *Result) WarningLines() []string {
 	return status.GroupEach(r.Warnings, func(stage string) int {
 		switch {
 		case stage == StageMicro && r.Micro != nil:

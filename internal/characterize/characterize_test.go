@@ -40,7 +40,7 @@ func TestInterrupted(t *testing.T) {
 			cancel()
 		}
 	}
-	r, err := Run(ctx, opt)
+	r, err := characterise(ctx, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestInterrupted(t *testing.T) {
 func TestUnknownStage(t *testing.T) {
 	opt := openSim(t)
 	opt.Stages = []string{"sensor", "tea"}
-	if _, err := Run(context.Background(), opt); err == nil || !strings.Contains(err.Error(), `"tea"`) {
+	if _, err := characterise(context.Background(), opt); err == nil || !strings.Contains(err.Error(), `"tea"`) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -88,7 +88,7 @@ func TestInvalidLoadLevelWarnedOnce(t *testing.T) {
 	run := func() *loadlevel.RunResult {
 		return &loadlevel.RunResult{Invalid: []string{why}, Status: note("run note")}
 	}
-	r := &Results{Loadlevel: &loadlevel.Result{Status: note("stage note"), Configs: []*loadlevel.ConfigResult{
+	r := &Result{Loadlevel: &loadlevel.Result{Status: note("stage note"), Configs: []*loadlevel.ConfigResult{
 		{Runs: []*loadlevel.RunResult{run(), run()}}}}}
 	ws := status.Group(collectWarnings(r), 0)
 	n := 0
@@ -139,7 +139,7 @@ func TestShortNames(t *testing.T) {
 
 // TestHeadlineNamesTheCard: two cards of one model are told apart by UUID and date.
 func TestHeadlineNamesTheCard(t *testing.T) {
-	r := &Results{GPU: trace.GPU{Name: "NVIDIA H200", UUID: "GPU-7834e710"}, Date: "2026-11-21T13:36:36Z"}
+	r := &Result{GPU: trace.GPU{Name: "NVIDIA H200", UUID: "GPU-7834e710"}, Date: "2026-11-21T13:36:36Z"}
 	h := r.Headline()
 	if !slices.Contains(h, [2]string{"UUID", "GPU-7834e710"}) || !slices.Contains(h, [2]string{"date", "2026-11-21T13:36:36Z"}) {
 		t.Errorf("headline %q", h)

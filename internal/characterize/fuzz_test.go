@@ -42,19 +42,19 @@ func FuzzResultsJSON(f *testing.F) {
 			}
 			return
 		}
-		noNaN(t, "report dir", Compare([]*Results{r}, []string{"dir"}))
+		noNaN(t, "report dir", Compare([]*Result{r}, []string{"dir"}))
 		// report DIR1 DIR2: the same results side by side (the reproducibility table's
 		// mean and CV over them), and its --json.
 		r2, _ := ParseReport([]byte(in), name)
-		noNaN(t, "report dir dir2", Compare([]*Results{r, r2}, []string{"dir", "dir2"}))
+		noNaN(t, "report dir dir2", Compare([]*Result{r, r2}, []string{"dir", "dir2"}))
 		var js bytes.Buffer
-		if err := report.WriteJSONTo(&js, Reproducibility([]*Results{r, r2}, []string{"dir", "dir2"})); err != nil {
+		if err := report.WriteJSONTo(&js, Reproducibility([]*Result{r, r2}, []string{"dir", "dir2"})); err != nil {
 			t.Fatalf("report --json dir dir2: %v", err)
 		}
 		// report --refit: archline's points fitted again.
 		if r3, _ := ParseReport([]byte(in), name); r3.Archline != nil {
 			archline.Reanalyse(r3.Archline)
-			noNaN(t, "report --refit dir", Compare([]*Results{r3}, []string{"dir"}))
+			noNaN(t, "report --refit dir", Compare([]*Result{r3}, []string{"dir"}))
 		}
 	})
 }

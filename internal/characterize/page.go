@@ -74,7 +74,7 @@ func g4(v float64) string {
 }
 
 // Title is the page's title for one result.
-func (r *Results) Title() string {
+func (r *Result) Title() string {
 	name := r.GPU.Name
 	if name == "" {
 		name = "GPU"
@@ -84,7 +84,7 @@ func (r *Results) Title() string {
 
 // Page renders the results as one self-contained HTML page. It reads nothing but r, so
 // the same results.json always gives the same page.
-func (r *Results) Page() report.Page {
+func (r *Result) Page() report.Page {
 	mode := "full"
 	if r.Quick {
 		mode = "quick"
@@ -110,7 +110,7 @@ func (r *Results) Page() report.Page {
 	fold(FoldRun, r.gpuSection())
 	fold(FoldFigures, report.Section{Title: TitleHeadline,
 		Text:  "Every figure of the run with its 95 % interval on this board's scale; gpuwatt report DIR1 DIR2 puts them side by side.",
-		Table: headlineTable([]*Results{r}, nil)})
+		Table: headlineTable([]*Result{r}, nil)})
 	fold(FoldSensors, r.sensorSections()...)
 	fold(FoldMicro, r.microSections()...)
 	fold(FoldArchline, r.archlineSections()...)
@@ -125,7 +125,7 @@ func (r *Results) Page() report.Page {
 	return p
 }
 
-func (r *Results) gpuSection() report.Section {
+func (r *Result) gpuSection() report.Section {
 	t := &report.Table{Header: []string{"", ""}, Align: []string{"l", "l"}}
 	add := func(k, v string) {
 		if v != "" {
@@ -179,7 +179,7 @@ func (r *Results) gpuSection() report.Section {
 }
 
 // notRun is the text of a stage's section when the stage has no result.
-func (r *Results) notRun(stage string) string {
+func (r *Result) notRun(stage string) string {
 	if s := r.Stage(stage); s != nil {
 		switch s.Status {
 		case StatusFailed:
@@ -191,7 +191,7 @@ func (r *Results) notRun(stage string) string {
 	return "This stage was not run."
 }
 
-func (r *Results) sensorSections() []report.Section {
+func (r *Result) sensorSections() []report.Section {
 	s := r.Sensor
 	if s == nil {
 		return []report.Section{{Title: TitleSensors, Text: r.notRun(StageSensor)}}
@@ -220,7 +220,7 @@ func (r *Results) sensorSections() []report.Section {
 	return secs
 }
 
-func (r *Results) microSections() []report.Section {
+func (r *Result) microSections() []report.Section {
 	m := r.MicroAbovePi0()
 	if m == nil {
 		return []report.Section{{Title: TitleMicro, Text: r.notRun(StageMicro)}}
@@ -260,7 +260,7 @@ func microPlot(m *micro.Result) (report.Plot, []string) {
 	return p, names
 }
 
-func (r *Results) archlineSections() []report.Section {
+func (r *Result) archlineSections() []report.Section {
 	a := r.Archline
 	if a == nil {
 		return []report.Section{{Title: TitleArchline, Text: r.notRun(StageArchline)}}
@@ -307,7 +307,7 @@ func precisions(a *archline.Result) []string {
 	return ps
 }
 
-func (r *Results) loadlevelSections() []report.Section {
+func (r *Result) loadlevelSections() []report.Section {
 	l := r.Loadlevel
 	if l == nil {
 		return []report.Section{{Title: TitleLoadlevel, Text: r.notRun(StageLoadlevel)}}
@@ -332,7 +332,7 @@ func (r *Results) loadlevelSections() []report.Section {
 }
 
 // Headline is one result's comparable figures, as (label, value) pairs in order.
-func (r *Results) Headline() [][2]string {
+func (r *Result) Headline() [][2]string {
 	var h [][2]string
 	add := func(k, v string) { h = append(h, [2]string{k, v}) }
 	add("GPU", r.GPU.Name)
@@ -405,7 +405,7 @@ func (r *Results) Headline() [][2]string {
 
 // headlineTable is the headline figures of one or more results, one column each; names
 // label the columns (nil: "value").
-func headlineTable(rs []*Results, names []string) *report.Table {
+func headlineTable(rs []*Result, names []string) *report.Table {
 	t := &report.Table{Header: []string{"figure"}}
 	var order []string
 	vals := map[string][]string{}
@@ -445,7 +445,7 @@ const ComparisonTitle = "Summary, side by side"
 
 // Compare renders several results on one page: the headline figures side by side (one
 // column per result, labelled by names), then each result's page in turn.
-func Compare(rs []*Results, names []string) report.Page {
+func Compare(rs []*Result, names []string) report.Page {
 	if len(rs) == 1 {
 		return rs[0].Page()
 	}

@@ -10,7 +10,7 @@ import (
 
 // cardPi0 is the card's pi0 (archline.Pi0Definition) with its interval, from the archline
 // stage; false where that stage gave none.
-func (r *Results) cardPi0() (v float64, ci [2]float64, ok bool) {
+func (r *Result) cardPi0() (v float64, ci [2]float64, ok bool) {
 	a := r.Archline
 	if a == nil || a.Pi0 == nil || a.Pi0.Error != "" || a.Pi0.Pi0W <= 0 {
 		return 0, ci, false
@@ -23,7 +23,7 @@ func (r *Results) cardPi0() (v float64, ci [2]float64, ok bool) {
 // for the whole datasheet: archline.Pi0Definition), its interval with pi0's; micro's own
 // figure, the baseline kernel's power, is named in Pi0Source. Elsewhere micro's report as
 // it is (the baseline kernel's power standing for pi0, as the micro verb does).
-func (r *Results) MicroAbovePi0() *micro.Result {
+func (r *Result) MicroAbovePi0() *micro.Result {
 	m := r.Micro
 	pi0, ci, ok := r.cardPi0()
 	if m == nil || !ok || m.Pi0W <= 0 {

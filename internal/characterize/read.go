@@ -12,8 +12,8 @@ import (
 // ParseResults reads a results.json written by Run, as `gpuwatt report` and
 // `characterize --resume` read it; name (its path) starts each error, which is one line
 // saying what was found and what was expected. Results of older formats are upgraded.
-func ParseResults(b []byte, name string) (*Results, error) {
-	var r Results
+func ParseResults(b []byte, name string) (*Result, error) {
+	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
@@ -31,7 +31,7 @@ func ParseResults(b []byte, name string) (*Results, error) {
 // ParseReport reads what `gpuwatt report` compares: characterize's results.json, or the
 // results.json of `gpuwatt archline --out DIR`, taken as a datasheet of its archline stage
 // alone (so that archline runs compare with datasheets).
-func ParseReport(b []byte, name string) (*Results, error) {
+func ParseReport(b []byte, name string) (*Result, error) {
 	var head struct {
 		Format string `json:"format"`
 	}
@@ -40,7 +40,7 @@ func ParseReport(b []byte, name string) (*Results, error) {
 		if err := json.Unmarshal(b, &a); err != nil {
 			return nil, fmt.Errorf("%s: %v", name, err)
 		}
-		r := &Results{Format: Format, Device: a.Device, Sim: a.Simulated, GPU: a.GPU, Props: a.Props, Archline: &a,
+		r := &Result{Format: Format, Device: a.Device, Sim: a.Simulated, GPU: a.GPU, Props: a.Props, Archline: &a,
 			Stages: []StageInfo{{Name: StageArchline, Status: StatusDone}}, Status: a.Status}
 		r.Upgrade()
 		r.Warnings = append([]status.Warning(nil), collectWarnings(r)...)

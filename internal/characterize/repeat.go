@@ -29,7 +29,7 @@ type Figure struct {
 // table: pi0, micro's fp32/fp64 FMA, DRAM read and copy and the bf16/fp8 wgmma tensor
 // cores, the load levels' full-load and active-idle power, each precision's eps_flop,
 // eps_mem, pi0 and eps_mem's memory-rail part, B_tau and B_eps.
-func (r *Results) Figures() []Figure {
+func (r *Result) Figures() []Figure {
 	var fs []Figure
 	add := func(name string, v, lo, hi float64, abs bool) {
 		if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
@@ -122,7 +122,7 @@ type PooledFit struct {
 }
 
 // Reproducibility compares the headline figures of several runs (names label them).
-func Reproducibility(rs []*Results, names []string) *Repro {
+func Reproducibility(rs []*Result, names []string) *Repro {
 	rp := &Repro{Runs: names}
 	cards := map[string]bool{}
 	for _, r := range rs {
@@ -210,7 +210,7 @@ func meanSD(vs []float64) (mean, sd float64) {
 // pair of runs of different cards, the gap between the values against the two half-widths
 // (each at least the run-to-run SD of that card where it has several runs), plus GainPart
 // of each value for an absolute figure.
-func cardDifference(rs []*Results, f ReproFigure, has []bool, abs bool) (bool, string) {
+func cardDifference(rs []*Result, f ReproFigure, has []bool, abs bool) (bool, string) {
 	// Per card: the mean value and a half-width.
 	type card struct {
 		v, hw float64

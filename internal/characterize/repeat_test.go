@@ -11,9 +11,9 @@ import (
 )
 
 // card is a results with one archline figure set (fp32 eps_mem and pi0 with intervals).
-func card(uuid string, epsMem, hw float64) *Results {
+func card(uuid string, epsMem, hw float64) *Result {
 	res := &archline.PrecisionResult{EpsFlopPJ: 4.2, EpsFlopCI: [2]float64{4.1, 4.3}, EpsMemPJPerByte: epsMem, EpsMemCI: [2]float64{epsMem - hw, epsMem + hw}, Pi0W: 148, Pi0CI: [2]float64{142, 154}}
-	return &Results{GPU: trace.GPU{UUID: uuid}, Archline: &archline.Result{Results: map[string]*archline.PrecisionResult{"fp32": res}}}
+	return &Result{GPU: trace.GPU{UUID: uuid}, Archline: &archline.Result{Results: map[string]*archline.PrecisionResult{"fp32": res}}}
 }
 
 // TestReproducibility: the CV over runs, and a card-to-card difference named only beyond
@@ -29,7 +29,7 @@ func TestReproducibility(t *testing.T) {
 		return ReproFigure{}
 	}
 	// Three runs of one card: CV = SD / mean.
-	rp := Reproducibility([]*Results{card("A", 90, 2), card("A", 91, 2), card("A", 92, 2)}, []string{"1", "2", "3"})
+	rp := Reproducibility([]*Result{card("A", 90, 2), card("A", 91, 2), card("A", 92, 2)}, []string{"1", "2", "3"})
 	if f := find(rp, "fp32 eps_mem (pJ/B)"); rp.Cards != 1 || math.Abs(f.CVPct-100*1.0/91) > 1e-9 || f.Differs || f.Verdict != "" {
 		t.Errorf("one card: %+v", f)
 	}
@@ -42,7 +42,7 @@ func TestReproducibility(t *testing.T) {
 		{76, 91, 4, false},  // 15 apart: within 4 + 4 + 8.35
 		{90, 91.5, 0, true}, // without an interval: not judged
 	} {
-		rp := Reproducibility([]*Results{card("A", tc.a, tc.hw), card("B", tc.b, tc.hw)}, []string{"a", "b"})
+		rp := Reproducibility([]*Result{card("A", tc.a, tc.hw), card("B", tc.b, tc.hw)}, []string{"a", "b"})
 		f := find(rp, "fp32 eps_mem (pJ/B)")
 		if tc.hw == 0 {
 			if f.Differs || !strings.Contains(f.Verdict, "not judged") {
@@ -61,7 +61,7 @@ func TestReproducibility(t *testing.T) {
 // without it, micro's report as it is.
 func TestMicroAbovePi0(t *testing.T) {
 	m := &micro.Result{Pi0W: 120, Pi0HalfWidthW: 1, Rows: []micro.Row{{Name: "fp32.fma", Unit: "op", PJPerUnit: 12, PJPerUnitLow: 11.9, PJPerUnitHigh: 12.1, PJPerUnitPi0: 3.6, PJPerUnitAbovePi0: 8.4}}}
-	r := &Results{Micro: m}
+	r := &Result{Micro: m}
 	if r.MicroAbovePi0() != m {
 		t.Fatal("without archline, micro's report changed")
 	}

@@ -9,10 +9,10 @@ import (
 // Resuming with another GPU's results is refused, naming both.
 func TestResumeOtherGPU(t *testing.T) {
 	opt := openSim(t)
-	prev := &Results{Format: Format, Device: "nvml", Stages: []StageInfo{{Name: StageSensor, Status: StatusDone}}}
+	prev := &Result{Format: Format, Device: "nvml", Stages: []StageInfo{{Name: StageSensor, Status: StatusDone}}}
 	prev.GPU.Name, prev.GPU.UUID = "NVIDIA H200", "GPU-1234"
 	opt.Resume = prev
-	_, err := Run(context.Background(), opt)
+	_, err := characterise(context.Background(), opt)
 	if err == nil || !strings.Contains(err.Error(), "GPU-1234") || !strings.Contains(err.Error(), "not of GPU 0") {
 		t.Fatalf("err %v, want a refusal naming both GPUs", err)
 	}
@@ -22,7 +22,7 @@ func TestResumeOtherGPU(t *testing.T) {
 func TestResumeRerunsUnfinished(t *testing.T) {
 	opt := openSim(t)
 	opt.Stages = []string{StageSensor, StageMicro}
-	first, err := Run(context.Background(), opt)
+	first, err := characterise(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestResumeRerunsUnfinished(t *testing.T) {
 	first.Runs = []Invocation{{Command: []string{"first"}}}
 	opt2 := openSim(t)
 	opt2.Stages, opt2.Resume = opt.Stages, first
-	r, err := Run(context.Background(), opt2)
+	r, err := characterise(context.Background(), opt2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func newFigure(name, unit string, v float64, rel, abs [2]float64, how string) Ke
 // KeyFigures are the five figures people compare GPUs by, as far as the run measured them:
 // energy per flop by precision, energy per byte of HBM, pi0, active idle power and
 // efficiency at full load.
-func (r *Results) KeyFigures() []KeyFigure {
+func (r *Result) KeyFigures() []KeyFigure {
 	var fs []KeyFigure
 	if a := r.Archline; a != nil {
 		fs = append(fs, archlineFigures(a)...)
@@ -119,7 +119,7 @@ func archlineFigures(a *archline.Result) []KeyFigure {
 
 // activeIdle is the board's power with the GPU's context up and no work: the load-level
 // run's active-idle level where it has one, else micro's idle reading.
-func (r *Results) activeIdle() (KeyFigure, bool) {
+func (r *Result) activeIdle() (KeyFigure, bool) {
 	const name = "Active idle power"
 	if l := r.Loadlevel; l != nil {
 		for _, lv := range l.Levels {
@@ -141,7 +141,7 @@ func (r *Results) activeIdle() (KeyFigure, bool) {
 
 // fullLoad is the transactions per joule at the 100 % load level, its interval from the
 // level's power interval (the rate is counted, not estimated).
-func (r *Results) fullLoad() (KeyFigure, bool) {
+func (r *Result) fullLoad() (KeyFigure, bool) {
 	l := r.Loadlevel
 	if l == nil {
 		return KeyFigure{}, false
@@ -184,7 +184,7 @@ func deref(p *[2]float64) [2]float64 {
 
 // Verdict is the checks of a run in a few lines: whether it completed, how well the
 // roofline model fits, the sensors' anomaly tests, the load levels' validity, the warnings.
-func (r *Results) Verdict() []string {
+func (r *Result) Verdict() []string {
 	var v []string
 	failed := 0
 	for _, st := range r.Stages {
@@ -228,7 +228,7 @@ func (r *Results) Verdict() []string {
 }
 
 // figureTable is the figures of one or more results, a column each (names label them).
-func figureTable(rs []*Results, names []string) *report.Table {
+func figureTable(rs []*Result, names []string) *report.Table {
 	t := &report.Table{Header: []string{"figure"}, Caption: "± is the 95 % interval on the absolute scale: it includes each board's ±5 % gain error, so figures of two boards can be compared."}
 	var order []string
 	vals := map[string][]string{}
@@ -275,7 +275,7 @@ func figureTable(rs []*Results, names []string) *report.Table {
 
 // summaryPlot is the one energy-roofline picture of the summary: the archline (flops per
 // joule over intensity) of the first precision measured.
-func summaryPlot(r *Results) []report.Plot {
+func summaryPlot(r *Result) []report.Plot {
 	a := r.Archline
 	if a == nil {
 		return nil
@@ -290,13 +290,13 @@ func summaryPlot(r *Results) []report.Plot {
 
 // summarySection is the datasheet's first screen: the card, its figures with their
 // intervals, the archline picture, and the verdict of its checks.
-func (r *Results) summarySection() report.Section {
+func (r *Result) summarySection() report.Section {
 	text := r.cardLine() + " " + strings.Join(r.Verdict(), " ")
-	return report.Section{Title: TitleSummary, Text: text, Table: figureTable([]*Results{r}, nil), Plots: summaryPlot(r), Side: true}
+	return report.Section{Title: TitleSummary, Text: text, Table: figureTable([]*Result{r}, nil), Plots: summaryPlot(r), Side: true}
 }
 
 // cardLine says which card and run in one sentence.
-func (r *Results) cardLine() string {
+func (r *Result) cardLine() string {
 	name := r.GPU.Name
 	if name == "" {
 		name = "GPU"
@@ -322,7 +322,7 @@ func (r *Results) cardLine() string {
 
 // WriteSummary prints the datasheet's first screen as text: the card, the key figures with
 // their absolute intervals, the verdict, and where the page is.
-func (r *Results) WriteSummary(w io.Writer, page string) {
+func (r *Result) WriteSummary(w io.Writer, page string) {
 	var b strings.Builder
 	b.WriteString("\n" + termtext.Indent(r.cardLine(), " ", 1, termtext.Width) + "\n")
 	figs := r.KeyFigures()

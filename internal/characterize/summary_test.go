@@ -54,7 +54,7 @@ func TestKeyFiguresHoldTheTruth(t *testing.T) {
 	}
 	sm := simtest.OpenConfig(t, cfg)
 	t.Cleanup(func() { sm.Sys.Close() })
-	r, err := Run(context.Background(), Options{Clock: sm.Clock, System: sm.Sys, Device: sm.Sys.Devices()[0], Quick: true, Stages: []string{StageArchline, StageLoadlevel}})
+	r, err := characterise(context.Background(), Options{Clock: sm.Clock, System: sm.Sys, Device: sm.Sys.Devices()[0], Quick: true, Stages: []string{StageArchline, StageLoadlevel}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,17 +115,17 @@ func TestKeyFiguresHoldTheTruth(t *testing.T) {
 // one table, a column per run: each key figure's row holds each run's value with its
 // absolute interval, "not measured" where a run lacks it, and each run's verdict.
 func TestCompareSummariesSideBySide(t *testing.T) {
-	run := func(gpu string, pi0, idle, tx float64, withLoad bool) *Results {
+	run := func(gpu string, pi0, idle, tx float64, withLoad bool) *Result {
 		abs := func(v, rel float64) [2]float64 { return [2]float64{v * (1 - rel), v * (1 + rel)} }
-		r := &Results{Format: Format, GPU: trace.GPU{Name: gpu}, Stages: []StageInfo{{Name: StageArchline, Status: StatusDone}}}
-		r.Archline = &archline.Report{Results: map[string]*archline.Result{"fp32": {Precision: "fp32"}}, Pi0: &archline.JointFit{
+		r := &Result{Format: Format, GPU: trace.GPU{Name: gpu}, Stages: []StageInfo{{Name: StageArchline, Status: StatusDone}}}
+		r.Archline = &archline.Result{Results: map[string]*archline.PrecisionResult{"fp32": {Precision: "fp32"}}, Pi0: &archline.JointFit{
 			Pi0W: pi0, Pi0CI: abs(pi0, 0.02), Pi0AbsCI: abs(pi0, 0.06),
 			EpsMemPJPerByte: 91, EpsMemCI: abs(91, 0.03), EpsMemAbsCI: abs(91, 0.07),
 			EpsFlopPJ: map[string]float64{"fp32": 4}, EpsFlopCI: map[string][2]float64{"fp32": abs(4, 0.04)},
 			EpsFlopAbsCI: map[string][2]float64{"fp32": abs(4, 0.08)}, Points: 23}}
 		if withLoad {
 			p := 690.0
-			r.Loadlevel = &loadlevel.Report{Workload: "gemm", Valid: true, Levels: []loadlevel.Level{
+			r.Loadlevel = &loadlevel.Result{Workload: "gemm", Valid: true, Levels: []loadlevel.Level{
 				{TargetLoad: 1, TxPerS: tx * p, PowerW: p, TxPerJ: tx, PowerLowW: p - 4, PowerHighW: p + 4, PowerAbsCI: &[2]float64{p - 35, p + 35}},
 				{ActiveIdle: true, PowerW: idle, PowerLowW: idle - 1, PowerHighW: idle + 1, PowerAbsCI: &[2]float64{idle - 6, idle + 6}}}}
 			r.Stages = append(r.Stages, StageInfo{Name: StageLoadlevel, Status: StatusDone})
@@ -133,7 +133,7 @@ func TestCompareSummariesSideBySide(t *testing.T) {
 		return r
 	}
 	a, b := run("NVIDIA H100", 141, 115, 3.5, true), run("NVIDIA H200", 155, 129.5, 3.9, false)
-	p := Compare([]*Results{a, b}, []string{"runs/h100", "runs/h200"})
+	p := Compare([]*Result{a, b}, []string{"runs/h100", "runs/h200"})
 	if len(p.Sections) == 0 || p.Sections[0].Title != ComparisonTitle || p.Sections[0].Table == nil {
 		t.Fatalf("the comparison page does not open with the summaries side by side: %+v", p.Sections)
 	}
@@ -145,7 +145,7 @@ func TestCompareSummariesSideBySide(t *testing.T) {
 	for _, row := range tab.Rows {
 		rows[row[0]] = row
 	}
-	for i, r := range []*Results{a, b} {
+	for i, r := range []*Result{a, b} {
 		for _, f := range r.KeyFigures() {
 			row := rows[f.Name+" ("+f.Unit+")"]
 			if row == nil || row[1+i] != f.Text() {

@@ -27,9 +27,9 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Run characterises GPU o.GPU of env.System on env.Clock (Run with the system, device,
+// Run characterises GPU o.GPU of env.System on env.Clock (characterise with the system, device,
 // clock and progress taken from env). Errors wrapping status.ErrInput are bad input.
-func (o Options) Run(ctx context.Context, env device.Env) (*Results, error) {
+func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", status.ErrInput, err)
 	}
@@ -44,5 +44,5 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Results, error) {
 	if o.Progress == nil {
 		o.Progress = env.Progress
 	}
-	return Run(ctx, o)
+	return characterise(ctx, o)
 }

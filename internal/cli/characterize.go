@@ -78,7 +78,7 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	if err := opt.Validate(); err != nil { // before --resume reads anything
 		return a.usageError("characterize", err)
 	}
-	var prev *characterize.Results
+	var prev *characterize.Result
 	if *resume {
 		var err error
 		if prev, err = loadResults(sh.out); err != nil {
@@ -174,7 +174,7 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	return ExitOK
 }
 
-func writeCharacterize(dir string, res *characterize.Results) error {
+func writeCharacterize(dir string, res *characterize.Result) error {
 	var files []outFile
 	if res.SensorProfile != nil {
 		files = append(files, outFile{"sensor.json", func(dir string) error {
@@ -198,7 +198,7 @@ type seriesRun struct {
 // runs in messages ("runs", "cards").
 func (a *App) characterizeSeries(ctx context.Context, r *run, items []seriesRun, sh shared, args []string, t0 time.Time, table, what string) int {
 	n := len(items)
-	var rs []*characterize.Results
+	var rs []*characterize.Result
 	var names []string
 	var failed []string
 	for k := 1; k <= n && ctx.Err() == nil; k++ {
@@ -249,7 +249,7 @@ func (a *App) characterizeCardsAtOnce(ctx context.Context, r *run, fs *flag.Flag
 	}
 	common := childFlags(fs, "gpu", "out", "json", "quiet", "in-turn")
 	type outcome struct {
-		res  *characterize.Results
+		res  *characterize.Result
 		err  error
 		tail string
 	}
@@ -276,7 +276,7 @@ func (a *App) characterizeCardsAtOnce(ctx context.Context, r *run, fs *flag.Flag
 		}()
 	}
 	wg.Wait()
-	var rs []*characterize.Results
+	var rs []*characterize.Result
 	var names, failed []string
 	for i, o := range outs {
 		name := items[i].name
@@ -345,7 +345,7 @@ func indentTail(s string) string {
 
 // finishSeries compares the runs of a series (rs, named by names; n were asked for), writes
 // DIR/report.html and DIR/<table>, prints the table and says what was cut short or failed.
-func (a *App) finishSeries(ctx context.Context, rs []*characterize.Results, names, failed []string, n int, sh shared, t0 time.Time, table, what string) int {
+func (a *App) finishSeries(ctx context.Context, rs []*characterize.Result, names, failed []string, n int, sh shared, t0 time.Time, table, what string) int {
 	if len(rs) > 0 {
 		rp := characterize.Reproducibility(rs, names)
 		page := characterize.Compare(rs, names)

@@ -60,7 +60,7 @@ func htmlOutline(t *testing.T, path string) (titles []string, svgs int, text str
 	return titles, svgs, all.String()
 }
 
-func runCharacterize(t *testing.T, device, out string) *characterize.Results {
+func runCharacterize(t *testing.T, device, out string) *characterize.Result {
 	t.Helper()
 	a, stdout, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"characterize", "--device", device, "--quick", "--out", out}); code != 0 {
@@ -76,7 +76,7 @@ func runCharacterize(t *testing.T, device, out string) *characterize.Results {
 			t.Errorf("no progress line for stage %s in:\n%s", s, stderr)
 		}
 	}
-	var r characterize.Results
+	var r characterize.Result
 	readJSON(t, filepath.Join(out, "results.json"), &r)
 	// stdout is the summary of the results.json written (progress goes to stderr).
 	var want strings.Builder
@@ -242,7 +242,7 @@ func TestCharacterizeStagesResume(t *testing.T) {
 	if code := a.Main(ctx, []string{"characterize", "--device", "sim", "--quick", "--stages", "sensor,micro", "--out", out}); code != 0 {
 		t.Fatalf("first part: exit %d: %s", code, stderr)
 	}
-	var first characterize.Results
+	var first characterize.Result
 	readJSON(t, filepath.Join(out, "results.json"), &first)
 	if len(first.Stages) != 2 || first.Archline != nil || first.Loadlevel != nil || first.Micro == nil || len(first.Runs) != 1 {
 		t.Fatalf("first part: stages %+v, runs %d", first.Stages, len(first.Runs))
@@ -254,7 +254,7 @@ func TestCharacterizeStagesResume(t *testing.T) {
 	if !strings.Contains(stderr.String(), "sensor: kept from run 1") || !strings.Contains(stderr.String(), "] archline: ") {
 		t.Errorf("progress does not say what was kept and what ran:\n%s", stderr)
 	}
-	var r characterize.Results
+	var r characterize.Result
 	readJSON(t, filepath.Join(out, "results.json"), &r)
 	if len(r.Runs) != 2 || len(r.Stages) != 4 {
 		t.Fatalf("runs %+v stages %+v", r.Runs, r.Stages)

@@ -73,7 +73,7 @@ func TestFullDisk(t *testing.T) {
 		if code != ExitFailure || !strings.Contains(stderr.String(), "report.html: no space left on device") {
 			t.Errorf("exit %d, stderr %q; want 1 and report.html named", code, stderr)
 		}
-		var res characterize.Results
+		var res characterize.Result
 		readJSON(t, filepath.Join(out, "results.json"), &res)
 		if !res.Incomplete || !strings.Contains(res.Reason, "report.html not written") {
 			t.Errorf("results.json: incomplete %v, reason %q; want report.html named", res.Incomplete, res.Reason)

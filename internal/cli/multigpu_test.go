@@ -105,7 +105,7 @@ func TestCharacterizeAllGPUs(t *testing.T) {
 			t.Errorf("%v: no figure was judged against the intervals", extra)
 		}
 		for g := 0; g < 2; g++ {
-			var r characterize.Results
+			var r characterize.Result
 			readJSON(t, filepath.Join(out, fmt.Sprintf("gpu-%d", g), "results.json"), &r)
 			if r.Archline == nil || r.GPU.UUID != rp.UUIDs[g] || r.GPU.Index != g {
 				t.Errorf("%v: gpu-%d: archline %v, UUID %q (compare.json: %q), index %d", extra, g, r.Archline != nil, r.GPU.UUID, rp.UUIDs[g], r.GPU.Index)

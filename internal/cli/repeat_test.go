@@ -43,7 +43,7 @@ func TestCharacterizeRepeat(t *testing.T) {
 		}
 	}
 	for k := 1; k <= 2; k++ {
-		var r characterize.Results
+		var r characterize.Result
 		readJSON(t, filepath.Join(out, "run-"+string(rune('0'+k)), "results.json"), &r)
 		if r.Archline == nil || r.Archline.Pi0 == nil {
 			t.Errorf("run-%d has no archline", k)

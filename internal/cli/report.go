@@ -42,7 +42,7 @@ func (a *App) report(ctx context.Context, args []string) int {
 	if len(dirs) > 1 && *out == "" {
 		return a.usageError("report", fmt.Errorf("%d directories: --out FILE names the comparison page", len(dirs)))
 	}
-	var rs []*characterize.Results
+	var rs []*characterize.Result
 	for _, d := range dirs {
 		r, err := loadReport(d, *refit)
 		if err != nil {
@@ -81,7 +81,7 @@ func (a *App) report(ctx context.Context, args []string) int {
 }
 
 // loadResults reads DIR/results.json as written by `gpuwatt characterize`.
-func loadResults(dir string) (*characterize.Results, error) {
+func loadResults(dir string) (*characterize.Result, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", dir, unwrapPath(err))
@@ -100,7 +100,7 @@ func loadResults(dir string) (*characterize.Results, error) {
 // loadReport reads DIR/results.json as `report` compares it: characterize's, or archline's
 // (with DIR/trace.csv, where there is one, giving points recorded before they carried
 // their memory power that figure); refit fits every archline again from its points.
-func loadReport(dir string, refit bool) (*characterize.Results, error) {
+func loadReport(dir string, refit bool) (*characterize.Result, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", dir, unwrapPath(err))

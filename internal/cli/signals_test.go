@@ -155,21 +155,21 @@ func TestSignalEndsEveryVerb(t *testing.T) {
 // writes results.json and report.html, and exits 128+N. Each stage is cut 1 s (virtual)
 // into a run of it alone; then a run of sensor and micro is cut 1 s into micro.
 func TestSignalAtEveryCharacterizeStage(t *testing.T) {
-	run := func(t *testing.T, stages string, at time.Duration, wantCode int) (characterize.Results, time.Duration) {
+	run := func(t *testing.T, stages string, at time.Duration, wantCode int) (characterize.Result, time.Duration) {
 		t.Helper()
 		a, _, stderr, ctx, clk := signalApp(t, at, syscall.SIGTERM)
 		out := filepath.Join(t.TempDir(), "ch")
 		if code := a.Main(ctx, []string{"characterize", "--device", "sim", "--quick", "--quiet", "--stages", stages, "--out", out}); code != wantCode {
 			t.Errorf("exit %d, want %d: %s", code, wantCode, stderr)
 		}
-		var res characterize.Results
+		var res characterize.Result
 		readJSON(t, filepath.Join(out, "results.json"), &res)
 		if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
 			t.Error(err)
 		}
 		return res, clk.Now()
 	}
-	cut := func(t *testing.T, res characterize.Results, stage string) {
+	cut := func(t *testing.T, res characterize.Result, stage string) {
 		t.Helper()
 		if !res.Incomplete || !strings.Contains(res.Reason, "interrupted by SIGTERM") {
 			t.Errorf("results.json: incomplete %v, reason %q; want it marked interrupted", res.Incomplete, res.Reason)
@@ -198,7 +198,7 @@ func TestSignalAtEveryCharacterizeStage(t *testing.T) {
 		if code := a.Main(ctx, []string{"characterize", "--device", "sim", "--quick", "--stages", "sensor,micro", "--out", out}); code != 143 {
 			t.Errorf("exit %d, want 143: %s", code, &stderr.buf)
 		}
-		var res characterize.Results
+		var res characterize.Result
 		readJSON(t, filepath.Join(out, "results.json"), &res)
 		if s := res.Stage("sensor"); s == nil || s.Status != characterize.StatusDone {
 			t.Errorf("sensor, finished before the signal: %+v; want done", s)

@@ -26,7 +26,7 @@ var unitSuffixes = []string{"_s", "_w", "_j", "_pj"}
 // JSON (then TestIntervalsSeconds and its kind check what it writes).
 func TestResultKeysHoldTheirUnit(t *testing.T) {
 	roots := []any{
-		characterize.Results{}, loadlevel.Result{}, micro.Result{}, archline.Result{},
+		characterize.Result{}, loadlevel.Result{}, micro.Result{}, archline.Result{},
 		profile.Result{}, sensorchar.Result{}, energy.Report{}, measure.Summary{},
 	}
 	marshaler := reflect.TypeFor[json.Marshaler]()
