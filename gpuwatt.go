@@ -153,11 +153,10 @@ func Start(ctx context.Context, o Options) (*Recorder, error) {
 		}
 		r.sys, r.clk = sys, clk
 	} else {
-		spec := device.Spec{Device: o.Device}
-		if err := spec.Validate(); err != nil {
-			return nil, fmt.Errorf("gpuwatt: Options.Device: %v", strings.TrimPrefix(err.Error(), "--device "))
+		if _, _, err := device.ParseName(o.Device, false); err != nil {
+			return nil, fmt.Errorf("gpuwatt: Options.Device: %v", err)
 		}
-		op, err := device.Open(spec, device.Options{RealOnly: true})
+		op, err := device.Open(device.Spec{Device: o.Device}, device.Options{RealOnly: true})
 		if err != nil {
 			return nil, fmt.Errorf("gpuwatt: Options.Device: %w", err)
 		}
@@ -199,9 +198,9 @@ func Start(ctx context.Context, o Options) (*Recorder, error) {
 	}
 	popt := sensor.Options{}
 	if o.Poll > 0 {
-		p, err := sensor.ParsePoll(o.Poll.String())
+		p, err := sensor.FixedPoll(o.Poll)
 		if err != nil {
-			return fail(fmt.Errorf("gpuwatt: Options.Poll: %v", strings.TrimPrefix(err.Error(), "--poll ")))
+			return fail(fmt.Errorf("gpuwatt: Options.Poll %v", err))
 		}
 		popt = p
 	}

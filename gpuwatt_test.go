@@ -86,9 +86,16 @@ func TestOptionsAndMisuse(t *testing.T) {
 		{gpuwatt.Options{Sim: s, Device: "nvml"}, `Options.Device "nvml" with Options.Sim`},
 		{gpuwatt.Options{Sim: s, GPUs: []int{1}}, "Options.GPUs: no GPU 1 (found 1)"},
 		{gpuwatt.Options{Sim: s, Poll: -time.Second}, "Options.Poll -1s"},
+		{gpuwatt.Options{Sim: s, Poll: 50 * time.Microsecond}, "gpuwatt: Options.Poll 50µs: shorter than the 100µs a poll interval can keep"},
 	} {
-		if _, err := gpuwatt.Start(ctx, c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+		_, err := gpuwatt.Start(ctx, c.o)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error with %q", c.o, err, c.want)
+		}
+		// The library's options are not flags: no message names one (it said "use --poll
+		// max" when the poll was checked through its flag text).
+		if err != nil && strings.Contains(err.Error(), "--") {
+			t.Errorf("%+v: %v names a flag", c.o, err)
 		}
 	}
 	if _, err := sim.New(sim.Options{Preset: "z80"}); err == nil || !strings.Contains(err.Error(), "unknown preset") {

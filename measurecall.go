@@ -130,13 +130,12 @@ func MeasureCall(ctx context.Context, fn func(ctx context.Context) error, o Call
 		}
 		sys, clk = s, c
 	} else {
-		spec := device.Spec{Device: o.Device}
-		if err := spec.Validate(); err != nil {
-			return nil, fmt.Errorf("gpuwatt: CallOptions.Device: %v", strings.TrimPrefix(err.Error(), "--device "))
+		if _, _, err := device.ParseName(o.Device, false); err != nil {
+			return nil, fmt.Errorf("gpuwatt: CallOptions.Device: %v", err)
 		}
 		// auto is this machine's GPUs: a call's energy is a measurement or an error, never
 		// the twin's figure in its place (issue 29).
-		op, err := device.Open(spec, device.Options{RealOnly: true})
+		op, err := device.Open(device.Spec{Device: o.Device}, device.Options{RealOnly: true})
 		if err != nil {
 			return nil, fmt.Errorf("gpuwatt: CallOptions.Device: %w", err)
 		}

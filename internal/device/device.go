@@ -68,35 +68,45 @@ var ErrNoAMDGPU = errors.New("the AMD SMI library sees no GPU")
 // or the config's). A bad value is a UsageError naming the value and the presets. It opens
 // nothing and reads no file, so Validate methods can call it.
 func (s Spec) Parse() (Kind, string, error) {
-	v := strings.ToLower(strings.TrimSpace(s.Device))
+	kind, preset, err := ParseName(s.Device, s.SimConfig != "")
+	if err != nil {
+		return 0, "", usage("--device %v", err)
+	}
+	switch {
+	case kind == Auto && s.SimConfig != "":
+		return Sim, "", nil
+	case (kind == NVML || kind == AMDSMI) && s.SimConfig != "":
+		return 0, "", usage("--sim-config %s configures the sim device, but --device is %s", s.SimConfig, s.Device)
+	}
+	return kind, preset, nil
+}
+
+// ParseName returns the kind a device's name names (auto or "", nvml, amdsmi, sim or
+// sim:PRESET) and, for sim:PRESET, the preset, which must be built in unless withConfig (a
+// sim config then describes the device). It opens nothing. Its errors name the value and
+// the choices, not where the value came from: Spec.Parse says --device, the library
+// Options.Device.
+func ParseName(name string, withConfig bool) (Kind, string, error) {
+	v := strings.ToLower(strings.TrimSpace(name))
 	switch {
 	case v == "" || v == "auto":
-		if s.SimConfig != "" {
-			return Sim, "", nil
-		}
 		return Auto, "", nil
 	case v == "nvml" || v == "gpu":
-		if s.SimConfig != "" {
-			return 0, "", usage("--sim-config %s configures the sim device, but --device is %s", s.SimConfig, s.Device)
-		}
 		return NVML, "", nil
 	case v == "amdsmi":
-		if s.SimConfig != "" {
-			return 0, "", usage("--sim-config %s configures the sim device, but --device is %s", s.SimConfig, s.Device)
-		}
 		return AMDSMI, "", nil
 	case v == "sim":
 		return Sim, "", nil
 	case strings.HasPrefix(v, "sim:"):
 		p := strings.TrimPrefix(v, "sim:")
-		if s.SimConfig == "" {
+		if !withConfig {
 			if _, err := sim.Preset(p); err != nil {
-				return 0, "", usage("--device %s: unknown preset %q (presets: %s)", s.Device, p, strings.Join(sim.Presets(), ", "))
+				return 0, "", fmt.Errorf("%s: unknown preset %q (presets: %s)", name, p, strings.Join(sim.Presets(), ", "))
 			}
 		}
 		return Sim, p, nil
 	}
-	return 0, "", usage("--device %q: want auto, nvml, amdsmi, sim or sim:PRESET (presets: %s)", s.Device, strings.Join(sim.Presets(), ", "))
+	return 0, "", fmt.Errorf("%q: want auto, nvml, amdsmi, sim or sim:PRESET (presets: %s)", name, strings.Join(sim.Presets(), ", "))
 }
 
 // Validate checks the spec's values without opening anything.

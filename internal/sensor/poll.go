@@ -150,8 +150,22 @@ func ParsePoll(s string) (Options, error) {
 	if err != nil || d <= 0 {
 		return Options{}, fmt.Errorf("--poll %q: want lean, adaptive, lock, max, or a positive duration such as 5ms", s)
 	}
-	if d < MinFixedInterval {
-		return Options{}, fmt.Errorf("--poll %s: shorter than the %s a poll interval can keep; use --poll max to poll as fast as the driver answers", d, MinFixedInterval)
+	o, err := FixedPoll(d)
+	if err != nil {
+		return Options{}, fmt.Errorf("--poll %v; use --poll max to poll as fast as the driver answers", err)
+	}
+	return o, nil
+}
+
+// FixedPoll is polling every d, which must be positive and at least MinFixedInterval. Its
+// errors name d and the bound, not where d came from: ParsePoll says --poll, the library
+// Options.Poll.
+func FixedPoll(d time.Duration) (Options, error) {
+	switch {
+	case d <= 0:
+		return Options{}, fmt.Errorf("%s: want a positive interval", d)
+	case d < MinFixedInterval:
+		return Options{}, fmt.Errorf("%s: shorter than the %s a poll interval can keep", d, MinFixedInterval)
 	}
 	return Options{Mode: Fixed, Interval: d}, nil
 }
