@@ -41,7 +41,7 @@ func (o Options) Validate() error {
 // status.ErrInput are bad input.
 func (o Options) Run(ctx context.Context, env device.Env) (*Result, *trace.Trace, error) {
 	if err := o.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", status.ErrInput, err)
+		return nil, nil, status.Inputf("%v", err)
 	}
 	dev, _, err := env.KernelGPU(o.GPU)
 	if err != nil {

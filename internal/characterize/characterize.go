@@ -316,10 +316,10 @@ func (r *Result) copyStage(from *Result, name string) {
 // sameGPU checks that an earlier run's results are of the GPU now being characterised.
 func sameGPU(prev, now *Result) error {
 	if prev.Format != Format {
-		return fmt.Errorf("%w: --resume: format %q, want %q", status.ErrInput, prev.Format, Format)
+		return status.Inputf("--resume: format %q, want %q", prev.Format, Format)
 	}
 	if prev.Device != now.Device || prev.GPU.UUID != now.GPU.UUID || prev.GPU.Name != now.GPU.Name {
-		return fmt.Errorf("%w: --resume: those results are of %s %s (%s), not of GPU %d %s (%s)", status.ErrInput,
+		return status.Inputf("--resume: those results are of %s %s (%s), not of GPU %d %s (%s)",
 			prev.Device, prev.GPU.Name, prev.GPU.UUID, now.GPU.Index, now.GPU.Name, now.GPU.UUID)
 	}
 	return nil

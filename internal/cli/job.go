@@ -80,17 +80,17 @@ func (j *jobFlags) jobDir() (string, string, error) {
 		id = os.Getenv("SLURM_JOB_ID")
 	}
 	if id == "" {
-		return "", "", fmt.Errorf("%w: no job id: SLURM_JOB_ID is not set (run in a Slurm prolog or epilog, or give --job ID)", status.ErrInput)
+		return "", "", status.Inputf("no job id: SLURM_JOB_ID is not set (run in a Slurm prolog or epilog, or give --job ID)")
 	}
 	if err := job.CheckJobID(id); err != nil {
 		return "", "", err
 	}
 	if j.dir == "" {
-		return "", "", fmt.Errorf("%w: --dir: empty", status.ErrInput)
+		return "", "", status.Inputf("--dir: empty")
 	}
 	dir, err := filepath.Abs(filepath.Join(j.dir, id))
 	if err != nil {
-		return "", "", fmt.Errorf("%w: --dir %s: %v", status.ErrInput, j.dir, err)
+		return "", "", status.Inputf("--dir %s: %v", j.dir, err)
 	}
 	return id, dir, nil
 }

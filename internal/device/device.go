@@ -320,7 +320,7 @@ func (e Env) KernelGPU(idx int) (gpu.Device, gpu.Executor, error) {
 	}
 	devs := e.System.Devices()
 	if idx < 0 || idx >= len(devs) {
-		return nil, nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", status.ErrInput, idx, len(devs))
+		return nil, nil, status.Inputf("--gpu %d: no such GPU (found %d)", idx, len(devs))
 	}
 	dev := devs[idx]
 	if err := NVIDIAOnly(dev, idx); err != nil {
@@ -348,7 +348,7 @@ func NVIDIAOnly(dev gpu.Device, idx int) error {
 	if info.Vendor != trace.VendorAMD {
 		return nil
 	}
-	return fmt.Errorf("%w: --gpu %d is an AMD GPU (%s): micro, archline, profile and loadlevel's GPU workloads run gpuwatt's own kernels, PTX run through the CUDA driver: NVIDIA GPUs only (devices, measure and energy read AMD GPUs)", status.ErrInput, idx, info.Name)
+	return status.Inputf("--gpu %d is an AMD GPU (%s): micro, archline, profile and loadlevel's GPU workloads run gpuwatt's own kernels, PTX run through the CUDA driver: NVIDIA GPUs only (devices, measure and energy read AMD GPUs)", idx, info.Name)
 }
 
 // HostSensors returns the host's RAPL counters for a recording on sys (cpu.package.N,

@@ -190,7 +190,7 @@ func (o Options) Validate() error {
 }
 
 func usageErr(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", status.ErrInput, fmt.Sprintf(format, a...))
+	return status.Inputf("%s", fmt.Sprintf(format, a...))
 }
 
 // Run runs the sweep on env: the policy of `gpuwatt loadlevel` and of characterize's
@@ -208,7 +208,7 @@ func usageErr(format string, a ...any) error {
 // happened.
 func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", status.ErrInput, err)
+		return nil, status.Inputf("%v", err)
 	}
 	if env.Clock == nil {
 		return nil, fmt.Errorf("loadlevel: no clock")

@@ -292,14 +292,14 @@ func SelectDevices(sys gpu.System, idx []int) ([]gpu.Device, error) {
 	all := sys.Devices()
 	if len(idx) == 0 {
 		if len(all) == 0 {
-			return nil, fmt.Errorf("%w: no GPU found", status.ErrInput)
+			return nil, status.Inputf("no GPU found")
 		}
 		return all, nil
 	}
 	var out []gpu.Device
 	for _, i := range idx {
 		if i < 0 || i >= len(all) {
-			return nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d: 0..%d)", status.ErrInput, i, len(all), len(all)-1)
+			return nil, status.Inputf("--gpu %d: no such GPU (found %d: 0..%d)", i, len(all), len(all)-1)
 		}
 		out = append(out, all[i])
 	}
@@ -356,7 +356,7 @@ func (o Options) Validate() error {
 // whatever was recorded is returned, marked incomplete, together with ctx's error.
 func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", status.ErrInput, err)
+		return nil, status.Inputf("%v", err)
 	}
 	if env.System == nil || env.Clock == nil {
 		return nil, errors.New("measure: no device")
@@ -371,7 +371,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	}
 	sensors := SelectSensors(all, o.Channels)
 	if len(sensors) == 0 {
-		return nil, fmt.Errorf("%w: --channels %s: matches no channel", status.ErrInput, strings.Join(o.Channels, ","))
+		return nil, status.Inputf("--channels %s: matches no channel", strings.Join(o.Channels, ","))
 	}
 	hostWhy := ""
 	if o.NoHost {

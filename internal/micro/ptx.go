@@ -1,7 +1,6 @@
 package micro
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,11 +65,11 @@ type ManifestParam struct {
 func WritePTX(dir string, o kernels.SuiteOpts, only []string) error {
 	suite, err := kernels.Default(o)
 	if err != nil {
-		return fmt.Errorf("%w: %v", status.ErrInput, err)
+		return status.Inputf("%v", err)
 	}
 	if len(only) > 0 {
 		if suite, err = kernels.ByName(suite, only...); err != nil {
-			return fmt.Errorf("%w: --only: %v", status.ErrInput, err)
+			return status.Inputf("--only: %v", err)
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

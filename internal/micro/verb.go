@@ -41,7 +41,7 @@ func (o Options) Validate() error {
 // are bad input.
 func (o Options) Run(ctx context.Context, env device.Env) (*Result, *trace.Trace, error) {
 	if err := o.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", status.ErrInput, err)
+		return nil, nil, status.Inputf("%v", err)
 	}
 	dev, exec, err := env.KernelGPU(o.GPU)
 	if err != nil {
@@ -57,7 +57,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, *trace.Trace
 	}
 	if len(o.Only) > 0 {
 		if suite, err = kernels.ByName(suite, o.Only...); err != nil {
-			return nil, nil, fmt.Errorf("%w: --only: %v", status.ErrInput, err)
+			return nil, nil, status.Inputf("--only: %v", err)
 		}
 	}
 	m, err := loop.Start(ctx, env.Clock, []gpu.Device{dev}, o.Poll)

@@ -108,15 +108,15 @@ type Exporter struct {
 func ParseURL(s string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		return "", fmt.Errorf("%w: --otlp %q: want the collector's OTLP/HTTP URL, such as http://collector:4318 (or its full /v1/metrics URL)", status.ErrInput, Redact(s))
+		return "", status.Inputf("--otlp %q: want the collector's OTLP/HTTP URL, such as http://collector:4318 (or its full /v1/metrics URL)", Redact(s))
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "", fmt.Errorf("%w: --otlp %q: port %s: want a number from 1 to 65535", status.ErrInput, u.Redacted(), p)
+			return "", status.Inputf("--otlp %q: port %s: want a number from 1 to 65535", u.Redacted(), p)
 		}
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%w: --otlp %q: a query or fragment has no meaning here", status.ErrInput, u.Redacted())
+		return "", status.Inputf("--otlp %q: a query or fragment has no meaning here", u.Redacted())
 	}
 	if u.Path == "" || u.Path == "/" {
 		u.Path = DefaultPath

@@ -299,16 +299,16 @@ func (r *Result) SetLongRun(l LongRun) {
 func (o MeasureOptions) check() error {
 	s := o.Sensor
 	if s.Period <= 0 {
-		return fmt.Errorf("%w: the sensor's update period is unknown", status.ErrInput)
+		return status.Inputf("the sensor's update period is unknown")
 	}
 	if s.Window < 0 || s.Delay < 0 {
-		return fmt.Errorf("%w: negative window or delay", status.ErrInput)
+		return status.Inputf("negative window or delay")
 	}
 	if s.Tau < 0 {
-		return fmt.Errorf("%w: negative tau", status.ErrInput)
+		return status.Inputf("negative tau")
 	}
 	if !o.buffered && o.Poll >= s.Period/4 {
-		return fmt.Errorf("%w: poll interval %s is too coarse for an update period of %s", status.ErrInput, o.Poll, s.Period)
+		return status.Inputf("poll interval %s is too coarse for an update period of %s", o.Poll, s.Period)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ func Reanalyse(r *Result, m *sensormodel.Model, from string) (*Result, error) {
 		}
 	}
 	if len(rec.Runs) == 0 {
-		return nil, fmt.Errorf("%w: the profile's record holds no runs", status.ErrInput)
+		return nil, status.Inputf("the profile's record holds no runs")
 	}
 	sens := rec.Sensor
 	if m != nil {
@@ -47,7 +47,7 @@ func Reanalyse(r *Result, m *sensormodel.Model, from string) (*Result, error) {
 	for i, x := range rec.Runs {
 		runs[i] = run{seconds(x.StartS), seconds(x.EndS)}
 		if runs[i].end < runs[i].start || i > 0 && runs[i].start < runs[i-1].start {
-			return nil, fmt.Errorf("%w: the record's run %d ends before it starts, or starts before the run before it", status.ErrInput, i+1)
+			return nil, status.Inputf("the record's run %d ends before it starts, or starts before the run before it", i+1)
 		}
 	}
 	ups := make([]update, len(rec.Updates))
@@ -115,18 +115,18 @@ func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)
 // The model's intervals are not in such a file: pass them (--sensor-profile).
 func reconstruct(r *Result) (*Record, error) {
 	if !strings.HasPrefix(r.Method, "offline") || r.Grid == nil || len(r.Points) == 0 {
-		return nil, fmt.Errorf("%w: the profile holds no record of its runs and readings (written before gpuwatt kept them), and its runs can be recovered only for an offline profile on a buffered channel with a sample grid (this one: %s, grid %v)", status.ErrInput, r.Method, r.Grid != nil)
+		return nil, status.Inputf("the profile holds no record of its runs and readings (written before gpuwatt kept them), and its runs can be recovered only for an offline profile on a buffered channel with a sample grid (this one: %s, grid %v)", r.Method, r.Grid != nil)
 	}
 	m, err := sensormodel.Parse(r.Model)
 	if err != nil {
-		return nil, fmt.Errorf("%w: model %q: %v", status.ErrInput, r.Model, err)
+		return nil, status.Inputf("model %q: %v", r.Model, err)
 	}
 	P := r.Grid.PeriodS
 	T := m.Period.Seconds()
 	tex := r.KernelS
 	D := r.DelayS
 	if P <= 0 || T <= 0 || tex <= 0 {
-		return nil, fmt.Errorf("%w: grid period %g s, update period %g s, kernel %g s: cannot recover the runs", status.ErrInput, P, T, tex)
+		return nil, status.Inputf("grid period %g s, update period %g s, kernel %g s: cannot recover the runs", P, T, tex)
 	}
 	// each run's readings: a = phase + D, the sample instant less the run's start
 	byRun := map[int][]Point{}

@@ -113,7 +113,7 @@ func PickChannel(dev gpu.Device, name string) (sensor.Sensor, string, error) {
 	if s, ok := byName[name]; ok {
 		return s, "named by --channel", nil
 	}
-	return nil, "", fmt.Errorf("%w: --channel %q: want a working power channel of GPU %d (%s)", status.ErrInput, name, dev.Info().Index, strings.Join(names, ", "))
+	return nil, "", status.Inputf("--channel %q: want a working power channel of GPU %d (%s)", name, dev.Info().Index, strings.Join(names, ", "))
 }
 
 // Run measures the kernel's long-run energy, settles the channel's model (the sensor
@@ -121,7 +121,7 @@ func PickChannel(dev gpu.Device, name string) (sensor.Sensor, string, error) {
 // W = T) and profiles it. Errors wrapping status.ErrInput are bad input.
 func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", status.ErrInput, err)
+		return nil, status.Inputf("%v", err)
 	}
 	dev, exec, err := env.KernelGPU(o.GPU)
 	if err != nil {
@@ -209,10 +209,10 @@ func (o Options) givenModel(sn sensor.Sensor) (*sensormodel.Model, string, error
 	}
 	c, err := o.Sensor.Resolve(nil, sn.Channel())
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: --sensor-profile: %v", status.ErrInput, err)
+		return nil, "", status.Inputf("--sensor-profile: %v", err)
 	}
 	if c.Model.Kind() == sensormodel.None {
-		return nil, "", fmt.Errorf("%w: --sensor-profile: channel %s has no model (none): the profile needs a boxcar, an RC lag or both", status.ErrInput, sn.Channel().Name)
+		return nil, "", status.Inputf("--sensor-profile: channel %s has no model (none): the profile needs a boxcar, an RC lag or both", sn.Channel().Name)
 	}
 	return &c.Model, c.Defaulted, nil
 }
@@ -256,7 +256,7 @@ func suiteKernel(kdev kernels.Device, name string) (kernels.Descriptor, error) {
 	}
 	ds, err := kernels.ByName(suite, name)
 	if err != nil || len(ds) != 1 {
-		return kernels.Descriptor{}, fmt.Errorf("%w: --kernel %q: want one kernel of the micro suite (gpuwatt micro --list) or a duration such as 5ms", status.ErrInput, name)
+		return kernels.Descriptor{}, status.Inputf("--kernel %q: want one kernel of the micro suite (gpuwatt micro --list) or a duration such as 5ms", name)
 	}
 	return ds[0], nil
 }

@@ -23,14 +23,14 @@ func (o Options) Validate() error {
 // wrapping status.ErrInput are bad input.
 func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", status.ErrInput, err)
+		return nil, status.Inputf("%v", err)
 	}
 	if env.System == nil || env.Clock == nil {
 		return nil, errors.New("sensor: no device")
 	}
 	devs := env.System.Devices()
 	if o.GPU >= len(devs) {
-		return nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", status.ErrInput, o.GPU, len(devs))
+		return nil, status.Inputf("--gpu %d: no such GPU (found %d)", o.GPU, len(devs))
 	}
 	dev := devs[o.GPU]
 	exec, ok := dev.(gpu.Executor)

@@ -104,7 +104,7 @@ func ParseGPUs(s string) ([]int, error) {
 	for _, f := range strings.Split(s, ",") {
 		i, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || i < 0 {
-			return nil, fmt.Errorf("%w: --gpu %q: want all or a comma-separated list of GPU indexes such as 0,2", status.ErrInput, s)
+			return nil, status.Inputf("--gpu %q: want all or a comma-separated list of GPU indexes such as 0,2", s)
 		}
 		if !slices.Contains(out, i) {
 			out = append(out, i)
@@ -119,10 +119,10 @@ func (o Options) Validate() error {
 		return err
 	}
 	if err := web.Validate(o.WebConfigFile); err != nil {
-		return fmt.Errorf("%w: --web.config.file %s: %v", status.ErrInput, o.WebConfigFile, err)
+		return status.Inputf("--web.config.file %s: %v", o.WebConfigFile, err)
 	}
 	if o.Update < 0 || o.Keep < 0 {
-		return fmt.Errorf("%w: update and keep must not be negative", status.ErrInput)
+		return status.Inputf("update and keep must not be negative")
 	}
 	return nil
 }
@@ -131,16 +131,16 @@ func (o Options) Validate() error {
 func ValidateListen(addr string) error {
 	if path, ok := strings.CutPrefix(addr, UnixPrefix); ok {
 		if path == "" {
-			return fmt.Errorf("%w: --listen %q: want unix:PATH, the path of a unix socket", status.ErrInput, addr)
+			return status.Inputf("--listen %q: want unix:PATH, the path of a unix socket", addr)
 		}
 		return nil
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("%w: --listen %q: want HOST:PORT or :PORT (%v)", status.ErrInput, addr, err)
+		return status.Inputf("--listen %q: want HOST:PORT or :PORT (%v)", addr, err)
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return fmt.Errorf("%w: --listen %q: the port must be a number from 0 to 65535", status.ErrInput, addr)
+		return status.Inputf("--listen %q: the port must be a number from 0 to 65535", addr)
 	}
 	_ = host
 	return nil
@@ -186,7 +186,7 @@ func Listen(o Options) (net.Listener, error) {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --listen %s: %v", status.ErrInput, addr, err)
+		return nil, status.Inputf("--listen %s: %v", addr, err)
 	}
 	return ln, nil
 }
@@ -197,19 +197,19 @@ func Listen(o Options) (net.Listener, error) {
 func listenUnix(path string) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%w: --listen unix:%s: the path exists and is not a socket", status.ErrInput, path)
+			return nil, status.Inputf("--listen unix:%s: the path exists and is not a socket", path)
 		}
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			c.Close()
-			return nil, fmt.Errorf("%w: --listen unix:%s: another process answers on it", status.ErrInput, path)
+			return nil, status.Inputf("--listen unix:%s: another process answers on it", path)
 		}
 		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("%w: --listen unix:%s: %v", status.ErrInput, path, err)
+			return nil, status.Inputf("--listen unix:%s: %v", path, err)
 		}
 	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --listen unix:%s: %v", status.ErrInput, path, err)
+		return nil, status.Inputf("--listen unix:%s: %v", path, err)
 	}
 	return ln, nil
 }
@@ -262,7 +262,7 @@ func New(ctx context.Context, sys gpu.System, clk clock.Clock, o Options) (*Serv
 	} else {
 		for _, i := range o.GPUs {
 			if i >= len(devs) {
-				return nil, fmt.Errorf("%w: --gpu %d: no such GPU (found %d)", status.ErrInput, i, len(devs))
+				return nil, status.Inputf("--gpu %d: no such GPU (found %d)", i, len(devs))
 			}
 			watch = append(watch, devs[i])
 		}
