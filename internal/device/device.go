@@ -1,8 +1,3 @@
-// Package device resolves --device and --sim-config, once, for every verb: "auto" (the
-// NVIDIA and AMD GPUs of this machine, side by side on a mixed host, else the sim device,
-// announced in one line), "nvml", "amdsmi", "sim" or "sim:PRESET", optionally configured
-// from a JSON file. It is the only place that decides
-// which kind of device a value names; everything else asks gpu.System.Simulated.
 package device
 
 import (

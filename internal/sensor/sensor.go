@@ -1,8 +1,3 @@
-// Package sensor defines a power (or clock, temperature, state) channel of a GPU and the
-// Sampler that records many channels of many GPUs at once on one monotonic clock.
-//
-// Implementations live in nvmlsensor (the NVIDIA driver) and simsensor (the sim device's
-// sensor models). A Sensor knows nothing about kernels or commands.
 package sensor
 
 import (

@@ -1,8 +1,3 @@
-// Package serve is `gpuwatt serve`: it samples every watched GPU without end, with bounded
-// memory, and exposes what it knows on /metrics (Prometheus, through client_golang): the
-// energy counter (the board's, else the corrected integral), power per channel and the
-// corrected power, idle, clocks, temperatures, clock events, the per-process split and the
-// sampler's health. The metrics and the methods behind them are in docs/serve.md.
 package serve
 
 import (
