@@ -11,6 +11,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // Format is the version of call.json.
@@ -298,7 +299,7 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 	res.Strata = k
 
 	statE, statA := tq*seE, tq*seA
-	note := fmt.Sprintf("the spread of the %d calls within %d groups by their phase in the sensor's period (t-quantile %.2f × the standard error of the groups' mean): each call's window [start − %s, end + %s] less the power of the gaps beside it; what the sensor's resolution, its noise, the phases and the baseline leave", n, k, tq, energy.FmtDur(pre.Seconds()), energy.FmtDur(post.Seconds()))
+	note := fmt.Sprintf("the spread of the %d calls within %d groups by their phase in the sensor's period (t-quantile %.2f × the standard error of the groups' mean): each call's window [start − %s, end + %s] less the power of the gaps beside it; what the sensor's resolution, its noise, the phases and the baseline leave", n, k, tq, units.FormatSeconds(pre.Seconds(), 3), units.FormatSeconds(post.Seconds(), 3))
 	res.EnergyParts = []Part{{"calls", statE / b, note}}
 	res.ActiveParts = []Part{{"calls", statA / b, note}}
 	res.EnergyJ = absolute(mE/b, statE/b)

@@ -33,6 +33,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // Span is one call's GPU work on the recording's clock (since its origin).
@@ -479,5 +480,5 @@ func (p *plan) analyseOptions(o Options) AnalyseOptions {
 
 func (p *plan) describe() string {
 	return fmt.Sprintf("%s (%s, %s): waits of %s + a phase stratified over the %s period (%d strata)",
-		p.channel, p.model.Shape(), p.source, energy.FmtDur(p.gap.Seconds()), energy.FmtDur(p.period.Seconds()), p.strata)
+		p.channel, p.model.Shape(), p.source, units.FormatSeconds(p.gap.Seconds(), 3), units.FormatSeconds(p.period.Seconds(), 3), p.strata)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // The two idle levels, named alike in every verb and output (gpu.Idle).
@@ -32,7 +33,7 @@ func (b Baseline) Set() bool { return b.To > b.From }
 
 // Describe is b for people: "the trace's baseline (0 s to 1 s, before the command)".
 func (b Baseline) Describe() string {
-	return fmt.Sprintf("the trace's baseline (%s to %s, %s)", fmtT(b.From), fmtT(b.To), b.What)
+	return fmt.Sprintf("the trace's baseline (%s to %s, %s)", units.FormatInstant(b.From.Seconds()), units.FormatInstant(b.To.Seconds()), b.What)
 }
 
 // TraceBaseline finds the idle baseline that a gpuwatt trace of GPU gpu records, from its

@@ -430,7 +430,7 @@ func (s *Series) Energy(from, to time.Duration) Result {
 		r.Warnings = append(r.Warnings, status.Warnf(code, f, a...))
 	}
 	if to <= from {
-		warn(CodeEmpty, "the region is empty (from %s to %s)", fmtT(from), fmtT(to))
+		warn(CodeEmpty, "the region is empty (from %s to %s)", units.FormatInstant(from.Seconds()), units.FormatInstant(to.Seconds()))
 		return r
 	}
 	r.EnergyRaw = trace.IntegrateReadings(s.raw, from, to).Energy
@@ -446,7 +446,7 @@ func (s *Series) Energy(from, to time.Duration) Result {
 	a, b := max(from.Seconds(), lo), min(to.Seconds(), hi)
 	region := (to - from).Seconds()
 	if b <= a {
-		warn(CodeNoReadings, "no reading describes the region %s to %s (the readings describe %s to %s)", fmtT(from), fmtT(to), FmtS(lo), FmtS(hi))
+		warn(CodeNoReadings, "no reading describes the region %s to %s (the readings describe %s to %s)", units.FormatInstant(from.Seconds()), units.FormatInstant(to.Seconds()), units.FormatInstant(lo), units.FormatInstant(hi))
 		return r
 	}
 	e := s.inv.energy(a, b)
@@ -492,25 +492,25 @@ func (s *Series) Energy(from, to time.Duration) Result {
 		g := r.Gaps[0]
 		more := ""
 		if len(r.Gaps) > 1 {
-			more = fmt.Sprintf(" and %d more gap(s), %s in all", len(r.Gaps)-1, FmtDur(gapLost))
+			more = fmt.Sprintf(" and %d more gap(s), %s in all", len(r.Gaps)-1, units.FormatDuration(gapLost, 4))
 		}
 		warn(CodeGap, "the readings stop for %s, from %s to %s%s (the usual interval between readings is %s): the power there is interpolated, not measured; the readings cover %.0f %% of the region",
-			FmtDur(g.Len()), fmtT(g.From), fmtT(g.To), more, FmtDur(s.gapUsual), 100*r.DataCoverage)
+			units.FormatDuration(g.Len(), 4), units.FormatInstant(g.From.Seconds()), units.FormatInstant(g.To.Seconds()), more, units.FormatDuration(s.gapUsual, 4), 100*r.DataCoverage)
 	}
 	if edgeCoverage < 0.99 {
 		warn(CodeLowCoverage, "the readings describe only %.0f %% of the region (%s to %s of %s to %s): the energy is that of the covered part",
-			100*r.DataCoverage, FmtS(a), FmtS(b), fmtT(from), fmtT(to))
+			100*r.DataCoverage, units.FormatInstant(a), units.FormatInstant(b), units.FormatInstant(from.Seconds()), units.FormatInstant(to.Seconds()))
 	}
 	if r.SensorCoverage < 1 {
 		warn(CodeSensorSees, "the sensor sees %.0f %% of the time (%s): a load that varies faster than %s is sampled, not integrated (Yang et al.); a steady load is measured right",
-			100*r.SensorCoverage, seenAs(m, s.period), FmtDur(s.period))
+			100*r.SensorCoverage, seenAs(m, s.period), units.FormatDuration(s.period, 4))
 	}
 	if r.Samples < opt.MinSamples {
 		warn(CodeFewReadings, "only %d readings in the region: want at least %d for an energy within a few per cent", r.Samples, opt.MinSamples)
 	}
 	if s.period > 0 && to-from < 50*s.period {
 		warn(CodeShortRegion, "the region (%s) is shorter than 50 update periods (T = %s): a power change near its edges is resolved to about a period, which makes the energy uncertain by up to ΔP × %s",
-			FmtDur(to-from), FmtDur(s.period), FmtDur(EdgeUncertainty(m, s.period)))
+			units.FormatDuration(to-from, 4), units.FormatDuration(s.period, 4), units.FormatDuration(EdgeUncertainty(m, s.period), 4))
 	}
 	if s.period == 0 {
 		warn(CodeUnknownPeriod, "the update period is unknown (too few readings to learn it)")
@@ -635,26 +635,10 @@ func idleLevel(inv inverter, lo, hi float64, m sensormodel.Model, period time.Du
 // thousand.
 const maxBins = 4096
 
-func fmtT(d time.Duration) string { return FmtS(d.Seconds()) }
-
-// FmtS formats a time on the trace's axis in seconds: "3.2 s", "12.345678 s".
-func FmtS(s float64) string {
-	return fmt.Sprintf("%s s", trimFloat(s))
-}
-
-func trimFloat(s float64) string {
-	b := []byte(fmt.Sprintf("%.6f", s))
-	for len(b) > 0 && b[len(b)-1] == '0' {
-		b = b[:len(b)-1]
-	}
-	if len(b) > 0 && b[len(b)-1] == '.' {
-		b = b[:len(b)-1]
-	}
-	if string(b) == "-0" {
-		return "0"
-	}
-	return string(b)
-}
+// FmtS is units.FormatInstant.
+//
+// Deprecated: use units.FormatInstant (internal/energy still calls it).
+func FmtS(s float64) string { return units.FormatInstant(s) }
 
 // Channel returns the samples of one channel of tr in time order, like tr.Series, without
 // copying when the trace holds that channel alone (a plain t_s,power_w CSV).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // An inverter turns a channel's readings into the energy of the true power over intervals.
@@ -760,7 +761,7 @@ func (d *dense) binEnergies(bins []interval) []float64 {
 func (d *dense) notes() []string {
 	var n []string
 	if d.unsteadyStart {
-		n = append(n, fmt.Sprintf("the deconvolution reached the start of the trace, where the power was changing: it took the power to have been steady before the first reading (start the recording at least %s before the region)", FmtDur(sensormodel.Seconds(2*d.w))))
+		n = append(n, fmt.Sprintf("the deconvolution reached the start of the trace, where the power was changing: it took the power to have been steady before the first reading (start the recording at least %s before the region)", units.FormatDuration(sensormodel.Seconds(2*d.w), 4)))
 	}
 	if d.capped {
 		n = append(n, "the deconvolution was cut short: the rest was estimated by shifting the readings back by half a window")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // dense reports whether a boxcar's windows overlap enough to be deconvolved: W >= 1.5 T.
@@ -24,9 +25,9 @@ func shortLag(m sensormodel.Model, period time.Duration) bool {
 // seenAs says what the readings see, for a coverage warning: "a 25 ms window every 100 ms".
 func seenAs(m sensormodel.Model, period time.Duration) string {
 	if m.Kind() == sensormodel.RC {
-		return fmt.Sprintf("a lag of tau=%s read every %s", FmtDur(m.Tau), FmtDur(period))
+		return fmt.Sprintf("a lag of tau=%s read every %s", units.FormatDuration(m.Tau, 4), units.FormatDuration(period, 4))
 	}
-	return fmt.Sprintf("a %s window every %s", FmtDur(m.Window), FmtDur(period))
+	return fmt.Sprintf("a %s window every %s", units.FormatDuration(m.Window, 4), units.FormatDuration(period, 4))
 }
 
 // Method says in one line how Energy inverts m, given the update period in use.
@@ -34,17 +35,17 @@ func Method(m sensormodel.Model, period time.Duration) string {
 	switch m.Kind() {
 	case sensormodel.RC:
 		if shortLag(m, period) {
-			return fmt.Sprintf("RC lag tau=%s inverted interval by interval: the power constant between readings, split at the region's edges (over the whole trace: ∫reading + tau·Δreading)", FmtDur(m.Tau))
+			return fmt.Sprintf("RC lag tau=%s inverted interval by interval: the power constant between readings, split at the region's edges (over the whole trace: ∫reading + tau·Δreading)", units.FormatDuration(m.Tau, 4))
 		}
-		return fmt.Sprintf("RC lag tau=%s inverted: ∫P = ∫reading + tau·(reading(b) − reading(a)), the ends fitted to the lag's step response", FmtDur(m.Tau))
+		return fmt.Sprintf("RC lag tau=%s inverted: ∫P = ∫reading + tau·(reading(b) − reading(a)), the ends fitted to the lag's step response", units.FormatDuration(m.Tau, 4))
 	case sensormodel.Boxcar:
 		switch {
 		case denseBoxcar(m, period):
-			return fmt.Sprintf("boxcar W=%s deconvolved: E[a,b] = W·(r(b) − r(a)) + E[a−W, b−W], until the readings are steady", FmtDur(m.Window))
+			return fmt.Sprintf("boxcar W=%s deconvolved: E[a,b] = W·(r(b) − r(a)) + E[a−W, b−W], until the readings are steady", units.FormatDuration(m.Window, 4))
 		case m.Coverage(period) < 1:
-			return fmt.Sprintf("boxcar W=%s every T=%s: each reading held over its own period, centred on its window (coverage %.0f %%)", FmtDur(m.Window), FmtDur(period), 100*m.Coverage(period))
+			return fmt.Sprintf("boxcar W=%s every T=%s: each reading held over its own period, centred on its window (coverage %.0f %%)", units.FormatDuration(m.Window, 4), units.FormatDuration(period, 4), 100*m.Coverage(period))
 		default:
-			return fmt.Sprintf("boxcar W=%s: each reading held over its own period, centred on its window", FmtDur(m.Window))
+			return fmt.Sprintf("boxcar W=%s: each reading held over its own period, centred on its window", units.FormatDuration(m.Window, 4))
 		}
 	}
 	return "none: the readings integrated as they are"
@@ -57,7 +58,7 @@ func Assumptions(m sensormodel.Model, period time.Duration) []string {
 	case sensormodel.None:
 		a = append(a, "the readings are the power itself: no lag, no averaging window worth correcting")
 	case sensormodel.RC:
-		a = append(a, fmt.Sprintf("the sensor is a first-order low-pass with tau=%s (P = reading + tau·dP/dt)", FmtDur(m.Tau)))
+		a = append(a, fmt.Sprintf("the sensor is a first-order low-pass with tau=%s (P = reading + tau·dP/dt)", units.FormatDuration(m.Tau, 4)))
 		if shortLag(m, period) {
 			a = append(a,
 				"the power is constant between readings, or steps once between two of them; where a region's edge falls between two readings, the power may step there (the least change from the neighbouring intervals' powers)",
@@ -66,38 +67,29 @@ func Assumptions(m sensormodel.Model, period time.Duration) []string {
 			a = append(a, "near each end of the region the power is steady or changes once (the ends' readings are fitted to that)")
 		}
 	case sensormodel.Boxcar:
-		a = append(a, fmt.Sprintf("each reading is the mean power over the %s before it", FmtDur(m.Window)))
+		a = append(a, fmt.Sprintf("each reading is the mean power over the %s before it", units.FormatDuration(m.Window, 4)))
 		if m.Tau > 0 {
-			a = append(a, fmt.Sprintf("the power is low-passed (tau=%s) before the window: taken as a further delay of tau", FmtDur(m.Tau)))
+			a = append(a, fmt.Sprintf("the power is low-passed (tau=%s) before the window: taken as a further delay of tau", units.FormatDuration(m.Tau, 4)))
 		}
 		if period > 0 {
-			a = append(a, fmt.Sprintf("readings less than %s (T/4) apart are one update, whose value is the later one", FmtDur(period/4)))
+			a = append(a, fmt.Sprintf("readings less than %s (T/4) apart are one update, whose value is the later one", units.FormatDuration(period/4, 4)))
 		}
 		switch {
 		case denseBoxcar(m, period):
 			a = append(a,
 				"the power was steady before the first reading",
-				fmt.Sprintf("the power is resolved to one update period (%s): a region edge on a power change is uncertain by up to ΔP·T/4", FmtDur(period)))
+				fmt.Sprintf("the power is resolved to one update period (%s): a region edge on a power change is uncertain by up to ΔP·T/4", units.FormatDuration(period, 4)))
 		case m.Coverage(period) < 1:
-			a = append(a, fmt.Sprintf("the power seen in each %s window is the power of its whole %s period: true for steady loads; loads that vary faster are sampled, not integrated", FmtDur(m.Window), FmtDur(period)))
+			a = append(a, fmt.Sprintf("the power seen in each %s window is the power of its whole %s period: true for steady loads; loads that vary faster are sampled, not integrated", units.FormatDuration(m.Window, 4), units.FormatDuration(period, 4)))
 		}
 	}
 	if m.Delay > 0 {
-		a = append(a, fmt.Sprintf("readings are published %s after the power they describe", FmtDur(m.Delay)))
+		a = append(a, fmt.Sprintf("readings are published %s after the power they describe", units.FormatDuration(m.Delay, 4)))
 	}
 	return a
 }
 
-// FmtDur formats a duration briefly: "840 ms", "1 s", "25 ms", "250 µs".
-func FmtDur(d time.Duration) string {
-	s := d.Seconds()
-	switch {
-	case d >= time.Second:
-		return fmt.Sprintf("%.4g s", s)
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.4g ms", s*1e3)
-	case d > 0:
-		return fmt.Sprintf("%.4g µs", s*1e6)
-	}
-	return "0"
-}
+// FmtDur is units.FormatDuration to four digits.
+//
+// Deprecated: use units.FormatDuration (internal/energy still calls it).
+func FmtDur(d time.Duration) string { return units.FormatDuration(d, 4) }

@@ -58,7 +58,7 @@ func Page(tr *trace.Trace, s *Summary) report.Page {
 			}
 			tab.Rows = append(tab.Rows, []string{c.Channel, corr, units.Energy(c.EnergyJ).String(), units.Energy(c.EnergyAboveIdleJ).String(),
 				units.Power(c.IdlePowerW).String(), units.Power(c.MeanPowerW).String(), maxs, fmt.Sprint(c.Samples),
-				fmtDur(c.UpdatePeriodS), pollCell(c.PollIntervalS, s.Poll.Mode), fmt.Sprint(c.Repeats)})
+				units.FormatSeconds(c.UpdatePeriodS, 3), pollCell(c.PollIntervalS, s.Poll.Mode), fmt.Sprint(c.Repeats)})
 		}
 		sec.Table = tab
 		sec.Plots = gpuPlots(tr, g, marks, band)
@@ -106,10 +106,10 @@ func regionSection(s *Summary) report.Section {
 				ws = append(ws, w.Message)
 			}
 			if g.NoFigure {
-				tab.Rows = append(tab.Rows, []string{name, fmt.Sprint(g.Index), fmt.Sprintf("%.3f s", r.StartS), fmtDur(r.DurationS), "no figure", "", "", "", r.Timing, strings.Join(ws, " ")})
+				tab.Rows = append(tab.Rows, []string{name, fmt.Sprint(g.Index), fmt.Sprintf("%.3f s", r.StartS), units.FormatSeconds(r.DurationS, 3), "no figure", "", "", "", r.Timing, strings.Join(ws, " ")})
 				continue
 			}
-			tab.Rows = append(tab.Rows, []string{name, fmt.Sprint(g.Index), fmt.Sprintf("%.3f s", r.StartS), fmtDur(r.DurationS),
+			tab.Rows = append(tab.Rows, []string{name, fmt.Sprint(g.Index), fmt.Sprintf("%.3f s", r.StartS), units.FormatSeconds(r.DurationS, 3),
 				units.Energy(g.EnergyJ).String(), units.Energy(g.LowJ).String() + " – " + units.Energy(g.HighJ).String(),
 				units.Power(g.MeanPowerW).String(), g.Source, r.Timing, strings.Join(ws, " ")})
 		}
@@ -118,7 +118,7 @@ func regionSection(s *Summary) report.Section {
 			if h.low != "" {
 				iv = h.low + " – " + h.high
 			}
-			tab.Rows = append(tab.Rows, []string{name, h.what, fmt.Sprintf("%.3f s", r.StartS), fmtDur(r.DurationS), h.value, iv, h.power, h.from, r.Timing, ""})
+			tab.Rows = append(tab.Rows, []string{name, h.what, fmt.Sprintf("%.3f s", r.StartS), units.FormatSeconds(r.DurationS, 3), h.value, iv, h.power, h.from, r.Timing, ""})
 		}
 	}
 	text := "The command appended `begin NAME` / `end NAME` lines to the file $GPUWATT_MARKS named; each pair is a region (nested and repeated names allowed), its energy from the same estimator as the command's. Where the host's RAPL counters were read: cpu (every CPU package), dram (their DRAM), psys, each the counters bracketed at the region's edges (RAPL's own accuracy not included), and node (the GPUs, CPU packages and DRAM: bounds added) where every GPU of the machine was recorded. Timing: writer (the marker's own monotonic time), arrival (stamped when gpuwatt read the line, up to 2 ms late). docs/markers.md says how to mark a region so that it ends when its GPU work ends."
@@ -196,7 +196,7 @@ func seriesPlot(tr *trace.Trace, g GPUSummary, s *Summary, marks []report.VLine,
 	last := ser.Points[len(ser.Points)-1]
 	x, y, lo, hi = append(x, last.EndS), append(y, last.PowerW), append(lo, last.LowW), append(hi, last.HighW)
 	return report.Plot{
-		Title:  fmt.Sprintf("GPU %d: corrected power during the command (%s through %s, bins of %s)", g.Index, ser.Channel, ser.Model, fmtDur(ser.StepS)),
+		Title:  fmt.Sprintf("GPU %d: corrected power during the command (%s through %s, bins of %s)", g.Index, ser.Channel, ser.Model, units.FormatSeconds(ser.StepS, 3)),
 		XLabel: "time (s)", YLabel: "power (W)", VLines: marks, Bands: band,
 		XMin: report.Float(0), XMax: report.Float(tr.Meta.Duration),
 		Series: []report.Series{{Name: "corrected power, 95 % band", X: x, Y: y, YLow: lo, YHigh: hi, Style: report.Step}},

@@ -257,5 +257,3 @@ func total(gs []GPUSummary, durS float64) *Total {
 
 // ReasonNames renders a clock-event mask as names.
 func ReasonNames(mask uint64) string { return region.ReasonNames(mask) }
-
-func fmtDur(sec float64) string { return energy.FmtDur(sec) }

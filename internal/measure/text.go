@@ -32,7 +32,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		}
 	}
 	fmt.Fprintf(&b, "\n Power and energy for '%s' (%s)\n", cmd, state)
-	fmt.Fprintf(&b, " device %s, poll %s, baseline %s before, recording %s in all\n", s.Device, pollText(s), fmtDur(s.BaselineS), fmtDur(s.RecordingS))
+	fmt.Fprintf(&b, " device %s, poll %s, baseline %s before, recording %s in all\n", s.Device, pollText(s), units.FormatSeconds(s.BaselineS, 3), units.FormatSeconds(s.RecordingS, 3))
 	for _, g := range s.GPUs {
 		fmt.Fprintf(&b, "\n GPU %d  %s  %s\n\n", g.Index, g.Name, g.UUID)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -101,7 +101,7 @@ func WriteText(w io.Writer, s *Summary) error {
 				}
 				fmt.Fprintf(tw, " %s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", c.Channel, corr,
 					units.Energy(c.EnergyJ), units.Energy(c.EnergyAboveIdleJ), units.Power(c.IdlePowerW),
-					units.Power(c.MeanPowerW), maxs, c.Samples, fmtDur(c.UpdatePeriodS), pollCell(c.PollIntervalS, s.Poll.Mode))
+					units.Power(c.MeanPowerW), maxs, c.Samples, units.FormatSeconds(c.UpdatePeriodS, 3), pollCell(c.PollIntervalS, s.Poll.Mode))
 			}
 			tw.Flush()
 			b.WriteString(termtext.Indent("corrected: the channel's sensor model inverted, ± its 95 % interval on the board's scale; raw: its readings integrated as recorded (above idle, mean: raw)", "   ", 3, termtext.Width))
@@ -175,7 +175,7 @@ func WriteText(w io.Writer, s *Summary) error {
 
 func pollText(s *Summary) string {
 	if s.Poll.Mode == "fixed" {
-		return fmtDur(s.Poll.Interval)
+		return units.FormatSeconds(s.Poll.Interval, 3)
 	}
 	return s.Poll.Mode
 }
@@ -184,7 +184,7 @@ func pollCell(iv float64, mode string) string {
 	if mode == "max" {
 		return "busy"
 	}
-	return fmtDur(iv)
+	return units.FormatSeconds(iv, 3)
 }
 
 func fmtSec(sec float64) string { return fmt.Sprintf("%.3f s", sec) }
@@ -228,10 +228,10 @@ func writeRegions(b *strings.Builder, s *Summary) {
 					from += " !unsynchronised"
 				}
 			}
-			fmt.Fprintf(tw, "   %s\t%d\t%.3f s\t%s\t%s\t%s\t%s\t\n", name, g.Index, r.StartS, fmtDur(r.DurationS), e, p, from)
+			fmt.Fprintf(tw, "   %s\t%d\t%.3f s\t%s\t%s\t%s\t%s\t\n", name, g.Index, r.StartS, units.FormatSeconds(r.DurationS, 3), e, p, from)
 		}
 		for _, h := range hostRows(r) {
-			fmt.Fprintf(tw, "   %s\t%s\t%.3f s\t%s\t%s\t%s\t%s\t\n", name, h.what, r.StartS, fmtDur(r.DurationS), h.energy, h.power, h.from)
+			fmt.Fprintf(tw, "   %s\t%s\t%.3f s\t%s\t%s\t%s\t%s\t\n", name, h.what, r.StartS, units.FormatSeconds(r.DurationS, 3), h.energy, h.power, h.from)
 		}
 	}
 	tw.Flush()

@@ -41,11 +41,11 @@ func WriteText(w io.Writer, r *Result) error {
 		}
 		if x.Unit == "launch" {
 			fmt.Fprintf(tw, " %s\t%s\t%s\t-\t-\t-\t%.0f MHz\t%s\t%s\t-\t-\t-\t\n", x.Name, x.What,
-				fmtSec(x.TimePerLaunchS), x.ClockMHz, units.Power(x.MeanPowerW), units.Power(x.MaxPowerW))
+				units.FormatSeconds(x.TimePerLaunchS, 3), x.ClockMHz, units.Power(x.MeanPowerW), units.Power(x.MaxPowerW))
 			continue
 		}
 		fmt.Fprintf(tw, " %s\t%s\t%s\t%s\t%.1f\t%s\t%.0f MHz\t%s\t%s\t%s\t%.4g\t%s\t\n", x.Name, x.What,
-			fmtSec(x.TimePerLaunchS), throughput(x), x.PerCycleSM, spec, x.ClockMHz,
+			units.FormatSeconds(x.TimePerLaunchS, 3), throughput(x), x.PerCycleSM, spec, x.ClockMHz,
 			units.Power(x.MeanPowerW), units.Power(x.MaxPowerW), PM(x.PJPerUnit, x.PJPerUnitLow, x.PJPerUnitHigh), x.PJPerUnitPi0,
 			PM(x.PJPerUnitAbovePi0, x.PJPerUnitAbovePi0Low, x.PJPerUnitAbovePi0High))
 	}
@@ -104,16 +104,6 @@ func throughput(x Row) string {
 		return fmt.Sprintf("%.4g Gop/s", x.PerSecond/1e9)
 	}
 	return fmt.Sprintf("%.4g /s", x.PerSecond)
-}
-
-func fmtSec(s float64) string {
-	switch {
-	case s >= 1:
-		return fmt.Sprintf("%.3g s", s)
-	case s >= 1e-3:
-		return fmt.Sprintf("%.3g ms", s*1e3)
-	}
-	return fmt.Sprintf("%.3g µs", s*1e6)
 }
 
 // CSVHeader is the header of results.csv.
@@ -189,7 +179,7 @@ func Page(r *Result) report.Page {
 			if x.SpecPerCycleSM > 0 {
 				spec = strconv.FormatFloat(x.SpecPerCycleSM, 'g', 4, 64)
 			}
-			tab.Rows = append(tab.Rows, []string{x.Name, x.Unit, fmtSec(x.TimePerLaunchS), throughput(x), fmt.Sprintf("%.1f", x.PerCycleSM), spec,
+			tab.Rows = append(tab.Rows, []string{x.Name, x.Unit, units.FormatSeconds(x.TimePerLaunchS, 3), throughput(x), fmt.Sprintf("%.1f", x.PerCycleSM), spec,
 				fmt.Sprintf("%.0f", x.ClockMHz), units.Power(x.MeanPowerW).String(), units.Power(x.MaxPowerW).String(), units.Energy(x.EnergyPerLaunchJ).String(),
 				PM(x.PJPerUnit, x.PJPerUnitLow, x.PJPerUnitHigh), fmt.Sprintf("%.4g", x.PJPerUnitPi0), PM(x.PJPerUnitAbovePi0, x.PJPerUnitAbovePi0Low, x.PJPerUnitAbovePi0High)})
 			named = append(named, status.WithSubject(x.Name, x.Warnings)...)

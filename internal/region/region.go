@@ -305,7 +305,7 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 			add(keyed(CodeFewUpdates, fmt.Sprintf("%s ran for fewer than 20 updates of %s: the energy is uncertain by about one update period's worth", what, head.Channel),
 				math.Round(dur.Seconds()/p.Seconds()), "updates",
 				"%s ran for %s, only %.0f updates of %s: the energy is uncertain by about one update period's worth (±%s)",
-				what, energy.FmtDur(dur.Seconds()), dur.Seconds()/p.Seconds(), head.Channel, units.Energy(gs.MeanPowerW*p.Seconds())))
+				what, units.FormatSeconds(dur.Seconds(), 3), dur.Seconds()/p.Seconds(), head.Channel, units.Energy(gs.MeanPowerW*p.Seconds())))
 		}
 	}
 	gs.SMClockMHz = rangeOf(tr.Series(g.Index, trace.ChClockSM), start, end, 1e-6)
@@ -369,7 +369,7 @@ func agreement(gs *Summary, byName map[string]Channel, head Channel, calibrated 
 		var why, whyKey string
 		switch n {
 		case trace.ChPowerUsage, trace.ChPowerAverage:
-			why, whyKey = lagReason(n, energy.FmtDur(dur.Seconds())), lagReason(n, "short")
+			why, whyKey = lagReason(n, units.FormatSeconds(dur.Seconds(), 3)), lagReason(n, "short")
 		case trace.ChPowerInstant:
 			why = "power.instant averages only part of each update period (about 25 ms of every 100 ms on A100/H100, Yang et al. SC'24): a load that varies faster than the update period is sampled, not integrated"
 		case trace.ChPowerSamples:
@@ -397,9 +397,9 @@ func disagreement(channel, source string, e, head float64, why, whyKey string) s
 // missedUpdates is the warning that a channel missed updates between its readings; its
 // key is the channel with its poll interval and update period, its figure the count.
 func missedUpdates(channel string, missed, samples int, poll, period float64) status.Warning {
-	return keyed(CodeMissedUpdates, fmt.Sprintf("%s: updates were missed (poll interval %s, update period %s)", channel, energy.FmtDur(poll), energy.FmtDur(period)),
+	return keyed(CodeMissedUpdates, fmt.Sprintf("%s: updates were missed (poll interval %s, update period %s)", channel, units.FormatSeconds(poll, 3), units.FormatSeconds(period, 3)),
 		float64(missed), "missed updates",
-		"%s: about %d of %d updates were missed (poll interval %s, update period %s)", channel, missed, samples+missed, energy.FmtDur(poll), energy.FmtDur(period))
+		"%s: about %d of %d updates were missed (poll interval %s, update period %s)", channel, missed, samples+missed, units.FormatSeconds(poll, 3), units.FormatSeconds(period, 3))
 }
 
 // lagReason is why a 1 s moving-average channel misses over a run of length dur ("2 s").

@@ -190,24 +190,24 @@ func (m Model) Coverage(period time.Duration) float64 {
 // unit is the channel's unit for noise, offset and quantum.
 func (m Model) Describe(unit string) string {
 	var parts []string
-	p := fmt.Sprintf("T=%s", dur(m.Period))
+	p := fmt.Sprintf("T=%s", units.FormatDuration(m.Period, 6))
 	if m.Jitter > 0 {
 		p += fmt.Sprintf(" ±%s%% jitter", formatFloat(m.Jitter*100))
 	}
 	parts = append(parts, p)
 	if m.Phase != 0 {
-		parts = append(parts, "phase "+dur(m.Phase))
+		parts = append(parts, "phase "+units.FormatDuration(m.Phase, 6))
 	}
 	if m.Tau > 0 {
-		parts = append(parts, "RC lag tau="+dur(m.Tau))
+		parts = append(parts, "RC lag tau="+units.FormatDuration(m.Tau, 6))
 	}
 	if m.Window > 0 {
-		parts = append(parts, "boxcar W="+dur(m.Window))
+		parts = append(parts, "boxcar W="+units.FormatDuration(m.Window, 6))
 	} else {
 		parts = append(parts, "point sample")
 	}
 	if m.Delay > 0 {
-		parts = append(parts, "delay "+dur(m.Delay))
+		parts = append(parts, "delay "+units.FormatDuration(m.Delay, 6))
 	}
 	parts = append(parts, "gain "+formatFloat(m.Gain))
 	if m.Offset != 0 {
@@ -225,12 +225,12 @@ func (m Model) Describe(unit string) string {
 // DescribeCounter writes the model of an energy counter in a short human form, e.g.
 // "published every 100 ms, gain 1.021, quantum 1 mJ".
 func (m Model) DescribeCounter() string {
-	s := fmt.Sprintf("published every %s", dur(m.Period))
+	s := fmt.Sprintf("published every %s", units.FormatDuration(m.Period, 6))
 	if m.Jitter > 0 {
 		s += fmt.Sprintf(" ±%s%% jitter", formatFloat(m.Jitter*100))
 	}
 	if m.Delay > 0 {
-		s += ", delay " + dur(m.Delay)
+		s += ", delay " + units.FormatDuration(m.Delay, 6)
 	}
 	s += ", gain " + formatFloat(m.Gain)
 	if m.Offset != 0 {
@@ -240,14 +240,6 @@ func (m Model) DescribeCounter() string {
 		s += ", quantum " + units.Energy(m.Quantum).String()
 	}
 	return s
-}
-
-func dur(d time.Duration) string {
-	s := d.Seconds()
-	if s != 0 && math.Abs(s) < 1 {
-		return strconv.FormatFloat(s*1e3, 'g', 6, 64) + " ms"
-	}
-	return strconv.FormatFloat(s, 'g', 6, 64) + " s"
 }
 
 // Quantity formats v in unit: W, J and Hz with SI prefixes, any other unit as a plain number.

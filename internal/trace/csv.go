@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // CSVHeader is the header line of gpuwatt's trace CSV.
@@ -631,7 +632,7 @@ func (r *csvReader) recheckUnits(tr *Trace) error {
 		tr.each(Key{ch.gpu, ch.name}, func(x Sample) bool {
 			if msg := checkValue(q, x.Value); msg != "" {
 				bad = &ParseError{Line: ch.firstLine, Msg: fmt.Sprintf("gpu %d channel %q: the value %g at t = %s %s (its unit %s is given on line %d)",
-					ch.gpu, ch.name, x.Value, fmtSeconds(x.T), msg, ch.unit, ch.unitLine)}
+					ch.gpu, ch.name, x.Value, units.FormatInstant(x.T.Seconds()), msg, ch.unit, ch.unitLine)}
 			}
 			return bad == nil
 		})

@@ -1,12 +1,12 @@
 package trace
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // MaxBoardPowerW is the most power the readers accept from one GPU board: above the
@@ -80,16 +80,8 @@ func (o *orderCheck) warning() (status.Warning, bool) {
 	}
 	return status.Warning{Code: CodeUnsorted, Key: "rows",
 		Message: fmt.Sprintf("the rows are not in time order: line %d (t = %s) comes after line %d (t = %s), %d row(s) in all go back in time; the samples were sorted by time",
-			o.firstLine, fmtSeconds(o.firstT), o.prevLine, fmtSeconds(o.prevT), o.n),
+			o.firstLine, units.FormatInstant(o.firstT.Seconds()), o.prevLine, units.FormatInstant(o.prevT.Seconds()), o.n),
 		Value: float64(o.n), Unit: "rows"}, true
-}
-
-// fmtSeconds is a time in seconds to the µs without trailing zeros: "1.25 s".
-func fmtSeconds(d time.Duration) string {
-	b := appendSeconds(nil, d)
-	b = bytes.TrimRight(b, "0")
-	b = bytes.TrimSuffix(b, []byte("."))
-	return string(b) + " s"
 }
 
 // Gap is a stretch of a channel with no reading: from one reading to the next, far longer

@@ -7,6 +7,7 @@ package units
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -105,4 +106,46 @@ func format(v float64, unit string) string {
 	}
 	p := prefixes[len(prefixes)-1]
 	return fmt.Sprintf("%.4g %s%s", v/p.scale, p.name, unit)
+}
+
+// FormatDuration writes d in s, ms or µs, the largest of them in which it is at least 1,
+// to sig significant digits: "1.23 s", "840 ms", "250 µs"; "0" when d is not positive. It
+// is gpuwatt's one way of writing a length of time in text; a time on a trace's axis is
+// FormatInstant's.
+func FormatDuration(d time.Duration, sig int) string {
+	return formatLength(d, d.Seconds(), sig)
+}
+
+// FormatSeconds is FormatDuration of sec seconds (the unit chosen on sec to the ns).
+func FormatSeconds(sec float64, sig int) string {
+	return formatLength(time.Duration(sec*float64(time.Second)), sec, sig)
+}
+
+// formatLength writes sec with the unit d's size calls for.
+func formatLength(d time.Duration, sec float64, sig int) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.*g s", sig, sec)
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.*g ms", sig, sec*1e3)
+	case d > 0:
+		return fmt.Sprintf("%.*g µs", sig, sec*1e6)
+	}
+	return "0"
+}
+
+// FormatInstant writes a time on a trace's axis: seconds to the µs, without trailing
+// zeros: "3.2 s", "12.345678 s", "0 s".
+func FormatInstant(sec float64) string {
+	b := strconv.AppendFloat(nil, sec, 'f', 6, 64)
+	for len(b) > 0 && b[len(b)-1] == '0' {
+		b = b[:len(b)-1]
+	}
+	if len(b) > 0 && b[len(b)-1] == '.' {
+		b = b[:len(b)-1]
+	}
+	if string(b) == "-0" {
+		return "0 s"
+	}
+	return string(b) + " s"
 }

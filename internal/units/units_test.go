@@ -38,3 +38,44 @@ func TestEnergyPower(t *testing.T) {
 		t.Fatalf("PowerOf zero duration = %v, want 0", p)
 	}
 }
+
+// TestFormatDuration: the unit is the largest in which the figure is at least 1, to the
+// digits asked; nothing positive is "0".
+func TestFormatDuration(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		sig  int
+		want string
+	}{
+		{840 * time.Millisecond, 3, "840 ms"},
+		{1500 * time.Millisecond, 3, "1.5 s"},
+		{time.Second, 4, "1 s"},
+		{250 * time.Microsecond, 4, "250 µs"},
+		{12345 * time.Microsecond, 3, "12.3 ms"},
+		{12345 * time.Microsecond, 4, "12.35 ms"},
+		{999 * time.Nanosecond, 3, "0.999 µs"},
+		{0, 3, "0"},
+		{-time.Second, 3, "0"},
+	} {
+		if got := FormatDuration(c.d, c.sig); got != c.want {
+			t.Errorf("FormatDuration(%v, %d) = %q, want %q", c.d, c.sig, got, c.want)
+		}
+		if got := FormatSeconds(c.d.Seconds(), c.sig); got != c.want {
+			t.Errorf("FormatSeconds(%g, %d) = %q, want %q", c.d.Seconds(), c.sig, got, c.want)
+		}
+	}
+}
+
+// TestFormatInstant: seconds to the µs, no trailing zeros, never "-0".
+func TestFormatInstant(t *testing.T) {
+	for _, c := range []struct {
+		s    float64
+		want string
+	}{
+		{3.2, "3.2 s"}, {12.345678, "12.345678 s"}, {12.3456784, "12.345678 s"}, {0, "0 s"}, {-0.0000001, "0 s"}, {-1.5, "-1.5 s"}, {2, "2 s"},
+	} {
+		if got := FormatInstant(c.s); got != c.want {
+			t.Errorf("FormatInstant(%g) = %q, want %q", c.s, got, c.want)
+		}
+	}
+}
