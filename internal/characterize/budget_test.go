@@ -27,7 +27,7 @@ func TestQuickFitsItsBudget(t *testing.T) {
 			}
 			sm := simtest.OpenConfig(t, cfg)
 			t.Cleanup(func() { sm.Sys.Close() })
-			r, err := Run(context.Background(), Options{Clock: sm.Clock, System: sm.Sys, Device: sm.Sys.Devices()[0], Quick: true})
+			r, err := characterise(context.Background(), Options{Clock: sm.Clock, System: sm.Sys, Device: sm.Sys.Devices()[0], Quick: true})
 			if err != nil {
 				t.Fatal(err)
 			}
