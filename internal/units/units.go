@@ -109,8 +109,8 @@ func format(v float64, unit string) string {
 }
 
 // FormatDuration writes d in s, ms or µs, the largest of them in which it is at least 1,
-// to sig significant digits: "1.23 s", "840 ms", "250 µs"; "0" when d is not positive. It
-// is gpuwatt's one way of writing a length of time in text; a time on a trace's axis is
+// to sig significant digits: "1.23 s", "840 ms", "250 µs", "-5 ms"; "0" for 0. It is
+// gpuwatt's one way of writing a length of time in text; a time on a trace's axis is
 // FormatInstant's.
 func FormatDuration(d time.Duration, sig int) string {
 	return formatLength(d, d.Seconds(), sig)
@@ -123,6 +123,9 @@ func FormatSeconds(sec float64, sig int) string {
 
 // formatLength writes sec with the unit d's size calls for.
 func formatLength(d time.Duration, sec float64, sig int) string {
+	if d < 0 {
+		return "-" + formatLength(-d, -sec, sig)
+	}
 	switch {
 	case d >= time.Second:
 		return fmt.Sprintf("%.*g s", sig, sec)

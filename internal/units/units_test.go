@@ -40,7 +40,7 @@ func TestEnergyPower(t *testing.T) {
 }
 
 // TestFormatDuration: the unit is the largest in which the figure is at least 1, to the
-// digits asked; nothing positive is "0".
+// digits asked; a negative length keeps its sign (it printed as "0" in correct's notes).
 func TestFormatDuration(t *testing.T) {
 	for _, c := range []struct {
 		d    time.Duration
@@ -55,7 +55,7 @@ func TestFormatDuration(t *testing.T) {
 		{12345 * time.Microsecond, 4, "12.35 ms"},
 		{999 * time.Nanosecond, 3, "0.999 µs"},
 		{0, 3, "0"},
-		{-time.Second, 3, "0"},
+		{-5 * time.Millisecond, 3, "-5 ms"},
 	} {
 		if got := FormatDuration(c.d, c.sig); got != c.want {
 			t.Errorf("FormatDuration(%v, %d) = %q, want %q", c.d, c.sig, got, c.want)
