@@ -18,6 +18,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/atomicfile"
 	"github.com/gpuwatt/gpuwatt/internal/characterize"
 	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/gpu"
 	"github.com/gpuwatt/gpuwatt/internal/report"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 )
@@ -66,29 +67,17 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 	if *repeat > 1 && *resume {
 		return a.usageError("characterize", fmt.Errorf("--repeat and --resume: resume each run-K directory on its own"))
 	}
-	var stages []string
-	if *stagesFlag != "" {
-		for _, st := range strings.Split(*stagesFlag, ",") {
-			if st = strings.TrimSpace(st); !slices.Contains(stages, st) {
-				stages = append(stages, st)
-			}
-		}
-	}
-	opt := characterize.Options{GPU: sh.gpu, Quick: *quick, Stages: stages, LoadContexts: *contexts, OpenGPU: openGPUFFT}
+	opt := characterize.Options{GPU: sh.gpu, Quick: *quick, Stages: stageList(*stagesFlag), LoadContexts: *contexts, OpenGPU: openGPUFFT}
 	if err := opt.Validate(); err != nil { // before --resume reads anything
 		return a.usageError("characterize", err)
 	}
-	var prev *characterize.Result
 	if *resume {
-		var err error
-		if prev, err = loadResults(sh.out); err != nil {
-			return a.usageError("characterize", fmt.Errorf("--resume: %v", err))
+		prev, err := resumeFrom(sh.out, *quick)
+		if err != nil {
+			return a.usageError("characterize", err)
 		}
-		if *quick != prev.Quick {
-			return a.usageError("characterize", fmt.Errorf("--resume: the run in %s was %s; resume it the same way (with%s --quick)", sh.out, map[bool]string{true: "--quick", false: "a full run"}[prev.Quick], map[bool]string{true: "", false: "out"}[prev.Quick]))
-		}
+		opt.Resume = prev
 	}
-	opt.Resume = prev
 	sh.resume = *resume
 	r, code := a.start("characterize", sh, nil)
 	if r == nil {
@@ -104,27 +93,9 @@ func (a *App) characterize(ctx context.Context, args []string) int {
 		return a.characterizeSeries(ctx, r, items, sh, args, t0, "repeat.json", "runs")
 	}
 	if multi {
-		if cards == nil {
-			for _, d := range r.env.System.Devices() {
-				cards = append(cards, d.Info().Index)
-			}
-		}
-		seen := map[int]bool{}
-		var items []seriesRun
-		for _, g := range cards {
-			if seen[g] {
-				return a.usageError("characterize", fmt.Errorf("--gpu %s: GPU %d named twice", *gpuSel, g))
-			}
-			seen[g] = true
-			if n := len(r.env.System.Devices()); g >= n {
-				return a.usageError("characterize", fmt.Errorf("--gpu %s: no GPU %d (found %d)", *gpuSel, g, n))
-			}
-			o := opt
-			o.GPU = g
-			if err := o.Validate(); err != nil {
-				return a.usageError("characterize", err)
-			}
-			items = append(items, seriesRun{name: fmt.Sprintf("gpu-%d", g), opt: o})
+		items, err := cardRuns(cards, *gpuSel, r.env.System.Devices(), opt)
+		if err != nil {
+			return a.usageError("characterize", err)
 		}
 		if *inTurn {
 			return a.characterizeSeries(ctx, r, items, sh, args, t0, "compare.json", "cards")
@@ -388,4 +359,60 @@ func (a *App) finishSeries(ctx context.Context, rs []*characterize.Result, names
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// stageList is --stages as a list, each stage once ("": all).
+func stageList(flagValue string) []string {
+	var stages []string
+	if flagValue == "" {
+		return nil
+	}
+	for _, st := range strings.Split(flagValue, ",") {
+		if st = strings.TrimSpace(st); !slices.Contains(stages, st) {
+			stages = append(stages, st)
+		}
+	}
+	return stages
+}
+
+// resumeFrom reads the results --resume continues from dir; the run must be resumed as
+// it was begun (quick or full).
+func resumeFrom(dir string, quick bool) (*characterize.Result, error) {
+	prev, err := loadResults(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--resume: %v", err)
+	}
+	if quick != prev.Quick {
+		return nil, fmt.Errorf("--resume: the run in %s was %s; resume it the same way (with%s --quick)", dir, map[bool]string{true: "--quick", false: "a full run"}[prev.Quick], map[bool]string{true: "", false: "out"}[prev.Quick])
+	}
+	return prev, nil
+}
+
+// cardRuns is one run of opt per GPU of --gpu sel (cards; nil: all devs), each into
+// DIR/gpu-N; a GPU named twice or beyond devs is bad input.
+func cardRuns(cards []int, sel string, devs []gpu.Device, opt characterize.Options) ([]seriesRun, error) {
+	n := len(devs)
+	if cards == nil {
+		for _, d := range devs {
+			cards = append(cards, d.Info().Index)
+		}
+	}
+	seen := map[int]bool{}
+	var items []seriesRun
+	for _, g := range cards {
+		if seen[g] {
+			return nil, fmt.Errorf("--gpu %s: GPU %d named twice", sel, g)
+		}
+		seen[g] = true
+		if g >= n {
+			return nil, fmt.Errorf("--gpu %s: no GPU %d (found %d)", sel, g, n)
+		}
+		o := opt
+		o.GPU = g
+		if err := o.Validate(); err != nil {
+			return nil, err
+		}
+		items = append(items, seriesRun{name: fmt.Sprintf("gpu-%d", g), opt: o})
+	}
+	return items, nil
 }
