@@ -72,7 +72,7 @@ func fittedProfile(t *testing.T, preset string) correct.Spec {
 	cfg := simtest.Preset(t, preset)
 	cfg.Seed += 1000
 	sm := simtest.OpenConfig(t, cfg)
-	rep, err := sensorchar.Run(context.Background(), sm.Clock, sm.Dev, sm.Dev, sensorchar.Options{Quick: true})
+	rep, err := sensorchar.Measure(context.Background(), sm.Clock, sm.Dev, sm.Dev, sensorchar.Options{Quick: true})
 	if err != nil {
 		t.Fatal(err)
 	}
