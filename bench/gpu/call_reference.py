@@ -28,7 +28,7 @@ measurement, by another sensor and another method:
   all: that plus the idle × the time per call;
 - its 95 % half-width: the change times' uncertainty at A and B, and half the difference of
   the idle before and after (how far a warming that was not linear can move the line),
-  carried to the figure per call. `active_per_call_in_run_j` is the figure with the in-run
+  carried to the figure per call, and the standard errors of the two idle levels. `active_per_call_in_run_j` is the figure with the in-run
   level.
 
 Standard library only.
@@ -45,7 +45,8 @@ def change_times(changes):
     on a fitted lattice where it fits the brackets, and how ('lattice'/'midpoints'), and the
     times' half-uncertainty (s). The lattice is fitted to the narrow brackets only (a read
     held up by the host gives a wide one)."""
-    ch = changes[1:]
+    # the first reading, and the first after each pause of the poller, are values, not changes
+    ch = [c[:3] for c in changes[1:] if len(c) == 3]
     if len(ch) < 3:
         return [], "none", 0.0
     mids = [(lo + hi) / 2 for lo, hi, _ in ch]
@@ -169,9 +170,10 @@ def reference(raw):
     p_in, l_in, se_in, n_in = idle_line(pts, lambda a, b: A <= a and b <= B and in_gap(a, b), (A + B) / 2)
     i0 = (raw.get("idle_before") or [None])[0]
     w0 = raw["spans"][0][0] if warm else None
-    p_bef, l_bef, _ = mean_power(pts, lambda a, b: b <= A and (i0 is None or a >= i0 + 0.3) and (w0 is None or b <= w0))
-    ia = raw.get("idle_after") or [None, None]
-    p_aft, l_aft, _ = mean_power(pts, lambda a, b: a >= B and (ia[1] is None or b <= ia[1]))
+    p_bef, l_bef, se_bef = mean_power(pts, lambda a, b: b <= A and (i0 is None or a >= i0 + 0.3) and (w0 is None or b <= w0))
+    # the idle after gpuwatt's run: before the replay where the worker ran one
+    ia = raw.get("replay_idle_before") or raw.get("idle_after") or [None, None]
+    p_aft, l_aft, se_aft = mean_power(pts, lambda a, b: a >= B and (ia[1] is None or b <= ia[1]))
     p_lin = None
     if p_bef is not None and p_aft is not None:
         # the idle levels before and after, at the middles of their stretches, drawn as a line
@@ -206,6 +208,10 @@ def reference(raw):
     parts = [idle * dt / math.sqrt(3) * math.sqrt(2)]
     if use == "linear":
         parts.append(abs(p_aft - p_bef) / 2 / 1.96 * (B - A))
+        # the two levels' own standard errors (the idle wobbles: a 2 s stretch has ~20 of
+        # the counter's intervals), carried to the line at the run's middle
+        if se_bef is not None and se_aft is not None:
+            parts.append(math.sqrt(se_bef ** 2 + se_aft ** 2) / 2 * (B - A))
     elif se_in is not None:
         parts.append(se_in * (B - A))
     hw = 1.96 * math.sqrt(sum(x * x for x in parts)) / calls
@@ -219,6 +225,21 @@ def reference(raw):
             out["steady"] = {"w": p_st, "seconds_per_call": t, "energy_per_call_j": p_st * t,
                              "active_per_call_j": (p_st - p_bef) * t if p_bef is not None else None}
     return out
+
+
+def replay_reference(raw):
+    """The reference of the replay (call_worker.py --replay): the calls run again after gpuwatt
+    had finished, with gpuwatt's own waits between them, read by the counter alone, over >= 10 s:
+    the counter's increase over the replay less the active idle before and after it (the
+    worker's --idle s on either side), per call, as reference() does for gpuwatt's run."""
+    rb = raw.get("replay_idle_before") or [None]
+    ch = raw.get("changes") or []
+    if rb[0] is not None:
+        # from the poller's resumption on: one stretch of regular reads, where a lattice fits
+        ch = [c for c in ch if c[0] >= rb[0]]
+    sub = {"changes": ch, "spans": raw.get("replay_spans") or [],
+           "idle_before": raw.get("replay_idle_before"), "idle_after": raw.get("idle_after")}
+    return reference(sub)
 
 
 def summary(r):

@@ -26,14 +26,23 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 def flat(ref):
     """The reference's figures: those of call_reference.py where the file has them (computed
-    again from its log where it has one), else the old steady run's at its top level."""
+    again from its log where it has one): the replay's (call_worker.py --replay: the same calls
+    with gpuwatt's waits, counter alone, >= 10 s) where the worker ran one, else the counter's
+    over gpuwatt's own run (the 2026-11-28-call-2 run's reference); else the old steady run's
+    at its top level. The second value is the counter's figure over gpuwatt's run (None where
+    that is the reference itself, or there is no log)."""
     if "changes" in ref and "spans" in ref:
         import call_reference
-        x = dict(call_reference.reference(ref))
-        x.setdefault("op", ref.get("op"))
-        x["op"] = ref.get("op")
-        return x
-    return ref
+        same = dict(call_reference.reference(ref))
+        same["op"] = ref.get("op")
+        if ref.get("replay_spans"):
+            x = dict(call_reference.replay_reference(ref))
+            x["op"] = ref.get("op")
+            x["reference_is"] = "replay"
+            return x, same
+        same["reference_is"] = "same_run"
+        return same, None
+    return ref, None
 
 
 def ring_rows(d):
@@ -97,7 +106,7 @@ def ring_split(d, raw, ref, call):
 
 def row(name, call, ref, d=None):
     raw = ref
-    ref = flat(ref)
+    ref, same = flat(ref)
     r = {"item": name, "op": ref.get("op", name), "calls": call["calls"], "batch": call["batch"],
          "calls_needed": call.get("calls_needed"), "rel_half_width": call["rel_half_width"],
          "target": call.get("target"), "reached": call.get("reached"),
@@ -118,8 +127,18 @@ def row(name, call, ref, d=None):
         hw = (call["active_j"]["high"] - call["active_j"]["low"]) / 2
         r["ref_rel_half_width"] = rhw / abs(r["active_j_ref"])
         r["active_j_inside_both"] = abs(r["active_j"] - r["active_j_ref"]) <= (hw * hw + rhw * rhw) ** 0.5
-    if d is not None and "run_from" in ref:
-        r.update(ring_split(d, raw, ref, call))
+    r["reference_is"] = ref.get("reference_is")
+    run = same if same is not None else ref
+    if same is not None and same.get("active_per_call_j"):
+        # the counter over gpuwatt's own run: the scale gpuwatt calibrates to, beside the reference
+        x = same["active_per_call_j"]
+        r["active_j_same_run"] = x
+        r["active_j_same_run_half_width"] = same.get("active_half_width_j")
+        r["active_j_same_run_diff"] = call["active_j"]["value"] / x - 1
+        r["active_j_same_run_inside"] = call["active_j"]["low"] <= x <= call["active_j"]["high"]
+        r["same_run_idle_w"] = same.get("idle_w")
+    if d is not None and "run_from" in run:
+        r.update(ring_split(d, raw, run, call))
     for k in ("idle_used", "idle_w", "idle_in_run_w", "idle_in_run_s", "idle_before_w", "idle_after_w",
               "active_per_call_linear_j", "run_s", "change_times", "error"):
         if k in ref:
@@ -166,6 +185,21 @@ def markdown(rows):
             r["active_j"], rel("active_j"), ref, pct(r.get("active_j_diff")), yes(r.get("active_j_inside")), idle,
             r["energy_j"], rel("energy_j"), "%.5g J" % r["energy_j_ref"] if r.get("energy_j_ref") else "–",
             pct(r.get("energy_j_diff")), yes(r.get("energy_j_inside"))))
+    same = [r for r in rows if r.get("active_j_same_run")]
+    if same:
+        out += ["", "The counter over gpuwatt's own run (the calls as gpuwatt ran them, idle before and after "
+                "that run), beside the reference run: the scale gpuwatt's figure is calibrated to, and how "
+                "far the reference run, minutes apart at most, lies from it.", "",
+                "| op | gpuwatt ± 95 % | counter over gpuwatt's run ± 95 % | diff | inside | reference run / gpuwatt's run |",
+                "|---|---|---|---:|---|---:|"]
+        for r in same:
+            hw = (r["active_j_high"] - r["active_j_low"]) / 2
+            shw = r.get("active_j_same_run_half_width")
+            out.append("| %s | %.5g J ± %.2f %% | %.5g J%s | %s | %s | %s |" % (
+                r["op"], r["active_j"], 100 * hw / abs(r["active_j"]), r["active_j_same_run"],
+                " ± %.2f %%" % (100 * shw / abs(r["active_j_same_run"])) if shw else "",
+                pct(r["active_j_same_run_diff"]), yes(r["active_j_same_run_inside"]),
+                pct(r["active_j_ref"] / r["active_j_same_run"] - 1) if r.get("active_j_ref") else "–"))
     split = [r for r in rows if r.get("ring_over_counter")]
     if split:
         out += ["", "The reference's arithmetic on gpuwatt's own channel and on the counter, both less gpuwatt's "

@@ -78,9 +78,14 @@ type Options struct {
 	// Warmup calls are run back to back before the measurement and not measured
 	// (default 3; -1: none): a GPU's first launches are slower.
 	Warmup int
-	// Lead is recorded before the first call (default 1 s): the Sampler learns the
+	// Lead is recorded before the first call (default 2 s): the Sampler learns the
 	// channels' update periods and the estimator has readings before the first call.
 	Lead time.Duration
+	// Tail is recorded after the last call (default 2 s, and at least the time the sensor
+	// takes to let go of it): with Lead, stretches of active idle on either side of the
+	// calls, which the channel's calibration to the energy counter needs (the contrast
+	// between idle and the calls sets its gain apart from its offset).
+	Tail time.Duration
 	// Seed of the phase plan (default 1).
 	Seed uint64
 	// Channel and Sensor name the power channel and its sensor model for the estimator
@@ -107,7 +112,13 @@ const (
 	DefaultMaxCalls = 3000
 	DefaultMaxTime  = 5 * time.Minute
 	DefaultWarmup   = 3
-	DefaultLead     = time.Second
+	DefaultLead     = 2 * time.Second
+	DefaultTail     = 2 * time.Second
+	// DefaultCounterShare is the Sampler's CPUShare for the energy counter while calls are
+	// measured (sensor.Options.CPUShare; 0.002 elsewhere): an H200's counter read costs
+	// ~3.8 ms, so it is read every ~0.4 s instead of ~2 s, ~60 readings over a 25 s run for
+	// the calibration of the channel to it.
+	DefaultCounterShare = 0.01
 )
 
 func (o Options) withDefaults() Options {
@@ -132,6 +143,12 @@ func (o Options) withDefaults() Options {
 	if o.Lead <= 0 {
 		o.Lead = DefaultLead
 	}
+	if o.Tail <= 0 {
+		o.Tail = DefaultTail
+	}
+	if o.Poll.CPUShare <= 0 {
+		o.Poll.CPUShare = DefaultCounterShare
+	}
 	if o.Seed == 0 {
 		o.Seed = 1
 	}
@@ -154,6 +171,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("min calls %d above max calls %d", o.MinCalls, o.MaxCalls)
 	case o.Batch < 0:
 		return fmt.Errorf("batch %d: want 1 or more (0: 1)", o.Batch)
+	case o.Lead < 0 || o.Tail < 0:
+		return fmt.Errorf("lead/tail %s/%s: want positive durations (0: default)", o.Lead, o.Tail)
 	case o.MaxTime < 0:
 		return fmt.Errorf("max time %s: want a positive duration (0: default)", o.MaxTime)
 	case o.Warmup < 0 && o.Warmup != -1:
@@ -277,7 +296,7 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 	if len(spans) >= o.MaxCalls && o.Calls == 0 && (last == nil || !last.reached()) {
 		warns = append(warns, status.Warning{Code: CodeCapped, Message: fmt.Sprintf("the cap of %d calls was reached before the target", o.MaxCalls)})
 	}
-	_ = clk.Sleep(context.WithoutCancel(ctx), 2*plan.settle+plan.period)
+	_ = clk.Sleep(context.WithoutCancel(ctx), max(2*plan.settle+plan.period, o.Tail))
 	tr := stop()
 	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = incomplete, why
 	if hung := rec.smp.Hung(); len(hung) > 0 {

@@ -36,9 +36,12 @@ func (a *App) callVerb(ctx context.Context, args []string) int {
 	warmup := fs.Int("warmup", call.DefaultWarmup, "repetitions run back to back before the measurement, not measured (0: none, for a command that warms its call up itself)")
 	fs.StringVar(&o.Channel, "channel", "", "the power channel to read the calls from (default: the best the board has, power.samples where it has it)")
 	sensorFlag := fs.String("sensor", "", "the channel's sensor model: a sensor.json from gpuwatt sensor (recommended), or a model such as rc:tau=14ms,period=20ms (default: a guess from the board's name)")
+	fs.DurationVar(&o.Lead, "lead", 0, "active idle recorded before the first call (default 2s)")
+	fs.DurationVar(&o.Tail, "tail", 0, "active idle recorded after the last call (default 2s)")
 	seed := fs.Uint64("seed", 1, "seed of the phases")
 	fs.DurationVar(&po.ReadyTimeout, "ready-timeout", 0, "how long to wait for the command's ready line (default 10m)")
 	fs.DurationVar(&po.CallTimeout, "call-timeout", 0, "how long to wait for each done line (default 1m)")
+	fs.DurationVar(&po.ExitTimeout, "exit-timeout", 0, "how long to wait for the command to exit after the end of its stdin before it is killed (default 10s)")
 	stdio := fs.Bool("stdio", false, "speak the protocol on gpuwatt's own stdin and stdout instead of a command's (the program that started gpuwatt runs the calls: the Python face); needs --out, where call.json is written")
 	if code, ok := a.parseFlags(fs, args, "[--device ...] [--gpu N] [--target 1%] [--calls N] [--batch N] [--sensor FILE|MODEL] [--out DIR] [--json] -- CMD [ARGS...] | --stdio --out DIR"); !ok {
 		return code
