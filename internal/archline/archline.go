@@ -132,18 +132,16 @@ type Point struct {
 	W         float64 `json:"flops"`
 	Q         float64 `json:"bytes"`
 	TimeS     float64 `json:"time_s"`
-	EnergyJ   float64 `json:"energy_j"`
-	// EnergyLowJ and EnergyHighJ bound EnergyJ's 95 % interval on the board's scale (per
-	// launch, from the estimator's budget; the board's gain error left out), PowerLowW and
-	// PowerHighW PowerW's.
-	EnergyLowJ  float64 `json:"energy_low_j"`
-	EnergyHighJ float64 `json:"energy_high_j"`
-	PowerW      float64 `json:"power_w"`
-	PowerLowW   float64 `json:"power_low_w"`
-	PowerHighW  float64 `json:"power_high_w"`
-	FlopsPerS   float64 `json:"flops_per_s"`
-	BytesPerS   float64 `json:"bytes_per_s"`
-	ClockMHz    float64 `json:"sm_clock_mhz"` // median over the measurement
+	// Interval is the energy per launch with its 95 % intervals (the estimator's, scaled;
+	// relative: the board's own scale, absolute: with its gain error); PowerLowW and
+	// PowerHighW bound PowerW on the relative one.
+	energy.Interval
+	PowerW     float64 `json:"power_w"`
+	PowerLowW  float64 `json:"power_low_w"`
+	PowerHighW float64 `json:"power_high_w"`
+	FlopsPerS  float64 `json:"flops_per_s"`
+	BytesPerS  float64 `json:"bytes_per_s"`
+	ClockMHz   float64 `json:"sm_clock_mhz"` // median over the measurement
 	// OffClock: the median clock is below the dominant top clock by more than the
 	// tolerance; such points are shown but not fitted.
 	OffClock bool `json:"off_clock"`
@@ -540,17 +538,14 @@ func makePoint(j job, me *loop.Measurement) Point {
 	}
 	if me.Launches > 0 {
 		n := float64(me.Launches)
-		p.EnergyJ, p.CounterEnergyJ, p.SamplesEnergyJ = r.EnergyJ/n, r.CounterEnergyJ/n, samplesJ/n
-		if r.EnergyHighJ > 0 {
-			p.EnergyLowJ, p.EnergyHighJ = r.EnergyLowJ/n, r.EnergyHighJ/n
-		}
+		p.Interval, p.CounterEnergyJ, p.SamplesEnergyJ = r.Interval.Per(n), r.CounterEnergyJ/n, samplesJ/n
 	}
 	if p.TimeS > 0 {
 		p.FlopsPerS, p.BytesPerS = p.W/p.TimeS, p.Q/p.TimeS
 		if p.EnergyJ > 0 {
 			p.PowerW = p.EnergyJ / p.TimeS
-			if p.EnergyHighJ > 0 {
-				p.PowerLowW, p.PowerHighW = p.EnergyLowJ/p.TimeS, p.EnergyHighJ/p.TimeS
+			if p.HighJ > 0 {
+				p.PowerLowW, p.PowerHighW = p.LowJ/p.TimeS, p.HighJ/p.TimeS
 			}
 		}
 	}

@@ -170,7 +170,7 @@ func TestOLSAndDerived(t *testing.T) {
 		for _, T := range []float64{1e-3, 3e-3} {
 			W := 1e9 * float64(i+1)
 			Q := W / I
-			pts = append(pts, Point{W: W, Q: Q, TimeS: T, EnergyJ: W*5e-12 + Q*100e-12 + T*150})
+			pts = append(pts, Point{W: W, Q: Q, TimeS: T, Interval: energy.Interval{EnergyJ: W*5e-12 + Q*100e-12 + T*150}})
 		}
 	}
 	f := fitPoints(pts, 5)

@@ -392,8 +392,8 @@ func Joint(runs []map[string][]Point) *JointFit {
 				x[i] = pt.W
 				x[len(ps)], x[len(ps)+1] = pt.Q, pt.TimeS
 				sd := 0.0
-				if pt.EnergyHighJ > pt.EnergyLowJ && pt.EnergyLowJ > 0 {
-					sd = (pt.EnergyHighJ - pt.EnergyLowJ) / (2 * 1.96)
+				if pt.HighJ > pt.LowJ && pt.LowJ > 0 {
+					sd = (pt.HighJ - pt.LowJ) / (2 * 1.96)
 				}
 				rs = append(rs, row{x: x, y: pt.EnergyJ, sd: sd, stratum: pt.Occupancy, run: k, key: pt.Name})
 			}

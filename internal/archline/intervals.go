@@ -42,8 +42,8 @@ type row struct {
 func rowsOf(pts []Point, form int, occTerm bool, run int) []row {
 	return rowsOfEnergy(pts, form, occTerm, run, func(p Point) (float64, float64) {
 		sd := 0.0
-		if p.EnergyHighJ > p.EnergyLowJ && p.EnergyLowJ > 0 {
-			sd = (p.EnergyHighJ - p.EnergyLowJ) / (2 * 1.96)
+		if p.HighJ > p.LowJ && p.LowJ > 0 {
+			sd = (p.HighJ - p.LowJ) / (2 * 1.96)
 		}
 		return p.EnergyJ, sd
 	})

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
 	"github.com/gpuwatt/gpuwatt/internal/loop"
@@ -48,7 +49,7 @@ func truthFit(t *testing.T, sm simtest.Sim, res *PrecisionResult, opt Options) F
 			continue
 		}
 		dur, e, _, _ := tl.TrueLaunch(byName[p.Name])
-		pts = append(pts, Point{W: p.W, Q: p.Q, TimeS: dur.Seconds(), EnergyJ: e.Joules(), Occupancy: p.Occupancy})
+		pts = append(pts, Point{W: p.W, Q: p.Q, TimeS: dur.Seconds(), Interval: energy.Interval{EnergyJ: e.Joules()}, Occupancy: p.Occupancy})
 	}
 	return fitPoints(pts, 5)
 }

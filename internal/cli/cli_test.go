@@ -158,8 +158,8 @@ func TestMeasureGolden(t *testing.T) {
 	if err := json.Unmarshal(eout.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.EnergyJ != g.EnergyJ || rep.LowJ != g.EnergyLowJ || rep.HighJ != g.EnergyHighJ {
-		t.Errorf("energy on the saved trace: %v J [%v, %v], the summary %v J [%v, %v]", rep.EnergyJ, rep.LowJ, rep.HighJ, g.EnergyJ, g.EnergyLowJ, g.EnergyHighJ)
+	if rep.EnergyJ != g.EnergyJ || rep.LowJ != g.LowJ || rep.HighJ != g.HighJ {
+		t.Errorf("energy on the saved trace: %v J [%v, %v], the summary %v J [%v, %v]", rep.EnergyJ, rep.LowJ, rep.HighJ, g.EnergyJ, g.LowJ, g.HighJ)
 	}
 }
 

@@ -311,8 +311,8 @@ func TestMeasureAndEnergyAgree(t *testing.T) {
 			if g.EnergyMethod != tc.method || v["energy_method"] != tc.method {
 				t.Errorf("methods: measure %q, energy %v; want %s", g.EnergyMethod, v["energy_method"], tc.method)
 			}
-			if v["energy_j"] != g.EnergyJ || v["energy_low_j"] != g.EnergyLowJ || v["energy_high_j"] != g.EnergyHighJ || g.EnergyJ <= 0 {
-				t.Errorf("measure says %v J [%v, %v], energy says %v J [%v, %v]", g.EnergyJ, g.EnergyLowJ, g.EnergyHighJ, v["energy_j"], v["energy_low_j"], v["energy_high_j"])
+			if v["energy_j"] != g.EnergyJ || v["energy_low_j"] != g.LowJ || v["energy_high_j"] != g.HighJ || g.EnergyJ <= 0 {
+				t.Errorf("measure says %v J [%v, %v], energy says %v J [%v, %v]", g.EnergyJ, g.LowJ, g.HighJ, v["energy_j"], v["energy_low_j"], v["energy_high_j"])
 			}
 		})
 	}

@@ -49,11 +49,11 @@ func TestMeasureAllGPUs(t *testing.T) {
 		t.Errorf("UUIDs %v, want three boards", uuids)
 	}
 	tot := sum.Total
-	if tot.GPUs != 3 || !near(tot.EnergyJ, e, 1e-6*e) || !near(tot.AbsLowJ, lo, 1e-6*lo) || !near(tot.AbsHighJ, hi, 1e-6*hi) {
+	if tot.GPUs != 3 || !near(tot.EnergyJ, e, 1e-6*e) || !near(tot.AbsoluteLowJ, lo, 1e-6*lo) || !near(tot.AbsoluteHighJ, hi, 1e-6*hi) {
 		t.Errorf("total %+v, want the boards' sum %.3f J [%.3f, %.3f]", tot, e, lo, hi)
 	}
-	if 3*truth < tot.AbsLowJ || 3*truth > tot.AbsHighJ || !(tot.LowJ < tot.EnergyJ && tot.EnergyJ < tot.HighJ) {
-		t.Errorf("total %.1f J [%.1f, %.1f] absolute, truth %.1f J", tot.EnergyJ, tot.AbsLowJ, tot.AbsHighJ, 3*truth)
+	if 3*truth < tot.AbsoluteLowJ || 3*truth > tot.AbsoluteHighJ || !(tot.LowJ < tot.EnergyJ && tot.EnergyJ < tot.HighJ) {
+		t.Errorf("total %.1f J [%.1f, %.1f] absolute, truth %.1f J", tot.EnergyJ, tot.AbsoluteLowJ, tot.AbsoluteHighJ, 3*truth)
 	}
 	txt := stderr.String()
 	for _, want := range []string{"All 3 GPUs", "the boards' intervals added", "read (at least)", "GPU 2"} {

@@ -135,10 +135,10 @@ func TestProfileUserModelDefaultIntervals(t *testing.T) {
 		t.Fatal("no long runs to check the energy against")
 	}
 	want := res.LongRun.EnergyPerLaunchJ
-	if want < res.EnergyLowJ || want > res.EnergyHighJ {
-		t.Errorf("long runs' energy per launch %.4g J outside the profile's interval [%.4g, %.4g] J (model part %.3g J)", want, res.EnergyLowJ, res.EnergyHighJ, res.EnergyModelHalfWidthJ)
+	if want < res.LowJ || want > res.HighJ {
+		t.Errorf("long runs' energy per launch %.4g J outside the profile's interval [%.4g, %.4g] J (model part %.3g J)", want, res.LowJ, res.HighJ, res.EnergyModelHalfWidthJ)
 	}
-	t.Logf("energy %.4g J [%.4g, %.4g], long runs %.4g J; model part %.3g J", res.EnergyJ, res.EnergyLowJ, res.EnergyHighJ, want, res.EnergyModelHalfWidthJ)
+	t.Logf("energy %.4g J [%.4g, %.4g], long runs %.4g J; model part %.3g J", res.EnergyJ, res.LowJ, res.HighJ, want, res.EnergyModelHalfWidthJ)
 }
 
 func TestProfileBadInput(t *testing.T) {

@@ -41,6 +41,12 @@ func IndependentSum(parts []Interval) Interval {
 	return s
 }
 
+// Per is the interval of one of n > 0 equal shares of the energy (per launch: n launches).
+func (iv Interval) Per(n float64) Interval {
+	return Interval{EnergyJ: iv.EnergyJ / n, LowJ: iv.LowJ / n, HighJ: iv.HighJ / n,
+		AbsoluteLowJ: iv.AbsoluteLowJ / n, AbsoluteHighJ: iv.AbsoluteHighJ / n, Partial: iv.Partial}
+}
+
 // HalfWidthJ is the relative interval's half-width.
 func (iv Interval) HalfWidthJ() float64 { return (iv.HighJ - iv.LowJ) / 2 }
 

@@ -107,10 +107,10 @@ func (m *GPUMeter) Kind() string { return KindGPU }
 // the region energy estimator's.
 func (m *GPUMeter) Interval() (low, high float64, ok bool) {
 	s := m.Summary
-	if s.EnergyJ <= 0 || s.EnergyLowJ <= 0 || s.EnergyHighJ < s.EnergyLowJ {
+	if s.EnergyJ <= 0 || s.LowJ <= 0 || s.HighJ < s.LowJ {
 		return 0, 0, false
 	}
-	return s.MeanPowerW * s.EnergyLowJ / s.EnergyJ, s.MeanPowerW * s.EnergyHighJ / s.EnergyJ, true
+	return s.MeanPowerW * s.LowJ / s.EnergyJ, s.MeanPowerW * s.HighJ / s.EnergyJ, true
 }
 
 // Temperature implements MeterTemperature: the GPU's temperature over the last period.

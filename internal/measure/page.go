@@ -236,7 +236,7 @@ func figuresTable(s *Summary, g GPUSummary) *report.Table {
 	add("duration", fmtSec(s.DurationS)+" (timed on the host's clock)")
 	if g.EnergySource != "" {
 		u := g.Uncertainty
-		if g.EnergyHighJ > 0 {
+		if g.HighJ > 0 {
 			add("energy (this board), from "+g.EnergySource, energy.FmtPM(g.EnergyJ, u.HalfWidthJ))
 			add(fmt.Sprintf("energy with the board's ±%.0f %% gain error (absolute)", 100*u.GainErrorFraction),
 				units.Energy(u.AbsoluteLowJ).String()+" – "+units.Energy(u.AbsoluteHighJ).String())
@@ -244,7 +244,7 @@ func figuresTable(s *Summary, g GPUSummary) *report.Table {
 			add("energy, from "+g.EnergySource, units.Energy(g.EnergyJ).String()+" (no interval: "+noInterval(g)+")")
 		}
 		add(fmt.Sprintf("above idle (%s %s)", idleName(g.IdleLevel), units.Power(g.IdlePowerW)), units.Energy(g.EnergyAboveIdleJ).String()+" (the idle level subtracted)")
-		if g.EnergyHighJ > 0 && s.DurationS > 0 {
+		if g.HighJ > 0 && s.DurationS > 0 {
 			add("mean power", units.Power(g.MeanPowerW).String()+" ± "+units.Power(u.HalfWidthJ/s.DurationS).String())
 		} else {
 			add("mean power", units.Power(g.MeanPowerW).String()+" (no interval: "+noInterval(g)+")")

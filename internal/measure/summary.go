@@ -2,6 +2,7 @@ package measure
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/correct"
@@ -60,19 +61,16 @@ type Summary struct {
 // where every part has a figure and every GPU of the machine was recorded.
 type HostSummary = energy.HostEnergy
 
-// Total is the energy of several GPUs together. Each GPU's interval is added linearly,
-// not in quadrature: the boards share the command's start and end (a timing error moves
-// them all the same way) and may share a gain error of their SKU, so the sum of the
-// bounds is the interval that holds whatever the correlation between boards.
+// Total is the energy of several GPUs together (energy.NodeTotal of their figures). Each
+// GPU's interval is added linearly, not in quadrature: the boards share the command's
+// start and end (a timing error moves them all the same way) and may share a gain error
+// of their SKU, so the sum of the bounds is the interval that holds whatever the
+// correlation between boards. Where a board has no figure, Missing names it and the
+// figures are the other boards' (Partial: a floor).
 type Total struct {
-	GPUs     int     `json:"gpus"`
-	EnergyJ  float64 `json:"energy_j"`
-	LowJ     float64 `json:"energy_low_j,omitempty"`  // the boards' 95 % intervals added (each on its board's scale)
-	HighJ    float64 `json:"energy_high_j,omitempty"` // absent where a board has none
-	AbsLowJ  float64 `json:"absolute_low_j,omitempty"`
-	AbsHighJ float64 `json:"absolute_high_j,omitempty"` // with each board's gain error
-	// Partial: a board's interval lacks a component (it is a floor), or a board has none.
-	Partial          bool    `json:"partial,omitempty"`
+	GPUs int `json:"gpus"`
+	energy.Interval
+	Missing          string  `json:"missing,omitempty"`
 	EnergyAboveIdleJ float64 `json:"energy_above_idle_j"`
 	MeanPowerW       float64 `json:"mean_power_w"`
 }
@@ -174,9 +172,7 @@ func hostSummary(r *Result, gpus []GPUSummary) *HostSummary {
 	}
 	var parts []energy.GPUPart
 	for _, g := range gpus {
-		parts = append(parts, energy.GPUPart{Index: g.Index, OK: g.EnergySource != "" && g.EnergyHighJ > 0,
-			Interval: energy.Interval{EnergyJ: g.EnergyJ, LowJ: g.EnergyLowJ, HighJ: g.EnergyHighJ,
-				AbsoluteLowJ: g.Uncertainty.AbsoluteLowJ, AbsoluteHighJ: g.Uncertainty.AbsoluteHighJ, Partial: g.Uncertainty.Partial}})
+		parts = append(parts, energy.GPUPart{Index: g.Index, OK: hasFigure(g), Interval: g.Interval})
 	}
 	return energy.HostOver(tr, r.Start, r.End, parts, r.SystemGPUs <= len(r.Devices), "")
 }
@@ -226,28 +222,29 @@ func perGPUCPUMeasured(m trace.Meta) bool {
 	return false
 }
 
+// hasFigure says whether the estimator gave g's energy a figure.
+func hasFigure(g GPUSummary) bool { return g.EnergySource != "" }
+
 // total adds the GPUs' energies; nil with fewer than two.
 func total(gs []GPUSummary, durS float64) *Total {
 	if len(gs) < 2 {
 		return nil
 	}
 	t := &Total{GPUs: len(gs)}
-	withIv := true
+	var parts []energy.Interval
+	var missing []string
 	for _, g := range gs {
-		t.EnergyJ += g.EnergyJ
 		t.EnergyAboveIdleJ += g.EnergyAboveIdleJ
-		if g.EnergySource == "" || g.EnergyHighJ <= 0 {
-			withIv = false
+		if !hasFigure(g) {
+			missing = append(missing, fmt.Sprint(g.Index))
 			continue
 		}
-		t.LowJ += g.EnergyLowJ
-		t.HighJ += g.EnergyHighJ
-		t.AbsLowJ += g.Uncertainty.AbsoluteLowJ
-		t.AbsHighJ += g.Uncertainty.AbsoluteHighJ
-		t.Partial = t.Partial || g.Uncertainty.Partial
+		parts = append(parts, g.Interval)
 	}
-	if !withIv {
-		t.LowJ, t.HighJ, t.AbsLowJ, t.AbsHighJ, t.Partial = 0, 0, 0, 0, true
+	t.Interval, _ = energy.NodeTotal(parts)
+	if len(missing) > 0 {
+		t.Missing = "no energy figure for GPU " + strings.Join(missing, ", ")
+		t.Partial = true
 	}
 	if durS > 0 {
 		t.MeanPowerW = t.EnergyJ / durS

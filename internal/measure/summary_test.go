@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/region"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
@@ -164,4 +165,28 @@ func baselinePowerForTest(s []trace.Sample) float64 {
 	tr := &trace.Trace{Samples: append(s, trace.Sample{T: 3 * time.Second, Channel: "energy.total", Value: 500})}
 	tr.Meta.Channels = []trace.Channel{{Name: "energy.total", Quantity: trace.QEnergy, Cumulative: true}}
 	return region.Summarize(tr, trace.GPU{}, time.Second, 2*time.Second, 0, time.Second, region.Options{}).Channels[0].IdlePowerW
+}
+
+// TestTotalAddsBoundsAndNamesAMissingBoard: the GPUs' total adds their bounds (their
+// intervals share the command's edges), and where a board has no figure the total is
+// the others', marked partial, with the board named (before issue 27 it had no interval
+// at all, written as absent keys).
+func TestTotalAddsBoundsAndNamesAMissingBoard(t *testing.T) {
+	a := GPUSummary{Index: 0, EnergySource: "energy.total", EnergyAboveIdleJ: 60,
+		Interval: energy.Interval{EnergyJ: 100, LowJ: 98, HighJ: 102, AbsoluteLowJ: 94, AbsoluteHighJ: 106}}
+	b := a
+	b.Index, b.Interval = 1, energy.Interval{EnergyJ: 50, LowJ: 49, HighJ: 51, AbsoluteLowJ: 47, AbsoluteHighJ: 53, Partial: true}
+	got := total([]GPUSummary{a, b}, 10)
+	want := energy.Interval{EnergyJ: 150, LowJ: 147, HighJ: 153, AbsoluteLowJ: 141, AbsoluteHighJ: 159, Partial: true}
+	if got.Interval != want || got.Missing != "" || got.MeanPowerW != 15 || got.EnergyAboveIdleJ != 120 {
+		t.Errorf("total %+v, want %+v, 15 W, 120 J above idle, nothing missing", *got, want)
+	}
+	none := GPUSummary{Index: 2}
+	got = total([]GPUSummary{a, none}, 10)
+	if got.Interval != (energy.Interval{EnergyJ: 100, LowJ: 98, HighJ: 102, AbsoluteLowJ: 94, AbsoluteHighJ: 106, Partial: true}) || got.Missing != "no energy figure for GPU 2" {
+		t.Errorf("total with a board without a figure: %+v", *got)
+	}
+	if total([]GPUSummary{a}, 10) != nil {
+		t.Error("a total of one GPU")
+	}
 }

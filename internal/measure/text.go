@@ -42,7 +42,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		line(fmtSec(s.DurationS), "duration\t")
 		if g.EnergySource != "" {
 			u := g.Uncertainty
-			if g.EnergyHighJ > 0 {
+			if g.HighJ > 0 {
 				line(energy.FmtPM(g.EnergyJ, u.HalfWidthJ), "energy (95 %, this board), from "+g.EnergySource+"\t")
 				line(units.Energy(u.AbsoluteLowJ).String()+" – "+units.Energy(u.AbsoluteHighJ).String(),
 					fmt.Sprintf("with the board's ±%.0f %% gain error (absolute)\t", 100*u.GainErrorFraction))
@@ -50,7 +50,7 @@ func WriteText(w io.Writer, s *Summary) error {
 				line(units.Energy(g.EnergyJ).String(), "energy, from "+g.EnergySource+"\t")
 			}
 			line(units.Energy(g.EnergyAboveIdleJ).String(), fmt.Sprintf("above idle (%s %s)\t", idleName(g.IdleLevel), units.Power(g.IdlePowerW)))
-			if g.EnergyHighJ > 0 && s.DurationS > 0 {
+			if g.HighJ > 0 && s.DurationS > 0 {
 				line(units.Power(g.MeanPowerW).String()+" ± "+units.Power(u.HalfWidthJ/s.DurationS).String(), "mean power\t")
 			} else {
 				line(units.Power(g.MeanPowerW).String(), "mean power\t")
@@ -119,13 +119,12 @@ func WriteText(w io.Writer, s *Summary) error {
 		// The value is right-aligned in its column; the label follows it, left-aligned
 		// (a cell not ended by a tab is not aligned): each label two spaces from its value.
 		line := func(v, what string) { fmt.Fprintf(tw, "%s\t  %s\n", v, strings.TrimSuffix(what, "\t")) }
-		if t.HighJ > 0 {
-			line(units.Energy(t.EnergyJ).String()+" ("+units.Energy(t.LowJ).String()+" – "+units.Energy(t.HighJ).String()+")",
-				"energy (95 %, the boards' intervals added)\t")
-			line(units.Energy(t.AbsLowJ).String()+" – "+units.Energy(t.AbsHighJ).String(), "with each board's gain error (absolute)\t")
-		} else {
-			line(units.Energy(t.EnergyJ).String(), "energy (no interval: a board has none)\t")
+		what := "energy (95 %, the boards' intervals added)\t"
+		if t.Missing != "" {
+			what = "energy of the others (95 %, their intervals added; " + t.Missing + ")\t"
 		}
+		line(units.Energy(t.EnergyJ).String()+" ("+units.Energy(t.LowJ).String()+" – "+units.Energy(t.HighJ).String()+")", what)
+		line(units.Energy(t.AbsoluteLowJ).String()+" – "+units.Energy(t.AbsoluteHighJ).String(), "with each board's gain error (absolute)\t")
 		line(units.Energy(t.EnergyAboveIdleJ).String(), "above idle\t")
 		line(units.Power(t.MeanPowerW).String(), "mean power\t")
 		tw.Flush()

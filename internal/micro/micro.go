@@ -6,6 +6,7 @@ package micro
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -130,21 +131,18 @@ type Row struct {
 	PerJoule         float64 `json:"per_joule"`
 	MIPSPerWattPerSM float64 `json:"mips_per_watt_per_sm"`
 
-	// Where the energy comes from (internal/region, energy.go): EnergyJ is the whole
-	// measurement's, EnergySource and EnergyReadings its source and that source's readings
-	// inside [StartS, EndS] (trace.csv's axis); CounterEnergyJ and CalibratedEnergyJ are
-	// the energy counter's own figure and the sample ring's on the counter's scale (0:
-	// none), with their readings inside, and CounterDiffPct the first against the second.
-	EnergySource string  `json:"energy_source"`
-	EnergyJ      float64 `json:"energy_j"`
-	// EnergyLowJ and EnergyHighJ are EnergyJ's 95 % interval on the board's scale (the
-	// estimator's budget, internal/energy; IntervalPartial: a component is not known), and
-	// the _low/_high figures below the same interval carried through (pi0's own interval
-	// added for the share above pi0). The board's gain error (±5 %) is left out: it cancels
-	// between rows of one board.
-	EnergyLowJ            float64 `json:"energy_low_j"`
-	EnergyHighJ           float64 `json:"energy_high_j"`
-	IntervalPartial       bool    `json:"interval_partial"`
+	// Where the energy comes from (internal/region, energy.go): EnergySource and
+	// EnergyReadings its source and that source's readings inside [StartS, EndS]
+	// (trace.csv's axis); CounterEnergyJ and CalibratedEnergyJ are the energy counter's own
+	// figure and the sample ring's on the counter's scale (0: none), with their readings
+	// inside, and CounterDiffPct the first against the second.
+	EnergySource string `json:"energy_source"`
+	// Interval is the whole measurement's energy with its 95 % intervals (the estimator's
+	// budget, internal/energy; Partial: a component is not known); the _low/_high figures
+	// below carry the relative interval through (pi0's own interval added for the share
+	// above pi0): the board's gain error (±5 %) is left out of them, as it cancels between
+	// rows of one board.
+	energy.Interval
 	MeanPowerLowW         float64 `json:"mean_power_low_w"`
 	MeanPowerHighW        float64 `json:"mean_power_high_w"`
 	PJPerUnitLow          float64 `json:"pj_per_unit_low"`
@@ -321,6 +319,26 @@ func ratio(a, alo, ahi, b, blo, bhi float64) (float64, [2]float64) {
 	return q, [2]float64{q * (1 - rel), q * (1 + rel)}
 }
 
+// UnmarshalJSON reads a row of results.json, also as gpuwatt before issue 27 wrote it:
+// whether the interval is partial under "interval_partial" (now "partial", beside the
+// interval it qualifies).
+func (r *Row) UnmarshalJSON(b []byte) error {
+	type plain Row
+	var old struct {
+		IntervalPartial *bool `json:"interval_partial"`
+	}
+	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &old); err != nil {
+		return err
+	}
+	if old.IntervalPartial != nil && *old.IntervalPartial {
+		r.Partial = true
+	}
+	return nil
+}
+
 // makeRow turns a measurement into the row's figures.
 func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0, pi0HW float64) Row {
 	r := me.Region
@@ -328,7 +346,7 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0, pi0HW
 		Name: d.Name, Group: d.Group, Variant: d.Variant,
 		Launches: me.Launches, TimePerLaunchS: me.PerLaunch,
 		MeanPowerW: r.MeanPowerW, MaxPowerW: r.MaxPowerW, EnergySource: r.EnergySource,
-		EnergyJ: r.EnergyJ, EnergyReadings: r.EnergyReadings, CounterEnergyJ: r.CounterEnergyJ, CounterReadings: r.CounterReadings,
+		Interval: r.Interval, EnergyReadings: r.EnergyReadings, CounterEnergyJ: r.CounterEnergyJ, CounterReadings: r.CounterReadings,
 		CalibratedEnergyJ: r.CalibratedEnergyJ, CalibratedReadings: r.CalibratedReadings, CounterDiffPct: r.CounterDiffPct,
 		StartS: me.StartS, EndS: me.EndS,
 		Throttle: r.Throttle, ThrottleUnavailable: r.ThrottleUnavailable, Warnings: append(append([]status.Warning{}, me.Warnings...), r.Warnings...),
@@ -339,8 +357,7 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0, pi0HW
 	if me.Launches > 0 {
 		row.EnergyPerLaunchJ = r.EnergyJ / float64(me.Launches)
 	}
-	if r.EnergyHighJ > 0 {
-		row.EnergyLowJ, row.EnergyHighJ, row.IntervalPartial = r.EnergyLowJ, r.EnergyHighJ, r.Uncertainty.Partial
+	if r.HighJ > 0 {
 		if d := (me.End - me.Start).Seconds(); d > 0 {
 			row.MeanPowerLowW, row.MeanPowerHighW = r.MeanPowerW-r.Uncertainty.HalfWidthJ/d, r.MeanPowerW+r.Uncertainty.HalfWidthJ/d
 		}
@@ -385,7 +402,7 @@ func makeRow(d kernels.Descriptor, me *loop.Measurement, p gpu.Props, pi0, pi0HW
 		}
 		row.PJPerUnitPi0 = pi0 * T / w * 1e12
 		row.PJPerUnitAbovePi0 = row.PJPerUnit - row.PJPerUnitPi0
-		if me.Launches > 0 && r.EnergyHighJ > 0 {
+		if me.Launches > 0 && r.HighJ > 0 {
 			hw := r.Uncertainty.HalfWidthJ / float64(me.Launches) / w * 1e12 // pJ per unit
 			// with the run-to-run spread (issue 28: 1.2 % between runs on one H200)
 			hw = math.Hypot(hw, energy.RunToRunFraction*math.Abs(row.PJPerUnit))

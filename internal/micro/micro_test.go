@@ -2,11 +2,13 @@ package micro
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
 	"github.com/gpuwatt/gpuwatt/internal/loop"
@@ -65,17 +67,17 @@ func TestRowIntervalsHoldTruth(t *testing.T) {
 	ctr, _ := dev.Model("energy.total")
 	n, in, opIn, ops := 0, 0, 0, 0
 	for _, r := range rep.Rows {
-		if r.EnergyHighJ <= r.EnergyLowJ {
-			t.Errorf("%s: no energy interval [%g, %g]", r.Name, r.EnergyLowJ, r.EnergyHighJ)
+		if r.HighJ <= r.LowJ {
+			t.Errorf("%s: no energy interval [%g, %g]", r.Name, r.LowJ, r.HighJ)
 			continue
 		}
 		from, to := time.Duration(r.StartS*1e9), time.Duration(r.EndS*1e9)
 		truth := ctr.Gain * dev.TrueEnergy(from, to).Joules()
 		n++
-		if r.EnergyLowJ <= truth && truth <= r.EnergyHighJ {
+		if r.LowJ <= truth && truth <= r.HighJ {
 			in++
 		} else {
-			t.Logf("%s: truth %.4f J outside [%.4f, %.4f] J (%+.3f %%)", r.Name, truth, r.EnergyLowJ, r.EnergyHighJ, 100*(r.EnergyJ/truth-1))
+			t.Logf("%s: truth %.4f J outside [%.4f, %.4f] J (%+.3f %%)", r.Name, truth, r.LowJ, r.HighJ, 100*(r.EnergyJ/truth-1))
 		}
 		if !(r.MeanPowerLowW < r.MeanPowerW && r.MeanPowerW < r.MeanPowerHighW) {
 			t.Errorf("%s: mean power %.2f W outside its interval [%.2f, %.2f]", r.Name, r.MeanPowerW, r.MeanPowerLowW, r.MeanPowerHighW)
@@ -175,5 +177,32 @@ func TestSimThroughputAndMemory(t *testing.T) {
 	be, _ := cfg.ByteEnergy(kernels.DRAM)
 	if rel := cp.PJPerUnitAbovePi0/(be.Joules()*1e12) - 1; math.Abs(rel) > 0.02 {
 		t.Errorf("dram.copy %.2f pJ/B above pi0, truth %.2f", cp.PJPerUnitAbovePi0, be.Joules()*1e12)
+	}
+}
+
+// TestRowReadsOldPartialKey: a results.json written before issue 27 said a partial
+// interval under "interval_partial"; it still reads as Partial, and a row writes it as
+// "partial" beside the interval.
+func TestRowReadsOldPartialKey(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{`{"energy_j": 2, "energy_low_j": 1, "energy_high_j": 3, "interval_partial": true}`, true},
+		{`{"energy_j": 2, "interval_partial": false}`, false},
+		{`{"energy_j": 2, "partial": true}`, true},
+		{`{"energy_j": 2}`, false},
+	} {
+		var r Row
+		if err := json.Unmarshal([]byte(tc.in), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Partial != tc.want || r.EnergyJ != 2 {
+			t.Errorf("%s: partial %v, energy %g; want %v, 2", tc.in, r.Partial, r.EnergyJ, tc.want)
+		}
+	}
+	b, err := json.Marshal(Row{Interval: energy.Interval{EnergyJ: 2, Partial: true}})
+	if err != nil || !strings.Contains(string(b), `"partial":true`) || strings.Contains(string(b), "interval_partial") {
+		t.Errorf("written as %s (%v)", b, err)
 	}
 }

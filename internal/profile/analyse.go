@@ -133,10 +133,10 @@ func analyse(res *Result, pts []Point, tex time.Duration, opt MeasureOptions) {
 	// runs' spread), the model's and the bins' combined as independent, the
 	// regularisation's bias added.
 	hw := math.Hypot(math.Hypot(max(res.EnergyStatHalfWidthJ, res.EnergyJackknifeHalfWidthJ), res.EnergyModelHalfWidthJ), res.EnergyBinsJ) + res.EnergyRegularisationJ
-	res.EnergyLowJ, res.EnergyHighJ = e-hw, e+hw
+	res.LowJ, res.HighJ = e-hw, e+hw
 	// With the board's gain error (±5 %) added: the bounds of the true energy (issue 28).
-	abs := energy.AbsoluteCI(e, [2]float64{res.EnergyLowJ, res.EnergyHighJ})
-	res.EnergyAbsLowJ, res.EnergyAbsHighJ = abs[0], abs[1]
+	abs := energy.AbsoluteCI(e, [2]float64{res.LowJ, res.HighJ})
+	res.AbsoluteLowJ, res.AbsoluteHighJ = abs[0], abs[1]
 }
 
 // modelVariants are the models at the two ends of each parameter's 95 % interval (the

@@ -64,9 +64,9 @@ func TestTransitionWithinStatedResolution(t *testing.T) {
 				t.Fatalf("%s seed %d: transition %v, long run %v", k, seed, tr, res.LongRun)
 			}
 			lr := res.LongRun.EnergyPerLaunchJ
-			in := res.EnergyLowJ <= lr && lr <= res.EnergyHighJ
+			in := res.LowJ <= lr && lr <= res.HighJ
 			t.Logf("%s seed %d: transition at %.2f ms shown at %.2f ms over %.2f ms, stated %.2f ms (placement %.2f ms; quarter step %.2f ms): within %v; energy %.4f J [%.4f, %.4f], long runs %.4f J: %v",
-				k, seed, tr.AtS*1e3, tr.MidS*1e3, tr.WidthS*1e3, tr.ResolutionS*1e3, tr.PlacementS*1e3, res.ResolutionS*1e3, tr.Within, res.EnergyJ, res.EnergyLowJ, res.EnergyHighJ, lr, in)
+				k, seed, tr.AtS*1e3, tr.MidS*1e3, tr.WidthS*1e3, tr.ResolutionS*1e3, tr.PlacementS*1e3, res.ResolutionS*1e3, tr.Within, res.EnergyJ, res.LowJ, res.HighJ, lr, in)
 			n++
 			if tr.Within {
 				within++
@@ -114,21 +114,21 @@ func TestEnergyIntervalCalibration(t *testing.T) {
 		}
 		g, _ := su.dev.Model("power.samples")
 		trueE := g.Gain*su.dev.TrueEnergy(start, start+su.tex).Joules() + float64(g.Offset)*su.tex.Seconds()
-		ok := res.EnergyLowJ <= trueE && trueE <= res.EnergyHighJ
+		ok := res.LowJ <= trueE && trueE <= res.HighJ
 		n++
 		if ok {
 			in++
 		}
 		// the absolute band holds the true energy itself, the board's gain error included
-		if te := su.dev.TrueEnergy(start, start+su.tex).Joules(); te >= res.EnergyAbsLowJ && te <= res.EnergyAbsHighJ {
+		if te := su.dev.TrueEnergy(start, start+su.tex).Joules(); te >= res.AbsoluteLowJ && te <= res.AbsoluteHighJ {
 			absIn++
 		}
 		if res.Grid != nil {
 			reassigned += res.Grid.Reassigned
 		}
-		half = append(half, (res.EnergyHighJ-res.EnergyLowJ)/2/res.EnergyJ)
+		half = append(half, (res.HighJ-res.LowJ)/2/res.EnergyJ)
 		t.Logf("seed %d: %.4f J [%.4f, %.4f] (fit ±%.4f, runs ±%.4f, bins %.4f, regularisation %.5f), true %.4f J (%+.2f %%): %v",
-			seed, res.EnergyJ, res.EnergyLowJ, res.EnergyHighJ, res.EnergyStatHalfWidthJ, res.EnergyJackknifeHalfWidthJ, res.EnergyBinsJ, res.EnergyRegularisationJ, trueE, 100*(res.EnergyJ-trueE)/trueE, ok)
+			seed, res.EnergyJ, res.LowJ, res.HighJ, res.EnergyStatHalfWidthJ, res.EnergyJackknifeHalfWidthJ, res.EnergyBinsJ, res.EnergyRegularisationJ, trueE, 100*(res.EnergyJ-trueE)/trueE, ok)
 	}
 	sort.Float64s(half)
 	med := half[len(half)/2]
@@ -177,8 +177,8 @@ func TestSlowFirstRun(t *testing.T) {
 	}
 	g, _ := su.dev.Model("power.samples")
 	trueE := g.Gain*su.dev.TrueEnergy(start, start+su.tex).Joules() + float64(g.Offset)*su.tex.Seconds()
-	t.Logf("kernel %.3f ms (true %.3f ms); energy %.4f J [%.4f, %.4f], true %.4f J (%+.2f %%)", res.KernelS*1e3, su.tex.Seconds()*1e3, res.EnergyJ, res.EnergyLowJ, res.EnergyHighJ, trueE, 100*(res.EnergyJ/trueE-1))
-	if math.Abs(res.KernelS-su.tex.Seconds()) > 1e-5 || !(res.EnergyLowJ <= trueE && trueE <= res.EnergyHighJ) || math.Abs(res.EnergyJ/trueE-1) > 0.01 {
-		t.Errorf("kernel %.4f ms against %.4f ms; energy %.4f J [%.4f, %.4f] against %.4f J", res.KernelS*1e3, su.tex.Seconds()*1e3, res.EnergyJ, res.EnergyLowJ, res.EnergyHighJ, trueE)
+	t.Logf("kernel %.3f ms (true %.3f ms); energy %.4f J [%.4f, %.4f], true %.4f J (%+.2f %%)", res.KernelS*1e3, su.tex.Seconds()*1e3, res.EnergyJ, res.LowJ, res.HighJ, trueE, 100*(res.EnergyJ/trueE-1))
+	if math.Abs(res.KernelS-su.tex.Seconds()) > 1e-5 || !(res.LowJ <= trueE && trueE <= res.HighJ) || math.Abs(res.EnergyJ/trueE-1) > 0.01 {
+		t.Errorf("kernel %.4f ms against %.4f ms; energy %.4f J [%.4f, %.4f] against %.4f J", res.KernelS*1e3, su.tex.Seconds()*1e3, res.EnergyJ, res.LowJ, res.HighJ, trueE)
 	}
 }

@@ -83,12 +83,12 @@ func TestSteadyProfileModelOff(t *testing.T) {
 		trueE := onScale(start, start+su.tex)
 		t.Logf("%s", res.ResolutionWhy)
 		t.Logf("tau %s delay %s: %d bins checked (away from the edges by %.3g ms; resolution %.3g ms, placement %.3g ms), %d off; energy %.4f J [%.4f, %.4f], true %.4f J",
-			m.Tau, m.Delay, checked, edge*1e3, res.ResolutionS*1e3, res.PlacementS*1e3, bad, res.EnergyJ, res.EnergyLowJ, res.EnergyHighJ, trueE)
+			m.Tau, m.Delay, checked, edge*1e3, res.ResolutionS*1e3, res.PlacementS*1e3, bad, res.EnergyJ, res.LowJ, res.HighJ, trueE)
 		if checked < len(res.Profile)/3 {
 			t.Errorf("only %d of %d bins away from the edges", checked, len(res.Profile))
 		}
-		if !(res.EnergyLowJ <= trueE && trueE <= res.EnergyHighJ) {
-			t.Errorf("tau %s delay %s: true energy %.4f J outside [%.4f, %.4f] J", m.Tau, m.Delay, trueE, res.EnergyLowJ, res.EnergyHighJ)
+		if !(res.LowJ <= trueE && trueE <= res.HighJ) {
+			t.Errorf("tau %s delay %s: true energy %.4f J outside [%.4f, %.4f] J", m.Tau, m.Delay, trueE, res.LowJ, res.HighJ)
 		}
 	}
 }

@@ -51,7 +51,7 @@ func WriteText(w io.Writer, r *Result) error {
 	}
 	if len(r.Profile) > 0 {
 		fmt.Fprintf(&b, "effective resolution %.3g ms: %s\n", r.ResolutionS*1e3, r.ResolutionWhy)
-		fmt.Fprintf(&b, "baseline %.1f W; energy per run %.4g J (95 %%: %.4g .. %.4g J; fit ±%.2g J, runs ±%.2g J, sensor model ±%.2g J, bins ±%.2g J, regularisation %.2g J), %.4g J above the baseline\n", r.BaselineW, r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ, r.EnergyStatHalfWidthJ, r.EnergyJackknifeHalfWidthJ, r.EnergyModelHalfWidthJ, r.EnergyBinsJ, r.EnergyRegularisationJ, r.EnergyAboveBaselineJ)
+		fmt.Fprintf(&b, "baseline %.1f W; energy per run %.4g J (95 %%: %.4g .. %.4g J; fit ±%.2g J, runs ±%.2g J, sensor model ±%.2g J, bins ±%.2g J, regularisation %.2g J), %.4g J above the baseline\n", r.BaselineW, r.EnergyJ, r.LowJ, r.HighJ, r.EnergyStatHalfWidthJ, r.EnergyJackknifeHalfWidthJ, r.EnergyModelHalfWidthJ, r.EnergyBinsJ, r.EnergyRegularisationJ, r.EnergyAboveBaselineJ)
 		if r.EnergyModelHalfWidthJ == 0 && r.EnergyModelNote != "" {
 			fmt.Fprintf(&b, "  (sensor model: %s)\n", r.EnergyModelNote)
 		}
@@ -104,7 +104,7 @@ func Page(r *Result) report.Page {
 	if len(r.Profile) > 0 {
 		add("resolution (measured on a step)", fmt.Sprintf("%.3g ms (bins of %.3g ms; placed within %.3g ms)", r.ResolutionS*1e3, r.BinS*1e3, r.PlacementS*1e3))
 		add("baseline", fmt.Sprintf("%.1f W", r.BaselineW))
-		add("energy per run (profile)", fmt.Sprintf("%.4g J (95 %%: %.4g .. %.4g J; with the board's ±5 %% gain error %.4g .. %.4g J)", r.EnergyJ, r.EnergyLowJ, r.EnergyHighJ, r.EnergyAbsLowJ, r.EnergyAbsHighJ))
+		add("energy per run (profile)", fmt.Sprintf("%.4g J (95 %%: %.4g .. %.4g J; with the board's ±5 %% gain error %.4g .. %.4g J)", r.EnergyJ, r.LowJ, r.HighJ, r.AbsoluteLowJ, r.AbsoluteHighJ))
 		add("energy above the baseline", fmt.Sprintf("%.4g J", r.EnergyAboveBaselineJ))
 	}
 	if r.LongRun != nil {

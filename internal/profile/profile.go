@@ -25,6 +25,7 @@ package profile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -34,6 +35,7 @@ import (
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/gpu"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
@@ -165,15 +167,11 @@ type Result struct {
 	Lambda          float64 `json:"lambda"`
 	EffectiveParams float64 `json:"effective_params"`
 	BaselineW       float64 `json:"baseline_w"`
-	// EnergyJ is the profile's integral over the kernel (energy per run), with its 95 %
-	// band; EnergyAboveBaselineJ the part above the baseline.
-	EnergyJ     float64 `json:"energy_j"`
-	EnergyLowJ  float64 `json:"energy_low_j"`
-	EnergyHighJ float64 `json:"energy_high_j"`
-	// EnergyAbsLowJ and EnergyAbsHighJ are that band with the board's gain error (±5 %,
-	// energy.BoardGainError) added: the bounds of the true energy, for comparing boards.
-	EnergyAbsLowJ  float64 `json:"energy_abs_low_j"`
-	EnergyAbsHighJ float64 `json:"energy_abs_high_j"`
+	// Interval is the profile's integral over the kernel (energy per run), with its 95 %
+	// band (LowJ, HighJ) and that band with the board's gain error (±5 %,
+	// energy.BoardGainError) added (AbsoluteLowJ, AbsoluteHighJ): the bounds of the true
+	// energy, for comparing boards. EnergyAboveBaselineJ is the part above the baseline.
+	energy.Interval
 	// EnergyStatHalfWidthJ is the fit's statistical part of the 95 % interval,
 	// EnergyModelHalfWidthJ the sensor model's (EnergyModelNote says how, or why not);
 	// LowJ and HighJ combine them (root sum of squares).
@@ -207,6 +205,27 @@ type Result struct {
 	stepper *stepper
 	// Status: the warnings, and whether the runs were cut short (interrupted).
 	status.Status
+}
+
+// UnmarshalJSON reads a profile.json, also as gpuwatt before issue 27 wrote it: the
+// absolute band under "energy_abs_low_j" and "energy_abs_high_j" (now "absolute_low_j"
+// and "absolute_high_j", as every energy's).
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result
+	var old struct {
+		Low  *float64 `json:"energy_abs_low_j"`
+		High *float64 `json:"energy_abs_high_j"`
+	}
+	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &old); err != nil {
+		return err
+	}
+	if old.Low != nil && old.High != nil {
+		r.AbsoluteLowJ, r.AbsoluteHighJ = *old.Low, *old.High
+	}
+	return nil
 }
 
 // Record is what an offline profile is computed from: the sensor model it was computed

@@ -2,6 +2,7 @@ package profile_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -109,7 +110,7 @@ func check(t *testing.T, su setup, res *profile.Result, rmsTol, eTol float64) {
 	trueE := su.dev.TrueEnergy(start, start+su.tex).Joules()
 	ediff := (res.EnergyJ - trueE) / trueE
 	t.Logf("%s: %d runs, %d points, resolution %.3g ms, RMS %.2f W = %.2f %% of the %.0f W plateau, energy %.4f J vs true %.4f J (%+.2f %%), band [%.4f, %.4f]; baseline %.1f W; warnings %v",
-		res.Method, res.Runs, len(res.Points), res.ResolutionS*1e3, rms, 100*rms/plateau, plateau, res.EnergyJ, trueE, 100*ediff, res.EnergyLowJ, res.EnergyHighJ, res.BaselineW, res.Warnings)
+		res.Method, res.Runs, len(res.Points), res.ResolutionS*1e3, rms, 100*rms/plateau, plateau, res.EnergyJ, trueE, 100*ediff, res.LowJ, res.HighJ, res.BaselineW, res.Warnings)
 	if rms > rmsTol*plateau {
 		for _, b := range res.Profile {
 			t0 := start + time.Duration(b.StartS*1e9)
@@ -252,12 +253,12 @@ func TestEnergyIntervalHoldsModelError(t *testing.T) {
 	g, _ := su.dev.Model("power.samples")
 	trueE := g.Gain*su.dev.TrueEnergy(start, start+su.tex).Joules() + float64(g.Offset)*su.tex.Seconds()
 	t.Logf("energy %.4f J [%.4f, %.4f] (statistical ±%.4f, model ±%.4f), truth on the channel's scale %.4f J",
-		res.EnergyJ, res.EnergyLowJ, res.EnergyHighJ, res.EnergyStatHalfWidthJ, res.EnergyModelHalfWidthJ, trueE)
+		res.EnergyJ, res.LowJ, res.HighJ, res.EnergyStatHalfWidthJ, res.EnergyModelHalfWidthJ, trueE)
 	if res.EnergyModelHalfWidthJ <= 0 {
 		t.Errorf("no model part in the interval: %s", res.EnergyModelNote)
 	}
-	if !(res.EnergyLowJ <= trueE && trueE <= res.EnergyHighJ) {
-		t.Errorf("true energy %.4f J outside [%.4f, %.4f] J", trueE, res.EnergyLowJ, res.EnergyHighJ)
+	if !(res.LowJ <= trueE && trueE <= res.HighJ) {
+		t.Errorf("true energy %.4f J outside [%.4f, %.4f] J", trueE, res.LowJ, res.HighJ)
 	}
 	m.CI = sensormodel.Intervals{}
 	su2 := newSetup(t, "h200", "power.samples")
@@ -305,5 +306,22 @@ func TestRunHangKeepsRuns(t *testing.T) {
 		if res.Runs != 40 {
 			t.Errorf("online %v: %d runs kept, want 40", online, res.Runs)
 		}
+	}
+}
+
+// TestResultReadsOldAbsoluteKeys: a profile.json written before issue 27 holds the
+// absolute band under energy_abs_low_j/energy_abs_high_j; it still reads, and a result
+// writes it as absolute_low_j/absolute_high_j, as every energy's.
+func TestResultReadsOldAbsoluteKeys(t *testing.T) {
+	var r profile.Result
+	if err := json.Unmarshal([]byte(`{"format": "gpuwatt.profile/1", "energy_j": 2, "energy_low_j": 1.9, "energy_high_j": 2.1, "energy_abs_low_j": 1.8, "energy_abs_high_j": 2.2}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.EnergyJ != 2 || r.LowJ != 1.9 || r.HighJ != 2.1 || r.AbsoluteLowJ != 1.8 || r.AbsoluteHighJ != 2.2 {
+		t.Errorf("read %+v", r.Interval)
+	}
+	b, err := json.Marshal(&r)
+	if err != nil || !strings.Contains(string(b), `"absolute_low_j":1.8`) || strings.Contains(string(b), "energy_abs_") {
+		t.Errorf("written as %s (%v)", b, err)
 	}
 }

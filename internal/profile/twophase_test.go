@@ -43,7 +43,7 @@ func TestTwoPhaseKnownShape(t *testing.T) {
 		}
 		tr := res.Transition
 		t.Logf("%s: resolution %.3g ms, placement %.3g ms, bins %.3g ms; transition at %.3f ms, shown at %.3f ms over %.3g ms; energy %.4f J [%.4f, %.4f], long runs %.4f J",
-			k, res.ResolutionS*1e3, res.PlacementS*1e3, res.BinS*1e3, tr.AtS*1e3, tr.MidS*1e3, tr.WidthS*1e3, res.EnergyJ, res.EnergyLowJ, res.EnergyHighJ, res.LongRun.EnergyPerLaunchJ)
+			k, res.ResolutionS*1e3, res.PlacementS*1e3, res.BinS*1e3, tr.AtS*1e3, tr.MidS*1e3, tr.WidthS*1e3, res.EnergyJ, res.LowJ, res.HighJ, res.LongRun.EnergyPerLaunchJ)
 		both := true
 		for _, p := range res.Phases {
 			t.Logf("  %s [%.3f, %.3f] ms: steady %.1f W, profile %.1f W ±%.1f W over %d bins (%+.2f %%), resolved %v", p.Name, p.StartS*1e3, p.EndS*1e3, p.SteadyW, p.ProfileW, p.BandW, p.Bins, 100*p.Diff, p.Resolved)

@@ -28,21 +28,21 @@ type Summary struct {
 	Index int    `json:"index"`
 	Name  string `json:"name"`
 	UUID  string `json:"uuid"`
-	// EnergyJ is the best estimate of the energy during the region (see energy.go): the
-	// driver's energy counter where it has enough readings inside, else the best complete
-	// board channel on the counter's scale, else that channel's own figure.
-	EnergyJ      float64 `json:"energy_j"`
-	EnergySource string  `json:"energy_source"`
+	// Interval is the best estimate of the energy during the region (internal/energy's
+	// estimator: the driver's energy counter where it has enough readings inside, else the
+	// best complete board channel on the counter's scale, else that channel's own figure)
+	// with its 95 % intervals, relative and absolute.
+	energy.Interval
+	EnergySource string `json:"energy_source"`
 	// EnergyNote says why; EnergyReadings is how many readings of the source lie inside.
 	EnergyNote     string `json:"energy_note,omitempty"`
 	EnergyReadings int    `json:"energy_readings"`
 	// EnergyMethod is the estimator's method (counter, calibrated_ring, inversion,
-	// counter_interpolated); EnergyLowJ and EnergyHighJ its 95 % interval on the board's
-	// scale, and Uncertainty its budget: the components, whether some are absent (partial),
-	// and the absolute interval with the board's gain error.
+	// counter_interpolated), and Uncertainty the interval's budget: the components,
+	// whether some are absent (partial), and the absolute interval with the board's gain
+	// error. (energy_source and energy_method keep their names in summary.json, where
+	// "method" and "source" would be new keys for the same values.)
 	EnergyMethod string             `json:"energy_method"`
-	EnergyLowJ   float64            `json:"energy_low_j"`
-	EnergyHighJ  float64            `json:"energy_high_j"`
 	Uncertainty  energy.Uncertainty `json:"uncertainty"`
 	// CounterEnergyJ and CounterReadings are the counter's own figure and its readings
 	// strictly inside; CalibratedEnergyJ and CalibratedReadings the calibrated channel's
@@ -254,9 +254,8 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 	var head Channel
 	var calibrated *Channel
 	if found {
-		gs.EnergyJ, gs.EnergySource, gs.EnergyNote, gs.EnergyReadings = est.EnergyJ, est.Source, est.Note, est.Readings
-		gs.EnergyMethod, gs.EnergyLowJ, gs.EnergyHighJ = string(est.Method), est.LowJ, est.HighJ
-		gs.Uncertainty = est.Uncertainty
+		gs.Interval, gs.EnergySource, gs.EnergyNote, gs.EnergyReadings = est.Interval, est.Source, est.Note, est.Readings
+		gs.EnergyMethod, gs.Uncertainty = string(est.Method), est.Uncertainty
 		head = byName[est.Channel]
 		head.Channel = est.Channel
 		if cal := est.Calibration; cal != nil && est.CalibratedJ > 0 {
