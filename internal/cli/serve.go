@@ -31,7 +31,7 @@ func (a *App) serve(ctx context.Context, args []string) int {
 	podSocket := fs.String("pod-resources", workload.DefaultSocket, "the kubelet's pod-resources socket, to name the pod and container of each process (none there: names left empty; \"\": never asked)")
 	procRoot := fs.String("proc-root", "/proc", "the proc file system the processes' cgroups are read from (their pod UIDs and container ids)")
 	raplRoot := fs.String("rapl-root", "", "powercap tree of the host's RAPL counters, served as gpuwatt_cpu_energy_joules_total (default /sys/class/powercap; none: not read)")
-	poll := fs.String("poll", serve.DefaultPoll.String(), "how often each channel is read: an interval such as 100ms, or adaptive (learn each channel's update period; more CPU)")
+	poll := fs.String("poll", "lean", "how often each channel is read: lean (a GPU whose driver buffer answers: the buffer and the gauges every 1s, the energy counter at most 0.2 % of a core; one without: every 100ms), an interval such as 100ms for every channel, or adaptive (learn each channel's update period; more CPU)")
 	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|sim[:PRESET]] [--listen ADDR|unix:PATH] [--web.config.file FILE] [--gpu all|LIST] [--dcgm-names] [--poll D] [--pod-resources SOCKET] [--otlp URL [--otlp-interval D]]"); !ok {
 		return code
 	}
@@ -44,6 +44,10 @@ func (a *App) serve(ctx context.Context, args []string) int {
 	popt, err := sensor.ParsePoll(*poll)
 	if err != nil {
 		return a.usageError("serve", err)
+	}
+	var pollOpt *sensor.Options // nil: serve's lean default
+	if !popt.Lean {
+		pollOpt = &popt
 	}
 	idx, err := serve.ParseGPUs(*gpus)
 	if err != nil {
@@ -58,7 +62,7 @@ func (a *App) serve(ctx context.Context, args []string) int {
 		}
 	}
 	version, revision, _ := strings.Cut(a.versionString(), " ")
-	opt := serve.Options{Listen: *listen, GPUs: idx, DCGMNames: *dcgm, Poll: &popt, Hostname: a.Host,
+	opt := serve.Options{Listen: *listen, GPUs: idx, DCGMNames: *dcgm, Poll: pollOpt, Hostname: a.Host,
 		Version: version, Revision: revision, WebConfigFile: *webConfig, HostRoot: *raplRoot, NoHost: *raplRoot == "none"}
 	if !sh.quiet {
 		opt.Logger = slog.New(slog.NewTextHandler(a.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

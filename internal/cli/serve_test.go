@@ -116,8 +116,13 @@ func TestServeProcess(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b), time.Now()
 	}
-	time.Sleep(2500 * time.Millisecond) // the first corrected figure needs a second of readings and an update
+	// The first corrected figure needs a second of the buffer's readings past the
+	// inversion's tail, and an update: ~3 s at the lean default's one read a second.
 	m1, t1 := get()
+	for end := time.Now().Add(10 * time.Second); !strings.Contains(m1, `gpuwatt_gpu_power_watts{channel="corrected"`) && time.Now().Before(end); {
+		time.Sleep(250 * time.Millisecond)
+		m1, t1 = get()
+	}
 	time.Sleep(4 * time.Second)
 	m2, t2 := get()
 	if resp, err := http.Get(strings.TrimSuffix(url, "/metrics") + "/health"); err != nil {
@@ -209,8 +214,20 @@ func TestServeOTLP(t *testing.T) {
 	go func() {
 		code <- a.Main(ctx, []string{"serve", "--device", "sim:h200", "--listen", "127.0.0.1:0", "--otlp", rcv.URL, "--otlp-interval", "700ms"})
 	}()
+	// Three pushes, and one with the corrected power (it needs a second of the buffer's
+	// readings past the inversion's tail: ~3 s at the lean default's one read a second).
+	pushedPower := func() bool {
+		for _, req := range rcv.Requests() {
+			for _, p := range otlptest.Points(req) {
+				if p.Metric == otlpexport.MetricPower && p.Value > 0 {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	deadline := time.Now().Add(15 * time.Second)
-	for len(rcv.Requests()) < 3 && time.Now().Before(deadline) {
+	for (len(rcv.Requests()) < 3 || !pushedPower()) && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	n := len(rcv.Requests())

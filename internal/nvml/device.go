@@ -334,10 +334,15 @@ func (d Device) AppendSamples(dst []Sample, typ SamplingType, lastSeenUS uint64)
 }
 
 // ProcessUtilization returns the per-process utilisation samples newer than lastSeenUS
-// (µs since 1970; 0 for all the driver keeps), nvmlDeviceGetProcessUtilization: the size
-// is asked first (a NULL buffer, NVML_ERROR_INSUFFICIENT_SIZE and the count), then the
-// samples. None newer is an empty result, not an error.
+// (µs since 1970; 0 for all the driver keeps), nvmlDeviceGetProcessUtilization: one call
+// with room for processSampleRoom samples, which is enough on any but a crowded board; where
+// it is not (NVML_ERROR_INSUFFICIENT_SIZE and the count), again with room for the count. It
+// asked the size first (a NULL buffer) before issue 35: two calls a read where one does
+// (serve reads it every second for each GPU; in serve's profile on an H200 it was a fifth of
+// serve's CPU, results/nvidia-h200/2026-11-28-lean-2). None newer is an empty result, not an
+// error.
 func (d Device) ProcessUtilization(lastSeenUS uint64) ([]ProcessUtilization, error) {
+	const processSampleRoom = 64
 	f := d.l().deviceGetProcessUtilization
 	if d.lib == nil {
 		return nil, check(ErrorUninitialized, symProcessUtilization)
@@ -347,7 +352,7 @@ func (d Device) ProcessUtilization(lastSeenUS uint64) ([]ProcessUtilization, err
 	}
 	s := getScratch()
 	defer putScratch(s)
-	n := uint32(0)
+	n := uint32(processSampleRoom)
 	for range 3 {
 		var buf []processUtilizationSample
 		var p *processUtilizationSample

@@ -45,3 +45,32 @@ func TestProcessUtilization(t *testing.T) {
 		t.Errorf("device 1: %v, want ErrNotSupported", err)
 	}
 }
+
+// TestProcessUtilizationOneCall: a read is one driver call where the samples fit the room
+// it gives (it asked the size first before issue 35: two), and two where they do not (the
+// size the driver says, then the samples).
+func TestProcessUtilizationOneCall(t *testing.T) {
+	l, fake := openFake(t)
+	d0 := device(t, l, 0)
+	t0 := uint64(nvmltest.EpochUS)
+	for i := range 3 {
+		fake.AddProcessSample(uint32(100+i), t0+uint64(i), 50)
+	}
+	c0 := fake.ProcessCalls()
+	if got, err := d0.ProcessUtilization(0); err != nil || len(got) != 3 {
+		t.Fatalf("3 samples: %d, %v", len(got), err)
+	}
+	if n := fake.ProcessCalls() - c0; n != 1 {
+		t.Errorf("3 samples read in %d calls, want 1", n)
+	}
+	for i := 3; i < 100; i++ {
+		fake.AddProcessSample(uint32(100+i), t0+uint64(i), 50)
+	}
+	c0 = fake.ProcessCalls()
+	if got, err := d0.ProcessUtilization(0); err != nil || len(got) != 100 {
+		t.Fatalf("100 samples: %d, %v", len(got), err)
+	}
+	if n := fake.ProcessCalls() - c0; n != 2 {
+		t.Errorf("100 samples read in %d calls, want 2 (the size, then the samples)", n)
+	}
+}

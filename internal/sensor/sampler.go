@@ -905,10 +905,12 @@ func (cs *chanState) learn() {
 // intervalFor chooses a channel's next poll interval after a call that ended at now.
 func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 	o := s.opt
-	if cs.paced > 0 {
-		return cs.paced
-	}
 	virtual := s.virt != nil || clock.IsVirtual(s.clk)
+	if cs.paced > 0 {
+		// Paced, but a counter or a slow channel no more often than its CPU cap allows:
+		// an H200's energy counter paced at 1 s would take 0.5 % of a core (~5 ms a call).
+		return max(cs.paced, s.cpuFloor(cs, virtual))
+	}
 	switch o.Mode {
 	case Max:
 		if virtual {
@@ -916,17 +918,11 @@ func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 		}
 		return 0
 	case Fixed:
-		switch {
-		case cs.kind == kindBuffered:
-			// Its own rule below: every read returns all new samples anyway, and a read
-			// costs ~0.5 ms of CPU on an H200.
-		case cs.kind == kindCumulative && !virtual && cs.lat.n >= capCalls:
-			return max(o.Interval, time.Duration(float64(cs.latMed)/o.CPUShare))
-		case o.SlowShare > 0 && !virtual && cs.lat.n >= capCalls && cs.latMed > slowCall:
-			return max(o.Interval, time.Duration(float64(cs.latMed)/o.SlowShare))
-		default:
-			return o.Interval
+		if cs.kind != kindBuffered {
+			return max(o.Interval, s.cpuFloor(cs, virtual))
 		}
+		// The buffer: its own rule below: every read returns all new samples anyway, and
+		// a read costs ~0.5 ms of CPU on an H200.
 	}
 	var iv time.Duration
 	switch cs.kind {
@@ -993,6 +989,23 @@ func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 		iv = max(iv, LeanStateInterval)
 	}
 	return iv
+}
+
+// cpuFloor is the shortest interval Fixed polling and a paced channel keep to on a real
+// clock: a counter's calls take at most CPUShare of the wall time, and where SlowShare is
+// set, so do the calls of every other channel slower than slowCall (the buffer aside);
+// 0 where no cap applies (yet: a channel's latency is known after capCalls calls).
+func (s *Sampler) cpuFloor(cs *chanState, virtual bool) time.Duration {
+	o := s.opt
+	switch {
+	case virtual || cs.lat.n < capCalls || cs.kind == kindBuffered:
+		return 0
+	case cs.kind == kindCumulative:
+		return time.Duration(float64(cs.latMed) / o.CPUShare)
+	case o.SlowShare > 0 && cs.latMed > slowCall:
+		return time.Duration(float64(cs.latMed) / o.SlowShare)
+	}
+	return 0
 }
 
 // lockedInterval is the poll interval of a phase-locked channel, and whether the channel is

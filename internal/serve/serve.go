@@ -32,11 +32,21 @@ import (
 // DefaultListen is --listen's default: every interface, port 9402 (dcgm-exporter has 9400).
 const DefaultListen = ":9402"
 
-// DefaultPoll is --poll's default: every channel read every 100 ms (the driver's buffer of
-// 20 ms samples and the energy counter by their own rules, see sensor.Options). The
-// corrected power is worked out from the buffer's samples, so polling faster buys nothing
-// but CPU.
+// DefaultPoll is the poll interval of serve's lean default (--poll lean) for a GPU without
+// a working driver buffer of samples, whose corrected power comes from a polled power
+// channel (power.instant, power.usage): every channel read every 100 ms, the energy
+// counter by its own rule (sensor.Options.CPUShare).
 const DefaultPoll = 100 * time.Millisecond
+
+// LeanPoll is how often serve's lean default (--poll lean) reads a GPU whose driver buffer
+// of samples answers (an H100's, an H200's power.samples): the buffer itself (119 samples of
+// 20 ms on an H200, so a read a second loses none, and every read returns all new samples)
+// and every other channel but the energy counter, whose readings are gauges only (the
+// other power channels, clocks, temperatures, clock events, limits): a gauge is at most a
+// second old, once a second being what Update works the figures out at and more than any
+// scrape asks. At 100 ms these reads woke each GPU's lane ten times a second, the largest
+// part of serve's CPU beyond measure's (issue 35).
+const LeanPoll = time.Second
 
 // SlowShare is the Sampler's SlowShare under serve: a channel whose call takes more than
 // 100 µs (an H200's clock.sm, throttle.reasons, temp.gpu: 0.35-1.5 ms) is read at most every
@@ -52,7 +62,9 @@ type Options struct {
 	// DCGMNames also exposes DCGM_FI_DEV_POWER_USAGE (W) and
 	// DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ) with dcgm-exporter's labels.
 	DCGMNames bool
-	// Poll is the Sampler's polling; nil: Fixed every DefaultPoll.
+	// Poll is the Sampler's polling; nil, or Lean set: serve's lean default (a GPU whose
+	// driver buffer answers read every LeanPoll, the counter by CPUShare; one without, every
+	// DefaultPoll). Anything else polls every channel of every GPU as it says.
 	Poll *sensor.Options
 	// Hostname labels every GPU; os.Hostname() when empty.
 	Hostname string
@@ -148,9 +160,16 @@ func (o Options) listen() string {
 	return o.Listen
 }
 
+// lean reports whether o asks for serve's lean default polling (Options.Poll).
+func (o Options) lean() bool { return o.Poll == nil || o.Poll.Lean }
+
 func (o Options) withDefaults() Options {
-	if o.Poll == nil {
-		o.Poll = &sensor.Options{Mode: sensor.Fixed, Interval: DefaultPoll}
+	if o.lean() {
+		p := sensor.Options{Mode: sensor.Fixed, Interval: DefaultPoll}
+		if o.Poll != nil {
+			p.SlowShare, p.CPUShare, p.HangTimeout = o.Poll.SlowShare, o.Poll.CPUShare, o.Poll.HangTimeout
+		}
+		o.Poll = &p
 	}
 	if o.Poll.SlowShare == 0 {
 		p := *o.Poll
@@ -249,6 +268,7 @@ func New(ctx context.Context, sys gpu.System, clk clock.Clock, o Options) (*Serv
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	lean := o.lean()
 	o = o.withDefaults()
 	devs := sys.Devices()
 	var watch []gpu.Device
@@ -272,7 +292,11 @@ func New(ctx context.Context, sys gpu.System, clk clock.Clock, o Options) (*Serv
 		g.workloads = o.Workloads
 		s.gpus = append(s.gpus, g)
 		s.byIdx[g.info.Index] = g
-		sensors = append(sensors, d.Sensors()...)
+		ss := d.Sensors()
+		if lean {
+			ss = leanSensors(ss)
+		}
+		sensors = append(sensors, ss...)
 	}
 	s.hostFirst, s.hostLast = map[string]float64{}, map[string]float64{}
 	if o.NoHost {
@@ -299,6 +323,36 @@ func New(ctx context.Context, sys gpu.System, clk clock.Clock, o Options) (*Serv
 	s.reg.MustRegister(&collector{s: s, driver: sys.DriverVersion(), device: sys.Name(), simulated: sys.Simulated()})
 	s.Update()
 	return s, nil
+}
+
+// leanSensors paces the sensors of one GPU for serve's lean default: where its driver
+// buffer (power.samples) answers a read, every channel but the energy counter is read every
+// LeanPoll; the counter keeps the Sampler's rule (every DefaultPoll, no more often than
+// CPUShare allows: every ~2.5 s on an H200). Where the buffer does not answer, the corrected
+// power comes from a polled power channel, and every channel is read every DefaultPoll.
+func leanSensors(ss []sensor.Sensor) []sensor.Sensor {
+	ring := false
+	for _, x := range ss {
+		if x.Channel().Name == trace.ChPowerSamples {
+			_, err := x.Read(nil) // one call (~0.7 ms on an H200); its samples are old anyway
+			ring = err == nil
+		}
+	}
+	if !ring {
+		return ss
+	}
+	out := make([]sensor.Sensor, 0, len(ss))
+	for _, x := range ss {
+		if x.Channel().Cumulative {
+			// The counter keeps its rule: read every second it would rise in steps in
+			// phase with Update's, and the served energy would jump by two seconds' worth
+			// now and then; a real board's (~5 ms a call) is capped by CPUShare anyway.
+			out = append(out, x)
+			continue
+		}
+		out = append(out, sensor.Pace(x, LeanPoll))
+	}
+	return out
 }
 
 // sink files a new sample with its GPU (Options.Sink: on the Sampler's goroutines).

@@ -83,6 +83,7 @@ type Fake struct {
 	setHang      func(string)
 	addProc      func(uint32, uint64, uint32)
 	clearProcs   func()
+	procCalls    func() int32
 }
 
 // Control opens the fake at path (the same library nvml.Open(path) loads) and returns its
@@ -99,6 +100,7 @@ func Control(t testing.TB, path string) *Fake {
 		"fakeSetHang":             &f.setHang,
 		"fakeAddProcessSample":    &f.addProc,
 		"fakeClearProcessSamples": &f.clearProcs,
+		"fakeProcessCalls":        &f.procCalls,
 	})
 	return f
 }
@@ -128,6 +130,9 @@ func (f *Fake) SetLost(lost bool) {
 // SetHang makes every later call of the NVML function fn block, as a driver call that
 // never returns, until SetHang("") lets the calls go on.
 func (f *Fake) SetHang(fn string) { f.setHang(fn) }
+
+// ProcessCalls returns how many nvmlDeviceGetProcessUtilization calls were made.
+func (f *Fake) ProcessCalls() int { return int(f.procCalls()) }
 
 // AddProcessSample adds a per-process utilisation sample of device 0 (pid, its time in µs
 // since 1970, SM utilisation in percent), as nvmlDeviceGetProcessUtilization returns them.

@@ -420,7 +420,7 @@ typedef struct {
     unsigned int smUtil, memUtil, encUtil, decUtil;
 } nvmlProcessUtilizationSample_t;
 
-#define PROCS 64
+#define PROCS 128
 static nvmlProcessUtilizationSample_t procs[PROCS];
 static int nprocs;
 
@@ -438,11 +438,14 @@ EXPORT void fakeAddProcessSample(unsigned int pid, unsigned long long ts, unsign
     nprocs++;
 }
 EXPORT void fakeClearProcessSamples(void) { nprocs = 0; }
+static int procCalls;
+EXPORT int fakeProcessCalls(void) { return procCalls; }
 
 EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlProcessUtilizationSample_t *u,
                                                     unsigned int *count, unsigned long long lastSeen) {
     int i, n = 0, k = 0;
     NEED_DEV(d);
+    procCalls++;
     if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
     if (d->index != 0) return NVML_ERROR_NOT_SUPPORTED;
     for (i = 0; i < nprocs; i++)
