@@ -10,9 +10,10 @@
 #   bash bench/gpu/intervals_shapes.sh OUTDIR
 #
 # Needs one GPU (GPU=N picks it, default 0); works on an H100 and an H200.
-# Time budget: about 92 s of load (2 rounds of 11 shapes, bench/load/shapes.py --dry-run says
-# 92.2 s), 10 s of start-up, 5-20 s of analysis (gpuwatt energy per window and channel, 8 at
-# a time): <= 150 s wall (the 2026-11-28 run of 9 shapes took 97 s in all on an H200).
+# Time budget: about 138 s of load (ROUNDS=3 rounds of 11 shapes, bench/load/shapes.py --dry-run
+# --rounds 3 says 137.4 s), 10 s of start-up, 5-20 s of analysis (gpuwatt energy per window and
+# channel, 8 at a time): <= 180 s wall, well inside 300 s (the 2026-11-28 run of 2 rounds took
+# 111 s in all on an H200).
 #
 # 1. bench/gpu/energy_poller.py logs the counter (OUTDIR/poller.csv);
 # 2. gpuwatt measure --out OUTDIR/measure -- python3 bench/load/shapes.py --out OUTDIR/shapes.jsonl;
@@ -20,8 +21,8 @@
 # 4. bench/gpu/intervals_table.py: the table and checks (intervals.{json,md});
 # 5. OUTDIR/README.md: the command lines, gpuwatt's version, driver, GPU name and UUID, date.
 #
-# Environment: GPUWATT (default .gpu/gpuwatt), GPU (default 0), SHAPES_ARGS (more arguments
-# for shapes.py, e.g. "--rounds 1"), SENSOR (gpuwatt energy --sensor; default auto), JOBS
+# Environment: GPUWATT (default .gpu/gpuwatt), GPU (default 0), ROUNDS (rounds of every shape,
+# default 3: 27 windows of 2 s and more), SHAPES_ARGS (more arguments for shapes.py, e.g. "--seed 2"), SENSOR (gpuwatt energy --sensor; default auto), JOBS
 # (gpuwatt energy runs at a time, default 8). The analysis can be re-run anywhere on the
 # recorded files with another binary: python3 bench/gpu/crosscheck.py OUTDIR/measure
 # OUTDIR/poller.csv OUTDIR/shapes.jsonl --named --gpuwatt PATH --out DIR.
@@ -31,6 +32,7 @@ B=${GPUWATT:-.gpu/gpuwatt}
 GPU=${GPU:-0}
 JOBS=${JOBS:-8}
 SHAPES_ARGS=${SHAPES_ARGS:-}
+ROUNDS=${ROUNDS:-3}
 SENSOR=${SENSOR:-}
 if [ ! -x "$B" ]; then
   echo "intervals_shapes.sh: no gpuwatt binary at $B (build it: CGO_ENABLED=0 go build -buildvcs=true -o .gpu/gpuwatt ./cmd/gpuwatt)" >&2
@@ -69,7 +71,7 @@ sleep 1
 # CUDA numbers GPUs fastest first unless told; in PCI order its index is NVML's.
 # shellcheck disable=SC2086
 MCMD=("$B" measure --channels all --gpu "$GPU" --out "$OUT/measure" -- env CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES="$GPU"
-  python3 bench/load/shapes.py --out "$OUT/shapes.jsonl" $SHAPES_ARGS)
+  python3 bench/load/shapes.py --out "$OUT/shapes.jsonl" --rounds "$ROUNDS" $SHAPES_ARGS)
 S=$(date +%s)
 "${MCMD[@]}" >"$OUT/measure.txt" 2>"$OUT/measure-stderr.txt"
 MRC=$?
