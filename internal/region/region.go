@@ -144,105 +144,181 @@ type Options struct {
 // Summarize describes GPU g over the region [start, end] of a trace, with the idle
 // baseline [b0, b1] (b1 <= start; b0 == b1 means none).
 func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o Options) Summary {
-	what := o.What
 	gs := Summary{Index: g.Index, Name: g.Name, UUID: g.UUID, PowerLimitW: g.PowerLimitW, Throttle: []ReasonShare{}, Warnings: []status.Warning{}}
 	if b1 > b0 {
 		gs.IdleLevel = o.IdleLevel
 	}
-	dur := end - start
-	add := func(w status.Warning) { gs.Warnings = append(gs.Warnings, w) }
-	warn := func(code status.Code, f string, a ...any) { add(status.Warnf(code, f, a...)) }
-	if dur <= 0 {
-		warn(CodeNotRun, "%s did not run: nothing to summarise", what)
+	if end <= start {
+		gs.add(status.Warnf(CodeNotRun, "%s did not run: nothing to summarise", o.What))
 		return gs
 	}
+	sp := span{tr: tr, gpu: g.Index, start: start, end: end, b0: b0, b1: b1}
+	byName, names := gs.channelFigures(sp, o)
+	if o.ChannelIntervals {
+		correctedIntervals(sp, o, byName)
+	}
+	gs.Channels = inOrder(byName, names)
+
+	// The headline: internal/energy's one estimator.
+	est := energy.Region(tr, g.Index, start, end, energy.Options{What: o.What, Steady: o.Steady, Calibration: o.Calibration, Cache: o.EnergyCache})
+	gs.candidates(est, byName)
+	found := est.Method != energy.NoFigure
+	var head Channel
+	var calibrated *Channel
+	if found {
+		head, calibrated = gs.headline(est, byName, sp)
+	}
+	gs.maxPower(est.Calibration, found, byName)
+	if found {
+		agreement(&gs, byName, head, calibrated, sp.dur(), gs.add)
+		gs.fewUpdates(sp, head.Channel, o.What)
+	}
+	gs.conditions(sp)
+	return gs
+}
+
+// span is the region [start, end] of GPU gpu's readings in tr, with its idle baseline
+// [b0, b1] (b0 == b1: none).
+type span struct {
+	tr                 *trace.Trace
+	gpu                int
+	start, end, b0, b1 time.Duration
+}
+
+func (sp span) dur() time.Duration { return sp.end - sp.start }
+
+func (sp span) series(name string) []trace.Sample { return sp.tr.Series(sp.gpu, name) }
+
+// add appends a warning.
+func (gs *Summary) add(w status.Warning) { gs.Warnings = append(gs.Warnings, w) }
+
+// channelFigures is every energy counter's and power channel's own figure over the span,
+// by name, and their names in the trace's order; a channel that does not describe the
+// region is left out with a warning saying why, and each says what its statistics show.
+func (gs *Summary) channelFigures(sp span, o Options) (map[string]Channel, []string) {
 	byName := map[string]Channel{}
 	var names []string
-	for _, ch := range tr.Meta.Channels {
-		if ch.GPU != g.Index {
+	for _, ch := range sp.tr.Meta.Channels {
+		if ch.GPU != sp.gpu {
 			continue
 		}
-		series := tr.Series(g.Index, ch.Name)
 		var cs Channel
+		var ok bool
 		switch {
 		case ch.Quantity == trace.QEnergy && ch.Cumulative:
-			e, ok := trace.CounterDelta(series, start, end)
-			if o.Steady {
-				if rate, n, _ := energy.InsideRate(series, start, end); n >= 2 {
-					e, ok = units.Energy(rate*dur.Seconds()), true
-				}
-			}
-			if !ok {
-				warn(CodeCounterUncovered, "%s: the counter does not cover the run (or was reset during it); left out", ch.Name)
-				continue
-			}
-			cs = Channel{Channel: ch.Name, EnergyJ: e.Joules(), MeanPowerW: e.Joules() / dur.Seconds(), Coverage: 1}
-			cs.IdlePowerW = baselinePower(series, b0, b1, true)
-			cs.Samples = countIn(series, start, end)
+			cs, ok = gs.counterFigure(sp, ch.Name, o.Steady)
 		case ch.Quantity == trace.QPower && !ch.Setting:
-			in := trace.Integrate(series, start, end)
-			if in.Coverage == 0 && in.Samples == 0 {
-				// No reading describes the run (the channel's reads failed or stopped
-				// before it): its energy and power are unavailable, not 0.
-				add(keyed(CodeLowCoverage, ch.Name+": readings cover only part of the run", 0, "% covered",
-					"%s: no reading describes the run; left out (its energy and power are unavailable)", ch.Name))
-				continue
-			}
-			if o.Steady {
-				if mean, n := energy.InsideMean(series, start, end); n >= 2 {
-					in.Mean, in.Energy, in.Coverage = units.Power(mean), units.Energy(mean*dur.Seconds()), 1
-				}
-			}
-			cs = Channel{Channel: ch.Name, EnergyJ: in.Energy.Joules(), MeanPowerW: float64(in.Mean), MaxPowerW: float64(in.Max), Samples: in.Samples, Coverage: in.Coverage}
-			cs.IdlePowerW = baselinePower(series, b0, b1, false)
-			if in.Coverage < 0.99 {
-				add(keyed(CodeLowCoverage, ch.Name+": readings cover only part of the run", math.Round(100*in.Coverage), "% covered",
-					"%s: readings cover only %.0f %% of the run", ch.Name, 100*in.Coverage))
-			}
-		default:
+			cs, ok = gs.powerFigure(sp, ch.Name, o.Steady)
+		}
+		if !ok {
 			continue
 		}
-		cs.EnergyAboveIdleJ = cs.EnergyJ - cs.IdlePowerW*dur.Seconds()
+		cs.EnergyAboveIdleJ = cs.EnergyJ - cs.IdlePowerW*sp.dur().Seconds()
 		if st := ch.Stats; st != nil {
-			cs.UpdatePeriodS, cs.PollIntervalS, cs.Polls, cs.Repeats, cs.MissedUpdates = st.UpdatePeriod, st.PollInterval, st.Polls, st.Repeats, st.Missed
-			// A long interval is either a missed update or an update that repeated the
-			// value (common at idle); only a slow poll makes the first plausible.
-			if st.Missed > 2 && st.Missed > st.Samples/100 && !st.PhaseLocked && st.PollInterval > st.UpdatePeriod/4 {
-				add(missedUpdates(ch.Name, st.Missed, st.Samples, st.PollInterval, st.UpdatePeriod))
-			}
-			if st.Errors > 0 {
-				add(keyed(CodeReadErrors, ch.Name+": reads failed", float64(st.Errors), "failed reads",
-					"%s: %d failed reads (last: %s)", ch.Name, st.Errors, st.LastError))
-			}
+			gs.readingStats(&cs, st)
 		}
 		byName[ch.Name] = cs
 		names = append(names, ch.Name)
 	}
-	if o.ChannelIntervals {
-		for _, n := range boardChannels {
-			c, ok := byName[n]
-			if !ok || c.Samples == 0 {
-				continue
-			}
-			e := energy.Region(tr, g.Index, start, end, energy.Options{What: what, Method: energy.Inversion, Channel: n, Cache: o.EnergyCache})
-			if e.Method != energy.Inversion {
-				continue
-			}
-			v, lo, hi := e.EnergyJ, e.LowJ, e.HighJ
-			c.CorrectedEnergyJ, c.CorrectedEnergyLowJ, c.CorrectedEnergyHighJ = &v, &lo, &hi
-			byName[n] = c
+	return byName, names
+}
+
+// counterFigure is an energy counter's figure: its difference over the span (steady: its
+// rate inside times the span's length); false where it does not cover the span.
+func (gs *Summary) counterFigure(sp span, name string, steady bool) (Channel, bool) {
+	series := sp.series(name)
+	dur := sp.dur()
+	e, ok := trace.CounterDelta(series, sp.start, sp.end)
+	if steady {
+		if rate, n, _ := energy.InsideRate(series, sp.start, sp.end); n >= 2 {
+			e, ok = units.Energy(rate*dur.Seconds()), true
 		}
 	}
+	if !ok {
+		gs.add(status.Warnf(CodeCounterUncovered, "%s: the counter does not cover the run (or was reset during it); left out", name))
+		return Channel{}, false
+	}
+	cs := Channel{Channel: name, EnergyJ: e.Joules(), MeanPowerW: e.Joules() / dur.Seconds(), Coverage: 1}
+	cs.IdlePowerW = baselinePower(series, sp.b0, sp.b1, true)
+	cs.Samples = countIn(series, sp.start, sp.end)
+	return cs, true
+}
 
-	// Channels in a stable, meaningful order: counter, board channels, then the rest.
+// powerFigure is a power channel's readings integrated over the span (steady: their mean
+// inside times the span's length); false where no reading describes the span.
+func (gs *Summary) powerFigure(sp span, name string, steady bool) (Channel, bool) {
+	series := sp.series(name)
+	in := trace.Integrate(series, sp.start, sp.end)
+	if in.Coverage == 0 && in.Samples == 0 {
+		// No reading describes the run (the channel's reads failed or stopped before it):
+		// its energy and power are unavailable, not 0.
+		gs.add(keyed(CodeLowCoverage, name+": readings cover only part of the run", 0, "% covered",
+			"%s: no reading describes the run; left out (its energy and power are unavailable)", name))
+		return Channel{}, false
+	}
+	if steady {
+		if mean, n := energy.InsideMean(series, sp.start, sp.end); n >= 2 {
+			in.Mean, in.Energy, in.Coverage = units.Power(mean), units.Energy(mean*sp.dur().Seconds()), 1
+		}
+	}
+	cs := Channel{Channel: name, EnergyJ: in.Energy.Joules(), MeanPowerW: float64(in.Mean), MaxPowerW: float64(in.Max), Samples: in.Samples, Coverage: in.Coverage}
+	cs.IdlePowerW = baselinePower(series, sp.b0, sp.b1, false)
+	if in.Coverage < 0.99 {
+		gs.add(keyed(CodeLowCoverage, name+": readings cover only part of the run", math.Round(100*in.Coverage), "% covered",
+			"%s: readings cover only %.0f %% of the run", name, 100*in.Coverage))
+	}
+	return cs, true
+}
+
+// readingStats copies a channel's reading statistics over the recording, and warns where
+// they show updates missed or reads failed.
+func (gs *Summary) readingStats(cs *Channel, st *trace.ChannelStats) {
+	cs.UpdatePeriodS, cs.PollIntervalS, cs.Polls, cs.Repeats, cs.MissedUpdates = st.UpdatePeriod, st.PollInterval, st.Polls, st.Repeats, st.Missed
+	// A long interval is either a missed update or an update that repeated the value
+	// (common at idle); only a slow poll makes the first plausible.
+	if st.Missed > 2 && st.Missed > st.Samples/100 && !st.PhaseLocked && st.PollInterval > st.UpdatePeriod/4 {
+		gs.add(missedUpdates(cs.Channel, st.Missed, st.Samples, st.PollInterval, st.UpdatePeriod))
+	}
+	if st.Errors > 0 {
+		gs.add(keyed(CodeReadErrors, cs.Channel+": reads failed", float64(st.Errors), "failed reads",
+			"%s: %d failed reads (last: %s)", cs.Channel, st.Errors, st.LastError))
+	}
+}
+
+// correctedIntervals gives every board power channel with readings inside its own
+// corrected energy with its 95 % interval (its sensor model inverted), where the
+// inversion gives a figure.
+func correctedIntervals(sp span, o Options, byName map[string]Channel) {
+	for _, n := range boardChannels {
+		c, ok := byName[n]
+		if !ok || c.Samples == 0 {
+			continue
+		}
+		e := energy.Region(sp.tr, sp.gpu, sp.start, sp.end, energy.Options{What: o.What, Method: energy.Inversion, Channel: n, Cache: o.EnergyCache})
+		if e.Method != energy.Inversion {
+			continue
+		}
+		v, lo, hi := e.EnergyJ, e.LowJ, e.HighJ
+		c.CorrectedEnergyJ, c.CorrectedEnergyLowJ, c.CorrectedEnergyHighJ = &v, &lo, &hi
+		byName[n] = c
+	}
+}
+
+// inOrder is the channels in a stable, meaningful order: counter, board channels, then
+// the rest.
+func inOrder(byName map[string]Channel, names []string) []Channel {
 	order := trace.CounterPreference
 	sort.SliceStable(names, func(i, j int) bool { return rank(names[i], order) < rank(names[j], order) })
+	var out []Channel
 	for _, n := range names {
-		gs.Channels = append(gs.Channels, byName[n])
+		out = append(out, byName[n])
 	}
+	return out
+}
 
-	// The headline: internal/energy's one estimator.
-	est := energy.Region(tr, g.Index, start, end, energy.Options{What: what, Steady: o.Steady, Calibration: o.Calibration, Cache: o.EnergyCache})
+// candidates copies the estimator's candidates (the counter's own figure, the calibrated
+// channel's) and warnings.
+func (gs *Summary) candidates(est energy.Estimate, byName map[string]Channel) {
 	gs.EnergyCalibration = est.Calibration
 	gs.CounterEnergyJ, gs.CounterReadings = est.CounterJ, est.CounterReadings
 	gs.CalibratedEnergyJ, gs.CalibratedReadings = est.CalibratedJ, est.CalibratedReadings
@@ -250,69 +326,81 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 		gs.CounterDiffPct = 100 * (est.CounterJ/est.CalibratedJ - 1)
 	}
 	gs.Warnings = append(gs.Warnings, est.Warnings...)
-	found := est.Method != energy.NoFigure
-	var head Channel
+}
+
+// headline sets the summary's energy from the estimator's figure, and its idle and mean
+// power from the channel the figure came from (on the counter's scale where calibrated).
+// It returns that channel, and the calibrated channel on the counter's scale (nil: none).
+func (gs *Summary) headline(est energy.Estimate, byName map[string]Channel, sp span) (Channel, *Channel) {
+	dur := sp.dur().Seconds()
+	gs.Interval, gs.EnergySource, gs.EnergyNote, gs.EnergyReadings = est.Interval, est.Source, est.Note, est.Readings
+	gs.EnergyMethod, gs.Uncertainty = string(est.Method), est.Uncertainty
+	head := byName[est.Channel]
+	head.Channel = est.Channel
 	var calibrated *Channel
-	if found {
-		gs.Interval, gs.EnergySource, gs.EnergyNote, gs.EnergyReadings = est.Interval, est.Source, est.Note, est.Readings
-		gs.EnergyMethod, gs.Uncertainty = string(est.Method), est.Uncertainty
-		head = byName[est.Channel]
-		head.Channel = est.Channel
-		if cal := est.Calibration; cal != nil && est.CalibratedJ > 0 {
-			c := byName[cal.Channel]
-			c.EnergyJ, c.MeanPowerW = est.CalibratedJ, est.CalibratedJ/dur.Seconds()
-			if c.IdlePowerW != 0 {
-				c.IdlePowerW = cal.Power(c.IdlePowerW)
-			}
-			c.EnergyAboveIdleJ = c.EnergyJ - c.IdlePowerW*dur.Seconds()
-			calibrated = &c
-			if est.Method == energy.CalibratedRing {
-				head = c
-			}
+	if cal := est.Calibration; cal != nil && est.CalibratedJ > 0 {
+		c := byName[cal.Channel]
+		c.EnergyJ, c.MeanPowerW = est.CalibratedJ, est.CalibratedJ/dur
+		if c.IdlePowerW != 0 {
+			c.IdlePowerW = cal.Power(c.IdlePowerW)
 		}
-		head.EnergyJ = est.EnergyJ
-		head.EnergyAboveIdleJ = head.EnergyJ - head.IdlePowerW*dur.Seconds()
-		gs.IdlePowerW, gs.EnergyAboveIdleJ = head.IdlePowerW, head.EnergyAboveIdleJ
-		gs.MeanPowerW = head.EnergyJ / dur.Seconds()
-		if head.IdlePowerW == 0 && b0 >= b1 {
-			warn(CodeNoBaseline, "no idle baseline was recorded (a baseline of 0 s): energy above idle is not known")
+		c.EnergyAboveIdleJ = c.EnergyJ - c.IdlePowerW*dur
+		calibrated = &c
+		if est.Method == energy.CalibratedRing {
+			head = c
 		}
 	}
-	// The highest power, on the scale of the mean: the calibrated channel's highest reading
-	// mapped onto the counter's scale where there is a calibration, else the first board
-	// channel's. (A board channel's raw readings, on their own gain and offset, put the
-	// maximum below the counter's mean in 28 of 39 micro rows on sim:h100.)
-	maxFrom := ""
-	if cal := est.Calibration; found && cal != nil {
+	head.EnergyJ = est.EnergyJ
+	head.EnergyAboveIdleJ = head.EnergyJ - head.IdlePowerW*dur
+	gs.IdlePowerW, gs.EnergyAboveIdleJ = head.IdlePowerW, head.EnergyAboveIdleJ
+	gs.MeanPowerW = head.EnergyJ / dur
+	if head.IdlePowerW == 0 && sp.b0 >= sp.b1 {
+		gs.add(status.Warnf(CodeNoBaseline, "no idle baseline was recorded (a baseline of 0 s): energy above idle is not known"))
+	}
+	return head, calibrated
+}
+
+// maxPower sets the highest power, on the scale of the mean: the calibrated channel's
+// highest reading mapped onto the counter's scale where the headline has a calibration,
+// else the first board channel's. (A board channel's raw readings, on their own gain and
+// offset, put the maximum below the counter's mean in 28 of 39 micro rows on sim:h100.)
+func (gs *Summary) maxPower(cal *energy.Calibration, found bool, byName map[string]Channel) {
+	if found && cal != nil {
 		if c, ok := byName[cal.Channel]; ok && c.Samples > 0 {
 			gs.MaxPowerW, gs.MaxPowerSource = cal.Power(c.MaxPowerW), c.Channel+" calibrated"
-			maxFrom = c.Channel
+			return
 		}
 	}
-	if maxFrom == "" {
-		for _, n := range boardChannels {
-			if c, ok := byName[n]; ok && c.Samples > 0 {
-				gs.MaxPowerW, gs.MaxPowerSource = c.MaxPowerW, c.Channel
-				break
-			}
+	for _, n := range boardChannels {
+		if c, ok := byName[n]; ok && c.Samples > 0 {
+			gs.MaxPowerW, gs.MaxPowerSource = c.MaxPowerW, c.Channel
+			return
 		}
 	}
+}
 
-	if found {
-		agreement(&gs, byName, head, calibrated, dur, add)
-		if p := updatePeriod(tr, g.Index, head.Channel); p > 0 && dur < 20*p {
-			add(keyed(CodeFewUpdates, fmt.Sprintf("%s ran for fewer than 20 updates of %s: the energy is uncertain by about one update period's worth", what, head.Channel),
-				math.Round(dur.Seconds()/p.Seconds()), "updates",
-				"%s ran for %s, only %.0f updates of %s: the energy is uncertain by about one update period's worth (±%s)",
-				what, units.FormatSeconds(dur.Seconds(), 3), dur.Seconds()/p.Seconds(), head.Channel, units.Energy(gs.MeanPowerW*p.Seconds())))
-		}
+// fewUpdates warns where the region lasted fewer than 20 updates of the headline's channel.
+func (gs *Summary) fewUpdates(sp span, channel, what string) {
+	p := updatePeriod(sp.tr, sp.gpu, channel)
+	dur := sp.dur()
+	if p <= 0 || dur >= 20*p {
+		return
 	}
-	gs.SMClockMHz = rangeOf(tr.Series(g.Index, trace.ChClockSM), start, end, 1e-6)
-	gs.MemClockMHz = rangeOf(tr.Series(g.Index, trace.ChClockMem), start, end, 1e-6)
-	gs.TemperatureC = rangeOf(tr.Series(g.Index, trace.ChTempGPU), start, end, 1)
-	reasons := tr.Series(g.Index, trace.ChThrottleReasons)
-	gs.Throttle = reasonShares(reasons, start, end)
-	if len(held(reasons, start, end)) == 0 {
+	gs.add(keyed(CodeFewUpdates, fmt.Sprintf("%s ran for fewer than 20 updates of %s: the energy is uncertain by about one update period's worth", what, channel),
+		math.Round(dur.Seconds()/p.Seconds()), "updates",
+		"%s ran for %s, only %.0f updates of %s: the energy is uncertain by about one update period's worth (±%s)",
+		what, units.FormatSeconds(dur.Seconds(), 3), dur.Seconds()/p.Seconds(), channel, units.Energy(gs.MeanPowerW*p.Seconds())))
+}
+
+// conditions sets the clocks' and temperature's ranges and the clock-event reasons'
+// shares over the span, and warns of throttling.
+func (gs *Summary) conditions(sp span) {
+	gs.SMClockMHz = rangeOf(sp.series(trace.ChClockSM), sp.start, sp.end, 1e-6)
+	gs.MemClockMHz = rangeOf(sp.series(trace.ChClockMem), sp.start, sp.end, 1e-6)
+	gs.TemperatureC = rangeOf(sp.series(trace.ChTempGPU), sp.start, sp.end, 1)
+	reasons := sp.series(trace.ChThrottleReasons)
+	gs.Throttle = reasonShares(reasons, sp.start, sp.end)
+	if len(held(reasons, sp.start, sp.end)) == 0 {
 		gs.ThrottleUnavailable = "no reading of " + trace.ChThrottleReasons + " over the run"
 	}
 	for _, r := range gs.Throttle {
@@ -321,11 +409,10 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 			if r.Reason == "sw_power_cap" {
 				what = "the board hit its power limit and lowered its clocks"
 			}
-			add(keyed(CodeThrottling, fmt.Sprintf("throttling: %s (%s)", what, r.Reason), math.Round(100*r.Share), "% of the run",
+			gs.add(keyed(CodeThrottling, fmt.Sprintf("throttling: %s (%s)", what, r.Reason), math.Round(100*r.Share), "% of the run",
 				"throttling: %s during %.0f %% of the run (%s)", what, 100*r.Share, r.Reason))
 		}
 	}
-	return gs
 }
 
 // ChannelDisagreement is how far (a share) another board channel's energy may differ from
