@@ -332,6 +332,9 @@ var readErrorCases = []struct {
 	{"smi bad time", "timestamp, power.draw [W]\nyesterday, 1 W\n", 2, "timestamp", `line 2: timestamp "yesterday" is not a time`},
 	{"smi bad power", "timestamp, power.draw [W]\n2026/11/21 10:23:45.123, x W\n", 2, "power.draw [W]", `power.draw [W] "x W" is not a number: expected a number in W`},
 	{"smi bad unit", "timestamp, clocks.sm [MHz]\n2026/11/21 10:23:45.123, 1 rpm\n", 2, "clocks.sm [MHz]", `has unit "rpm": expected a number in MHz`},
+	// Bounded as the CSV reader bounds it: 1e17 MHz would be written as 1e+23 Hz, which
+	// ReadCSV refuses (FuzzReadSMI).
+	{"smi clock out of range", "timestamp, clocks.mem [MHz]\n2026/11/21 10:23:45.123, 1e17 MHz\n", 2, "clocks.mem [MHz]", "is out of range: expected a magnitude below 1e20"},
 	{"smi bad pstate", "timestamp, pstate\n2026/11/21 10:23:45.123, Q0\n", 2, "pstate", "is not a performance state"},
 	{"smi bad mask", "timestamp, clocks_event_reasons.active\n2026/11/21 10:23:45.123, 0xZZ\n", 2, "clocks_event_reasons.active", "is not a bit mask"},
 	{"smi short row", "timestamp, index, power.draw [W]\n2026/11/21 10:23:45.123, 0\n2026/11/21 10:23:45.223, 0, 1 W\n", 2, "", "2 fields, but the header has 3"},

@@ -361,8 +361,11 @@ func (s *smiReader) values(g *smiGPU, f [][]byte, t time.Duration, line int) err
 			continue
 		}
 		v, msg := smiValue(cell, c.kind, c.unit)
-		if msg == "" && c.kind == smiPower {
-			msg = checkValue(QPower, v)
+		if msg == "" {
+			// The bounds the CSV reader puts on the channel's quantity, so that whatever is
+			// read here is read back from the CSV written of it (a clock of 1e17 MHz was
+			// accepted here and written as 1e+23 Hz, which ReadCSV refused: FuzzReadSMI).
+			msg = checkValue(QuantityOf(c.channel), v)
 		}
 		if msg != "" {
 			return colErr(line, c.head, cell, msg)
