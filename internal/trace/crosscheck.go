@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/status"
@@ -26,14 +27,26 @@ const (
 // Meta.Unavailable and in a warning, so the figures come from the power channels (a jump
 // gave 16x the truth with a ±1 % interval); a counter that stays still while the power
 // channels draw is named.
+//
+// The channels are looked at by GPU and name, so that the warnings come in one order
+// whatever the rows' order: Keys' order of first reading is the file's in a compact read and
+// the time-sorted one in a full read of rows out of order, which put Read's and
+// ReadCompact's warnings in different orders (FuzzReadCompact).
 func (tr *Trace) crossCheck() {
-	for _, k := range tr.Keys() {
+	keys := tr.Keys()
+	slices.SortFunc(keys, func(a, b Key) int {
+		if a.GPU != b.GPU {
+			return a.GPU - b.GPU
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	for _, k := range keys {
 		r := tr.Readings(k.GPU, k.Name)
 		if w, ok := duplicateTimes(k, r); ok {
 			tr.Warnings = append(tr.Warnings, w)
 		}
 	}
-	for _, k := range tr.Keys() {
+	for _, k := range keys {
 		if k.Name != ChEnergyTotal {
 			continue
 		}
