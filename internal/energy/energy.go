@@ -1293,8 +1293,8 @@ func sparseComponent(ser *correct.Series, r correct.Result, from, to time.Durati
 	lo, hi := math.Inf(1), math.Inf(-1)
 	// The full inversion: the cheap one cut short (QuickMean) understates the swings a
 	// short region's neighbours hold (a power.usage burst of 0.1 s on an H200 fell outside).
-	for a := from - 2*T; a < to+2*T; a += T {
-		if x := ser.Energy(a, a+T); x.DataCoverage > 0.5 {
+	for _, a := range sparseWindows(ser, addSat(from, -2*T), addSat(to, 2*T), T) {
+		if x := ser.Energy(a, addSat(a, T)); x.DataCoverage > 0.5 {
 			lo, hi = min(lo, float64(x.MeanPower)), max(hi, float64(x.MeanPower))
 		}
 	}
@@ -1306,6 +1306,70 @@ func sparseComponent(ser *correct.Series, r correct.Result, from, to time.Durati
 	d := (to - from).Seconds()
 	c.HalfWidthJ, c.Known = math.Abs(gain)*max(math.Abs(r.Energy.Joules()-lo*d), math.Abs(hi*d-r.Energy.Joules())), true
 	return c, true
+}
+
+// sparseWindows returns the starts of the update periods [a, a+T) on the grid from start to
+// end that sparseComponent looks at: every one where the grid holds few periods for its
+// readings, else only those within two periods of a reading or of either end. A region with
+// a reading or two inside a long gap (one reading 56 days after the rest, read every 15 ms:
+// 3·10⁸ periods, 324 s of inversions for one region, found by FuzzPipeline) then costs work
+// in proportion to its readings, not to its length over the period; what it leaves out lies
+// between readings, where the corrected power is interpolated from the periods around them.
+// The grid is counted in unsigned steps: a period learned from two readings 63 years apart
+// overflowed start + k·T (FuzzPipeline).
+func sparseWindows(ser *correct.Series, start, end, T time.Duration) []time.Duration {
+	if end <= start || T <= 0 {
+		return nil
+	}
+	span, step := uint64(end-start), uint64(T) // end − start < 2⁶⁴: exact as unsigned
+	n := span / step
+	if span%step != 0 {
+		n++
+	}
+	at := func(k uint64) time.Duration { return start + time.Duration(k*step) } // within [start, end)
+	rd := ser.Readings(addSat(start, -T), addSat(end, T))
+	if n <= 4*uint64(rd.Len())+16 {
+		out := make([]time.Duration, 0, n)
+		for k := uint64(0); k < n; k++ {
+			out = append(out, at(k))
+		}
+		return out
+	}
+	cells := map[uint64]bool{}
+	near := func(k uint64) {
+		for j := k - min(k, 2); j <= min(n-1, k+2); j++ {
+			cells[j] = true
+		}
+	}
+	near(0)
+	near(n - 1)
+	for _, t := range rd.T {
+		if t >= start {
+			near(uint64(t-start) / step)
+		}
+	}
+	ks := make([]uint64, 0, len(cells))
+	for k := range cells {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	out := make([]time.Duration, len(ks))
+	for i, k := range ks {
+		out[i] = at(k)
+	}
+	return out
+}
+
+// addSat is a + b held within the range of a Duration.
+func addSat(a, b time.Duration) time.Duration {
+	switch s := a + b; {
+	case b > 0 && s < a:
+		return math.MaxInt64
+	case b < 0 && s > a:
+		return math.MinInt64
+	default:
+		return s
+	}
 }
 
 // modelVariants returns m with each parameter that has an interval set to either end.
