@@ -25,6 +25,10 @@ func Spawn(argv []string, dir string) (int, <-chan error, error) {
 		return 0, nil, err
 	}
 	defer logf.Close()
+	// A ready file left there (an earlier run's, or planted) is not this recorder's.
+	if err := os.Remove(filepath.Join(dir, ReadyFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, nil, err
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = nil, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -42,11 +46,13 @@ func Spawn(argv []string, dir string) (int, <-chan error, error) {
 }
 
 // WaitReady waits until the recorder has written ReadyFile (true), has exited (false, with
-// its log's last line), or timeout has passed (false, "").
+// its log's last line), or timeout has passed (false, ""). The ready file is the
+// recorder's own, a regular file: a symlink planted there named an existing file and made
+// begin return before the recorder had read anything.
 func WaitReady(dir string, exited <-chan error, timeout time.Duration) (bool, string) {
 	deadline := time.Now().Add(timeout)
 	for {
-		if _, err := os.Stat(filepath.Join(dir, ReadyFile)); err == nil {
+		if st, err := os.Lstat(filepath.Join(dir, ReadyFile)); err == nil && st.Mode().IsRegular() {
 			return true, ""
 		}
 		select {

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,9 +38,30 @@ type Recorder struct {
 	Command []string
 }
 
+// DirCheck is how often the recorder checks that its job's directory is still there.
+const DirCheck = time.Second
+
+// waitEnd waits for ctx (end's SIGTERM) and returns "", or returns why the recording must
+// stop without a trace: the job's directory was removed or replaced by another (its
+// identity home, taken at the start), so that nothing saved there would reach an end.
+func waitEnd(ctx context.Context, dir string, home os.FileInfo) string {
+	tick := time.NewTicker(DirCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-tick.C:
+			if st, err := os.Stat(dir); err != nil || !os.SameFile(st, home) {
+				return fmt.Sprintf("the job's directory %s was removed or replaced while recording: stopping, with nothing to save (no end can find this recorder)", dir)
+			}
+		}
+	}
+}
+
 // Run records the GPUs' RecordChannels until ctx is done (end's SIGTERM), then saves the
 // trace into Dir (trace.csv, trace.json) and writes DoneFile. It writes ReadyFile once every
-// channel has been read.
+// channel has been read. Where Dir is removed or replaced meanwhile it stops, with an error.
 func (o Recorder) Run(ctx context.Context, env device.Env) error {
 	pats := o.Channels
 	if len(pats) == 0 {
@@ -65,6 +87,10 @@ func (o Recorder) Run(ctx context.Context, env device.Env) error {
 			sensors = append(sensors, sensor.Pace(h, HostPoll))
 		}
 	}
+	home, err := os.Stat(o.Dir)
+	if err != nil {
+		return fmt.Errorf("the job's directory: %w", err)
+	}
 	clk := env.Clock
 	smp := sensor.New(clk, sensors, o.Poll)
 	if err := smp.Start(context.WithoutCancel(ctx)); err != nil {
@@ -74,7 +100,12 @@ func (o Recorder) Run(ctx context.Context, env device.Env) error {
 		smp.Stop()
 		return err
 	}
-	<-ctx.Done()
+	if why := waitEnd(ctx, o.Dir, home); why != "" {
+		// Nothing could be saved and no end would find it: a recorder left running for ever
+		// (recorders of test jobs whose directories were removed ran on for 30 minutes).
+		smp.Stop()
+		return errors.New(why)
+	}
 	// Every channel keeps being read until it has published an update after the job's end
 	// (end read its counters before it signalled): 1.5 update periods of the slowest, at
 	// most 1 s, as measure's tail.
