@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,21 +70,23 @@ func TestInputsThatAreNotFiles(t *testing.T) {
 }
 
 // helperMeasure starts gpuwatt measure with args as a real process (through
-// TestSignalsEndMeasure's helper) and waits for the command to write its pid to pidFile.
-func helperMeasure(t *testing.T, args []string, pidFile string) (*exec.Cmd, *bytes.Buffer, int) {
+// TestSignalsEndMeasure's helper, with the environment env added) and waits for the command
+// to write its pid to pidFile.
+func helperMeasure(t *testing.T, args []string, pidFile string, env ...string) (*exec.Cmd, *bytes.Buffer, int) {
 	t.Helper()
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")
 	}
 	b, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSignalsEndMeasure$")
-	cmd.Env = append(os.Environ(), "GPUWATT_SIGNAL_HELPER=1", "GPUWATT_ARGS="+string(b))
+	cmd.Env = append(append(os.Environ(), "GPUWATT_SIGNAL_HELPER=1", "GPUWATT_ARGS="+string(b)), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for range 1000 {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(pidFile); err == nil {
 			if child, _ := strconv.Atoi(strings.TrimSpace(string(b))); child > 0 {
 				return cmd, &stderr, child
@@ -93,26 +96,49 @@ func helperMeasure(t *testing.T, args []string, pidFile string) (*exec.Cmd, *byt
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	t.Fatalf("the command did not start in 10 s: %s", stderr.String())
+	t.Fatalf("the command did not start in 30 s: %s", stderr.String())
 	return nil, nil, 0
 }
 
 // TestMarksFIFOEndsOnSIGTERM: a FIFO given as the marks file is read without ever
 // blocking (the tail's read waited for a writer for ever, so measure was deaf to SIGTERM):
 // its markers are read, and measure ends within a second of SIGTERM with every file.
+//
+// The second is gpuwatt's own: from the signal's arrival in the process to Main's return
+// with every file written (the helper notes both), not the time a loaded machine takes to
+// schedule the process and reap it. On a 2-core machine shared by a dozen test processes
+// even that was once over a second, so a run over it is tried again, twice at most: a
+// measure deaf to the signal misses every time (it never ends), a loaded machine rarely
+// thrice; every run must end within 10 s of the signal, with every file.
 func TestMarksFIFOEndsOnSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes and signals")
 	}
+	var took []time.Duration
+	for attempt := 0; attempt < 3; attempt++ {
+		d := marksFIFOSIGTERM(t)
+		took = append(took, d)
+		t.Logf("run %d: measure ended %s after SIGTERM reached it", attempt+1, d)
+		if d <= time.Second {
+			return
+		}
+	}
+	t.Errorf("measure ended %v after SIGTERM reached it, want within 1 s", took)
+}
+
+// marksFIFOSIGTERM runs measure with a FIFO as its marks file, signals it (SIGTERM) and
+// checks how it ended; it returns the time from the signal's arrival to Main's return.
+func marksFIFOSIGTERM(t *testing.T) time.Duration {
+	t.Helper()
 	dir := t.TempDir()
-	fifo, out, pidFile := filepath.Join(dir, "marks"), filepath.Join(dir, "run"), filepath.Join(dir, "pid")
+	fifo, out, pidFile, times := filepath.Join(dir, "marks"), filepath.Join(dir, "run"), filepath.Join(dir, "pid"), filepath.Join(dir, "times")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd, stderr, child := helperMeasure(t, []string{"measure", "--device", "sim", "--baseline", "100ms", "--tail", "100ms", "--marks", fifo, "--out", out, "--",
-		"sh", "-c", `echo begin step > "$GPUWATT_MARKS"; echo $$ > ` + pidFile + ".tmp; mv " + pidFile + ".tmp " + pidFile + "; exec sleep 30"}, pidFile)
+		"sh", "-c", `echo begin step > "$GPUWATT_MARKS"; echo $$ > ` + pidFile + ".tmp; mv " + pidFile + ".tmp " + pidFile + "; exec sleep 30"}, pidFile,
+		"GPUWATT_SIGNAL_TIMES="+times)
 	time.Sleep(200 * time.Millisecond)
-	sent := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -124,11 +150,6 @@ func TestMarksFIFOEndsOnSIGTERM(t *testing.T) {
 		cmd.Process.Kill()
 		syscall.Kill(child, syscall.SIGKILL)
 		t.Fatalf("gpuwatt did not end 10 s after SIGTERM: %s", stderr)
-	}
-	took := time.Since(sent)
-	t.Logf("ended %s after SIGTERM", took)
-	if took > time.Second {
-		t.Errorf("measure ended %s after SIGTERM, want within 1 s", took)
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 143 {
 		t.Errorf("exit %d, want 143: %s", code, stderr)
@@ -145,6 +166,13 @@ func TestMarksFIFOEndsOnSIGTERM(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(out, "marks.txt")); err != nil || string(b) != "begin step\n" {
 		t.Errorf("marks.txt %q (%v), want the marker written to the FIFO", b, err)
 	}
+	var got, ended int64
+	if b, err := os.ReadFile(times); err != nil {
+		t.Fatalf("the helper wrote no times: %v", err)
+	} else if _, err := fmt.Sscan(string(b), &got, &ended); err != nil || got == 0 || ended < got {
+		t.Fatalf("the helper's times %q: the signal's arrival not seen (%v)", b, err)
+	}
+	return time.Duration(ended - got)
 }
 
 // TestMarksSwappedForSymlink: the command replaces its marks file by a symlink to

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -357,15 +358,31 @@ func TestLaunchFailsInMicro(t *testing.T) {
 
 // hangingSensor's Read blocks, as a driver call that never returns, once the clock has
 // passed at, until release is closed.
+// hangingSensor's calls stop returning (until release) from at after its first call,
+// which always returns: the hang falls inside the run however slow its start. (At a fixed
+// time on the clock, 300 ms, it fell on the first call where a loaded machine took that
+// long to start micro, whose sampler then refused to start: "its first read had not
+// returned after 750ms".)
 type hangingSensor struct {
 	sensor.Sensor
 	clk     clock.Clock
 	at      time.Duration
 	release chan struct{}
+
+	mu    sync.Mutex
+	first time.Duration // the first call's time (began)
+	began bool
 }
 
 func (s *hangingSensor) Read(dst []sensor.Reading) ([]sensor.Reading, error) {
-	if s.clk.Now() >= s.at {
+	now := s.clk.Now()
+	s.mu.Lock()
+	hang := s.began && now-s.first >= s.at
+	if !s.began {
+		s.began, s.first = true, now
+	}
+	s.mu.Unlock()
+	if hang {
 		<-s.release
 	}
 	return s.Sensor.Read(dst)

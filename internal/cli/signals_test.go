@@ -7,11 +7,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -286,8 +289,21 @@ func TestSignalsEndMeasure(t *testing.T) {
 		if err := json.Unmarshal([]byte(os.Getenv("GPUWATT_ARGS")), &args); err != nil {
 			os.Exit(99)
 		}
+		// GPUWATT_SIGNAL_TIMES: write when the signal reached this process and when Main
+		// returned (Unix ns), so that a test times gpuwatt's own ending, not how long a
+		// loaded machine took to deliver the signal and reap the process.
+		times := os.Getenv("GPUWATT_SIGNAL_TIMES")
+		var got atomic.Int64
+		if times != "" {
+			ch := make(chan os.Signal, 1)
+			signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+			go func() { <-ch; got.Store(time.Now().UnixNano()) }()
+		}
 		ctx, stop := SignalContext(context.Background())
 		code := Main(ctx, args, os.Stdout, os.Stderr)
+		if times != "" {
+			os.WriteFile(times, []byte(fmt.Sprintf("%d %d\n", got.Load(), time.Now().UnixNano())), 0o600)
+		}
 		stop()
 		os.Exit(code)
 	}
