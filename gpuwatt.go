@@ -407,7 +407,7 @@ func hostOf(tr *trace.Trace, g *RegionResult, allGPUs bool) {
 	node := allGPUs
 	for _, e := range g.GPUs {
 		node = node && e.OK
-		parts = append(parts, energy.Interval{EnergyJ: e.Joules, LowJ: e.Low, HighJ: e.High, AbsoluteLowJ: e.AbsLow, AbsoluteHighJ: e.AbsHigh, Partial: e.Partial})
+		parts = append(parts, e.interval())
 	}
 	for _, h := range hs {
 		e := energyOf(h.Figure)
@@ -419,8 +419,9 @@ func hostOf(tr *trace.Trace, g *RegionResult, allGPUs bool) {
 		}
 	}
 	if n, ok := energy.NodeTotal(parts); ok && node {
-		g.Node = &Energy{GPU: trace.HostGPU, OK: true, Joules: n.EnergyJ, Low: n.LowJ, High: n.HighJ, AbsLow: n.AbsoluteLowJ, AbsHigh: n.AbsoluteHighJ,
-			Partial: n.Partial, Method: "sum", Source: "the GPUs, CPU packages and DRAM"}
+		sum := energyOfInterval(n)
+		sum.GPU, sum.OK, sum.Method, sum.Source = trace.HostGPU, true, "sum", "the GPUs, CPU packages and DRAM"
+		g.Node = &sum
 		if d := g.Duration(); d > 0 {
 			g.Node.MeanWatts = n.EnergyJ / d.Seconds()
 		}

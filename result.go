@@ -163,6 +163,18 @@ func regionOf(r energy.MarkedRegion) RegionResult {
 // energyOf is the one conversion of the estimator's figure into the library's Energy (the
 // GPU, its UUID, OK and the mean power are the caller's).
 func energyOf(f energy.Figure) Energy {
-	return Energy{Joules: f.EnergyJ, Low: f.LowJ, High: f.HighJ, AbsLow: f.AbsoluteLowJ, AbsHigh: f.AbsoluteHighJ,
-		Partial: f.Partial, Method: string(f.Method), Source: f.Source, Warnings: warningsOf(f.Warnings)}
+	e := energyOfInterval(f.Interval)
+	e.Method, e.Source, e.Warnings = string(f.Method), f.Source, warningsOf(f.Warnings)
+	return e
+}
+
+// energyOfInterval is an energy and its intervals as the library's Energy (a sum's, which
+// has no method of its own: the caller's).
+func energyOfInterval(iv energy.Interval) Energy {
+	return Energy{Joules: iv.EnergyJ, Low: iv.LowJ, High: iv.HighJ, AbsLow: iv.AbsoluteLowJ, AbsHigh: iv.AbsoluteHighJ, Partial: iv.Partial}
+}
+
+// interval is e's energy and intervals as internal/energy's, to be summed.
+func (e Energy) interval() energy.Interval {
+	return energy.Interval{EnergyJ: e.Joules, LowJ: e.Low, HighJ: e.High, AbsoluteLowJ: e.AbsLow, AbsoluteHighJ: e.AbsHigh, Partial: e.Partial}
 }

@@ -126,18 +126,17 @@ func (t *Trace) Marks() []Mark {
 // the estimator that gives the regions theirs, for any span.
 func (t *Trace) Energy(gpu int, from, to time.Duration) Energy {
 	est := energy.Region(t.tr, gpu, from, to, energy.Options{What: fmt.Sprintf("%s to %s", from, to)})
-	e := Energy{GPU: gpu, Warnings: warningsOf(est.Warnings), Method: string(est.Method)}
+	uuid := ""
 	for _, g := range t.tr.Meta.GPUs {
 		if g.Index == gpu {
-			e.UUID = g.UUID
+			uuid = g.UUID
 		}
 	}
 	if est.Method == energy.NoFigure {
-		return e
+		return Energy{GPU: gpu, UUID: uuid, Warnings: warningsOf(est.Warnings), Method: string(est.Method)}
 	}
-	u := est.Uncertainty
-	e.OK, e.Joules, e.Low, e.High = true, est.EnergyJ, est.LowJ, est.HighJ
-	e.AbsLow, e.AbsHigh, e.Partial, e.Source = u.AbsoluteLowJ, u.AbsoluteHighJ, u.Partial, est.Source
+	e := energyOf(est.Figure)
+	e.GPU, e.UUID, e.OK = gpu, uuid, true
 	if to > from {
 		e.MeanWatts = est.EnergyJ / (to - from).Seconds()
 	}

@@ -17,8 +17,9 @@ import (
 // 2026-11-24-markers) told by the five paths that report an energy: measure's region
 // (energy.Marked on the trace's marks), `energy --region`, `energy --from/--to` on the
 // region's edges to the nanosecond, job (job.GPUFigure over the same span) and the Go
-// library (Trace.Regions). Each gives the same energy, relative and absolute interval and
-// method, to the last digit: one estimator, its intervals edited by none of them.
+// library (Trace.Regions, and Trace.Energy over the same span). Each gives the same
+// energy, relative and absolute interval and method, to the last digit: one estimator,
+// its intervals edited by none of them.
 func TestFivePathsOneFigure(t *testing.T) {
 	run := markersrun.Dir("sync")
 	tr, err := trace.Load(run)
@@ -76,6 +77,8 @@ func TestFivePathsOneFigure(t *testing.T) {
 			t.Fatalf("the library's %s spans %v to %v, the marks %v to %v", pick.spec, libRegs[i].Start, libRegs[i].End, s.Start, s.End)
 		}
 		paths["library"] = fig{l.Joules, l.Low, l.High, l.AbsLow, l.AbsHigh, l.Method}
+		le := lib.Energy(0, s.Start, s.End)
+		paths["library Trace.Energy"] = fig{le.Joules, le.Low, le.High, le.AbsLow, le.AbsHigh, le.Method}
 
 		want := paths["measure"]
 		t.Logf("%s (%v to %v): %.6f J [%.6f, %.6f], absolute [%.6f, %.6f], %s", pick.spec, s.Start, s.End, want.E, want.Lo, want.Hi, want.ALo, want.AHi, want.Method)
