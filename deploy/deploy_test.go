@@ -26,6 +26,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
 	"github.com/gpuwatt/gpuwatt/internal/serve"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"github.com/gpuwatt/gpuwatt/internal/workload"
 )
 
@@ -71,6 +72,7 @@ func (p pods) Lookup(_ string, pid int) workload.Workload { return p[pid] }
 // and returns at least one series through `promtool query instant` against that Prometheus;
 // the instance variable's label_values() query names a metric serve has.
 func TestDashboardQueries(t *testing.T) {
+	testkit.Slow(t) // 24 s: a real Prometheus
 	promtool := tool(t, "promtool")
 	prom := tool(t, "prometheus")
 	b, err := os.ReadFile(filepath.Join("grafana", "gpuwatt-dashboard.json"))

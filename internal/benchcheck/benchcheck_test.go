@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuwatt/gpuwatt/internal/cli"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
@@ -59,6 +60,7 @@ const benchGPU = "../../bench/gpu"
 // TestCrosscheckUnittest runs bench/gpu/test_crosscheck.py: the window alignment, the
 // reference and the comparison on synthetic data with known answers.
 func TestCrosscheckUnittest(t *testing.T) {
+	testkit.Slow(t) // 12 s: python3's unittest of bench/gpu
 	py := python(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -83,6 +85,7 @@ type burst struct{ start, length time.Duration }
 // truth (the counter's gain × the true energy between the counter's updates), the figures
 // it records against `gpuwatt energy` run here, and its clock check against the truth.
 func TestCrosscheckSim(t *testing.T) {
+	testkit.Slow(t) // 13 s: python3 and the sim
 	py := python(t)
 	bursts := []burst{
 		{1500 * time.Millisecond, 200 * time.Millisecond},

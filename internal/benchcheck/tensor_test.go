@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/cli"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 )
 
 // TestTensorGemmCompare (issue 33): bench/gpu/tensor_gemm.py's selftest passes, and its
@@ -20,6 +21,7 @@ import (
 // tc-bf16): a GEMM whose energy is 1.1 × the fit's model, E = 2 MACs eps_flop + Q eps_mem
 // + T pi0 computed here from the same results.json, comes out at 1.100.
 func TestTensorGemmCompare(t *testing.T) {
+	testkit.Slow(t) // 9 s: python3
 	py := python(t)
 	run := func(args ...string) string {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

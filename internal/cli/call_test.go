@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/call"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 )
 
 // worker writes a shell script that speaks the call protocol (docs/call.md): body runs
@@ -81,6 +82,7 @@ func TestCallVerb(t *testing.T) {
 // `gpuwatt call --stdio` on the sim device) with python/ on PYTHONPATH; gpuwatt is this
 // test binary behind a one-line wrapper, as in TestPythonPackage.
 func TestPythonMeasureCall(t *testing.T) {
+	testkit.Slow(t) // 20 s: python3 and the sim
 	if testing.Short() {
 		t.Skip("-short")
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuwatt/gpuwatt/internal/characterize"
 	"github.com/gpuwatt/gpuwatt/internal/status"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 )
 
 // htmlOutline parses a report strictly (every tag closed, HTML entities) and returns its
@@ -88,6 +89,7 @@ func runCharacterize(t *testing.T, device, out string) *characterize.Result {
 }
 
 func TestCharacterizeSim(t *testing.T) {
+	testkit.Slow(t) // 34 s on the loaded 2-core VM; internal/characterize's tests run its stages
 	out := filepath.Join(t.TempDir(), "h100")
 	r := runCharacterize(t, "sim", out)
 
@@ -237,6 +239,7 @@ func containsString(xs []string, s string) bool {
 // A run split in two: --stages runs part of it, --resume keeps what the first finished and
 // runs the rest into the same results.json, which names both invocations.
 func TestCharacterizeStagesResume(t *testing.T) {
+	testkit.Slow(t) // 16 s; internal/characterize TestResumeRerunsUnfinished checks --resume
 	out := filepath.Join(t.TempDir(), "split")
 	a, _, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"characterize", "--device", "sim", "--quick", "--stages", "sensor,micro", "--out", out}); code != 0 {
@@ -288,6 +291,7 @@ func TestCharacterizeStagesResume(t *testing.T) {
 }
 
 func TestCharacterizeBadStagesAndResume(t *testing.T) {
+	testkit.Slow(t) // 13 s
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		args []string

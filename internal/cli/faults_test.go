@@ -19,6 +19,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/measure"
 	"github.com/gpuwatt/gpuwatt/internal/micro"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
@@ -48,6 +49,7 @@ func diskFull(t *testing.T, names ...string) {
 // last, says the output is incomplete and names the file (it said incomplete: false, with
 // report.html cut mid-SVG); stderr names it; the exit code is 1.
 func TestFullDisk(t *testing.T) {
+	testkit.Slow(t) // 11 s
 	t.Run("measure trace.csv", func(t *testing.T) {
 		diskFull(t, "trace.csv")
 		out := filepath.Join(t.TempDir(), "run")

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 )
 
 // helpFlag is one flag as `gpuwatt VERB --help` prints it.
@@ -94,6 +96,7 @@ func TestHelpNamesDefaults(t *testing.T) {
 // TestOutHelpNamesFilesWritten: each verb's --out help names the files it writes, and a
 // run on the sim writes every one of them.
 func TestOutHelpNamesFilesWritten(t *testing.T) {
+	testkit.Slow(t) // 15 s: a run of every verb
 	runs := map[string][]string{
 		"measure":      {"--device", "sim:h200", "--", "fake", "1s"},
 		"micro":        {"--device", "sim:h200", "--only", "baseline,fp32.fma"},

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
 	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/measure"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 )
 
 // measureSh runs `gpuwatt measure --device sim --json ... -- sh -c script` for real (a
@@ -68,6 +69,7 @@ func TestMeasureMarksWarm(t *testing.T) {
 // --out keeps the marks file as marks.txt, the trace holds the marks, the text summary
 // and report.html list the regions.
 func TestMeasureMarksBadAndUnsynced(t *testing.T) {
+	testkit.Slow(t) // 14 s; TestMeasureMarksWarm checks the marks
 	out := filepath.Join(t.TempDir(), "run")
 	sum, _ := measureSh(t, `M="$GPUWATT_MARKS"; echo "begin step" >> "$M"; echo "begn x" >> "$M"; sleep 0.3; echo "end step" >> "$M"; echo "end nothing" >> "$M"; sleep 0.6`, "--out", out)
 	var codes []string

@@ -296,6 +296,7 @@ func TestSimPresets(t *testing.T) {
 // within 2 % + 2 × ΔP × 8 ms per change in reach (up to about 10 % on a 500 ms region right
 // after a 350 W step), still far below the naive integration's 40–200 %.
 func TestSimPresetsAdaptivePoll(t *testing.T) {
+	testkit.Slow(t) // 21 s: a second pass over the presets
 	if testing.Short() {
 		t.Skip("a second pass over the presets")
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 )
 
 // TestPrometheusScrapes runs a real Prometheus server (Debian's prometheus package; the
@@ -29,6 +30,7 @@ import (
 // each counter value is up to a poll interval and a counter period older than its scrape,
 // and the sim's counter and power channel carry board errors of their own (1.3 % apart).
 func TestPrometheusScrapes(t *testing.T) {
+	testkit.Slow(t) // 11 s: a real Prometheus
 	prom := prometheusTool(t, "prometheus")
 	cfg, err := sim.Preset("h100")
 	if err != nil {
