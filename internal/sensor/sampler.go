@@ -121,6 +121,7 @@ type chanState struct {
 	lastErr   string
 	lat       ring
 	latMed    time.Duration // cached median of lat
+	latMean   time.Duration // cached mean of lat: what a call costs on average (cpuFloor)
 	intervals ring
 	sinceNew  int           // polls since the last new value
 	period    time.Duration // learned update period (median interval between new values)
@@ -994,16 +995,20 @@ func (s *Sampler) intervalFor(cs *chanState, now time.Duration) time.Duration {
 // cpuFloor is the shortest interval Fixed polling and a paced channel keep to on a real
 // clock: a counter's calls take at most CPUShare of the wall time, and where SlowShare is
 // set, so do the calls of every other channel slower than slowCall (the buffer aside);
-// 0 where no cap applies (yet: a channel's latency is known after capCalls calls).
+// 0 where no cap applies (yet: a channel's latency is known after capCalls calls). The
+// share is of the calls' mean duration, not their median: a call that is cheap most times
+// and costly now and then (a driver refreshing what it answers from) costs its mean, and
+// capped by its median such a channel would be read at the poll interval, its costly calls
+// far over the share.
 func (s *Sampler) cpuFloor(cs *chanState, virtual bool) time.Duration {
 	o := s.opt
 	switch {
 	case virtual || cs.lat.n < capCalls || cs.kind == kindBuffered:
 		return 0
 	case cs.kind == kindCumulative:
-		return time.Duration(float64(cs.latMed) / o.CPUShare)
+		return time.Duration(float64(cs.latMean) / o.CPUShare)
 	case o.SlowShare > 0 && cs.latMed > slowCall:
-		return time.Duration(float64(cs.latMed) / o.SlowShare)
+		return time.Duration(float64(cs.latMean) / o.SlowShare)
 	}
 	return 0
 }
@@ -1091,6 +1096,7 @@ func (cs *chanState) addLatency(d time.Duration) {
 	cs.lat.add(d)
 	if cs.lat.n < 16 || cs.polls%16 == 0 {
 		cs.latMed = cs.lat.median()
+		cs.latMean = cs.lat.mean()
 	}
 }
 
@@ -1144,6 +1150,17 @@ func (r *ring) quantile(q float64) time.Duration {
 }
 
 func (r *ring) median() time.Duration { return r.quantile(0.5) }
+
+func (r *ring) mean() time.Duration {
+	if r.n == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range r.v[:r.n] {
+		sum += d
+	}
+	return sum / time.Duration(r.n)
+}
 
 func (s *Sampler) String() string {
 	return fmt.Sprintf("Sampler(%d channels, poll %s)", len(s.chans), s.opt)

@@ -103,3 +103,42 @@ func TestLeanPolling(t *testing.T) {
 		t.Errorf("adaptive: the state channel polled %d times in 1.5 s, want more than lean's (>= 25)", slowA)
 	}
 }
+
+// burstyCounter is an energy counter whose every fourth call takes 8 ms and the others
+// nothing: its median call is free, its mean 2 ms.
+type burstyCounter struct{ n *int }
+
+func (c burstyCounter) Channel() trace.Channel {
+	return trace.Channel{Name: "energy.total", Quantity: trace.QEnergy, Unit: "J", Cumulative: true}
+}
+
+func (c burstyCounter) Read(dst []Reading) ([]Reading, error) {
+	*c.n++
+	if *c.n%4 == 0 {
+		time.Sleep(8 * time.Millisecond)
+	}
+	return append(dst, Reading{Value: float64(*c.n)}), nil
+}
+
+// TestCounterShareByMeanCall: in Fixed mode a counter's calls take at most CPUShare of the
+// wall time by their mean duration: a counter whose median call is free and every fourth
+// call costly is read every mean/CPUShare (2 ms / 2 % = 0.1 s here), not at the 10 ms
+// interval (by the median it was: its calls then took ~15 % of the wall time).
+func TestCounterShareByMeanCall(t *testing.T) {
+	n := 0
+	s := New(clock.NewReal(), []Sensor{burstyCounter{&n}}, Options{Mode: Fixed, Interval: 10 * time.Millisecond, CPUShare: 0.02})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	time.Sleep(1500 * time.Millisecond)
+	chans, _ := s.Stop()
+	wall := time.Since(t0)
+	polls := chans[0].Stats.Polls
+	inCalls := time.Duration(polls/4) * 8 * time.Millisecond
+	share := inCalls.Seconds() / wall.Seconds()
+	t.Logf("%d calls in %s: ~%s in calls, %.1f %% of the wall time (cap 2 %%)", polls, wall.Round(time.Millisecond), inCalls, 100*share)
+	if share > 0.05 {
+		t.Errorf("the counter's calls took %.1f %% of the wall time, want about the 2 %% cap", 100*share)
+	}
+}
