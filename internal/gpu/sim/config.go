@@ -35,6 +35,12 @@ type Config struct {
 	Idle           units.Power   // idle_w: idle at rest: no CUDA context open, long after any load
 	ActiveIdle     units.Power   // active_idle_w: active idle: a context open (ContextActiveIdle) or right after a load, nothing running
 	ActiveIdleHold time.Duration // active_idle_hold_s: how long active idle is held after a load ends or the last context closes
+	// PostLoadDip (post_load_dip_w) and PostLoadDipLength (post_load_dip_s): right after a
+	// load ends the board draws this much below active idle, the dip closing in four equal
+	// steps over the length (an H200 dips 3-6 W below active idle for ~150 ms after each
+	// bf16 GEMM: results/nvidia-h200/2026-11-28-call-2). 0: none (every preset).
+	PostLoadDip       units.Power
+	PostLoadDipLength time.Duration
 	// ContextActiveIdle (context_active_idle) says that an open CUDA context holds the board
 	// at active idle while nothing runs, for as long as it is open (the H200); false: contexts
 	// change nothing, and the board steps down to idle after every load (Burtscher et al.'s K20).
@@ -249,6 +255,8 @@ type configFile struct {
 	IdleW                  *float64        `json:"idle_w"`
 	ActiveIdleW            *float64        `json:"active_idle_w"`
 	ActiveIdleHoldS        *float64        `json:"active_idle_hold_s"`
+	PostLoadDipW           *float64        `json:"post_load_dip_w,omitempty"`
+	PostLoadDipS           *float64        `json:"post_load_dip_s,omitempty"`
 	ContextActiveIdle      *bool           `json:"context_active_idle"`
 	IdleSteps              *int            `json:"idle_steps"`
 	IdleStepS              *float64        `json:"idle_step_s"`
@@ -300,6 +308,14 @@ func ConfigKeys() []string {
 
 func ptr[T any](v T) *T { return &v }
 
+// ptrIf is ptr of v, or nil where v is 0 (a key written only where it is set).
+func ptrIf(v float64) *float64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
 // file is c's JSON form, every key set.
 func (c Config) file() configFile {
 	rawMap := func(m map[string]float64) json.RawMessage {
@@ -326,6 +342,7 @@ func (c Config) file() configFile {
 	return configFile{
 		Preset: ptr(c.Preset), Seed: ptr(c.Seed), GPUs: ptr(c.GPUs), Name: ptr(c.Name), Vendor: ptr(c.vendor()),
 		IdleW: ptr(float64(c.Idle)), ActiveIdleW: ptr(float64(c.ActiveIdle)), ActiveIdleHoldS: ptr(c.ActiveIdleHold.Seconds()), ContextActiveIdle: ptr(c.ContextActiveIdle),
+		PostLoadDipW: ptrIf(float64(c.PostLoadDip)), PostLoadDipS: ptrIf(c.PostLoadDipLength.Seconds()),
 		IdleSteps: ptr(c.IdleSteps), IdleStepS: ptr(c.IdleStepInterval.Seconds()), CommandLoadW: ptr(float64(c.CommandLoad)),
 		PowerLimitW: ptr(float64(c.PowerLimit)), DefaultPowerLimitW: ptr(float64(c.DefaultPowerLimit)),
 		MemoryIdleW: ptr(float64(c.MemoryIdle)), MemoryLoadFraction: ptr(c.MemoryLoadFraction), BoardSpread: ptr(c.BoardSpread),
@@ -369,7 +386,7 @@ func (f configFile) apply(c *Config) error {
 		dst *units.Power
 		v   *float64
 	}{{&c.Idle, f.IdleW}, {&c.ActiveIdle, f.ActiveIdleW}, {&c.CommandLoad, f.CommandLoadW}, {&c.PowerLimit, f.PowerLimitW},
-		{&c.DefaultPowerLimit, f.DefaultPowerLimitW}, {&c.MemoryIdle, f.MemoryIdleW}, {&c.Pi0, f.Pi0W}, {&c.PiOcc, f.PiOccW}} {
+		{&c.DefaultPowerLimit, f.DefaultPowerLimitW}, {&c.MemoryIdle, f.MemoryIdleW}, {&c.Pi0, f.Pi0W}, {&c.PiOcc, f.PiOccW}, {&c.PostLoadDip, f.PostLoadDipW}} {
 		if p.v != nil {
 			*p.dst = units.Power(*p.v)
 		}
@@ -394,7 +411,7 @@ func (f configFile) apply(c *Config) error {
 		key string
 		dst *time.Duration
 		v   *float64
-	}{{"active_idle_hold_s", &c.ActiveIdleHold, f.ActiveIdleHoldS}, {"idle_step_s", &c.IdleStepInterval, f.IdleStepS}, {"launch_overhead_s", &c.LaunchOverhead, f.LaunchOverheadS}} {
+	}{{"active_idle_hold_s", &c.ActiveIdleHold, f.ActiveIdleHoldS}, {"post_load_dip_s", &c.PostLoadDipLength, f.PostLoadDipS}, {"idle_step_s", &c.IdleStepInterval, f.IdleStepS}, {"launch_overhead_s", &c.LaunchOverhead, f.LaunchOverheadS}} {
 		if p.v == nil {
 			continue
 		}

@@ -79,6 +79,9 @@
 //	active_idle_w          active idle: true power with a context open and nothing running
 //	                       (context_active_idle), and right after a load ends
 //	active_idle_hold_s     how long active idle is held after a load ends (or the last context closes)
+//	post_load_dip_w        how far below active idle the board draws right after a load ends
+//	                       (0 = none, every preset): the dip closes in four equal steps over
+//	post_load_dip_s        its length (an H200: 3-6 W for ~150 ms after a bf16 GEMM)
 //	context_active_idle    true: an open CUDA context holds the board at active_idle_w (the H200);
 //	                       false: contexts change nothing (h100, a100, v100, k20: not measured so)
 //	idle_steps             steps from active idle down to idle (1 = straight down)

@@ -705,18 +705,25 @@ func (d *Device) profile(acts []activity) []truthState {
 			out = append(out, truthState{t: e, board: top.p, mem: top.mem, busy: 1, clk: top.clk, rsn: top.rsn})
 			continue
 		}
+		until := clock.Never
+		if i+1 < len(evs) {
+			until = evs[i+1]
+		}
+		// The last load's end (its release): the dip below active idle after it.
+		le, ended := time.Duration(0), false
+		for _, a := range acts {
+			if a.end != clock.Never && a.end <= e && (!ended || a.end > le) {
+				le, ended = a.end, true
+			}
+		}
 		if ctxs != nil && d.ctxOpenAt(e) {
-			out = append(out, d.idleState(e, d.cfg.ActiveIdle))
+			out = append(out, d.idleState(e, d.cfg.ActiveIdle-d.dip(e, le, ended)))
+			out = d.dipSteps(out, e, until, le, ended, func(t time.Duration) units.Power { return d.cfg.ActiveIdle })
 			continue
 		}
 		// A gap at rest: active idle from the release (the last load's end or context's
 		// close), then steps down to idle at rest.
-		r, released := time.Duration(0), false
-		for _, a := range acts {
-			if a.end != clock.Never && a.end <= e && (!released || a.end > r) {
-				r, released = a.end, true
-			}
-		}
+		r, released := le, ended
 		for _, c := range ctxs {
 			if c.close != clock.Never && c.close <= e && (!released || c.close > r) {
 				r, released = c.close, true
@@ -726,11 +733,9 @@ func (d *Device) profile(acts []activity) []truthState {
 			out = append(out, d.idleState(e, d.cfg.Idle))
 			continue
 		}
-		until := clock.Never
-		if i+1 < len(evs) {
-			until = evs[i+1]
-		}
-		out = append(out, d.idleState(e, d.stair(e-r)))
+		m := len(out)
+		out = append(out, d.idleState(e, d.stair(e-r)-d.dip(e, le, ended)))
+		out = d.dipSteps(out, e, until, le, ended, func(t time.Duration) units.Power { return d.stair(t - r) })
 		n := d.cfg.IdleSteps
 		for j := 1; j <= n; j++ {
 			t := r + d.cfg.ActiveIdleHold + time.Duration(j-1)*d.cfg.IdleStepInterval
@@ -738,11 +743,45 @@ func (d *Device) profile(acts []activity) []truthState {
 				break
 			}
 			if t > e {
-				out = append(out, d.idleState(t, d.stair(t-r)))
+				out = append(out, d.idleState(t, d.stair(t-r)-d.dip(t, le, ended)))
 			}
+		}
+		if d.cfg.PostLoadDip != 0 && len(out)-m > 1 {
+			// a dip's steps may fall between the stair's
+			seg := out[m:]
+			sort.SliceStable(seg, func(a, b int) bool { return seg[a].t < seg[b].t })
 		}
 	}
 	return out
+}
+
+// dipSteps appends the dip's own steps after the load that ended at le, inside (e, until),
+// on the level base gives, in time order.
+func (d *Device) dipSteps(out []truthState, e, until, le time.Duration, ended bool, base func(t time.Duration) units.Power) []truthState {
+	if !ended || d.cfg.PostLoadDip == 0 || d.cfg.PostLoadDipLength <= 0 {
+		return out
+	}
+	for j := 1; j <= dipSteps; j++ {
+		t := le + time.Duration(j)*d.cfg.PostLoadDipLength/dipSteps
+		if t > e && t < until {
+			out = append(out, d.idleState(t, base(t)-d.dip(t, le, ended)))
+		}
+	}
+	return out
+}
+
+// dipSteps is the number of equal steps the post-load dip closes in.
+const dipSteps = 4
+
+// dip is how far below active idle the board draws at t after a load that ended at le
+// (Config.PostLoadDip): the full dip, closing in dipSteps equal steps over its length.
+func (d *Device) dip(t, le time.Duration, ended bool) units.Power {
+	c := &d.cfg
+	if !ended || c.PostLoadDip == 0 || c.PostLoadDipLength <= 0 || t < le || t-le >= c.PostLoadDipLength {
+		return 0
+	}
+	j := int((t - le) * dipSteps / c.PostLoadDipLength)
+	return c.PostLoadDip * units.Power(dipSteps-j) / dipSteps
 }
 
 // stair is the idle power a time since after the release: active idle for the hold time,

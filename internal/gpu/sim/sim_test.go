@@ -683,3 +683,51 @@ func TestAddBusy(t *testing.T) {
 		t.Errorf("true energy %.6f J, want %.6f", e, want)
 	}
 }
+
+// TestPostLoadDip: with post_load_dip_w set, the board draws that much below active idle
+// right after each load, the dip closing in four equal steps over post_load_dip_s, with a
+// context open (h200) and in the hold before the stair down (k20); a load that starts
+// inside the dip cuts it short; the true energy holds the dip; the key round-trips.
+func TestPostLoadDip(t *testing.T) {
+	for _, preset := range []string{"h200", "k20"} {
+		t.Run(preset, func(t *testing.T) {
+			cfg := mustPreset(t, preset)
+			cfg.PostLoadDip, cfg.PostLoadDipLength = 4, 160*time.Millisecond
+			v := clock.NewVirtual(time.Time{})
+			d := open(t, v, cfg).Device(0)
+			if preset == "h200" {
+				d.OpenContext(0)
+			}
+			ms := time.Millisecond
+			d.AddLoad(time.Second, time.Second+50*ms, 600)
+			d.AddLoad(time.Second+150*ms, time.Second+200*ms, 600) // inside the first dip
+			ai, before := cfg.ActiveIdle, cfg.Idle
+			if preset == "h200" {
+				before = ai
+			}
+			for _, c := range []struct {
+				at   time.Duration
+				want units.Power
+			}{{999 * ms, before}, {1010 * ms, 600}, {1060 * ms, ai - 4}, {1095 * ms, ai - 3}, {1130 * ms, ai - 2}, {1145 * ms, ai - 2},
+				{1160 * ms, 600}, {1210 * ms, ai - 4}, {1330 * ms, ai - 1}, {1360 * ms, ai}, {1900 * ms, ai}} {
+				if got := d.TruePower(c.at); math.Abs(float64(got-c.want)) > 1e-9 {
+					t.Errorf("TruePower(%v) = %v, want %v", c.at, got, c.want)
+				}
+			}
+			// the second load's dip, whole: 4 × 40 ms at 4, 3, 2, 1 W below
+			got := float64(d.TrueEnergy(1200*ms, 1400*ms)) - float64(ai)*0.2
+			if want := -(4 + 3 + 2 + 1) * 0.040; math.Abs(got-want) > 1e-9 {
+				t.Errorf("the dip's energy %.6f J, want %.6f", got, want)
+			}
+		})
+	}
+	cfg := mustPreset(t, "h200")
+	cfg.PostLoadDip, cfg.PostLoadDipLength = 5, 150*time.Millisecond
+	b, err := json.Marshal(cfg.file())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"post_load_dip_w":5`) || !strings.Contains(string(b), `"post_load_dip_s":0.15`) {
+		t.Errorf("the effective config lacks the dip: %s", b)
+	}
+}
