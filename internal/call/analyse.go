@@ -35,7 +35,22 @@ type AnalyseOptions struct {
 	// Next is the start of a call after the last span that is not analysed (0: none): the
 	// gap after the last span ends before its window.
 	Next time.Duration
+	// IdleBefore and IdleAfter are stretches of active idle recorded before the first call
+	// and after the last (Run's lead and tail, the tail from IdleAfterCall after the last
+	// call on): where given, the active idle is a line through their levels (the chip
+	// warms as it goes) and each call's window runs to the next's, so the dip below idle
+	// after a call (an H200's: 3-6 W for ~150 ms) is the call's; else the gaps between the
+	// windows, as in a recording without them.
+	IdleBefore, IdleAfter [2]time.Duration
+	// OwnScale keeps the figures on the channel's own scale (no calibration to the
+	// energy counter).
+	OwnScale bool
 }
+
+// IdleAfterCall is how long after the last call the idle after it is taken from: an H200
+// draws 3-6 W below active idle for ~150 ms after each call (back at idle by ~180 ms,
+// results/nvidia-h200/2026-11-28-call-2), and the sensor's lag and window come on top.
+const IdleAfterCall = 400 * time.Millisecond
 
 // Figure is a measured quantity with its 95 % interval.
 type Figure struct {
@@ -112,6 +127,17 @@ type Result struct {
 	ActiveIdleW Figure `json:"active_idle_w"`
 	EnergyParts []Part `json:"energy_parts"`
 	ActiveParts []Part `json:"active_parts"`
+	// CounterScale is the energy counter's scale against the channel's for the calls'
+	// energy above idle over the whole run, which puts the figures on the counter's scale
+	// (Scale says which; nil: on the channel's own). Idle says where the active idle was
+	// taken from.
+	CounterScale *CounterScale `json:"counter_scale,omitempty"`
+	Idle         string        `json:"idle"`
+	// IdleBeforeS and IdleAfterS are the stretches of active idle recorded before and after
+	// the calls (s since the recording's origin; [0, 0]: none), so that the result can be
+	// computed again from the trace (AnalyseOptions.IdleBefore, IdleAfter).
+	IdleBeforeS [2]float64 `json:"idle_before_s"`
+	IdleAfterS  [2]float64 `json:"idle_after_s"`
 	// Target is the relative half-width asked for; RelHalfWidth the one reached (of
 	// ActiveJ); Reached says whether it is within the target; CallsNeeded is how many
 	// calls the spread says the target needs (0: it cannot be reached by more calls,
@@ -188,12 +214,10 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 			o.Pre = preOf(m)
 		}
 	}
-	// The figures stay on the channel's own scale: a gain against the energy counter
-	// fitted over a recording that is idle most of the time is not to be trusted (on
-	// the twin, gains of 0.94–1.04 for a true 1.00, with standard errors of a fraction of
-	// that). The board's gain error is in the absolute interval.
-	if c, err := energy.FitCalibration(tr, o.GPU, 0, 0); err == nil {
-		eo.Calibration = &c // fitted once, not by every Region
+	// The calibration to the counter, fitted once (not by every Region).
+	fit, fitErr := energy.FitCalibration(tr, o.GPU, 0, 0)
+	if fitErr == nil {
+		eo.Calibration = &fit
 	}
 	// 1. Each call's window, and the gaps between them.
 	pre, post := o.Pre, o.Settle
@@ -209,8 +233,288 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 		return est.EnergyJ, string(est.Method), true
 	}
 	n := len(spans)
-	gapP := make([]float64, n+1) // gap k lies before call k (gap n after the last): its mean power
-	gapL := make([]float64, n+1)
+	res.IdleBeforeS = [2]float64{o.IdleBefore[0].Seconds(), o.IdleBefore[1].Seconds()}
+	res.IdleAfterS = [2]float64{o.IdleAfter[0].Seconds(), o.IdleAfter[1].Seconds()}
+	idle := idleLine(tr, o, region)
+	windows := windowsOf(spans, o, pre, post, idle.ok)
+	var gapP, gapL []float64
+	if !idle.ok {
+		gapP, gapL = gapsOf(spans, o, pre, post, region)
+	}
+	var e, a, dur, lens []float64
+	var starts []time.Duration
+	var idleE, idleL float64
+	holes := missingReadings(tr, o.GPU, o.Channel, period)
+	var holed []int
+	for i, sp := range spans {
+		d := sp.End - sp.Start
+		from, to := windows[i][0], windows[i][1]
+		if holes.meet(from, to) {
+			holed = append(holed, i+1)
+			res.PerCall = append(res.PerCall, CallFigure{StartS: sp.Start.Seconds(), EndS: sp.End.Seconds(), Method: leftOut})
+			continue
+		}
+		x, method, ok := region(from, to, fmt.Sprintf("call %d", i+1))
+		var base float64
+		switch {
+		case !ok:
+		case idle.ok:
+			base = idle.at((from + to) / 2)
+		case gapL[i]+gapL[i+1] > 0:
+			// The mean power of the gaps on either side (active idle where the GPU is
+			// idle between the calls), so a drift of the idle level cancels.
+			base = (gapP[i]*gapL[i] + gapP[i+1]*gapL[i+1]) / (gapL[i] + gapL[i+1])
+			idleE += gapP[i] * gapL[i]
+			idleL += gapL[i]
+		default:
+			ok = false
+		}
+		if !ok {
+			warn(CodeCallFigure, "call %d [%s, %s]: no figure for its window or for the gaps beside it", i+1, fmtS(sp.Start), fmtS(sp.End))
+			continue
+		}
+		res.Methods[method]++
+		ai := x - base*(to-from).Seconds()
+		e = append(e, ai+base*d.Seconds())
+		a = append(a, ai)
+		dur = append(dur, d.Seconds())
+		lens = append(lens, (to - from).Seconds())
+		starts = append(starts, sp.Start)
+		res.PerCall = append(res.PerCall, CallFigure{StartS: sp.Start.Seconds(), EndS: sp.End.Seconds(), EnergyJ: ai + base*d.Seconds(), ActiveJ: ai, Method: method})
+	}
+	if len(holed) > 0 {
+		warn(CodeMissingReading, "%d of %d calls left out: a reading of %s is missing inside their window (the next came more than %.1f periods after the one before; an H200's ring lost one in 1 of 6 to 1 of 2 windows of 40-50 ms repetitions), so its integral there would follow a straight line over the call's peak; first: %s",
+			len(holed), len(spans), o.Channel, holeFactor, fmtCalls(holed))
+	}
+	res.LeftOut = len(holed)
+	if res.Channel == "" {
+		res.Channel = o.Channel
+	}
+	res.Scale = res.Channel
+	n = len(e)
+	if n < minCallsForSpread {
+		warn(CodeFewCalls, "%d calls with a figure: at least %d are needed for an interval from their spread", n, minCallsForSpread)
+		return res
+	}
+	b := float64(o.Batch)
+	mD, sD := meanSD(dur)
+	mL, _ := meanSD(lens)
+	var idleW, idleHW float64 // the active idle and its 95 % half-width (W), on the channel's scale
+	if idle.ok {
+		idleW, idleHW = idle.at((spans[0].Start+spans[len(spans)-1].End)/2), idle.halfWidth
+		res.Idle = idle.note
+	} else {
+		idleW = idleE / idleL
+		res.Idle = "the gaps between the calls' windows (no idle recorded before and after them)"
+	}
+
+	// 2. The means, and their intervals from the calls' spread: each call's window less
+	// the active idle, in which the sensor's resolution, its noise and the phases vary
+	// from call to call and average out. A window's error is mostly a function of where
+	// in the sensor's period the call started (a lag read every 20 ms sees a short call at
+	// 0.45 to 1.9 times its energy), so the calls are grouped by that phase (post-
+	// stratified: the plan spread them evenly) and the mean is the mean of the groups'
+	// means, its standard error from the spread within each group.
+	ph := phasesOf(tr, o.GPU, o.Channel, period, starts)
+	k := strata(ph, n)
+	mE, seE := stratifiedMean(e, ph, k)
+	mA, seA := stratifiedMean(a, ph, k)
+	tq := tQuantile975(n - k)
+	rn := math.Sqrt(float64(n))
+	res.TimeS = Figure{Value: mD / b, Low: (mD - tQuantile975(n-1)*sD/rn) / b, High: (mD + tQuantile975(n-1)*sD/rn) / b}
+	res.Strata = k
+
+	// 3. The scale: the energy counter's against the channel's for the calls' energy above
+	// idle over the whole run (CounterScale): an H200's ring read its calls' energy 0.9-2.4 %
+	// above the counter while the two agreed at idle within 0.4 W (2026-11-28-call-2).
+	gain, shift := 1.0, 0.0
+	var cs *CounterScale
+	if idle.ok && !o.OwnScale {
+		c, err := fitCounterScale(tr, o, idle, windows[0][0], windows[len(windows)-1][1], region)
+		switch {
+		case err != nil:
+			if _, has := tr.Channel(o.GPU, energy.CounterChannel); has {
+				warn(CodeScale, "the figures are on %s's own scale: %v", o.Channel, err)
+			}
+		case c.GainSE > maxScaleSE:
+			warn(CodeScale, "the figures are on %s's own scale: the counter sets the scale of the calls' energy to ±%.1f %% only (%s), less well than the ±%.0f %% that is taken", o.Channel, 196*c.GainSE, c.String(), 196*maxScaleSE)
+		case math.Abs(c.Gain-1) > maxScaleGain:
+			warn(CodeScale, "the figures are on %s's own scale: the counter's scale against it (%s) is off by more than %.0f %%, more than one board's sensors differ", o.Channel, c.String(), 100*maxScaleGain)
+		default:
+			cs = &c
+			gain, shift = c.Gain, c.IdleDiffW
+			res.CounterScale = cs
+			res.Scale = energy.CounterChannel + " (" + o.Channel + " scaled to it over the run)"
+		}
+	}
+	statE, statA := tq*seE, tq*seA
+	statA *= gain
+	note := fmt.Sprintf("the spread of the %d calls within %d groups by their phase in the sensor's period (t-quantile %.2f × the standard error of the groups' mean): each call's window less the active idle; what the sensor's resolution, its noise and the phases leave", n, k, tq)
+	res.EnergyParts = []Part{{"calls", statE / b, note}}
+	res.ActiveParts = []Part{{"calls", statA / b, note}}
+	fixedA, fixedE := 0.0, 0.0 // the parts that do not average out over the calls, squared
+	if idle.ok {
+		ia := gain * idleHW * mL / b
+		ie := gain * idleHW * (mL - mD) / b
+		res.ActiveParts = append(res.ActiveParts, Part{"active idle", ia, idle.hwNote})
+		res.EnergyParts = append(res.EnergyParts, Part{"active idle", ie, idle.hwNote})
+		fixedA += ia * ia
+		fixedE += ie * ie
+	}
+	if cs != nil {
+		ca := 1.96 * cs.GainSE * math.Abs(mA) / b
+		ce := rss(1.96*cs.GainSE*math.Abs(mA), 1.96*cs.IdleDiffSEW*mD) / b
+		cnote := "the counter's scale against the channel's: " + cs.String()
+		res.ActiveParts = append(res.ActiveParts, Part{"scale", ca, cnote})
+		res.EnergyParts = append(res.EnergyParts, Part{"scale", ce, cnote})
+		fixedA += ca * ca
+		fixedE += ce * ce
+	}
+	vA := gain * mA / b
+	vE := (gain*mA + (mE - mA) + shift*mD) / b
+	hwA := math.Sqrt(statA*statA/(b*b) + fixedA)
+	hwE := math.Sqrt(statE*statE/(b*b) + fixedE)
+	res.EnergyJ = absolute(vE, hwE)
+	res.ActiveJ = absolute(vA, hwA)
+	res.RelHalfWidth = hwA / math.Abs(vA)
+	iw := idleW + shift
+	res.ActiveIdleW = Figure{Value: iw, Low: iw - idleHW, High: iw + idleHW}
+
+	// 4. The calls the target needs: the calls' part shrinks as 1/√n, the others do not.
+	if o.Target > 0 {
+		res.Reached = res.RelHalfWidth <= o.Target
+		room := o.Target*o.Target*vA*vA - fixedA
+		if room > 0 {
+			r := (statA / b) / math.Sqrt(room)
+			res.CallsNeeded = int(math.Ceil(float64(n) * r * r))
+		}
+	}
+	return res
+}
+
+// maxScaleSE is the largest standard error of the counter's scale that is taken (±1 % at
+// 95 %): where the calls draw little above idle over the run (on the twin, 1-10 ms calls
+// one at a time: 50-150 J over 6-12 s), the counter's 100 ms steps at the run's ends and
+// its idle level leave the scale uncertain by 1-4 %, which would swamp the calls'
+// interval; the figures then stay on the channel's own scale (the board's gain error in
+// the absolute interval), with a warning.
+const maxScaleSE = 0.005
+
+// maxScaleGain is how far from 1 the counter's scale against a channel may lie and still be
+// taken: one board's channels differ from its counter by a few per cent at
+// most (an H200's ring by 0.9-2.4 % for calls).
+const maxScaleGain = 0.1
+
+// idleLevel is the active idle recorded before and after the calls: a line through the
+// two levels (the chip warms as it goes), with its 95 % half-width.
+type idleLevel struct {
+	ok                bool
+	t0, p0, t1, p1    float64
+	halfWidth         float64
+	note, hwNote      string
+	before, after     float64
+	seBefore, seAfter float64
+}
+
+// at is the line's level at t.
+func (l idleLevel) at(t time.Duration) float64 {
+	if l.t1 <= l.t0 {
+		return l.p0
+	}
+	x := (t.Seconds() - l.t0) / (l.t1 - l.t0)
+	return l.p0 + x*(l.p1-l.p0)
+}
+
+// idleLine is the active idle from o's stretches before and after the calls: each one's
+// mean power (the estimator's integral over it), its standard error from the spread of the
+// means of its 100 ms blocks; the line's 95 % half-width from those and half the difference
+// of the two levels (how far a warming that is not linear can move the line between them).
+// With one stretch, its level, and no drift known.
+func idleLine(tr *trace.Trace, o AnalyseOptions, region func(from, to time.Duration, what string) (float64, string, bool)) idleLevel {
+	var l idleLevel
+	type lvl struct {
+		ok     bool
+		t, p   float64
+		se     float64
+		length time.Duration
+	}
+	measure := func(w [2]time.Duration, what string) lvl {
+		if w[1]-w[0] < 200*time.Millisecond {
+			return lvl{}
+		}
+		x, _, ok := region(w[0], w[1], what)
+		if !ok {
+			return lvl{}
+		}
+		var ps []float64
+		const blk = 100 * time.Millisecond
+		for t := w[0]; t+blk <= w[1]; t += blk {
+			if y, _, ok := region(t, t+blk, what); ok {
+				ps = append(ps, y/blk.Seconds())
+			}
+		}
+		se := 0.0
+		if len(ps) >= 3 {
+			_, sd := meanSD(ps)
+			se = sd / math.Sqrt(float64(len(ps)))
+		}
+		return lvl{ok: true, t: ((w[0] + w[1]) / 2).Seconds(), p: x / (w[1] - w[0]).Seconds(), se: se, length: w[1] - w[0]}
+	}
+	b := measure(o.IdleBefore, "the idle before the calls")
+	a := measure(o.IdleAfter, "the idle after the calls")
+	switch {
+	case b.ok && a.ok:
+		l = idleLevel{ok: true, t0: b.t, p0: b.p, t1: a.t, p1: a.p}
+		// the line's standard error at the run's middle, and the drift's bound
+		se := math.Sqrt(b.se*b.se+a.se*a.se) / 2
+		l.halfWidth = rss(1.96*se, math.Abs(a.p-b.p)/2)
+		l.note = fmt.Sprintf("a line from %.2f W (the %s before the calls) to %.2f W (the %s after them, from %s after the last)", b.p, units.FormatSeconds(b.length.Seconds(), 2), a.p, units.FormatSeconds(a.length.Seconds(), 2), units.FormatSeconds(IdleAfterCall.Seconds(), 2))
+	case b.ok || a.ok:
+		x := b
+		if a.ok {
+			x = a
+		}
+		l = idleLevel{ok: true, t0: x.t, p0: x.p, t1: x.t, p1: x.p, halfWidth: 1.96 * x.se}
+		l.note = fmt.Sprintf("%.2f W over the %s of idle recorded beside the calls (one stretch: no drift known)", x.p, units.FormatSeconds(x.length.Seconds(), 2))
+	default:
+		return idleLevel{}
+	}
+	l.before, l.after, l.seBefore, l.seAfter = b.p, a.p, b.se, a.se
+	l.hwNote = fmt.Sprintf("the active idle's 95 %% half-width, %.2f W (its levels' standard errors and half their difference, %.2f W), × the mean window", l.halfWidth, math.Abs(a.p-b.p)/2)
+	return l
+}
+
+// windowsOf is each call's window: [start − pre, end + post], or, where the active idle is
+// known from outside the calls (tile), from start − pre to the next call's window (the last
+// one as long after its call as the others are on average), so that everything a call
+// leaves behind, the dip below idle after it included, is its own.
+func windowsOf(spans []Span, o AnalyseOptions, pre, post time.Duration, tile bool) [][2]time.Duration {
+	n := len(spans)
+	out := make([][2]time.Duration, n)
+	var after time.Duration // the mean time from a call's end to its window's end
+	for i, sp := range spans {
+		out[i] = [2]time.Duration{sp.Start - pre, sp.End + post}
+		if tile && i+1 < n {
+			out[i][1] = max(sp.End+post, spans[i+1].Start-pre)
+			after += out[i][1] - sp.End
+		}
+	}
+	if tile && n > 1 {
+		last := &out[n-1]
+		last[1] = max(last[1], spans[n-1].End+after/time.Duration(n-1))
+		if o.Next > 0 {
+			last[1] = max(spans[n-1].End+post, min(last[1], o.Next-pre))
+		}
+	}
+	return out
+}
+
+// gapsOf is the mean power and length of the gaps between the calls' windows (gap k lies
+// before call k, gap n after the last): the baseline of a recording without idle before
+// and after the calls.
+func gapsOf(spans []Span, o AnalyseOptions, pre, post time.Duration, region func(from, to time.Duration, what string) (float64, string, bool)) (gapP, gapL []float64) {
+	n := len(spans)
+	gapP, gapL = make([]float64, n+1), make([]float64, n+1)
 	for k := 0; k <= n; k++ {
 		from, to := time.Duration(0), time.Duration(0)
 		switch {
@@ -232,87 +536,7 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 			gapP[k], gapL[k] = x/(to-from).Seconds(), (to - from).Seconds()
 		}
 	}
-	var e, a, dur []float64
-	var starts []time.Duration
-	var idleE, idleL float64
-	holes := missingReadings(tr, o.GPU, o.Channel, period)
-	var holed []int
-	for i, sp := range spans {
-		d := sp.End - sp.Start
-		from, to := sp.Start-pre, sp.End+post
-		if holes.meet(from, to) {
-			holed = append(holed, i+1)
-			res.PerCall = append(res.PerCall, CallFigure{StartS: sp.Start.Seconds(), EndS: sp.End.Seconds(), Method: leftOut})
-			continue
-		}
-		x, method, ok := region(from, to, fmt.Sprintf("call %d", i+1))
-		if !ok || gapL[i]+gapL[i+1] == 0 {
-			warn(CodeCallFigure, "call %d [%s, %s]: no figure for its window or for the gaps beside it", i+1, fmtS(sp.Start), fmtS(sp.End))
-			continue
-		}
-		res.Methods[method]++
-		// The baseline: the mean power of the gaps on either side (active idle where the
-		// GPU is idle between the calls), so a drift of the idle level cancels.
-		base := (gapP[i]*gapL[i] + gapP[i+1]*gapL[i+1]) / (gapL[i] + gapL[i+1])
-		ai := x - base*(to-from).Seconds()
-		e = append(e, ai+base*d.Seconds())
-		a = append(a, ai)
-		dur = append(dur, d.Seconds())
-		starts = append(starts, sp.Start)
-		idleE += gapP[i] * gapL[i]
-		idleL += gapL[i]
-		res.PerCall = append(res.PerCall, CallFigure{StartS: sp.Start.Seconds(), EndS: sp.End.Seconds(), EnergyJ: ai + base*d.Seconds(), ActiveJ: ai, Method: method})
-	}
-	if len(holed) > 0 {
-		warn(CodeMissingReading, "%d of %d calls left out: a reading of %s is missing inside their window (the next came more than %.1f periods after the one before; an H200's ring lost one in 1 of 6 to 1 of 2 windows of 40-50 ms repetitions), so its integral there would follow a straight line over the call's peak; first: %s",
-			len(holed), len(spans), o.Channel, holeFactor, fmtCalls(holed))
-	}
-	res.LeftOut = len(holed)
-	if res.Channel == "" {
-		res.Channel = o.Channel
-	}
-	res.Scale = res.Channel
-	n = len(e)
-	if n < minCallsForSpread {
-		warn(CodeFewCalls, "%d calls with a figure: at least %d are needed for an interval from their spread", n, minCallsForSpread)
-		return res
-	}
-	idle := idleE / idleL
-	res.ActiveIdleW = Figure{Value: idle, Low: idle, High: idle}
-
-	// 2. The means, and their intervals from the calls' spread: each call's window less
-	// the gaps' power beside it, in which the sensor's resolution, its noise, the phases
-	// and the baseline vary from call to call and average out. A window's error is mostly
-	// a function of where in the sensor's period the call started (a lag read every 20 ms
-	// sees a short call at 0.45 to 1.9 times its energy), so the calls are grouped by that
-	// phase (post-stratified: the plan spread them evenly) and the mean is the mean of the
-	// groups' means, its standard error from the spread within each group.
-	b := float64(o.Batch)
-	ph := phasesOf(tr, o.GPU, o.Channel, period, starts)
-	k := strata(ph, n)
-	mE, seE := stratifiedMean(e, ph, k)
-	mA, seA := stratifiedMean(a, ph, k)
-	mD, sD := meanSD(dur)
-	tq := tQuantile975(n - k)
-	rn := math.Sqrt(float64(n))
-	res.TimeS = Figure{Value: mD / b, Low: (mD - tQuantile975(n-1)*sD/rn) / b, High: (mD + tQuantile975(n-1)*sD/rn) / b}
-	res.Strata = k
-
-	statE, statA := tq*seE, tq*seA
-	note := fmt.Sprintf("the spread of the %d calls within %d groups by their phase in the sensor's period (t-quantile %.2f × the standard error of the groups' mean): each call's window [start − %s, end + %s] less the power of the gaps beside it; what the sensor's resolution, its noise, the phases and the baseline leave", n, k, tq, units.FormatSeconds(pre.Seconds(), 3), units.FormatSeconds(post.Seconds(), 3))
-	res.EnergyParts = []Part{{"calls", statE / b, note}}
-	res.ActiveParts = []Part{{"calls", statA / b, note}}
-	res.EnergyJ = absolute(mE/b, statE/b)
-	res.ActiveJ = absolute(mA/b, statA/b)
-	res.RelHalfWidth = statA / math.Abs(mA)
-
-	// 3. The calls the target needs: the interval shrinks as 1/√n.
-	if o.Target > 0 {
-		res.Reached = res.RelHalfWidth <= o.Target
-		r := res.RelHalfWidth / o.Target
-		res.CallsNeeded = int(math.Ceil(float64(n) * r * r))
-	}
-	return res
+	return gapP, gapL
 }
 
 // holeFactor: two consecutive readings of a periodic channel further apart than this many

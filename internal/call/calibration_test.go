@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/sensorchar"
 	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
@@ -76,35 +77,35 @@ func (c twinCall) fn(sm simtest.Sim) Func {
 	}
 }
 
-// truthOf is the twin's true energy per call above the power between the calls, and in
-// all, on the figure's scale (the counter's where the result was calibrated to it, else
+// truthOf is the twin's true energy per call above its active idle, and in all, on the
+// figure's scale (the counter's where the result was calibrated to it, else
 // the channel's gain and offset).
 func truthOf(t *testing.T, sm simtest.Sim, res *Result) (active, total float64) {
-	m, ok := sm.Dev.Model(res.Scale)
+	scale := res.Scale
+	if res.CounterScale != nil {
+		scale = energy.CounterChannel
+	}
+	m, ok := sm.Dev.Model(scale)
 	if !ok {
-		t.Fatalf("no model of %s", res.Scale)
+		t.Fatalf("no model of %s", scale)
 	}
 	g := m.GainOrOne()
-	var gapE, gapL float64
-	for i := 0; i+1 < len(res.PerCall); i++ {
-		a := time.Duration(res.PerCall[i].EndS*1e9) + res.WindowPost()
-		b := time.Duration(res.PerCall[i+1].StartS*1e9) - res.WindowPre()
-		if b > a {
-			gapE += sm.Dev.TrueEnergy(a, b).Joules()
-			gapL += (b - a).Seconds()
-		}
-	}
-	base := gapE / gapL
+	// Above the twin's true active idle: everything a call leaves behind until the next
+	// starts (the dip below idle after it, where the twin has one: 0.3 s at most).
+	ai := float64(sm.Dev.TrueIdle().Active)
 	k := 0
-	for _, c := range res.PerCall {
+	for i, c := range res.PerCall {
 		if !c.Measured() {
 			continue
 		}
 		k++
 		s, e := time.Duration(c.StartS*1e9), time.Duration(c.EndS*1e9)
-		te := sm.Dev.TrueEnergy(s, e).Joules()
-		active += g * (te - base*(e-s).Seconds())
-		total += g*te + float64(m.Offset)*(e-s).Seconds()
+		h := e + 300*time.Millisecond
+		if i+1 < len(res.PerCall) {
+			h = min(h, time.Duration(res.PerCall[i+1].StartS*1e9))
+		}
+		active += g * (sm.Dev.TrueEnergy(s, h).Joules() - ai*(h-s).Seconds())
+		total += g*sm.Dev.TrueEnergy(s, e).Joules() + float64(m.Offset)*(e-s).Seconds()
 	}
 	n := float64(k * res.Batch)
 	return active / n, total / n
@@ -222,6 +223,10 @@ func calibRun(t *testing.T, k int, f calibFamily, preset string, specs map[strin
 		errPct:      100 * (res.ActiveJ.Value/active - 1), rel: 100 * res.RelHalfWidth,
 		desc: fmt.Sprintf("%s %v × %d %.0f/%.0f W: %.4g J ±%.2g %% against %.4g J (%+.2f %%); total %.4g [%.4g, %.4g] against %.4g; left out %d",
 			preset, d, batch, c.watts, c.watts2, res.ActiveJ.Value, 100*res.RelHalfWidth, active, 100*(res.ActiveJ.Value/active-1), res.EnergyJ.Value, res.EnergyJ.Low, res.EnergyJ.High, total, res.LeftOut)}
+	cc.desc += fmt.Sprintf("; scale %s; parts %v", res.Scale, res.ActiveParts)
+	if res.CounterScale != nil {
+		cc.desc += " " + res.CounterScale.String()
+	}
 	if !cc.inside || !cc.insideTotal || testing.Verbose() {
 		t.Logf("case %d (%s): %s inside %v/%v", k, f.name, cc.desc, cc.inside, cc.insideTotal)
 	}

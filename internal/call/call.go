@@ -221,8 +221,11 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 	defer stop()
 
 	var warns []status.Warning
-	_ = clk.Sleep(ctx, o.Lead)
-	rec.smp.Poke()
+	leadFrom := clk.Now()
+	rec.idle(ctx, clk, o.Lead)
+	// The active idle before the calls: the lead, less a tenth at its start (the Sampler
+	// starting) and 20 ms at its end (where no warm-up follows).
+	idleBefore := [2]time.Duration{leadFrom + o.Lead/10, clk.Now() - 20*time.Millisecond}
 
 	// Warm-up: back to back, not measured.
 	for i := range max(o.Warmup, 0) {
@@ -232,6 +235,14 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+	}
+	if o.Warmup > 0 {
+		// The active idle before the calls after the warm-up, not the lead: a board may
+		// idle lower before its first load (the twin's h100 at rest until a load) and dips
+		// below idle for a while after one.
+		w := clk.Now()
+		rec.idle(ctx, clk, IdleAfterCall+max(o.Lead/2, time.Second))
+		idleBefore = [2]time.Duration{w + IdleAfterCall, clk.Now() - 20*time.Millisecond}
 	}
 	snap := rec.trace(env.System, true)
 	plan, err := newPlan(snap, 0, o)
@@ -280,6 +291,7 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 			}
 			ao := plan.analyseOptions(o)
 			ao.Next = spans[m].Start
+			ao.IdleBefore = idleBefore
 			last = Analyse(rec.trace(env.System, true), spans[:m], ao)
 			if o.Progress != nil {
 				o.Progress(Progress{Calls: len(spans), RelHalfWide: last.relHalfWidth(), Target: o.Target})
@@ -296,13 +308,19 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 	if len(spans) >= o.MaxCalls && o.Calls == 0 && (last == nil || !last.reached()) {
 		warns = append(warns, status.Warning{Code: CodeCapped, Message: fmt.Sprintf("the cap of %d calls was reached before the target", o.MaxCalls)})
 	}
-	_ = clk.Sleep(context.WithoutCancel(ctx), max(2*plan.settle+plan.period, o.Tail))
+	rec.idle(context.WithoutCancel(ctx), clk, max(2*plan.settle+plan.period, o.Tail))
+	var idleAfter [2]time.Duration
+	if len(spans) > 0 {
+		idleAfter = [2]time.Duration{spans[len(spans)-1].End + IdleAfterCall, clk.Now() - 20*time.Millisecond}
+	}
 	tr := stop()
 	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = incomplete, why
 	if hung := rec.smp.Hung(); len(hung) > 0 {
 		tr.Meta.Incomplete, tr.Meta.IncompleteWhy = true, "a driver call hangs: "+fmt.Sprint(hung)
 	}
-	res := Analyse(tr, spans, plan.analyseOptions(o))
+	ao := plan.analyseOptions(o)
+	ao.IdleBefore, ao.IdleAfter = idleBefore, idleAfter
+	res := Analyse(tr, spans, ao)
 	res.Warnings = append(res.Warnings, warns...)
 	res.Incomplete, res.IncompleteReason = tr.Meta.Incomplete, tr.Meta.IncompleteWhy
 	res.WaitS = [2]float64{plan.gap.Seconds(), (plan.gap + plan.period).Seconds()}
@@ -345,6 +363,27 @@ func newRecorder(env Env, dev gpu.Device, poll sensor.Options) *recorder {
 		r.mu.Unlock()
 	})
 	return r
+}
+
+// idlePoke is how often the idle stretches around the calls read every channel: the energy
+// counter, read every ~0.4 s during the calls, then has each of its ~100 ms updates
+// bracketed to ~20 ms, which the counter's idle power and the run's ends need for the
+// calls' scale (CounterScale); nothing runs then, so the reads disturb nothing measured.
+const idlePoke = 20 * time.Millisecond
+
+// idle waits d (or until ctx is done), reading every channel every idlePoke.
+func (r *recorder) idle(ctx context.Context, clk clock.Clock, d time.Duration) {
+	end := clk.Now() + d
+	for {
+		r.smp.Poke()
+		left := end - clk.Now()
+		if left <= 0 || ctx.Err() != nil {
+			return
+		}
+		if clk.Sleep(ctx, min(idlePoke, left)) != nil {
+			return
+		}
+	}
 }
 
 func (r *recorder) lastUpdate(ch string) time.Duration {

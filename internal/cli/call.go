@@ -177,14 +177,18 @@ func writeCall(dir string, res *call.Result) error {
 func writeCallText(w io.Writer, r *call.Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "gpuwatt call: %s, GPU %s\n", r.Device, r.GPUName)
-	fmt.Fprintf(&b, "channel    %s, %s (%s); figures on its scale\n", r.Channel, r.Model, r.ModelSource)
+	scale := "figures on its scale"
+	if r.CounterScale != nil {
+		scale = "figures on " + r.Scale + ": " + r.CounterScale.String()
+	}
+	fmt.Fprintf(&b, "channel    %s, %s (%s); %s\n", r.Channel, r.Model, r.ModelSource, scale)
 	left := ""
 	if r.LeftOut > 0 {
 		left = fmt.Sprintf(" (%d left out: a reading missing in their window)", r.LeftOut)
 	}
 	fmt.Fprintf(&b, "calls      %d repetitions of %d call(s)%s; %s\n", r.Calls, r.Batch, left, r.Plan)
 	fmt.Fprintf(&b, "time       %s per call\n", fig(r.TimeS, 1e3, "ms"))
-	fmt.Fprintf(&b, "energy     %s per call above active idle (%.2f W between the calls)\n", fig(r.ActiveJ, 1, "J"), r.ActiveIdleW.Value)
+	fmt.Fprintf(&b, "energy     %s per call above active idle (%.2f W: %s)\n", fig(r.ActiveJ, 1, "J"), r.ActiveIdleW.Value, r.Idle)
 	fmt.Fprintf(&b, "           %s per call in all, over its own span\n", fig(r.EnergyJ, 1, "J"))
 	fmt.Fprintf(&b, "absolute   [%.6g, %.6g] J above active idle with the board's ±5 %% gain error\n", r.ActiveJ.AbsLow, r.ActiveJ.AbsHigh)
 	reached := "reached"
