@@ -333,21 +333,12 @@ func (a *App) finishSeries(ctx context.Context, rs []*characterize.Result, names
 			if err := report.WriteJSONTo(a.Stdout, rp); err != nil {
 				return a.fail("characterize", err)
 			}
+		} else {
+			writeSeriesTable(a.Stdout, rp, what)
 		}
 		if !sh.quiet {
 			fmt.Fprintf(a.Stderr, "gpuwatt characterize: %d %s; wrote %s and %s (%s)\n", len(rs), what,
 				filepath.Join(sh.out, "report.html"), filepath.Join(sh.out, table), time.Since(t0).Round(time.Millisecond))
-			for _, f := range rp.Figures {
-				if what == "cards" {
-					vs := make([]string, len(f.Values))
-					for i, v := range f.Values {
-						vs[i] = fmt.Sprintf("%.4g", v)
-					}
-					fmt.Fprintf(a.Stderr, "  %-44s %-30s %s\n", f.Name, strings.Join(vs, " | "), f.Verdict)
-					continue
-				}
-				fmt.Fprintf(a.Stderr, "  %-44s mean %-10s CV %.2f %%\n", f.Name, fmt.Sprintf("%.4g", f.Mean), f.CVPct)
-			}
 		}
 	}
 	switch {
@@ -359,6 +350,22 @@ func (a *App) finishSeries(ctx context.Context, rs []*characterize.Result, names
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// writeSeriesTable prints a series' figures on stdout, where a single run prints its summary:
+// for cards, each card's value and the verdict; for repeats, the mean and the run-to-run CV.
+func writeSeriesTable(w io.Writer, rp *characterize.Repro, what string) {
+	for _, f := range rp.Figures {
+		if what == "cards" {
+			vs := make([]string, len(f.Values))
+			for i, v := range f.Values {
+				vs[i] = fmt.Sprintf("%.4g", v)
+			}
+			fmt.Fprintf(w, "  %-44s %-30s %s\n", f.Name, strings.Join(vs, " | "), f.Verdict)
+			continue
+		}
+		fmt.Fprintf(w, "  %-44s mean %-10s CV %.2f %%\n", f.Name, fmt.Sprintf("%.4g", f.Mean), f.CVPct)
+	}
 }
 
 // stageList is --stages as a list, each stage once ("": all).

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,12 +17,22 @@ import (
 // are bad input.
 func TestCharacterizeRepeat(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "rep")
-	a, _, stderr, ctx := testApp(t)
+	a, runOut, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"characterize", "--device", "sim:h200", "--quick", "--stages", "archline", "--repeat", "2", "--out", out}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var rp characterize.Repro
 	readJSON(t, filepath.Join(out, "repeat.json"), &rp)
+	// stdout ends the series as a single run ends with its summary: a line per figure with
+	// its mean and CV (issue 30: the table went to stderr only).
+	for _, f := range rp.Figures {
+		if want := fmt.Sprintf("mean %-10s CV %.2f %%", fmt.Sprintf("%.4g", f.Mean), f.CVPct); !strings.Contains(runOut.String(), f.Name) || !strings.Contains(runOut.String(), want) {
+			t.Errorf("stdout lacks %s's line (%q):\n%s", f.Name, want, runOut)
+		}
+	}
+	if strings.Contains(stderr.String(), "CV ") {
+		t.Errorf("the table is on stderr too:\n%s", stderr)
+	}
 	if len(rp.Runs) != 2 || rp.Cards != 1 || len(rp.Figures) == 0 || len(rp.Pooled) != 2 {
 		t.Fatalf("repeat.json: %+v", rp)
 	}
