@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,8 +21,21 @@ import (
 // recorder (App.Self is the test binary; TestMain runs Main for it).
 const recorderEnv = "GPUWATT_TEST_AS_GPUWATT"
 
+// testParentEnv names the test process that begins jobs (newJobEnv): a recorder it started
+// ends when that process is gone. A test binary killed by go test's -timeout runs no
+// clean-up, and its recorders, detached by design, ran on for ever.
+const testParentEnv = "GPUWATT_TEST_PARENT"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(recorderEnv) == "1" {
+		if p := os.Getenv(testParentEnv); p != "" && p == strconv.Itoa(os.Getppid()) && len(os.Args) > 2 && os.Args[2] == "record" {
+			go func() {
+				for strconv.Itoa(os.Getppid()) == p {
+					time.Sleep(200 * time.Millisecond)
+				}
+				os.Exit(3) // the test process is gone (reparented): nothing will stop or read it
+			}()
+		}
 		ctx, stop := SignalContext(context.Background())
 		code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
@@ -41,6 +55,7 @@ type jobEnv struct {
 func newJobEnv(t *testing.T) jobEnv {
 	t.Helper()
 	t.Setenv(recorderEnv, "1")
+	t.Setenv(testParentEnv, strconv.Itoa(os.Getpid()))
 	t.Setenv("SLURM_JOB_ID", "101")
 	t.Setenv("SLURM_JOB_USER", "alice")
 	t.Setenv("SLURM_JOB_GPUS", "0,1")
