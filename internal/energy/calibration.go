@@ -22,16 +22,19 @@ import (
 // every 20 ms sample with the driver's timestamp, and over a whole run agrees with the
 // counter within 0.14 %. So:
 //
-//   - over the whole recording, every counter reading (idle included) is related to the
-//     integral of the best complete board channel (the ring, else power.instant) up to it:
-//     counter = gain × integral + offset × time (+ a constant), by least squares
-//     (FitCalibration);
+//   - over the whole recording, the counter's increase between successive readings (idle
+//     included) is related to the integral of the best complete board channel (the ring,
+//     else power.instant) between them: increase = gain × integral + offset × time, by a
+//     robust generalised least-squares fit that weighs out the increments the channel
+//     misreads (FitCalibration, solveCalibration);
 //   - a region whose counter has at least MinCounterReadings readings inside, spanning at
 //     least MinCounterSpan of the region and MinCounterSteps of the counter's resolution in
 //     time, takes the counter's own figure (its least-squares rate over the readings
 //     inside, for a steady region);
 //   - any other region takes the calibrated channel's figure: gain × its energy + offset ×
-//     the duration, where that channel has at least MinChannelReadings readings inside;
+//     the duration, where that channel has at least MinChannelReadings readings inside,
+//     anchored to the counter's increase over the readings around the region where that
+//     bound is the narrower or the region holds nearly all of their span's load (anchor.go);
 //   - without a calibration (no counter, or too few readings in the whole recording), the
 //     inversion of a channel's sensor model (Region, the package comment); only where
 //     nothing better exists the interpolated counter, with a warning.
@@ -94,6 +97,12 @@ type Calibration struct {
 	OffsetSEW       float64 `json:"offset_se_w"`
 	CovGainOffset   float64 `json:"cov_gain_offset_w"`
 	SerialInflation float64 `json:"serial_inflation,omitempty"`
+	// MisreadFraction is the channel's misreading of each increment between counter
+	// readings, as a fraction of its energy (beyond the readings' lateness), and
+	// MisreadIncrements how many increments it misread beyond that, left out of the fit
+	// (solveCalibration).
+	MisreadFraction   float64 `json:"misread_fraction,omitempty"`
+	MisreadIncrements int     `json:"misread_increments,omitempty"`
 }
 
 // EnergyHalfWidth is the 95 % half-width (J) that the calibration's uncertainty gives the
@@ -138,7 +147,7 @@ func fitCalibration(tr *trace.Trace, gpu int, from, to time.Duration, series fun
 		if !ok || ch.Quantity != trace.QPower {
 			continue
 		}
-		c, err := fitChannel(series(name), ctr, from, to)
+		c, err := fitChannel(series(name), ctr, from, to, CounterResolution(tr, gpu))
 		if err == nil {
 			c.Channel = name
 			return c, nil
@@ -191,7 +200,7 @@ func FitScale(ser *correct.Series, ctr trace.Readings) (Calibration, error) {
 		}
 		in = sub
 	}
-	return solveCalibration(in, func(a, b time.Duration) float64 { return ser.Energy(a, b).Energy.Joules() })
+	return solveLevels(in, func(a, b time.Duration) float64 { return ser.Energy(a, b).Energy.Joules() })
 }
 
 // longestRun is the first of the longest runs of ctr's readings in [lo, hi] that never go
@@ -217,7 +226,7 @@ func longestRun(ctr trace.Readings, lo, hi time.Duration) trace.Readings {
 }
 
 // fitCalibration relates the counter's readings ctr to the integral of power series p.
-func fitChannel(p, ctr trace.Readings, from, to time.Duration) (Calibration, error) {
+func fitChannel(p, ctr trace.Readings, from, to, res time.Duration) (Calibration, error) {
 	if p.Len() < 2 {
 		return Calibration{}, errors.New("fewer than 2 readings")
 	}
@@ -237,7 +246,7 @@ func fitChannel(p, ctr trace.Readings, from, to time.Duration) (Calibration, err
 	}
 	// The channel's integral from the first reading to each, one segment at a time.
 	hint := 0 // the segments come in time order (trace.IntegrateEnergy)
-	return solveCalibration(in, func(a, b time.Duration) float64 {
+	return solveCalibration(in, res, func(a, b time.Duration) float64 {
 		var e units.Energy
 		e, hint = trace.IntegrateEnergy(p, a, b, hint)
 		return e.Joules()
@@ -245,8 +254,271 @@ func fitChannel(p, ctr trace.Readings, from, to time.Duration) (Calibration, err
 }
 
 // solveCalibration fits the counter's readings in (one run without a reset) against a
-// channel's energy between them (energyOf, called in time order).
-func solveCalibration(in trace.Readings, energyOf func(a, b time.Duration) float64) (Calibration, error) {
+// channel's energy between them (energyOf, called in time order); res is how late a
+// reading may be (CounterResolution).
+//
+// The fit is over the increments between successive readings (the counter's increase
+// against the channel's energy and the time between them), robustly: a load the channel
+// misreads (one locked to its sampling: the H200's ring read a 20 ms square wave +21 %)
+// gives an increment far off the others, and a least-squares fit over every reading let
+// the few such loads of a recording set the scale of every region (× 0.964 + 6.7 W where
+// steady loads read the ring within 0.4 %: results/nvidia-h200/2026-11-28-intervals-shapes-2).
+// robustFit says how.
+func solveCalibration(in trace.Readings, res time.Duration, energyOf func(a, b time.Duration) float64) (Calibration, error) {
+	n := in.Len()
+	inc := make([]increment, n-1)
+	var sumE float64
+	for i := 1; i < n; i++ {
+		inc[i-1] = increment{dC: in.V[i] - in.V[i-1], dE: energyOf(in.T[i-1], in.T[i]), dT: (in.T[i] - in.T[i-1]).Seconds()}
+		sumE += inc[i-1].dE
+	}
+	c := Calibration{Readings: n, SpanS: (in.T[n-1] - in.T[0]).Seconds()}
+	if sumE <= 0 || c.SpanS <= 0 {
+		return Calibration{}, errors.New("integrates to nothing")
+	}
+	c.RatioCounterToSamples = (in.V[n-1] - in.V[0]) / sumE
+	if f, ok := robustFit(inc, res); ok && f.gain > 0.8 && f.gain < 1.25 && math.Abs(f.offset) < 50 {
+		c.Gain, c.OffsetW = f.gain, f.offset
+		c.GainSE, c.OffsetSEW, c.CovGainOffset = f.gainSE, f.offsetSE, f.cov
+		c.RMSJ, c.MisreadFraction, c.MisreadIncrements = f.rms, f.eps, f.dropped
+		c.Method = fmt.Sprintf("robust generalised least squares over the counter's increments: increase = gain × integral + offset × time; %d of %d increments weighed out as misread, the channel's misreading %.2g %% of the rest", f.dropped, len(inc), 100*f.eps)
+		return c, nil
+	}
+	// A fit that makes no sense (too little variation of power): the plain ratio.
+	c.Gain, c.Method = c.RatioCounterToSamples, "ratio of the counter's increase to the integral"
+	if !(c.Gain > 0.8 && c.Gain < 1.25) {
+		return Calibration{}, fmt.Errorf("differs from %s by a factor %.3g", counterChannel, c.Gain)
+	}
+	var ss, sxx, y, x float64
+	for _, k := range inc {
+		y, x = y+k.dC, x+k.dE
+		r := y - c.Gain*x // the cumulative residual, as the counter reads it
+		ss += r * r
+		sxx += x * x
+	}
+	c.RMSJ = math.Sqrt(ss / float64(n))
+	if n > 1 && sxx > 0 {
+		c.GainSE = math.Sqrt(ss / float64(n-1) / sxx)
+	}
+	return c, nil
+}
+
+// increment is the counter's increase dC (J) between two of its readings dT seconds
+// apart, and the channel's energy dE (J) between them.
+type increment struct{ dC, dE, dT float64 }
+
+// robustFitted is robustFit's result: the gain and offset (W), their standard errors and
+// covariance, the RMS residual of the increments kept (J), how many were weighed out, and
+// the channel's misreading of the rest (eps, a fraction of each increment's energy).
+type robustFitted struct {
+	gain, offset, gainSE, offsetSE, cov, rms, eps float64
+	dropped                                       int
+}
+
+// Tukey's bisquare: an increment whose residual is tukeyC robust standard deviations off
+// weighs nothing (95 % efficiency where the residuals are normal); robustIterations bounds
+// the reweighting.
+const (
+	tukeyC           = 4.685
+	robustIterations = 50
+)
+
+// robustFit fits dC = gain × dE + offset × dT over the increments by generalised least
+// squares with two kinds of error, and Tukey's bisquare against a third:
+//
+//   - each counter reading is late by up to res, uniformly, at the power drawn there (the
+//     counter's mean rate over the increments either side): variance P² res² / 12, shared
+//     by the two increments the reading bounds (with opposite signs), so that over many
+//     readings only the ends count (a least-squares fit of the levels, as the readings
+//     every 100 ms of the twin want);
+//   - the channel misreads each increment's energy by a fraction eps of it, independently
+//     (a fit of the increments, as the real board's readings every 4 s want, where locked
+//     and ramped loads read the ring 2-5 % off), eps estimated from the residuals;
+//   - an increment off the rest by more than those explain (its residual over its standard
+//     deviation, tukeyC times their robust spread) is a load the channel cannot read: its
+//     misreading variance grows by 1/w (w its bisquare weight), to no information at w = 0,
+//     without breaking the chain of readings around it.
+//
+// The covariance is tridiagonal: its Cholesky factor whitens the increments in O(n).
+// ok is false where gain and offset cannot be told apart (the power hardly varies from
+// increment to increment) or the fit fails.
+func robustFit(inc []increment, res time.Duration) (robustFitted, bool) {
+	n := len(inc)
+	if n < 3 {
+		return robustFitted{}, false
+	}
+	// v[i]: the lateness variance of reading i (between increments i-1 and i).
+	v := make([]float64, n+1)
+	for i := range v {
+		var e, t float64
+		for _, j := range []int{i - 1, i} {
+			if j >= 0 && j < n {
+				e, t = e+inc[j].dC, t+inc[j].dT
+			}
+		}
+		p := 0.0
+		if t > 0 {
+			p = max(e/t, 0)
+		}
+		v[i] = p * p * res.Seconds() * res.Seconds() / 12
+	}
+	floor := CounterQuantumJ * CounterQuantumJ // a reading is no better than the counter's unit
+	lateness := func(k int) float64 { return v[k] + v[k+1] + floor }
+	base := make([]float64, n)
+	for k := range inc {
+		base[k] = 1 / lateness(k)
+	}
+	if !separable(inc, base) {
+		return robustFitted{}, false
+	}
+	w := make([]float64, n)
+	for k := range w {
+		w[k] = 1
+	}
+	var f *lsq.Result
+	eps := 0.0
+	r := make([]float64, n)
+	u := make([]float64, n)
+	for it := 0; it < robustIterations; it++ {
+		g, err := whitenedFit(inc, v, floor, eps, w)
+		if err != nil {
+			return robustFitted{}, false
+		}
+		f = g
+		for k, x := range inc {
+			r[k] = x.dC - f.Coef[0]*x.dE - f.Coef[1]*x.dT
+		}
+		// eps² by moments over the increments kept: what their residuals hold beyond
+		// the readings' lateness, per J² of their energy.
+		var num, den float64
+		for k, x := range inc {
+			num += w[k] * (r[k]*r[k] - lateness(k))
+			den += w[k] * x.dE * x.dE
+		}
+		if den > 0 {
+			eps = math.Sqrt(max(num/den, 0))
+		}
+		// Which increments are misread beyond the rest is judged on a misreading fraction
+		// of the median increment (a mean over them all would let one increment the ring
+		// reads 20 % off inflate it until nothing stands out: the twin's TestCalibration-
+		// RobustToMisread): epsRob² the median of (r² − lateness) / dE², over its value for
+		// a normal residual (0.455, the median of χ² with one degree of freedom).
+		q := make([]float64, n)
+		for k, x := range inc {
+			q[k] = (r[k]*r[k] - lateness(k)) / max(x.dE*x.dE, floor)
+		}
+		epsRob := math.Sqrt(max(median(q)/0.455, 0))
+		for k, x := range inc {
+			u[k] = math.Abs(r[k]) / math.Sqrt(lateness(k)+epsRob*epsRob*x.dE*x.dE)
+		}
+		// Their robust spread, at least 1: where the model of their errors is right it is 1,
+		// and a spread below it would reject readings the model already explains.
+		s := max(1.4826*median(u), 1)
+		moved := false
+		for k := range inc {
+			q := u[k] / (tukeyC * s)
+			nw := 0.0
+			if q < 1 {
+				nw = (1 - q*q) * (1 - q*q)
+			}
+			moved = moved || math.Abs(nw-w[k]) > 1e-6
+			w[k] = nw
+		}
+		if !moved {
+			break
+		}
+	}
+	out := robustFitted{gain: f.Coef[0], offset: f.Coef[1], eps: eps}
+	var ss float64
+	kept := 0
+	for k := range inc {
+		if w[k] < 1e-3 {
+			out.dropped++
+			continue
+		}
+		ss += r[k] * r[k]
+		kept++
+	}
+	if kept > 0 {
+		out.rms = math.Sqrt(ss / float64(kept))
+	}
+	// The standard errors from the errors' model, widened where the residuals say the
+	// model is too small (never narrowed: the whitened residuals' σ at least 1).
+	if un := f.Unscaled(); len(un) == 2 {
+		k := max(f.Sigma, 1)
+		if math.IsNaN(k) {
+			k = 1
+		}
+		out.gainSE, out.offsetSE, out.cov = k*math.Sqrt(un[0][0]), k*math.Sqrt(un[1][1]), k*k*un[0][1]
+	}
+	return out, true
+}
+
+// whitenedFit is the generalised least-squares fit of dC = gain × dE + offset × dT under
+// robustFit's covariance: lateness variances v of the readings (and floor), misreading
+// eps × dE of each increment inflated by 1/w (none at w = 0). The covariance is
+// tridiagonal (diagonal v[k] + v[k+1] + floor + misreading, v[k+1] negated beside it);
+// its Cholesky factor L is bidiagonal, and L⁻¹ applied to the columns and to dC leaves
+// an ordinary least-squares fit (lsq.Solve, σ ≈ 1 where the model holds).
+func whitenedFit(inc []increment, v []float64, floor, eps float64, w []float64) (*lsq.Result, error) {
+	n := len(inc)
+	const dropped = 1e30 // a misreading variance that leaves an increment no information
+	diag := make([]float64, n)
+	for k, x := range inc {
+		m := dropped
+		if w[k] > 1e-6 {
+			m = eps * eps * x.dE * x.dE / w[k]
+		}
+		diag[k] = v[k] + v[k+1] + floor + m
+	}
+	l, lo := make([]float64, n), make([]float64, n) // L's diagonal; lo[k] = L[k][k-1]
+	l[0] = math.Sqrt(diag[0])
+	for k := 1; k < n; k++ {
+		lo[k] = -v[k] / l[k-1]
+		l[k] = math.Sqrt(max(diag[k]-lo[k]*lo[k], floor))
+	}
+	A, y := make([][]float64, n), make([]float64, n)
+	var pe, pt, pc float64 // the previous row's whitened values
+	for k, x := range inc {
+		e, t, c := x.dE, x.dT, x.dC
+		if k > 0 {
+			e, t, c = e-lo[k]*pe, t-lo[k]*pt, c-lo[k]*pc
+		}
+		e, t, c = e/l[k], t/l[k], c/l[k]
+		A[k], y[k] = []float64{e, t}, c
+		pe, pt, pc = e, t, c
+	}
+	return lsq.Solve(A, y)
+}
+
+// separable says whether gain and offset can be told apart over the increments: their
+// mean powers dE/dT must vary (the weighted spread of the rates over 1e-3 of their mean),
+// else dE is (nearly) a multiple of dT and only their ratio is fixed.
+func separable(inc []increment, w []float64) bool {
+	var sw, sm, sq float64
+	for k, x := range inc {
+		if x.dT <= 0 {
+			continue
+		}
+		r := x.dE / x.dT
+		sw, sm, sq = sw+w[k]*x.dT, sm+w[k]*x.dT*r, sq+w[k]*x.dT*r*r
+	}
+	if sw <= 0 {
+		return false
+	}
+	mean := sm / sw
+	v := sq/sw - mean*mean
+	return mean > 0 && math.Sqrt(max(v, 0)) > 1e-3*mean
+}
+
+// solveLevels fits the counter's readings in (one run without a reset) against a channel's
+// energy between them (energyOf, called in time order) by least squares over every
+// reading's level: the fit of a named channel's scale (FitScale). Its standard errors,
+// widened for the residuals' serial correlation, carry what the channel misreads over the
+// recording into every region's calibration component; a named channel's figure has no
+// anchor to the counter to bound those misreadings otherwise (solveCalibration's robust
+// fit weighs them out, for the default's ring, which the counter anchors: anchor.go).
+func solveLevels(in trace.Readings, energyOf func(a, b time.Duration) float64) (Calibration, error) {
 	n := in.Len()
 	xe, xt, y := make([]float64, n), make([]float64, n), make([]float64, n)
 	t0 := in.T[0]

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
 // calTrace is a ring every 20 ms seeing gain g and offset o of a power that alternates
@@ -157,6 +158,96 @@ func TestSpreadByCounts(t *testing.T) {
 			if !ok || got != want {
 				t.Errorf("n %d, kind %d: %v (%v), want %v", n, kind, got, ok, want)
 			}
+		}
+	}
+}
+
+// misreadTrace is a ring every 20 ms at 100 W idle with bursts of 500 W (5–7 s, 10–11 s,
+// 30–32 s, 40–41 s, 46–49 s) that it reads right, and one at 20–23 s that it reads 20 % high
+// (a load locked to its sampling), with an exact counter read every 4 s.
+func misreadTrace() *trace.Trace {
+	bursts := [][2]time.Duration{{5, 7}, {10, 11}, {20, 23}, {30, 32}, {40, 41}, {46, 49}}
+	p := func(t time.Duration) (truth, ring float64) {
+		for _, b := range bursts {
+			if t >= b[0]*time.Second && t < b[1]*time.Second {
+				if b[0] == 20 {
+					return 500, 600
+				}
+				return 500, 500
+			}
+		}
+		return 100, 100
+	}
+	var ss []trace.Sample
+	e := 0.0
+	for t := time.Duration(0); t <= 52*time.Second; t += time.Millisecond {
+		tp, rp := p(t)
+		e += tp * 1e-3
+		if t%(20*time.Millisecond) == 0 {
+			ss = append(ss, trace.Sample{T: t, Channel: "power.samples", Value: rp})
+		}
+		if t%(4*time.Second) == 0 {
+			ss = append(ss, trace.Sample{T: t, Channel: "energy.total", Value: 1000 + e})
+		}
+	}
+	return &trace.Trace{Meta: trace.Meta{GPUs: []trace.GPU{{}}, Channels: []trace.Channel{
+		{Name: "power.samples", Quantity: trace.QPower, Buffered: true},
+		{Name: "energy.total", Quantity: trace.QEnergy, Cumulative: true},
+	}}, Samples: ss}
+}
+
+// TestCalibrationRobustToMisread: one burst the ring reads 20 % high does not set the
+// ring's scale (a least-squares fit over every reading let such loads pull an H200's to
+// × 0.964 + 6.7 W, steady loads -2.4 %): the fit weighs its increment out and finds the
+// ring's true scale (1, 0 W), where the fit of the levels (solveLevels, as before) is off.
+func TestCalibrationRobustToMisread(t *testing.T) {
+	tr := misreadTrace()
+	c, err := FitCalibration(tr, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(c.Power(500)/500-1) > 2e-3 || math.Abs(c.Power(100)/100-1) > 5e-3 || c.MisreadIncrements < 1 {
+		t.Errorf("%s (misread %d): want the ring's own scale, × 1 + 0 W, and the misread burst weighed out", c.String(), c.MisreadIncrements)
+	}
+	ring, ctr := tr.Readings(0, "power.samples"), tr.Readings(0, "energy.total")
+	hint := 0
+	lv, err := solveLevels(ctr, func(a, b time.Duration) float64 {
+		var e units.Energy
+		e, hint = trace.IntegrateEnergy(ring, a, b, hint)
+		return e.Joules()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(lv.Power(500)/500-1) < 5e-3 {
+		t.Errorf("the levels' fit %s is as good: the trace does not test the robust fit", lv.String())
+	}
+}
+
+// TestAnchorPlacesMisread: the burst the ring reads 20 % high, in a span of the counter's
+// readings that is idle around it, takes the counter's figure (anchored), within 1 % of the
+// truth and inside its interval, with the channel_off_counter warning; a burst it reads
+// right keeps its figure.
+func TestAnchorPlacesMisread(t *testing.T) {
+	tr := misreadTrace()
+	for _, tc := range []struct {
+		from, to time.Duration
+		truth    float64
+		warned   bool
+	}{
+		{19850 * time.Millisecond, 23150 * time.Millisecond, 3*500 + 0.3*100, true},
+		{29850 * time.Millisecond, 32150 * time.Millisecond, 2*500 + 0.3*100, false},
+	} {
+		est := Region(tr, 0, tc.from, tc.to, Options{})
+		if est.Method != CalibratedRing || math.Abs(est.EnergyJ/tc.truth-1) > 0.01 || !(est.LowJ <= tc.truth && tc.truth <= est.HighJ) {
+			t.Errorf("[%v, %v]: %s %.1f J [%.1f, %.1f] against the truth %.1f J (%+.2f %%): %s", tc.from, tc.to, est.Method, est.EnergyJ, est.LowJ, est.HighJ, tc.truth, 100*(est.EnergyJ/tc.truth-1), est.Note)
+		}
+		warned := false
+		for _, w := range est.Warnings {
+			warned = warned || w.Code == CodeOffCounter
+		}
+		if warned != tc.warned {
+			t.Errorf("[%v, %v]: channel_off_counter warned %v, want %v: %v", tc.from, tc.to, warned, tc.warned, est.Warnings)
 		}
 	}
 }

@@ -40,8 +40,10 @@
 //     readings inside times the region's length.
 //  2. CalibratedRing: the best complete board channel (the driver's 20 ms sample ring,
 //     else power.instant) on the counter's scale: gain × its integral + offset × duration,
-//     gain and offset fitted against the counter over the whole recording
-//     (FitCalibration), where it has MinChannelReadings readings inside.
+//     gain and offset fitted robustly against the counter's increases over the whole
+//     recording (FitCalibration), where it has MinChannelReadings readings inside; anchored
+//     to the counter's increase over the readings around the region where that is the
+//     narrower bound (anchor.go).
 //  3. Inversion: the sensor model of one power channel inverted (internal/correct): the
 //     model named by Options.Sensor (a spec or a sensor.json), else a guess from the
 //     channel's and board's names (correct.Auto).

@@ -180,10 +180,13 @@ func (o Options) figureOver(tr *trace.Trace, gpu int, m Method, channel string, 
 	}
 	// Its own interval but the bounds of a periodic load (locked, ripple): a bound on a
 	// lock somewhere in the span (a 100 ms square wave) would excuse any error elsewhere
-	// in it (the H200's ramp).
+	// in it (the H200's ramp). Nor the calibration's: its error over the span is the
+	// region's in proportion (the region's own calibration component), so it cannot excuse
+	// a difference 5 times the region's share (the ring's −117 J on a 3 s ramp of the H200,
+	// a fifth of a 19 s span whose calibration allowed ±115 J).
 	var ss float64
 	for _, c := range e.Uncertainty.Components {
-		if c.Known && c.Name != "locked" && c.Name != "ripple" {
+		if c.Known && c.Name != "locked" && c.Name != "ripple" && c.Name != "calibration" {
 			ss += c.HalfWidthJ * c.HalfWidthJ
 		}
 	}
@@ -603,10 +606,39 @@ func (r *regionRun) takeCalibrated() {
 	if r.o.noReference {
 		return
 	}
-	if c, ok := referenceComponent(r.ctrSeries, r.res, r.from, r.to, r.o.spanFigure(r.tr, r.gpu, CalibratedRing, ""), loadSwing(r.tr, r.gpu, r.o, r.from, r.to)); ok {
-		est.add(c)
-		est.warnOffCounter(c, r.warn)
+	ref, refOK := referenceComponent(r.ctrSeries, r.res, r.from, r.to, r.o.spanFigure(r.tr, r.gpu, CalibratedRing, ""), loadSwing(r.tr, r.gpu, r.o, r.from, r.to))
+	own := knownHalfWidth(est.Uncertainty.Components)
+	if refOK {
+		own = math.Hypot(own, ref.HalfWidthJ)
 	}
+	// The ring's figure anchored to the counter's increase around the region, where that
+	// bound is the narrower (anchor.go).
+	if an, ok := r.anchor(); ok && (an.comp.HalfWidthJ < own || an.share >= MinAnchorShare) {
+		est.EnergyJ += an.shift
+		est.CalibratedJ = est.EnergyJ
+		est.Uncertainty.Components = []Component{an.comp}
+		est.Note += fmt.Sprintf("; anchored to %s's increase around %s: %+.3g J", counterChannel, r.what, an.shift)
+		if refOK && ref.HalfWidthJ > 0 {
+			r.warn(CodeOffCounter, est.Channel, "%s disagrees with %s around %s beyond its own interval and the counter's timing (%s): a load locked to its sampling or a change its model misreads; the figure is anchored to the counter's increase there (%+.3g J), its interval (±%.3g J) bounds what the anchor cannot place",
+				est.Channel, counterChannel, r.what, ref.Note, an.shift, an.comp.HalfWidthJ)
+		}
+		return
+	}
+	if refOK {
+		est.add(ref)
+		est.warnOffCounter(ref, r.warn)
+	}
+}
+
+// knownHalfWidth is the half-width of the known components in quadrature (Finish's).
+func knownHalfWidth(cs []Component) float64 {
+	var ss float64
+	for _, c := range cs {
+		if c.Known {
+			ss += c.HalfWidthJ * c.HalfWidthJ
+		}
+	}
+	return math.Sqrt(ss)
 }
 
 // takeInversion gives the inverted channel's figure, on the counter's scale where the

@@ -50,6 +50,15 @@ var shapeRuns = []shapeRun{
 			"r1-ramp-3s-inner power.samples":       rampWhy,
 			"r1-ramp-3s-inner named:power.samples": rampWhy,
 			"r1-ramp-3s-inner default":             rampWhy,
+			"r1-ramp-3s default":                   rampWhy + "; the robust calibration leaves the ring's own interval (−0.9 % ±0.6 %), the reference over 19 s finds nothing beyond it",
+		},
+		// The counter read every ~10 s on that busy host: the ring's calibration over its 13
+		// readings (four of them on loads the ring reads 3-5 % low) came out × 1.012, and a
+		// span of readings around a 3 s window holds other loads.
+		knownOff: map[string]string{
+			"r0-ramp-3s":      rampWhy + "; the region is a fifth of its span's load, too little to anchor: the reference component bounds it (−9.2 % ±9.4 %)",
+			"r0-square-80ms":  "anchored to the counter over 9.7 s whose other half holds the 20 ms-slot ramp the ring read −117 J: the region takes half of that (+5.2 % ±8.3 %)",
+			"r0-square-100ms": "a 100 ms square wave, whose fifth harmonic lies at the ring's 50 Hz: the ring −3.4 % (±5.0 %), the counter 10 s apart around it",
 		}},
 	// The rerun on another board of the host, with the 20 ms square wave and the 13 ms-slot
 	// ramp added (results/nvidia-h200/2026-11-28-intervals-shapes-2).
@@ -66,18 +75,10 @@ var shapeRuns = []shapeRun{
 			"r1-b2b named:power.samples":               "the same on the counter's scale: -5.3 % against ±4.3 %",
 		},
 		knownOff: map[string]string{
-			"r0-square-20ms":  calWhy,
-			"r0-compute-2.5s": calWhy,
-			"r0-ramp13-3s":    calWhy,
-			"r1-compute-2.5s": calWhy,
+			"r0-square-100ms": "a 100 ms square wave, read +2.2 % by the ring; the counter's readings 11 s apart around it hold a start-up stretch the ring reads low, so the anchor leaves it at +2.1 % (±3.8 %)",
+			"r1-square-20ms":  "a square wave of the ring's own 20 ms period, read +21 % by the ring; anchored to the counter over 8 s that hold another burst, the region takes 80 % of the ring's error there: +2.3 % (±8.0 %)",
 		}},
 }
-
-// calWhy: on the rerun's board the ring's calibration to the counter over the recording came
-// out × 0.964 + 6.7 W, which puts a steady 2.5 s bf16 burst at -2.4 %; the loads the ring
-// misreads (the 20 ms square wave, which it read +18 % once) are in that fit. Its interval
-// holds the counter, but the 2 % goal is not met there (a robust calibration is not done).
-const calWhy = "the ring's calibration over the recording (× 0.964 + 6.7 W) puts steady loads 2.4 % low"
 
 type shapeWindow struct {
 	Burst   string  `json:"burst"`
@@ -120,8 +121,9 @@ func loadShapeWindows(t *testing.T, path string) []shapeWindow {
 // meets: the default, each board channel by --method inversion and by name alone. The
 // reference lies inside the interval (widened by the reference's own uncertainty: the
 // counter's edges inside a load) on every channel and window but the known misses, each
-// named with why; the default is within 2 % on every window of 2 s and more, or says, with
-// the channel_off_counter warning, that the counter found its channel off there.
+// named with why; the default is within 2 % on every window of 2 s and more but the known
+// ones (knownOff, each with why), and says, with the channel_off_counter warning, that the
+// counter found its channel off there.
 func TestH200ShapesRecorded(t *testing.T) {
 	testkit.Slow(t)
 	for _, run := range shapeRuns {
@@ -156,6 +158,7 @@ func checkShapeRun(t *testing.T, dir string, run shapeRun) {
 	cache := &energy.Cache{}
 	var misses []string
 	inside := map[string][2]int{}
+	var offCount [2]int // default windows of 2 s and more off by over 2 %, and all of them
 	for _, w := range wins {
 		from, to := time.Duration(w.FromS*1e9), time.Duration(w.ToS*1e9)
 		for _, p := range paths {
@@ -183,11 +186,25 @@ func checkShapeRun(t *testing.T, dir string, run shapeRun) {
 			} else if known {
 				t.Logf("%s holds now (%+.2f %% against ±%.2f %%): remove it from the known misses", key, 100*off/w.RefJ, 100*est.HalfWidthJ()/w.RefJ)
 			}
-			if why, known := run.knownOff[w.Burst]; p.name == "default" && w.ToS-w.FromS >= 2 && math.Abs(off) > 0.02*w.RefJ && known {
-				t.Logf("known: %s default %+.2f %%: %s", w.Burst, 100*off/w.RefJ, why)
-			} else if p.name == "default" && w.ToS-w.FromS >= 2 && math.Abs(off) > 0.02*w.RefJ && !warned(est, energy.CodeOffCounter) && !warned(est, energy.CodeLocked) {
-				t.Errorf("%s default: %+.2f %% on a window of %.1f s, and no %s or %s warning", w.Burst, 100*off/w.RefJ, w.ToS-w.FromS, energy.CodeOffCounter, energy.CodeLocked)
+			if p.name != "default" || w.ToS-w.FromS < 2 {
+				continue
 			}
+			why, known := run.knownOff[w.Burst]
+			far := math.Abs(off) > 0.02*w.RefJ
+			switch {
+			case far && !known:
+				t.Errorf("%s default: %+.2f %% on a window of %.1f s (want within 2 %%)", w.Burst, 100*off/w.RefJ, w.ToS-w.FromS)
+			case far && !warned(est, energy.CodeOffCounter) && !warned(est, energy.CodeLocked):
+				t.Errorf("%s default: %+.2f %% on a window of %.1f s, and no %s or %s warning", w.Burst, 100*off/w.RefJ, w.ToS-w.FromS, energy.CodeOffCounter, energy.CodeLocked)
+			case far:
+				t.Logf("known: %s default %+.2f %%: %s", w.Burst, 100*off/w.RefJ, why)
+			case known:
+				t.Logf("%s default within 2 %% now (%+.2f %%): remove it from the known ones", w.Burst, 100*off/w.RefJ)
+			}
+			if far {
+				offCount[0]++
+			}
+			offCount[1]++
 		}
 	}
 	names := make([]string, 0, len(inside))
@@ -200,6 +217,7 @@ func checkShapeRun(t *testing.T, dir string, run shapeRun) {
 		sum = append(sum, fmt.Sprintf("%s %d/%d", k, inside[k][0], inside[k][1]))
 	}
 	t.Logf("reference inside: %s", strings.Join(sum, ", "))
+	t.Logf("default within 2 %% on %d/%d windows of 2 s and more", offCount[1]-offCount[0], offCount[1])
 }
 
 func warned(est energy.Estimate, code status.Code) bool {

@@ -1,0 +1,177 @@
+package energy
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
+)
+
+// A region the counter does not resolve (too few readings inside) still lies inside a span
+// of the counter's readings, over which the counter's increase is known to its timing. The
+// calibrated ring's figure can be anchored to it: the ring's error over the span, diff =
+// ring − counter, is the sum of its errors inside the region and outside it, and the
+// region takes a share s of it. Where the load the ring misreads is in the region (a load
+// locked to its 20 ms sampling: the H200's ring read a 20 ms square wave +21 %, a ramp in
+// 20 ms slots +4 %, a 100 ms square wave −5 %, results/nvidia-h200/2026-11-28-intervals-
+// shapes-2) and the rest of the span is idle, the anchored figure is the counter's.
+//
+// With A = ring_in − s × diff and the truth ring_in − e_in, diff = e_in + e_out − τ (τ the
+// counter's timing error over the span):
+//
+//	A − truth = (1 − s) × diff + τ − e_out
+//
+// whatever the ring misread inside the region: the anchored figure's error is the share of
+// the discrepancy it did not take, the counter's timing and the ring's error outside the
+// region, which is bounded by what the power did there (the range of the ring's and the
+// instant field's readings there × its length: a channel reads a load's mean no further
+// off than its swing; a 20 ms square wave locked to the ring shows in the instant field)
+// and by the calibration over it. The share s is the region's part of the span's energy
+// above the span's lowest power (a misreading needs a load). anchor gives A and that bound;
+// takeCalibrated keeps the ring's own figure where its own interval is narrower.
+
+// anchored is the ring's figure anchored to the counter's increase over a span.
+type anchored struct {
+	shift float64 // J added to the ring's figure (−s × diff)
+	share float64 // s
+	comp  Component
+}
+
+// MinAnchorShare is the share of a span's load above which a region takes the anchored
+// figure whatever the ring's own interval says: the counter's increase is then nearly all
+// the region's, and the ring's own interval does not see a load locked to its own 20 ms
+// period (the H200's ring read a 20 ms square wave −1.2 % against ±0.65 %, its share 100 %).
+// At half, a region took half of a ramp's misreading beside it (+5.2 %, on a span of 10 s).
+const MinAnchorShare = 0.9
+
+// anchor anchors the calibrated ring's figure over the region (r.est.EnergyJ) to the
+// counter's increase over the readings that bracket it. ok is false where the counter does
+// not bracket the region (or resets inside the span) or the ring has no figure over it.
+func (r *regionRun) anchor() (anchored, bool) {
+	T, V := r.ctrSeries.T, r.ctrSeries.V
+	n := len(T)
+	if n < 2 || r.cal == nil {
+		return anchored{}, false
+	}
+	// The counter's readings are late by up to res, uniformly: its increase between two of
+	// them is the energy between them moved back by res/2 (± the timing, tol below).
+	half := r.res / 2
+	i := r.ctrSeries.Search(r.from + half) // first reading at or after from + res/2
+	if i < n && T[i] > r.from+half {
+		i--
+	}
+	j := r.ctrSeries.Search(r.to + half)
+	if i < 0 || j >= n || i >= j {
+		return anchored{}, false
+	}
+	for T[j]-T[i] < MinReferenceSpan && (i > 0 || j < n-1) {
+		if i > 0 {
+			i--
+		}
+		if T[j]-T[i] < MinReferenceSpan && j < n-1 {
+			j++
+		}
+	}
+	for k := i + 1; k <= j; k++ {
+		if V[k] < V[k-1] {
+			return anchored{}, false
+		}
+	}
+	a, b := T[i]-half, T[j]-half
+	eSpan, _, ok := r.o.spanFigure(r.tr, r.gpu, CalibratedRing, "")(a, b)
+	if !ok {
+		return anchored{}, false
+	}
+	eCtr := V[j] - V[i]
+	diff := eSpan - eCtr
+	ring := r.o.Cache.series(r.tr, r.gpu, r.cal.Channel)
+	// The counter's timing: each end up to res late, uniformly and independently, at the
+	// power drawn meanwhile (the ring's highest reading there, on the counter's scale).
+	pa, pb := r.cal.Power(highest(ring, T[i]-r.res, T[i])), r.cal.Power(highest(ring, T[j]-r.res, T[j]))
+	tol := 1.96*r.res.Seconds()*math.Sqrt((pa*pa+pb*pb)/12) + 2*CounterQuantumJ
+	s := activeShare(ring, r.cal, r.est.EnergyJ, eSpan, a, b, r.from, r.to)
+	// The ring's error outside the region: its own interval there (calibration included).
+	var out float64
+	var outNotes []string
+	for _, p := range [][2]time.Duration{{a, r.from}, {r.to, b}} {
+		if p[1] <= p[0] {
+			continue
+		}
+		hw, ok := r.ownOver(p[0], p[1])
+		if !ok {
+			return anchored{}, false
+		}
+		out += hw
+		outNotes = append(outNotes, fmt.Sprintf("±%.3g J over %s", hw, fmtDur(p[1]-p[0])))
+	}
+	hw := (1-s)*math.Abs(diff) + tol + out
+	c := Component{Name: "anchor", HalfWidthJ: hw, Known: true,
+		Note: fmt.Sprintf("anchored to %s over %s (%s to %s): %s read %+.3g J (%+.2f %%) against it; the region took %.0f %% of that (its share of the span's energy above the span's lowest power); bound: the %.3g J it did not take, the counter's timing (±%.3g J) and %s's own interval outside the region (%s), added",
+			counterChannel, fmtDur(b-a), correct.FmtS(a.Seconds()), correct.FmtS(b.Seconds()), r.cal.Channel, diff, 100*diff/math.Max(math.Abs(eCtr), 1e-9),
+			100*s, (1-s)*math.Abs(diff), tol, r.cal.Channel, joinNotes(outNotes))}
+	return anchored{shift: -s * diff, share: s, comp: c}, true
+}
+
+// highest is the highest of s's readings in [from, to] and the one before it (the power
+// held there), 0 where there is none.
+func highest(s trace.Readings, from, to time.Duration) float64 {
+	i, j := s.Search(from), s.Search(to)
+	if i > 0 {
+		i--
+	}
+	if j < s.Len() {
+		j++
+	}
+	hi := 0.0
+	for _, v := range s.V[i:j] {
+		hi = max(hi, v)
+	}
+	return hi
+}
+
+// activeShare is the region's share of the span's energy above the span's lowest power
+// (the ring's lowest reading there, on the counter's scale): where a channel misreads, a
+// load is. Where the span hardly rises above its lowest power (under 5 % of its energy),
+// the region's share of its time.
+func activeShare(ring trace.Readings, cal *Calibration, eIn, eSpan float64, a, b, from, to time.Duration) float64 {
+	tIn, tSpan := (to - from).Seconds(), (b - a).Seconds()
+	lo := math.Inf(1)
+	for _, v := range ring.Slice(ring.Search(a), ring.Search(b)).V {
+		lo = min(lo, cal.Power(v))
+	}
+	if math.IsInf(lo, 1) {
+		return tIn / tSpan
+	}
+	actSpan, actIn := eSpan-lo*tSpan, eIn-lo*tIn
+	if actSpan <= 0.05*math.Abs(eSpan) {
+		return tIn / tSpan
+	}
+	return math.Min(math.Max(actIn/actSpan, 0), 1)
+}
+
+// ownOver is the calibrated ring's own half-width over [from, to] (every known component,
+// a periodic load's bound included; no reference or anchor of its own): ok false where it
+// has no figure there.
+func (r *regionRun) ownOver(from, to time.Duration) (float64, bool) {
+	so := r.o
+	so.noReference, so.What, so.Invert, so.Method = true, "the span", false, CalibratedRing
+	so.Late, so.LateNote, so.CounterEdges = 0, "", nil
+	e := Region(r.tr, r.gpu, from, to, so)
+	if e.Method != CalibratedRing {
+		return 0, false
+	}
+	return knownHalfWidth(e.Uncertainty.Components), true
+}
+
+func joinNotes(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}
