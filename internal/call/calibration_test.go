@@ -17,6 +17,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/sensorchar"
 	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/trace"
 	"github.com/gpuwatt/gpuwatt/internal/units"
 )
 
@@ -231,4 +232,92 @@ func calibRun(t *testing.T, k int, f calibFamily, preset string, specs map[strin
 		t.Logf("case %d (%s): %s inside %v/%v", k, f.name, cc.desc, cc.inside, cc.insideTotal)
 	}
 	return cc
+}
+
+// TestCallDipAndScale: on an h200 twin whose board dips 5 W below active idle for 160 ms
+// after each load (as an H200 does after a bf16 GEMM) and whose ring reads 2 % above its
+// energy counter (an H200's read the calls 0.9-2.4 % above: 2026-11-28-call-2), calls of
+// 10-60 ms one at a time and of 0.2-5 ms in repetitions of ~45 ms, 100 repetitions each,
+// measured as a user would: the truth (above the twin's active idle, the dip counted as the
+// call's, on the figure's scale: the counter's where it resolves the run to ±2 %, else the
+// ring's) lies inside the 95 % interval in at least 93 % of 24 cases. The same recordings analysed the
+// old way (the idle from the gaps between the calls, no scale) read high: the gaps lie in
+// the dip, and the ring's gain is on top.
+func TestCallDipAndScale(t *testing.T) {
+	testkit.Slow(t)
+	sp := fitted(t, "h200")
+	in, scaled, scaledIn, n := 0, 0, 0, 0
+	var oldErr, newErr []float64
+	for k := range 24 {
+		rng := rand.New(rand.NewPCG(uint64(k), 3434))
+		lo, hi, rep := 10*time.Millisecond, 60*time.Millisecond, time.Duration(0)
+		if k%2 == 1 {
+			lo, hi, rep = 200*time.Microsecond, 5*time.Millisecond, 45*time.Millisecond
+		}
+		d := time.Duration(math.Exp(math.Log(lo.Seconds())+rng.Float64()*math.Log(float64(hi)/float64(lo))) * float64(time.Second)).Round(time.Microsecond)
+		c := twinCall{d: d, watts: 300 + 400*rng.Float64()}
+		c.watts2 = c.watts
+		batch := 1
+		if rep > 0 {
+			batch = max(1, int(math.Round(float64(rep)/float64(d))))
+		}
+		cfg := simtest.Preset(t, "h200")
+		cfg.Seed += uint64(500 + k)
+		cfg.PostLoadDip, cfg.PostLoadDipLength = 5, 160*time.Millisecond
+		ring := cfg.Sensors[trace.ChPowerSamples]
+		ring.Model.Gain = ring.Model.GainOrOne() * 1.02
+		cfg.Sensors[trace.ChPowerSamples] = ring
+		sm := simtest.OpenConfig(t, cfg)
+		sm.Dev.OpenContext(0)
+		res, err := Run(context.Background(), Env{Clock: sm.Clock, System: sm.Sys}, c.fn(sm), Options{Calls: 100, Batch: batch, Sensor: &sp, Seed: uint64(k) + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		active, _ := truthOf(t, sm, res)
+		n++
+		if res.CounterScale != nil {
+			scaled++
+		}
+		ok := res.ActiveJ.Low <= active && active <= res.ActiveJ.High
+		if ok {
+			in++
+			if res.CounterScale != nil {
+				scaledIn++
+			}
+		}
+		newErr = append(newErr, 100*(res.ActiveJ.Value/active-1))
+		// the old way: the gaps' power as the idle, on the ring's own scale, against the
+		// truth on the ring's scale
+		var spans []Span
+		for _, pc := range res.PerCall {
+			spans = append(spans, Span{Start: time.Duration(pc.StartS * 1e9), End: time.Duration(pc.EndS * 1e9)})
+		}
+		old := Analyse(res.Trace, spans, AnalyseOptions{Batch: batch, Channel: res.Channel, Sensor: &sp, Settle: res.WindowPost(), Pre: res.WindowPre(), Tail: res.WindowPost() + 20*time.Millisecond})
+		ringTruth := active
+		if res.CounterScale != nil {
+			m, _ := sm.Dev.Model(trace.ChPowerSamples)
+			mc, _ := sm.Dev.Model(energy.CounterChannel)
+			ringTruth = active * m.GainOrOne() / mc.GainOrOne()
+		}
+		oldErr = append(oldErr, 100*(old.ActiveJ.Value/ringTruth-1))
+		t.Logf("case %d: %v × %d at %.0f W: %.5g J ±%.2f %% against %.5g J (%+.2f %%) inside %v; %s; the old way %+.2f %% on the ring's scale",
+			k, d, batch, c.watts, res.ActiveJ.Value, 100*res.RelHalfWidth, active, newErr[len(newErr)-1], ok, res.Scale, oldErr[len(oldErr)-1])
+		if !ok {
+			t.Logf("  parts %v; %v; idle %s", res.ActiveParts, res.CounterScale, res.Idle)
+		}
+	}
+	slices.Sort(oldErr)
+	slices.Sort(newErr)
+	t.Logf("truth inside %d of %d, %d on the counter's scale (%d of them inside); median error %+.2f %% (the old way %+.2f %%)", in, n, scaled, scaledIn, newErr[n/2], oldErr[n/2])
+	if float64(in) < 0.93*float64(n) {
+		t.Errorf("the truth inside the 95 %% interval in %d of %d cases, want at least 93 %%", in, n)
+	}
+	// the counter resolves the longer runs' calls to ±2 % (10 of 24 here): those must hold
+	// the truth on its scale as well
+	if scaled < 8 || float64(scaledIn) < 0.9*float64(scaled) {
+		t.Errorf("%d of %d cases on the counter's scale, %d of them inside: want at least 8, 90 %% inside", scaled, n, scaledIn)
+	}
+	if oldErr[n/2] < 0.3 {
+		t.Errorf("the old way's median error %+.2f %%: the dip should have put it high", oldErr[n/2])
+	}
 }

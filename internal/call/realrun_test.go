@@ -59,8 +59,11 @@ func (rc recordedCall) again(t *testing.T) *Result {
 	}
 	post := rc.res.WindowPost()
 	period := time.Duration(math.Round((rc.res.WaitS[1] - rc.res.WaitS[0]) * 1e9)) // the plan's waits: gap to gap + period
+	sec := func(x float64) time.Duration { return time.Duration(math.Round(x * 1e9)) }
 	return Analyse(rc.tr, spans, AnalyseOptions{Batch: rc.res.Batch, Channel: rc.res.Channel, Sensor: &sp, Target: rc.res.Target,
-		Settle: post, Pre: rc.res.WindowPre(), Tail: post + period})
+		Settle: post, Pre: rc.res.WindowPre(), Tail: post + period,
+		IdleBefore: [2]time.Duration{sec(rc.res.IdleBeforeS[0]), sec(rc.res.IdleBeforeS[1])},
+		IdleAfter:  [2]time.Duration{sec(rc.res.IdleAfterS[0]), sec(rc.res.IdleAfterS[1])}})
 }
 
 // TestH200CallRun2: bench/gpu/call_gemm.sh on an H200 (results/nvidia-h200/2026-11-28-call-2,
