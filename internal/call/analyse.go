@@ -42,6 +42,10 @@ type AnalyseOptions struct {
 	// after a call (an H200's: 3-6 W for ~150 ms) is the call's; else the gaps between the
 	// windows, as in a recording without them.
 	IdleBefore, IdleAfter [2]time.Duration
+	// IdleStale is how late a counter reading in those stretches may be against the update
+	// it shows (0: staleBound, as Run reads every channel every idlePoke there; a
+	// recording without those reads: the counter's resolution).
+	IdleStale time.Duration
 	// OwnScale keeps the figures on the channel's own scale (no calibration to the
 	// energy counter).
 	OwnScale bool
@@ -132,12 +136,17 @@ type Result struct {
 	// (Scale says which; nil: on the channel's own). Idle says where the active idle was
 	// taken from.
 	CounterScale *CounterScale `json:"counter_scale,omitempty"`
-	Idle         string        `json:"idle"`
+	// CounterDeclined is the counter's figure where it was computed but not taken (wider
+	// than ±2 %, or too far from the channel's): for the record.
+	CounterDeclined *CounterScale `json:"counter_scale_declined,omitempty"`
+	Idle            string        `json:"idle"`
 	// IdleBeforeS and IdleAfterS are the stretches of active idle recorded before and after
 	// the calls (s since the recording's origin; [0, 0]: none), so that the result can be
 	// computed again from the trace (AnalyseOptions.IdleBefore, IdleAfter).
 	IdleBeforeS [2]float64 `json:"idle_before_s"`
 	IdleAfterS  [2]float64 `json:"idle_after_s"`
+	// IdleStaleS is AnalyseOptions.IdleStale (0: Run's).
+	IdleStaleS float64 `json:"idle_stale_s,omitempty"`
 	// Target is the relative half-width asked for; RelHalfWidth the one reached (of
 	// ActiveJ); Reached says whether it is within the target; CallsNeeded is how many
 	// calls the spread says the target needs (0: it cannot be reached by more calls,
@@ -235,6 +244,7 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 	n := len(spans)
 	res.IdleBeforeS = [2]float64{o.IdleBefore[0].Seconds(), o.IdleBefore[1].Seconds()}
 	res.IdleAfterS = [2]float64{o.IdleAfter[0].Seconds(), o.IdleAfter[1].Seconds()}
+	res.IdleStaleS = o.IdleStale.Seconds()
 	idle := idleLine(tr, o, region)
 	windows := windowsOf(spans, o, pre, post, idle.ok)
 	var gapP, gapL []float64
@@ -362,6 +372,9 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 			c.ChannelActiveJ = res.ActiveJ
 		}
 		rel := c.HalfWidthJ / math.Abs(c.CounterJ)
+		if err == nil {
+			res.CounterDeclined = &c // until taken below
+		}
 		switch {
 		case err != nil:
 			if _, has := tr.Channel(o.GPU, energy.CounterChannel); has {
@@ -372,7 +385,7 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 		case math.Abs(c.Gain-1) > maxScaleGain:
 			warn(CodeScale, "the figures are on %s's own scale: the counter's figure (%s) lies more than %.0f %% from the channel's, more than one board's sensors differ", o.Channel, c.String(), 100*maxScaleGain)
 		default:
-			res.CounterScale = &c
+			res.CounterScale, res.CounterDeclined = &c, nil
 			res.Scale = energy.CounterChannel + " (over the run; " + o.Channel + " for the idle and the calls' timing)"
 			hw := c.HalfWidthJ / float64(c.Calls)
 			cnote := "the counter over the run: " + c.String()

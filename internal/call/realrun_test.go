@@ -59,11 +59,10 @@ func (rc recordedCall) again(t *testing.T) *Result {
 	}
 	post := rc.res.WindowPost()
 	period := time.Duration(math.Round((rc.res.WaitS[1] - rc.res.WaitS[0]) * 1e9)) // the plan's waits: gap to gap + period
-	sec := func(x float64) time.Duration { return time.Duration(math.Round(x * 1e9)) }
 	return Analyse(rc.tr, spans, AnalyseOptions{Batch: rc.res.Batch, Channel: rc.res.Channel, Sensor: &sp, Target: rc.res.Target,
 		Settle: post, Pre: rc.res.WindowPre(), Tail: post + period,
 		IdleBefore: [2]time.Duration{sec(rc.res.IdleBeforeS[0]), sec(rc.res.IdleBeforeS[1])},
-		IdleAfter:  [2]time.Duration{sec(rc.res.IdleAfterS[0]), sec(rc.res.IdleAfterS[1])}})
+		IdleAfter:  [2]time.Duration{sec(rc.res.IdleAfterS[0]), sec(rc.res.IdleAfterS[1])}, IdleStale: sec(rc.res.IdleStaleS)})
 }
 
 // TestH200CallRun2: bench/gpu/call_gemm.sh on an H200 (results/nvidia-h200/2026-11-28-call-2,
@@ -89,3 +88,77 @@ func TestH200CallRun2(t *testing.T) {
 		t.Logf("%s: %.5g J ±%.2f %% per call above active idle, %d repetitions of %d, %d left out", rc.name, a.ActiveJ.Value, 100*a.ActiveJ.Rel(), a.Calls, a.Batch, a.LeftOut)
 	}
 }
+
+// replayReference is the reference of a recorded item (bench/gpu/call_reference.py's
+// replay_reference in reference.json: the calls again with gpuwatt's waits, the counter
+// alone, E/N over >= 10 s above the idle before and after): per call above active idle,
+// its 95 % half-width.
+func replayReference(t *testing.T, dir string) (float64, float64) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Replay struct {
+			Active float64 `json:"active_per_call_j"`
+			HW     float64 `json:"active_half_width_j"`
+		} `json:"replay_reference"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Replay.Active <= 0 {
+		t.Fatalf("%s: no replay reference", dir)
+	}
+	return r.Replay.Active, r.Replay.HW
+}
+
+// TestH200CallRun3: bench/gpu/call_gemm.sh on an H200 at 11:41 (results/nvidia-h200/
+// 2026-11-28-call-3, GPU-fb7e762d, five bf16 GEMMs of 0.17-49 ms per call and one attention
+// op, 75-131 repetitions of ~45 ms in 18-30 s, binary 77380c6: the gaps between the calls as
+// the idle, the ring's own scale). Analysed again as gpuwatt now does: the idle from the 2 s
+// before the calls and the 1.6 s after them (0.4 s after the last: past the dip), each
+// call's window running to the next's; that binary read the counter every ~0.27 s there
+// (not every 20 ms), so each reading there may be a whole 100 ms update late, which leaves
+// the counter's figure over the run at ±2.2-3.1 %, wider than the ±2 % taken: the figures
+// stay on the ring's scale. Against the replay reference (the counter alone, the same calls
+// with the same waits): the new idle takes 0.5-3.4 points off the old figures'
+// +0.3..+6.7 %; what is left (+0.6..+3.6 %) is the ring reading the calls above the counter.
+func TestH200CallRun3(t *testing.T) {
+	dir := filepath.Join("..", "..", "results", "nvidia-h200", "2026-11-28-call-3")
+	runs := loadRecordedCalls(t, dir)
+	if len(runs) != 6 {
+		t.Fatalf("%d items, want 6", len(runs))
+	}
+	for _, rc := range runs {
+		// as run: call.json again from the trace (the gaps' idle: no stretches recorded)
+		a := rc.again(t)
+		if math.Abs(a.ActiveJ.Value/rc.res.ActiveJ.Value-1) > 1e-9 || a.LeftOut != rc.res.LeftOut {
+			t.Errorf("%s: again %.6g J (left out %d), call.json %.6g J (left out %d)", rc.name, a.ActiveJ.Value, a.LeftOut, rc.res.ActiveJ.Value, rc.res.LeftOut)
+		}
+		// now: the idle stretches of that run (the 2 s lead, the tail 0.4 s on)
+		pc := rc.res.PerCall
+		ctr := rc.tr.Readings(0, trace.ChEnergyTotal)
+		first, last := sec(pc[0].StartS), sec(pc[len(pc)-1].EndS)
+		rc.res.IdleBeforeS = [2]float64{ctr.T[0].Seconds() + 0.2, (first - 250*time.Millisecond).Seconds()}
+		rc.res.IdleAfterS = [2]float64{(last + IdleAfterCall).Seconds(), rc.tr.Meta.Duration - 0.02}
+		rc.res.IdleStaleS = 0.1
+		n := rc.again(t)
+		ref, refHW := replayReference(t, filepath.Join(dir, rc.name))
+		// what docs/call.md says of this run
+		if d := n.ActiveJ.Value/ref - 1; d < 0.005 || d > 0.075 || n.CounterScale != nil {
+			t.Errorf("%s: now %+.2f %% from the replay on %s: docs/call.md says +0.7..+6.9 %% on the ring's scale", rc.name, 100*d, n.Scale)
+		}
+		if c := n.CounterDeclined; c == nil || c.HalfWidthJ/c.CounterJ < 0.02 || c.HalfWidthJ/c.CounterJ > 0.06 || math.Abs(c.ActiveJ/ref-1) > 0.025 {
+			t.Errorf("%s: the counter's figure %v: docs/call.md says ±2.1-5.9 %%, within 2.1 %% of the replay", rc.name, c)
+		} else {
+			t.Logf("%s: the counter over the run %.5g J ±%.2f %% (%+.2f %% from the replay), declined", rc.name, c.ActiveJ, 100*c.HalfWidthJ/c.CounterJ, 100*(c.ActiveJ/ref-1))
+		}
+		t.Logf("%s: as run %.5g J ±%.2f %% (%+.2f %% from the replay reference %.5g J ±%.2f %%); now %.5g J ±%.2f %% (%+.2f %%) on %s, idle %.2f W (as run %.2f W); %d left out; %s",
+			rc.name, rc.res.ActiveJ.Value, 100*rc.res.RelHalfWidth, 100*(rc.res.ActiveJ.Value/ref-1), ref, 100*refHW/ref,
+			n.ActiveJ.Value, 100*n.RelHalfWidth, 100*(n.ActiveJ.Value/ref-1), n.Scale, n.ActiveIdleW.Value, rc.res.ActiveIdleW.Value, n.LeftOut, n.Warnings)
+	}
+}
+
+func sec(x float64) time.Duration { return time.Duration(math.Round(x * 1e9)) }

@@ -93,6 +93,10 @@ func fitCounterScale(tr *trace.Trace, o AnalyseOptions, idle idleLevel, from, to
 	// The channel's idle line integrated over [A, B] (a line: its value at the middle).
 	span := (b - a).Seconds()
 	idleJ := idle.at((a+b)/2) * span
+	stale := staleBound
+	if o.IdleStale > 0 {
+		stale = o.IdleStale
+	}
 	// d: the counter's rate less the channel's mean over each idle stretch.
 	var ds, ses []float64
 	for _, w := range [][2]time.Duration{o.IdleBefore, o.IdleAfter} {
@@ -121,7 +125,7 @@ func fitCounterScale(tr *trace.Trace, o AnalyseOptions, idle idleLevel, from, to
 			stt += (ctr.T[k].Seconds() - tm) * (ctr.T[k].Seconds() - tm)
 		}
 		if stt > 0 {
-			sigma := rate * staleBound.Seconds() / math.Sqrt(12)
+			sigma := rate * min(energy.CounterResolution(tr, o.GPU), stale).Seconds() / math.Sqrt(12)
 			se = max(se, sigma/math.Sqrt(stt))
 		}
 		ds = append(ds, rate-x/(w[1]-w[0]).Seconds())
@@ -145,7 +149,7 @@ func fitCounterScale(tr *trace.Trace, o AnalyseOptions, idle idleLevel, from, to
 	}
 	// Each end reading late by up to staleBound, at most the counter's resolution,
 	// uniformly, at the idle power.
-	res := min(energy.CounterResolution(tr, o.GPU), staleBound).Seconds()
+	res := min(energy.CounterResolution(tr, o.GPU), stale).Seconds()
 	p := idle.at((a + b) / 2)
 	c.EndsHalfWidthJ = 1.96 * math.Sqrt(2) * p * res / math.Sqrt(12)
 	c.IdleHalfWidthJ = rss(1.96*span*c.IdleDiffSEW, idle.halfWidth*span)
