@@ -107,9 +107,16 @@ class MonitorTest(unittest.TestCase):
             self.assertTrue(m.final and m.simulated)
             lv = live[(m.name, m.instance)].gpus[0]
             # The live figure and the final one: the same estimator over the recording up to
-            # the end and over all of it; each within the other's interval.
-            self.assertTrue(lv.low_j <= m.gpus[0].energy_j <= lv.high_j or m.gpus[0].low_j <= lv.energy_j <= m.gpus[0].high_j,
-                            (m.name, m.instance, lv, m.gpus[0]))
+            # the end and over all of it (its ring calibrated to the counter on fewer
+            # readings). Each 95 % interval holds the twin's truth (internal/record
+            # TestLiveFiguresHoldTruth: live 96.8 %, final 100 % of 600 such windows), so
+            # they need not hold each other's figure (step #2 once: 169.869 [169.277,
+            # 170.461] J live, 168.921 [168.694, 169.149] J final); their difference stays
+            # within twice the sum of their half-widths (over 4 sigma of it; at most 1.08
+            # times the sum on the twin), as another span's figure (train's, infer's) would not.
+            fn = m.gpus[0]
+            self.assertLessEqual(abs(lv.energy_j - fn.energy_j), 2 * ((lv.high_j - lv.energy_j) + (fn.high_j - fn.energy_j)),
+                                 (m.name, m.instance, lv, fn))
             # `gpuwatt energy --region` on the saved recording: close()'s figure again.
             r = subprocess.run([BIN, "energy", "--trace", out, "--region", "%s#%d" % (m.name, m.instance), "--json"],
                                capture_output=True, text=True, timeout=60)
