@@ -17,7 +17,9 @@ medians to --out:
   clock.sm          nvmlDeviceGetClockInfo(SM)
   temp.gpu          nvmlDeviceGetTemperature(GPU)
 
-Needs pynvml. Reads only.
+A raw call's return codes are counted (return_codes; 2026-11-28-lean-3 did not record them,
+and its 0.04 ms process-utilisation calls against ~2-4 ms a read in serve's profile are not
+explained). Needs pynvml. Reads only.
 """
 import argparse
 import ctypes
@@ -30,19 +32,25 @@ import pynvml as N
 
 
 def timed(fn, n, gap):
-    cpu, wall, errs = [], [], 0
+    """Each call's CPU and wall time; a raw call (returning its nvmlReturn_t) has its codes
+    counted: a call answered early with an error is cheap, and says nothing of the work."""
+    cpu, wall, errs, codes = [], [], 0, {}
     for _ in range(n):
         c0, w0 = time.thread_time(), time.perf_counter()
         try:
-            fn()
+            r = fn()
         except N.NVMLError:
             errs += 1
+            r = None
         c1, w1 = time.thread_time(), time.perf_counter()
+        if isinstance(r, int):
+            codes[str(r)] = codes.get(str(r), 0) + 1
+            errs += r not in (0, 7)  # NVML_SUCCESS; INSUFFICIENT_SIZE is the size query's answer
         cpu.append(c1 - c0)
         wall.append(w1 - w0)
         time.sleep(gap)
-    return {"calls": n, "errors": errs, "cpu_ms_median": 1e3 * statistics.median(cpu), "cpu_ms_max": 1e3 * max(cpu),
-            "wall_ms_median": 1e3 * statistics.median(wall), "wall_ms_max": 1e3 * max(wall)}
+    return {"calls": n, "errors": errs, "return_codes": codes, "cpu_ms_median": 1e3 * statistics.median(cpu),
+            "cpu_ms_max": 1e3 * max(cpu), "wall_ms_median": 1e3 * statistics.median(wall), "wall_ms_max": 1e3 * max(wall)}
 
 
 def main(argv):
@@ -72,10 +80,11 @@ def main(argv):
         r = get(h, buf, ctypes.byref(n), ctypes.c_ulonglong(last["proc"]))
         if r == 0 and n.value:
             last["proc"] = max(buf[i].timeStamp for i in range(n.value))
+        return int(r)
 
     def proc_size():
         n = ctypes.c_uint(0)
-        get(h, None, ctypes.byref(n), ctypes.c_ulonglong(last["proc"]))
+        return int(get(h, None, ctypes.byref(n), ctypes.c_ulonglong(last["proc"])))
 
     res = {"gpu": a.gpu, "name": N.nvmlDeviceGetName(h), "uuid": N.nvmlDeviceGetUUID(h), "calls": {}}
     plan = [
@@ -90,7 +99,8 @@ def main(argv):
     for name, fn, n, gap in plan:
         r = timed(fn, n, gap)
         res["calls"][name] = r
-        print(f"{name}: cpu {r['cpu_ms_median']:.3f} ms (max {r['cpu_ms_max']:.3f}), wall {r['wall_ms_median']:.3f} ms, {r['errors']} errors of {n}")
+        print(f"{name}: cpu {r['cpu_ms_median']:.3f} ms (max {r['cpu_ms_max']:.3f}), wall {r['wall_ms_median']:.3f} ms, "
+              f"{r['errors']} errors of {n}{', return codes ' + str(r['return_codes']) if r['return_codes'] else ''}")
     N.nvmlShutdown()
     with open(a.out, "w") as f:
         json.dump(res, f, indent=1)
