@@ -112,7 +112,8 @@ def row(name, call, ref, d=None):
          "target": call.get("target"), "reached": call.get("reached"),
          "seconds": call["time_s"]["value"], "ref_seconds": ref.get("seconds_per_call"),
          "idle_w": (call.get("active_idle_w") or {}).get("value"),
-         "channel": call.get("channel"), "warnings": [w.get("message", "") for w in call.get("warnings") or []]}
+         "channel": call.get("channel"), "warnings": [w.get("message", "") for w in call.get("warnings") or []],
+         "scale": "counter" if call.get("counter_scale") else call.get("channel") or "–"}
     for key, rkey in (("active_j", "active_per_call_j"), ("energy_j", "energy_per_call_j")):
         f, x = call[key], ref.get(rkey)
         r[key], r[key + "_low"], r[key + "_high"] = f["value"], f["low"], f["high"]
@@ -166,13 +167,18 @@ def pct(x):
 
 
 def markdown(rows):
-    out = ["| op | repetitions × calls | ±1 % reached | repetitions ±1 % needs | time per call: gpuwatt / reference | above active idle: gpuwatt ± 95 % | reference ± 95 % | diff | inside | idle: reference's / gpuwatt's | in all: gpuwatt ± 95 % | reference | diff | inside |",
-           "|---|---|---|---:|---|---|---|---:|---|---|---|---:|---:|---|"]
+    out = ["| op | repetitions × calls | ±1 % reached | repetitions ±1 % needs | time per call: gpuwatt / reference | above active idle: gpuwatt ± 95 % | scale | reference ± 95 % | diff | inside | idle: reference's / gpuwatt's | in all: gpuwatt ± 95 % | reference | diff | inside |",
+           "|---|---|---|---:|---|---|---|---|---:|---|---|---|---:|---:|---|"]
     yes = lambda x: {True: "yes", False: "**no**"}.get(x, "–")
     for r in rows:
         hw = lambda k: (r[k + "_high"] - r[k + "_low"]) / 2
         rel = lambda k: 100 * hw(k) / abs(r[k]) if r[k] else float("inf")
-        need = r["calls"] * (r["rel_half_width"] / 0.01) ** 2  # the interval shrinks as 1/√n
+        # gpuwatt's own count where it gave one (on the counter's scale the readings' part
+        # shrinks as 1/n and the idle's stays: 0 there says ±1 % cannot be had), else the
+        # spread's 1/√n
+        need = r.get("calls_needed") or 0
+        if not need and r.get("scale") != "counter":
+            need = r["calls"] * (r["rel_half_width"] / 0.01) ** 2
         ref = "–"
         if r.get("active_j_ref"):
             ref = "%.5g J" % r["active_j_ref"]
@@ -180,9 +186,9 @@ def markdown(rows):
                 ref += " ± %.2f %%" % (100 * r["ref_rel_half_width"])
         idle = "%s / %s" % ("%.2f W (%s)" % (r["ref_idle_w"], r.get("ref_idle_used", "steady run's")) if r.get("ref_idle_w") else "–",
                             "%.2f W" % r["idle_w"] if r.get("idle_w") else "–")
-        out.append("| %s | %d × %d | %s | %d | %.4g / %.4g ms | %.5g J ± %.2f %% | %s | %s | %s | %s | %.5g J ± %.2f %% | %s | %s | %s |" % (
-            r["op"], r["calls"], r["batch"], yes(r.get("reached")), round(need), 1e3 * r["seconds"], 1e3 * (r["ref_seconds"] or 0),
-            r["active_j"], rel("active_j"), ref, pct(r.get("active_j_diff")), yes(r.get("active_j_inside")), idle,
+        out.append("| %s | %d × %d | %s | %s | %.4g / %.4g ms | %.5g J ± %.2f %% | %s | %s | %s | %s | %s | %.5g J ± %.2f %% | %s | %s | %s |" % (
+            r["op"], r["calls"], r["batch"], yes(r.get("reached")), round(need) if need else "– (cannot)", 1e3 * r["seconds"], 1e3 * (r["ref_seconds"] or 0),
+            r["active_j"], rel("active_j"), r.get("scale", "–"), ref, pct(r.get("active_j_diff")), yes(r.get("active_j_inside")), idle,
             r["energy_j"], rel("energy_j"), "%.5g J" % r["energy_j_ref"] if r.get("energy_j_ref") else "–",
             pct(r.get("energy_j_diff")), yes(r.get("energy_j_inside"))))
     same = [r for r in rows if r.get("active_j_same_run")]
