@@ -106,11 +106,14 @@ func (r *regionRun) anchor() (anchored, bool) {
 		out += hw
 		outNotes = append(outNotes, fmt.Sprintf("±%.3g J over %s", hw, fmtDur(p[1]-p[0])))
 	}
-	hw := (1-s)*math.Abs(diff) + tol + out
+	// (1 − s) × |diff| where the ring misread the region; s × |diff| where what it misread
+	// lies outside the region, in a load its own interval there does not see (a 20 ms
+	// square wave beside a steady burst: the region took s of a misreading not its own).
+	hw := math.Max(s, 1-s)*math.Abs(diff) + tol + out
 	c := Component{Name: "anchor", HalfWidthJ: hw, Known: true,
-		Note: fmt.Sprintf("anchored to %s over %s (%s to %s): %s read %+.3g J (%+.2f %%) against it; the region took %.0f %% of that (its share of the span's energy above the span's lowest power); bound: the %.3g J it did not take, the counter's timing (±%.3g J) and %s's own interval outside the region (%s), added",
+		Note: fmt.Sprintf("anchored to %s over %s (%s to %s): %s read %+.3g J (%+.2f %%) against it; the region took %.0f %% of that (its share of the span's energy above the span's lowest power); bound: the larger of the %.3g J it did not take and the %.3g J it took (the ring's error may lie on either side), the counter's timing (±%.3g J) and %s's own interval outside the region (%s), added",
 			counterChannel, fmtDur(b-a), correct.FmtS(a.Seconds()), correct.FmtS(b.Seconds()), r.cal.Channel, diff, 100*diff/math.Max(math.Abs(eCtr), 1e-9),
-			100*s, (1-s)*math.Abs(diff), tol, r.cal.Channel, joinNotes(outNotes))}
+			100*s, (1-s)*math.Abs(diff), s*math.Abs(diff), tol, r.cal.Channel, joinNotes(outNotes))}
 	return anchored{shift: -s * diff, share: s, comp: c}, true
 }
 

@@ -76,9 +76,50 @@ var shapeRuns = []shapeRun{
 		},
 		knownOff: map[string]string{
 			"r0-square-100ms": "a 100 ms square wave, read +2.2 % by the ring; the counter's readings 11 s apart around it hold a start-up stretch the ring reads low, so the anchor leaves it at +2.1 % (±3.8 %)",
-			"r1-square-20ms":  "a square wave of the ring's own 20 ms period, read +21 % by the ring; anchored to the counter over 8 s that hold another burst, the region takes 80 % of the ring's error there: +2.3 % (±8.0 %)",
+			"r1-square-20ms":  "a square wave of the ring's own 20 ms period, read +21 % by the ring; anchored to the counter over 8 s that hold another burst, the region takes 80 % of the ring's error there: +2.3 % (±22 %)",
+			"r0-b2b":          "back-to-back loads ending in a 100 ms square wave: the ring +2.4 %, the reference over 8 s adds its difference (+2.7 % ±7.2 %)",
+			"r1-square-100ms": "a 100 ms square wave read −4.7 % by the ring; the counter's span of 8 s holds another load, so the anchor is no narrower than the reference (−4.5 % ±7.6 %)",
+		}},
+	// The third run (results/nvidia-h200/2026-11-28-intervals-shapes-3): 3 rounds, 66 windows,
+	// the counter read every ~3 s.
+	{dir: "nvidia-h200/2026-11-28-intervals-shapes-3/recorded", gpu: 0,
+		knownMiss: map[string]string{
+			"r0-ramp-3s default":                        rampWhy + " (the ring +10 %, the counter's span of 7.6 s differs by 100 J)",
+			"r0-ramp-3s power.samples":                  rampWhy,
+			"r1-ramp-3s power.usage":                    rampWhy,
+			"r1-ramp-3s power.average":                  rampWhy,
+			"r1-ramp-3s-inner power.instant":            rampWhy,
+			"r2-ramp-3s power.usage":                    rampWhy,
+			"r2-ramp-3s power.average":                  rampWhy,
+			"r0-square-20ms power.instant":              square20Why,
+			"r0-square-20ms-inner power.instant":        square20Why,
+			"r2-square-20ms power.samples":              square20Why,
+			"r2-square-20ms power.average":              square20Why,
+			"r1-b2b default":                            b2bWhy,
+			"r1-b2b-square default":                     b2bWhy,
+			"r2-square-100ms-inner power.instant":       "0.5 s inside a 100 ms square wave: power.instant's five windows at one phase of it (−64 %)",
+			"r2-square-100ms-inner named:power.instant": "0.5 s inside a 100 ms square wave: power.instant's five windows at one phase of it (−64 %)",
+		},
+		knownOff: map[string]string{
+			"r0-ramp-3s":      rampWhy,
+			"r1-ramp-3s":      rampWhy + " (the ring −12.6 % ±14 %)",
+			"r0-square-20ms":  square20Why + " (anchored, +2.3 %)",
+			"r2-square-20ms":  square20Why + " (anchored, +6.2 % ±22 %: the span holds another load)",
+			"r0-compute-2.5s": "steady, but the counter's span of 6.5 s around it holds a load the ring reads +7 % more: anchored, it takes 64 % of that (−7.1 % ±10 %)",
+			"r1-ramp13-3s":    "anchored over 6.5 s holding another load the ring misreads: it takes 74 % of that (+4.3 % ±6.4 %)",
+			"r2-square-100ms": "anchored over a span holding another load the ring misreads (+6.3 % ±8.1 %)",
+			"r1-b2b":          b2bWhy,
 		}},
 }
+
+// square20Why: a square wave of the ring's own 20 ms period, which the ring samples at one
+// phase (its own interval does not see it) and the 100 ms channels average in part.
+const square20Why = "square wave of the ring's own 20 ms period: the ring reads one phase of it"
+
+// b2bWhy: back-to-back compute, memory and a 100 ms square wave, with no idle between: the
+// ring's robust scale leaves its own interval (coverage ±2.3 %), and the counter's span
+// around it finds nothing beyond the ring's own interval there.
+const b2bWhy = "back-to-back loads ending in a 100 ms square wave: the ring +3.6 % against its own ±2.4 %"
 
 type shapeWindow struct {
 	Burst   string  `json:"burst"`
