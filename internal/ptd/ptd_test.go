@@ -35,7 +35,11 @@ func TestClientAgainstFake(t *testing.T) {
 	if err := c.Mark("_001_lvl_rc_"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(60 * time.Millisecond)
+	// Until 3 samples are logged under the mark (a 60 ms sleep gave 2 on a loaded machine),
+	// bounded.
+	for deadline := time.Now().Add(10 * time.Second); f.MarkSamples()["_001_lvl_rc_"] < 3 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
