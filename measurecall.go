@@ -68,9 +68,12 @@ type CallResult struct {
 	RelHalfWidth float64 `json:"rel_half_width"`
 	Reached      bool    `json:"reached"`
 	CallsNeeded  int     `json:"calls_needed"`
-	// Channel is the power channel the calls were read from, on whose scale the figures
-	// are; Model its sensor model and where it came from.
+	// Channel is the power channel the calls were read from; Scale the scale the figures
+	// are on: the energy counter's (over the whole run) where it resolves the calls' energy
+	// to ±2 %, else the channel's own (docs/call.md); Model the channel's sensor model and
+	// where it came from.
 	Channel  string    `json:"channel"`
+	Scale    string    `json:"scale"`
 	Model    string    `json:"model"`
 	Warnings []Warning `json:"warnings"`
 	// Incomplete: the measurement was cut short (a call failed, ctx done); the figures
@@ -164,7 +167,7 @@ func callResultOf(r *call.Result, warns []Warning) *CallResult {
 	out := &CallResult{Device: r.Device, GPUName: r.GPUName, Simulated: r.Simulated, Calls: r.Calls, Batch: r.Batch,
 		Seconds: iv(r.TimeS), Joules: iv(r.EnergyJ), ActiveJoules: iv(r.ActiveJ), ActiveIdleWatts: r.ActiveIdleW.Value,
 		Target: r.Target, RelHalfWidth: r.RelHalfWidth, Reached: r.Reached, CallsNeeded: r.CallsNeeded,
-		Channel: r.Channel, Model: r.Model + " (" + r.ModelSource + ")", Warnings: append(warns, warningsOf(r.Warnings)...),
+		Channel: r.Channel, Scale: r.Scale, Model: r.Model + " (" + r.ModelSource + ")", Warnings: append(warns, warningsOf(r.Warnings)...),
 		Incomplete: r.Incomplete, IncompleteReason: r.IncompleteReason}
 	if r.Trace != nil {
 		out.Trace = &Trace{tr: r.Trace}

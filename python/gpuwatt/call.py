@@ -27,9 +27,10 @@ class CallResult:
     """The energy of one call: every key of gpuwatt's call.json (docs/call.md) as `raw`, and
     the main figures as attributes: seconds, energy_j (over the call's own span, active idle
     included) and active_j (above the power between calls), each with _low/_high (95 %, the
-    board's own scale) and active_abs_low_j/active_abs_high_j (the board's ±5 % gain error
-    added); calls, batch, calls_needed, reached, rel_half_width, channel, simulated,
-    warnings, incomplete."""
+    figure's scale) and active_abs_low_j/active_abs_high_j (the board's ±5 % gain error
+    added); calls, batch, calls_needed, reached, rel_half_width, channel, scale (the energy
+    counter's over the whole run where it resolves the calls to ±2 %, else the channel's
+    own), simulated, warnings, incomplete."""
 
     def __init__(self, raw):
         self.raw = raw
@@ -44,6 +45,7 @@ class CallResult:
         self.calls_needed, self.reached = raw["calls_needed"], raw["reached"]
         self.rel_half_width, self.target = raw["rel_half_width"], raw["target"]
         self.channel, self.simulated = raw["channel"], raw["simulated"]
+        self.scale = raw.get("scale", self.channel)
         self.warnings = [w.get("message", "") for w in raw.get("warnings") or []]
         self.incomplete = raw.get("incomplete", False)
 
