@@ -109,10 +109,10 @@ class MonitorTest(unittest.TestCase):
             # The live figure and the final one: the same estimator over the recording up to
             # the end and over all of it (its ring calibrated to the counter on fewer
             # readings). Each 95 % interval holds the twin's truth (internal/record
-            # TestLiveFiguresHoldTruth: live 96.8 %, final 100 % of 600 such windows), so
+            # TestLiveFiguresHoldTruth: live 95.3 %, final 96.7 % of 600 such windows), so
             # they need not hold each other's figure (step #2 once: 169.869 [169.277,
             # 170.461] J live, 168.921 [168.694, 169.149] J final); their difference stays
-            # within twice the sum of their half-widths (over 4 sigma of it; at most 1.08
+            # within twice the sum of their half-widths (over 4 sigma of it; at most 1.07
             # times the sum on the twin), as another span's figure (train's, infer's) would not.
             fn = m.gpus[0]
             self.assertLessEqual(abs(lv.energy_j - fn.energy_j), 2 * ((lv.high_j - lv.energy_j) + (fn.high_j - fn.energy_j)),
