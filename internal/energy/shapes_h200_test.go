@@ -110,11 +110,40 @@ var shapeRuns = []shapeRun{
 			"r2-square-100ms": "anchored over a span holding another load the ring misreads (+6.3 % ±8.1 %)",
 			"r1-b2b":          b2bWhy,
 		}},
+	// The fourth run (results/nvidia-h200/2026-11-28-intervals-shapes-4), recorded with this
+	// estimator (7a16b7a) on a board it never saw.
+	{dir: "nvidia-h200/2026-11-28-intervals-shapes-4/recorded", gpu: 1,
+		knownMiss: map[string]string{
+			"r0-square-100ms-inner power.instant":       square100InstantWhy,
+			"r0-square-100ms-inner named:power.instant": square100InstantWhy,
+			"r1-square-100ms power.instant":             square100InstantWhy,
+			"r1-square-100ms named:power.instant":       square100InstantWhy,
+			"r1-square-80ms power.instant":              "an 80 ms square wave: power.instant's 25 ms windows every 100 ms drift through it slowly (+13 % against ±13 %)",
+			"r1-square-80ms named:power.instant":        "an 80 ms square wave: power.instant's 25 ms windows every 100 ms drift through it slowly (+13 % against ±13 %)",
+			"r0-b2b power.samples":                      "back-to-back loads ending in a 100 ms square wave: the ring +3.1 % against its own ±2.1 %",
+			"r0-b2b named:power.samples":                "back-to-back loads ending in a 100 ms square wave: the ring +3.1 % against its own ±2.1 %",
+			"r0-b2b power.usage":                        "back-to-back loads: the 1 s average +2.4 % against ±2.1 %",
+			"r2-b2b default":                            b2bWhy,
+			"r1-ramp-3s power.usage":                    rampWhy,
+		},
+		knownOff: map[string]string{
+			"r0-compute-2.5s": "steady, anchored over a span holding a load the ring misreads (−4.5 %)",
+			"r1-square-20ms":  square20Why + " (anchored, +5.5 %)",
+			"r2-square-20ms":  square20Why + " (anchored, +10.0 %)",
+			"r1-ramp-3s":      rampWhy,
+			"r2-ramp-3s":      rampWhy,
+			"r1-square-100ms": "a 100 ms square wave, whose fifth harmonic lies at the ring's 50 Hz (−3.3 %)",
+			"r2-b2b":          b2bWhy,
+		}},
 }
 
 // square20Why: a square wave of the ring's own 20 ms period, which the ring samples at one
 // phase (its own interval does not see it) and the 100 ms channels average in part.
 const square20Why = "square wave of the ring's own 20 ms period: the ring reads one phase of it"
+
+// square100InstantWhy: a 100 ms square wave read by power.instant, whose 25 ms windows come
+// every 100 ms: one phase of it, window after window.
+const square100InstantWhy = "a 100 ms square wave: power.instant's 25 ms windows every 100 ms see one phase of it"
 
 // b2bWhy: back-to-back compute, memory and a 100 ms square wave, with no idle between: the
 // ring's robust scale leaves its own interval (coverage ±2.3 %), and the counter's span
