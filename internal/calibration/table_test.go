@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -18,8 +16,8 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/job"
 	"github.com/gpuwatt/gpuwatt/internal/marks"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
-	"github.com/gpuwatt/gpuwatt/internal/sensorchar"
 	"github.com/gpuwatt/gpuwatt/internal/testkit"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/fitted"
 	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 	"github.com/gpuwatt/gpuwatt/internal/units"
@@ -56,40 +54,13 @@ func TestCalibrationTable(t *testing.T) {
 	testkit.Slow(t)
 	var cases []tcase
 	for _, preset := range []string{"h200", "h100"} {
-		sp := fittedProfile(t, preset)
+		sp := fitted.Profile(t, preset)
 		for rec := range 8 {
 			cases = append(cases, recording(t, preset, sp, rec)...)
 		}
 	}
 	cases = append(cases, library(t)...)
 	table(t, cases)
-}
-
-// fittedProfile characterises preset's sensors on a twin of its own and returns the
-// sensor.json as a user passes it to --sensor.
-func fittedProfile(t *testing.T, preset string) correct.Spec {
-	t.Helper()
-	cfg := simtest.Preset(t, preset)
-	cfg.Seed += 1000
-	sm := simtest.OpenConfig(t, cfg)
-	rep, err := sensorchar.Measure(context.Background(), sm.Clock, sm.Dev, sm.Dev, sensorchar.Options{Quick: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), preset+"-sensor.json")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := correct.WriteProfile(f, rep.Profile()); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	sp, err := correct.ParseSpec(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sp
 }
 
 var channels = []string{trace.ChEnergyTotal, trace.ChPowerSamples, trace.ChPowerUsage, trace.ChPowerInstant}

@@ -1,13 +1,10 @@
 package energy_test
 
 import (
-	"context"
 	"fmt"
 	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -18,7 +15,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
-	"github.com/gpuwatt/gpuwatt/internal/sensorchar"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/fitted"
 	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 	"github.com/gpuwatt/gpuwatt/internal/units"
@@ -64,33 +61,6 @@ var calibMethods = []struct {
 }
 
 var calibChannels = []string{trace.ChEnergyTotal, trace.ChPowerSamples, trace.ChPowerUsage, trace.ChPowerInstant}
-
-// fittedProfile characterises preset's sensors on a twin of its own (a different seed
-// from the recordings') and returns the sensor.json as a user passes it to --sensor.
-func fittedProfile(t *testing.T, preset string) correct.Spec {
-	t.Helper()
-	cfg := simtest.Preset(t, preset)
-	cfg.Seed += 1000
-	sm := simtest.OpenConfig(t, cfg)
-	rep, err := sensorchar.Measure(context.Background(), sm.Clock, sm.Dev, sm.Dev, sensorchar.Options{Quick: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), preset+"-sensor.json")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := correct.WriteProfile(f, rep.Profile()); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	sp, err := correct.ParseSpec(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sp
-}
 
 // workload adds a randomised load to dev over [0, span): segments of bursts, ramps,
 // square waves, power-cap steps, separated by idle gaps. It returns what it added, for
@@ -211,7 +181,7 @@ func TestIntervalCalibration(t *testing.T) {
 	presets := []string{"h200", "h100"}
 	specs := map[string]correct.Spec{}
 	for _, p := range presets {
-		specs[p] = fittedProfile(t, p)
+		specs[p] = fitted.Profile(t, p)
 	}
 	var cases []calibCase
 	for rec := range calibRecordings {
@@ -599,7 +569,7 @@ func TestBadInputIntervals(t *testing.T) {
 func TestLockedSquareWaves(t *testing.T) {
 	testkit.Slow(t)
 	const preset = "h200"
-	sp := fittedProfile(t, preset)
+	sp := fitted.Profile(t, preset)
 	type load struct {
 		name   string
 		period time.Duration // a square wave's; 0: the duty ramp
