@@ -50,35 +50,17 @@ const MinAnchorShare = 0.9
 // counter's increase over the readings that bracket it. ok is false where the counter does
 // not bracket the region (or resets inside the span) or the ring has no figure over it.
 func (r *regionRun) anchor() (anchored, bool) {
-	T, V := r.ctrSeries.T, r.ctrSeries.V
-	n := len(T)
-	if n < 2 || r.cal == nil {
+	if r.cal == nil {
 		return anchored{}, false
 	}
 	// The counter's readings are late by up to res, uniformly: its increase between two of
 	// them is the energy between them moved back by res/2 (± the timing, tol below).
 	half := r.res / 2
-	i := r.ctrSeries.Search(r.from + half) // first reading at or after from + res/2
-	if i < n && T[i] > r.from+half {
-		i--
-	}
-	j := r.ctrSeries.Search(r.to + half)
-	if i < 0 || j >= n || i >= j {
+	i, j, ok := counterBracket(r.ctrSeries, r.from+half, r.to+half)
+	if !ok {
 		return anchored{}, false
 	}
-	for T[j]-T[i] < MinReferenceSpan && (i > 0 || j < n-1) {
-		if i > 0 {
-			i--
-		}
-		if T[j]-T[i] < MinReferenceSpan && j < n-1 {
-			j++
-		}
-	}
-	for k := i + 1; k <= j; k++ {
-		if V[k] < V[k-1] {
-			return anchored{}, false
-		}
-	}
+	T, V := r.ctrSeries.T, r.ctrSeries.V
 	a, b := T[i]-half, T[j]-half
 	eSpan, _, ok := r.o.spanFigure(r.tr, r.gpu, CalibratedRing, "")(a, b)
 	if !ok {

@@ -872,29 +872,23 @@ func defaultWhy(ctrEnough, calOK bool, ctrJ, calJ float64) string {
 // (each reading up to its resolution late) swamps what the check could find.
 const MinReferenceSpan = 2 * time.Second
 
-// referenceComponent checks a channel's figure against the energy counter of the same
-// board: over the counter's readings that bracket the region (widened to MinReferenceSpan),
-// the channel's energy (energyOf, on the figure's scale) and the counter's increase should
-// agree within the counter's own timing (each end's value up to res late, at the power
-// there). What they differ by beyond that is an error of the channel that its own
-// components did not bound: a load locked in phase with the sensor (every reading sees
-// the same part of a repeating load: a 100 ms square wave read +27 % by the twin's
-// power.instant against ±3.8 %), a ramp or an edge the model misreads. It is added whole,
-// since where in the span the error lies is not known. ok is false where the counter does
-// not bracket the region.
-func referenceComponent(ctr trace.Readings, res, from, to time.Duration, energyOf func(a, b time.Duration) (float64, float64, bool), swing float64) (Component, bool) {
+// counterBracket returns the counter readings i < j that bracket [from, to] (the last at
+// or before from, the first at or after to), widened to MinReferenceSpan where the readings
+// allow; ok is false where they do not bracket it or the counter resets between them (no
+// increase to compare).
+func counterBracket(ctr trace.Readings, from, to time.Duration) (i, j int, ok bool) {
 	T, V := ctr.T, ctr.V
 	n := len(T)
 	if n < 2 {
-		return Component{}, false
+		return 0, 0, false
 	}
-	j := ctr.Search(to) // first reading at or after to
-	i := ctr.Search(from)
+	j = ctr.Search(to) // first reading at or after to
+	i = ctr.Search(from)
 	if i < n && T[i] > from {
 		i--
 	}
 	if i < 0 || j >= n || i >= j {
-		return Component{}, false
+		return 0, 0, false
 	}
 	for T[j]-T[i] < MinReferenceSpan && (i > 0 || j < n-1) {
 		if i > 0 {
@@ -906,9 +900,28 @@ func referenceComponent(ctr trace.Readings, res, from, to time.Duration, energyO
 	}
 	for k := i + 1; k <= j; k++ {
 		if V[k] < V[k-1] {
-			return Component{}, false // a reset inside: no increase to compare
+			return 0, 0, false
 		}
 	}
+	return i, j, true
+}
+
+// referenceComponent checks a channel's figure against the energy counter of the same
+// board: over the counter's readings that bracket the region (widened to MinReferenceSpan),
+// the channel's energy (energyOf, on the figure's scale) and the counter's increase should
+// agree within the counter's own timing (each end's value up to res late, at the power
+// there). What they differ by beyond that is an error of the channel that its own
+// components did not bound: a load locked in phase with the sensor (every reading sees
+// the same part of a repeating load: a 100 ms square wave read +27 % by the twin's
+// power.instant against ±3.8 %), a ramp or an edge the model misreads. It is added whole,
+// since where in the span the error lies is not known. ok is false where the counter does
+// not bracket the region.
+func referenceComponent(ctr trace.Readings, res, from, to time.Duration, energyOf func(a, b time.Duration) (float64, float64, bool), swing float64) (Component, bool) {
+	i, j, ok := counterBracket(ctr, from, to)
+	if !ok {
+		return Component{}, false
+	}
+	T, V, n := ctr.T, ctr.V, len(ctr.T)
 	a, b := T[i], T[j]
 	ech, own, ok := energyOf(a, b)
 	if !ok {
