@@ -78,7 +78,7 @@ func recording(t *testing.T, preset string, sp correct.Spec, rec int) []tcase {
 	tr := sm.Record(t, channels, sensor.Options{}, span)
 	sparse := ""
 	if rec%2 == 1 {
-		thinCounter(tr, rng, 3*time.Second, 8*time.Second)
+		simtest.ThinCounter(tr, rng, 3*time.Second, 8*time.Second)
 		sparse = ", counter every 3–8 s"
 	}
 	ctr, _ := sm.Dev.Model(trace.ChEnergyTotal)
@@ -334,20 +334,4 @@ func workload(rng *rand.Rand, dev *isim.Device) {
 		}
 		t += ms(rng.Float64() * 1000)
 	}
-}
-
-// thinCounter keeps one reading of the energy counter every lo–hi in tr.
-func thinCounter(tr *trace.Trace, rng *rand.Rand, lo, hi time.Duration) {
-	next := time.Duration(-1)
-	kept := tr.Samples[:0]
-	for _, x := range tr.Samples {
-		if x.Channel == trace.ChEnergyTotal {
-			if x.T < next {
-				continue
-			}
-			next = x.T + lo + time.Duration(rng.Float64()*float64(hi-lo))
-		}
-		kept = append(kept, x)
-	}
-	tr.Samples = kept
 }

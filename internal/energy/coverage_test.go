@@ -145,23 +145,6 @@ func workload(rng *rand.Rand, dev *sim.Device, span time.Duration) []string {
 	return desc
 }
 
-// thinCounter keeps one reading of the energy counter every lo–hi (uniform) in tr, as a
-// recorder that reads it sparingly leaves it.
-func thinCounter(tr *trace.Trace, rng *rand.Rand, lo, hi time.Duration) {
-	next := time.Duration(-1)
-	kept := tr.Samples[:0]
-	for _, x := range tr.Samples {
-		if x.Channel == trace.ChEnergyTotal {
-			if x.T < next {
-				continue
-			}
-			next = x.T + lo + time.Duration(rng.Float64()*float64(hi-lo))
-		}
-		kept = append(kept, x)
-	}
-	tr.Samples = kept
-}
-
 type calibCase struct {
 	preset, method string
 	path           string // the method a user asked for (calibMethods' name)
@@ -196,7 +179,7 @@ func TestIntervalCalibration(t *testing.T) {
 			// as a busy host's lean recording reads it: the H200's counter call took ~19 ms
 			// beside three other scripts, so measure read it every ~10 s (results/nvidia-
 			// h200/2026-11-28-intervals-shapes): the reference spans 10-20 s
-			thinCounter(tr, rng, 3*time.Second, 8*time.Second)
+			simtest.ThinCounter(tr, rng, 3*time.Second, 8*time.Second)
 		}
 		cache := &energy.Cache{}
 		sp := specs[preset]
@@ -626,7 +609,7 @@ func TestLockedSquareWaves(t *testing.T) {
 			span := at + time.Second
 			tr := sm.Record(t, calibChannels, sensor.Options{}, span)
 			if sparse {
-				thinCounter(tr, rng, 3*time.Second, 8*time.Second)
+				simtest.ThinCounter(tr, rng, 3*time.Second, 8*time.Second)
 			}
 			cache := &energy.Cache{}
 			for _, w := range wins {

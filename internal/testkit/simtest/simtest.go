@@ -5,6 +5,7 @@ package simtest
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -84,4 +85,21 @@ func Series(tr *trace.Trace) map[string][]trace.Sample {
 		m[x.Channel] = append(m[x.Channel], x)
 	}
 	return m
+}
+
+// ThinCounter keeps one reading of the energy counter every lo–hi (uniform) in tr, as a
+// recorder that reads it sparingly (measure's lean default: every few seconds) leaves it.
+func ThinCounter(tr *trace.Trace, rng *rand.Rand, lo, hi time.Duration) {
+	next := time.Duration(-1)
+	kept := tr.Samples[:0]
+	for _, x := range tr.Samples {
+		if x.Channel == trace.ChEnergyTotal {
+			if x.T < next {
+				continue
+			}
+			next = x.T + lo + time.Duration(rng.Float64()*float64(hi-lo))
+		}
+		kept = append(kept, x)
+	}
+	tr.Samples = kept
 }
