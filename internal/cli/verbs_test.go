@@ -77,3 +77,49 @@ func quietIf(verb string) []string {
 	}
 	return []string{"--quiet"}
 }
+
+// The README's table of verbs names every verb once and only verbs that exist, each with an
+// example that is a gpuwatt command of that verb (record's is the Python package it serves).
+func TestReadmeVerbTable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start := strings.Index(text, "## One example per verb")
+	if start < 0 {
+		t.Fatal(`README.md has no "## One example per verb" section`)
+	}
+	section := text[start:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	known := map[string]bool{}
+	for _, v := range verbs {
+		known[v.name] = true
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.HasPrefix(line, "| ") {
+			continue
+		}
+		name, example := strings.TrimSpace(cells[1]), strings.TrimSpace(cells[2])
+		if name == "verb" || strings.HasPrefix(name, "---") {
+			continue
+		}
+		if !known[name] {
+			t.Errorf("README's verb table lists %q, which is not a gpuwatt verb", name)
+			continue
+		}
+		seen[name] = true
+		if name != "record" && !strings.Contains(example, "gpuwatt "+name) {
+			t.Errorf("README's example for %s is not a `gpuwatt %s` command: %s", name, name, example)
+		}
+	}
+	for name := range known {
+		if !seen[name] {
+			t.Errorf("README's verb table has no row for %s", name)
+		}
+	}
+}
