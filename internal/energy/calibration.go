@@ -187,7 +187,7 @@ const MaxScaleReadings = 400
 // channels carry an offset the counter does not; a real board's channels and counter
 // differ by up to a few tenths of a percent). At most MaxScaleReadings readings, inside
 // the span the channel's readings describe.
-func FitScale(ser *correct.Series, ctr trace.Readings) (Calibration, error) {
+func FitScale(ser *correct.Series, ctr trace.Readings, res time.Duration) (Calibration, error) {
 	lo, hi := ser.Span()
 	in := longestRun(ctr, lo, hi)
 	if in.Len() < MinCalibrationReadings {
@@ -200,7 +200,7 @@ func FitScale(ser *correct.Series, ctr trace.Readings) (Calibration, error) {
 		}
 		in = sub
 	}
-	return solveLevels(in, func(a, b time.Duration) float64 { return ser.Energy(a, b).Energy.Joules() })
+	return solveCalibration(in, res, func(a, b time.Duration) float64 { return ser.Energy(a, b).Energy.Joules() })
 }
 
 // longestRun is the first of the longest runs of ctr's readings in [lo, hi] that never go
@@ -509,74 +509,6 @@ func separable(inc []increment, w []float64) bool {
 	mean := sm / sw
 	v := sq/sw - mean*mean
 	return mean > 0 && math.Sqrt(max(v, 0)) > 1e-3*mean
-}
-
-// solveLevels fits the counter's readings in (one run without a reset) against a channel's
-// energy between them (energyOf, called in time order) by least squares over every
-// reading's level: the fit of a named channel's scale (FitScale). Its standard errors,
-// widened for the residuals' serial correlation, carry what the channel misreads over the
-// recording into every region's calibration component; a named channel's figure has no
-// anchor to the counter to bound those misreadings otherwise (solveCalibration's robust
-// fit weighs them out, for the default's ring, which the counter anchors: anchor.go).
-func solveLevels(in trace.Readings, energyOf func(a, b time.Duration) float64) (Calibration, error) {
-	n := in.Len()
-	xe, xt, y := make([]float64, n), make([]float64, n), make([]float64, n)
-	t0 := in.T[0]
-	for i := 1; i < n; i++ {
-		xe[i] = xe[i-1] + energyOf(in.T[i-1], in.T[i])
-		xt[i] = (in.T[i] - t0).Seconds()
-		y[i] = in.V[i] - in.V[0]
-	}
-	c := Calibration{Readings: n, SpanS: xt[n-1]}
-	if xe[n-1] <= 0 || c.SpanS <= 0 {
-		return Calibration{}, errors.New("integrates to nothing")
-	}
-	c.RatioCounterToSamples = y[n-1] / xe[n-1]
-	// Least squares y = g xe + o xt + k (internal/lsq). A well-posed fit needs the power to
-	// vary: xe must not be (nearly) a line in xt, 1 − r² of the two regressors > 1e-6.
-	// (The regressors as columns: lsq.SolveColumns, the figures of Solve on the rows.)
-	ones := make([]float64, n)
-	for i := range ones {
-		ones[i] = 1
-	}
-	if col, err := lsq.SolveColumns([][]float64{xt, ones}, xe); err == nil && 1-col.R2 > 1e-6 {
-		if f, err := lsq.SolveColumns([][]float64{xe, xt, ones}, y); err == nil {
-			g, o := f.Coef[0], f.Coef[1]
-			if g > 0.8 && g < 1.25 && math.Abs(o) < 50 {
-				c.Gain, c.OffsetW = g, o
-				c.Method = "least squares: counter = gain × integral + offset × time (+ constant)"
-				c.RMSJ = math.Sqrt(f.RSS / float64(n))
-				if f.Cov != nil {
-					// The readings' errors carry over from one to the next (each is the
-					// counter's value up to a late update), so the fit's standard errors,
-					// which assume independent residuals, are widened by the AR(1) factor.
-					k := f.SerialInflation()
-					c.GainSE, c.OffsetSEW, c.CovGainOffset = k*f.SE[0], k*f.SE[1], k*k*f.Cov[0][1]
-					c.SerialInflation = k
-				}
-				return c, nil
-			}
-		}
-	}
-	// A fit that makes no sense (too little variation of power): the plain ratio.
-	c.Gain, c.Method = c.RatioCounterToSamples, "ratio of the counter's increase to the integral"
-	if !(c.Gain > 0.8 && c.Gain < 1.25) {
-		return Calibration{}, fmt.Errorf("differs from %s by a factor %.3g", counterChannel, c.Gain)
-	}
-	var ss float64
-	for i := range y {
-		r := y[i] - c.Gain*xe[i]
-		ss += r * r
-	}
-	c.RMSJ = math.Sqrt(ss / float64(n))
-	var sxx float64
-	for _, x := range xe {
-		sxx += x * x
-	}
-	if n > 1 && sxx > 0 {
-		c.GainSE = math.Sqrt(ss / float64(n-1) / sxx)
-	}
-	return c, nil
 }
 
 // DefaultCounterResolution is the counter's resolution in time where the trace does not

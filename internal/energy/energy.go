@@ -282,9 +282,9 @@ type scaleFit struct {
 }
 
 // scale is FitScale(ser, ctr), once per channel and model where c is given.
-func (c *Cache) scale(k serKey, ser *correct.Series, ctr trace.Readings) (Calibration, error) {
+func (c *Cache) scale(k serKey, ser *correct.Series, ctr trace.Readings, res time.Duration) (Calibration, error) {
 	if c == nil {
-		return FitScale(ser, ctr)
+		return FitScale(ser, ctr, res)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -293,7 +293,7 @@ func (c *Cache) scale(k serKey, ser *correct.Series, ctr trace.Readings) (Calibr
 	}
 	f, ok := c.scales[k]
 	if !ok {
-		f.c, f.err = FitScale(ser, ctr)
+		f.c, f.err = FitScale(ser, ctr, res)
 		c.scales[k] = f
 	}
 	return f.c, f.err
@@ -606,7 +606,7 @@ func (r *regionRun) takeCalibrated() {
 	if r.o.noReference {
 		return
 	}
-	ref, refOK := referenceComponent(r.ctrSeries, r.res, r.from, r.to, r.o.spanFigure(r.tr, r.gpu, CalibratedRing, ""), loadSwing(r.tr, r.gpu, r.o, r.from, r.to))
+	ref, refOK := referenceComponent(r.ctrSeries, r.res, r.from, r.to, r.o.spanFigure(r.tr, r.gpu, CalibratedRing, ""), loadSwing(r.tr, r.gpu, r.o, r.from, r.to), false)
 	own := knownHalfWidth(est.Uncertainty.Components)
 	if refOK {
 		own = math.Hypot(own, ref.HalfWidthJ)
@@ -669,7 +669,7 @@ func (r *regionRun) checkInversionAgainstCounter() {
 	}
 	if r.named {
 		// The channel's own figure on the counter's scale (issue 28).
-		sc, err := r.o.Cache.scale(serKey{r.gpu, est.Channel, choice.Model, copt}, ser, r.ctrSeries)
+		sc, err := r.o.Cache.scale(serKey{r.gpu, est.Channel, choice.Model, copt}, ser, r.ctrSeries, r.res)
 		if err == nil && (math.Abs(sc.Gain-1) > MaxScaleGainError || math.Abs(sc.OffsetW) > MaxScaleOffsetW) {
 			// One board's channel and counter differ by tenths of a percent; a fit
 			// further off was led by aliased readings (a load locked to a partial
@@ -685,7 +685,7 @@ func (r *regionRun) checkInversionAgainstCounter() {
 	if r.o.noReference {
 		return
 	}
-	if c, ok := referenceComponent(r.ctrSeries, r.res, r.from, r.to, r.o.spanFigure(r.tr, r.gpu, Inversion, est.Channel), loadSwing(r.tr, r.gpu, r.o, r.from, r.to)); ok {
+	if c, ok := referenceComponent(r.ctrSeries, r.res, r.from, r.to, r.o.spanFigure(r.tr, r.gpu, Inversion, est.Channel), loadSwing(r.tr, r.gpu, r.o, r.from, r.to), true); ok {
 		est.add(c)
 		est.warnOffCounter(c, r.warn)
 	}
@@ -914,18 +914,95 @@ func counterBracket(ctr trace.Readings, from, to time.Duration) (i, j int, ok bo
 // components did not bound: a load locked in phase with the sensor (every reading sees
 // the same part of a repeating load: a 100 ms square wave read +27 % by the twin's
 // power.instant against ±3.8 %), a ramp or an edge the model misreads. It is added whole,
-// since where in the span the error lies is not known. ok is false where the counter does
-// not bracket the region.
-func referenceComponent(ctr trace.Readings, res, from, to time.Duration, energyOf func(a, b time.Duration) (float64, float64, bool), swing float64) (Component, bool) {
+// since where in the span the error lies is not known. The span is checked in pieces of
+// at least MinReferenceSpan between the counter's readings (referencePieces), each piece's
+// error counted on its own: errors of opposite signs in two pieces would cancel over the
+// whole span, and the region may hold one of them whole (the H200's power.usage read a
+// 20 ms-slot ramp −12.2 %; its span +1.4 % and −9.8 % in two pieces, −5.8 % whole, which
+// fell short: results/nvidia-h200/2026-11-28-intervals-shapes-4). ok is false where the counter does not bracket the region.
+//
+// The calibrated ring's check (inPieces false) takes the span in one piece: its anchor
+// (anchor.go) weighs the ring's own interval against this one, and the default's figures
+// were tuned on the recorded runs with the span whole.
+func referenceComponent(ctr trace.Readings, res, from, to time.Duration, energyOf func(a, b time.Duration) (float64, float64, bool), swing float64, inPieces bool) (Component, bool) {
 	i, j, ok := counterBracket(ctr, from, to)
 	if !ok {
 		return Component{}, false
 	}
+	pieces := [][2]int{{i, j}}
+	if inPieces {
+		pieces = referencePieces(ctr.T, i, j)
+	}
+	c := Component{Name: "reference", Known: true}
+	var notes []string
+	var whole float64 // Σ |diff| + tol over the pieces
+	beyond := false
+	for _, p := range pieces {
+		d, ok := referencePiece(ctr, res, p[0], p[1], energyOf)
+		if !ok {
+			return Component{}, false
+		}
+		notes = append(notes, d.note)
+		whole += d.whole
+		beyond = beyond || d.beyond
+	}
+	where := strings.Join(notes, "; ")
+	if !beyond {
+		c.Note = where + ": nothing added"
+		return c, true
+	}
+	// Somewhere in the span the channel's components missed an error (a load locked to
+	// its sampling, a ramp its model misreads), by diff ± tol, all of which may lie in the
+	// region; and where one piece shows it misread, another's difference within its own
+	// interval is no longer only noise (the H200's power.usage read a 20 ms square wave
+	// +9.5 %: +8.3 % over one piece, +3.8 % over the next, just inside its ±3.8 %:
+	// results/nvidia-h200/2026-11-28-intervals-shapes-3), so every piece counts. Beyond the timing alone
+	// (|diff| − tol, as before) it missed the H200's 3 s ramp, −8.5 % against ±7.0 %
+	// (results/nvidia-h200/2026-11-28-intervals-shapes); added whenever it exceeded the
+	// timing, it widened every region of a sparse counter's 10–20 s spans.
+	c.HalfWidthJ = whole
+	c.Note = fmt.Sprintf("%s: its error there, up to %.3g J, may all lie in the region: added whole", where, c.HalfWidthJ)
+	// But no more than the load's swing over the region allows: a channel misreads a
+	// load's shape (a lock, a ramp) by at most what the power spans there, for as long as
+	// the region lasts (a 35 ms region in a 10 s span was given ±58 J on its 7 J).
+	if lim := swing * (to - from).Seconds(); swing > 0 && lim < c.HalfWidthJ {
+		c.HalfWidthJ = lim
+		c.Note += fmt.Sprintf(", at most the power's swing around the region (%.3g W, the board's channels) × its length: %.3g J", swing, lim)
+	}
+	return c, true
+}
+
+// referencePieces splits the counter's readings i..j (times T) into consecutive pieces
+// [k0, k1] of at least MinReferenceSpan each (the last one joined to the one before where
+// shorter); one piece where the span is shorter than two.
+func referencePieces(T []time.Duration, i, j int) [][2]int {
+	var out [][2]int
+	k0 := i
+	for k := i + 1; k <= j; k++ {
+		if T[k]-T[k0] >= MinReferenceSpan && T[j]-T[k] >= MinReferenceSpan {
+			out = append(out, [2]int{k0, k})
+			k0 = k
+		}
+	}
+	return append(out, [2]int{k0, j})
+}
+
+// referenceCheck is one piece of the reference check: what the channel is off the
+// counter by there, with the counter's timing (|diff| + tol), whether that is beyond its
+// own interval and the timing, and a note saying so.
+type referenceCheck struct {
+	whole  float64
+	beyond bool
+	note   string
+}
+
+// referencePiece checks the channel against the counter between its readings i < j.
+func referencePiece(ctr trace.Readings, res time.Duration, i, j int, energyOf func(a, b time.Duration) (float64, float64, bool)) (referenceCheck, bool) {
 	T, V, n := ctr.T, ctr.V, len(ctr.T)
 	a, b := T[i], T[j]
 	ech, own, ok := energyOf(a, b)
 	if !ok {
-		return Component{}, false
+		return referenceCheck{}, false
 	}
 	ectr := V[j] - V[i]
 	// the counter's timing: each end's value may be up to res late, at the power there
@@ -940,30 +1017,13 @@ func referenceComponent(ctr trace.Readings, res, from, to time.Duration, energyO
 	pa, pb := rate(i), rate(j)
 	tol := 1.96*res.Seconds()*math.Sqrt((pa*pa+pb*pb)/12) + 2*CounterQuantumJ
 	diff := ech - ectr
-	c := Component{Name: "reference", Known: true}
 	where := fmt.Sprintf("against %s over %s (%s to %s): the channel %+.3g J (%+.2f %%)",
 		counterChannel, fmtDur(b-a), correct.FmtS(a.Seconds()), correct.FmtS(b.Seconds()), diff, 100*diff/math.Max(math.Abs(ectr), 1e-9))
-	// What the channel's own interval over the span and the counter's timing allow.
-	allow := math.Hypot(own, tol)
-	if math.Abs(diff) <= allow {
-		c.Note = fmt.Sprintf("%s, within the channel's own interval over the span (±%.3g J) and the counter's timing (±%.3g J): nothing added", where, own, tol)
-		return c, true
-	}
-	// The channel is off beyond what its own interval allows: somewhere in the span its
-	// components missed an error (a load locked to its sampling, a ramp its model misreads),
-	// by diff ± tol, all of which may lie in the region. Beyond the timing alone (|diff| −
-	// tol, as before) it missed the H200's 3 s ramp, −8.5 % against ±7.0 %
-	// (results/nvidia-h200/2026-11-28-intervals-shapes); added whenever it exceeded the
-	// timing, it widened every region of a sparse counter's 10–20 s spans.
-	c.HalfWidthJ = math.Abs(diff) + tol
-	c.Note = fmt.Sprintf("%s, beyond the channel's own interval over the span (±%.3g J) and the counter's timing (±%.3g J): its error there, up to %.3g J, may all lie in the region: added whole",
-		where, own, tol, c.HalfWidthJ)
-	// But no more than the load's swing over the region allows: a channel misreads a
-	// load's shape (a lock, a ramp) by at most what the power spans there, for as long as
-	// the region lasts (a 35 ms region in a 10 s span was given ±58 J on its 7 J).
-	if lim := swing * (to - from).Seconds(); swing > 0 && lim < c.HalfWidthJ {
-		c.HalfWidthJ = lim
-		c.Note += fmt.Sprintf(", at most the power's swing around the region (%.3g W, the board's channels) × its length: %.3g J", swing, lim)
+	// What the channel's own interval over the piece and the counter's timing allow.
+	c := referenceCheck{whole: math.Abs(diff) + tol, beyond: math.Abs(diff) > math.Hypot(own, tol)}
+	c.note = fmt.Sprintf("%s, within the channel's own interval there (±%.3g J) and the counter's timing (±%.3g J)", where, own, tol)
+	if c.beyond {
+		c.note = fmt.Sprintf("%s, beyond the channel's own interval there (±%.3g J) and the counter's timing (±%.3g J)", where, own, tol)
 	}
 	return c, true
 }
