@@ -42,6 +42,15 @@ type AnalyseOptions struct {
 	// after a call (an H200's: 3-6 W for ~150 ms) is the call's; else the gaps between the
 	// windows, as in a recording without them.
 	IdleBefore, IdleAfter [2]time.Duration
+	// IdleGaps are the stretches of active idle between the calls (Run's idle gaps at its
+	// checks, from IdleAfterCall after the call before): the idle line goes through their
+	// levels too, and on the counter's scale they split the run into blocks whose spread
+	// gives the run-to-run part of the interval (RunToRun).
+	IdleGaps [][2]time.Duration
+	// RunToRunFloor, where > 0, is the least relative 95 % half-width of the run-to-run
+	// part (a floor documented from repeated runs on a board): the part is the larger of it
+	// and the blocks' measured spread.
+	RunToRunFloor float64
 	// IdleStale is how late a counter reading in those stretches may be against the update
 	// it shows (0: staleBound, as Run reads every channel every idlePoke there; a
 	// recording without those reads: the counter's resolution).
@@ -145,6 +154,13 @@ type Result struct {
 	// computed again from the trace (AnalyseOptions.IdleBefore, IdleAfter).
 	IdleBeforeS [2]float64 `json:"idle_before_s"`
 	IdleAfterS  [2]float64 `json:"idle_after_s"`
+	// IdleGapsS are the idle gaps between the calls (AnalyseOptions.IdleGaps).
+	IdleGapsS [][2]float64 `json:"idle_gaps_s,omitempty"`
+	// RunToRun is the run-to-run part of the interval on the counter's scale: the spread of
+	// the calls' energy between the blocks of the run (nil: not on the counter's scale).
+	RunToRun *RunToRun `json:"run_to_run,omitempty"`
+	// RunToRunFloor is AnalyseOptions.RunToRunFloor.
+	RunToRunFloor float64 `json:"run_to_run_floor,omitempty"`
 	// IdleStaleS is AnalyseOptions.IdleStale (0: Run's).
 	IdleStaleS float64 `json:"idle_stale_s,omitempty"`
 	// Target is the relative half-width asked for; RelHalfWidth the one reached (of
@@ -245,6 +261,10 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 	res.IdleBeforeS = [2]float64{o.IdleBefore[0].Seconds(), o.IdleBefore[1].Seconds()}
 	res.IdleAfterS = [2]float64{o.IdleAfter[0].Seconds(), o.IdleAfter[1].Seconds()}
 	res.IdleStaleS = o.IdleStale.Seconds()
+	for _, g := range o.IdleGaps {
+		res.IdleGapsS = append(res.IdleGapsS, [2]float64{g[0].Seconds(), g[1].Seconds()})
+	}
+	res.RunToRunFloor = o.RunToRunFloor
 	idle := idleLine(tr, o, region)
 	windows := windowsOf(spans, o, pre, post, idle.ok)
 	var gapP, gapL []float64
@@ -394,6 +414,13 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 			ie := rss(hw, 1.96*c.IdleDiffSEW*mD/b, idleHW*mD/b)
 			res.ActiveParts = []Part{{"counter", hw, cnote}}
 			res.EnergyParts = []Part{{"counter", ie, cnote + "; and its idle level over the call's span"}}
+			rr := runToRun(c.blocks, spans, o.Batch, o.RunToRunFloor*math.Abs(c.ActiveJ))
+			if len(rr.Blocks) > 0 || rr.FloorJ > 0 {
+				res.RunToRun = rr
+				res.ActiveParts = append(res.ActiveParts, Part{"run to run", rr.HalfWidthJ, rr.Note})
+				res.EnergyParts = append(res.EnergyParts, Part{"run to run", rr.HalfWidthJ, rr.Note})
+				hw, ie = rss(hw, rr.HalfWidthJ), rss(ie, rr.HalfWidthJ)
+			}
 			fixedA, fixedE, statA, statE = hw*hw, ie*ie, 0, 0
 			res.ActiveJ = absolute(c.ActiveJ, hw)
 			res.EnergyJ = absolute(c.ActiveJ+ci*mD/b, ie)
@@ -411,6 +438,9 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 		shrinks, stays := statA/b, math.Sqrt(fixedA)
 		if c := res.CounterScale; c != nil {
 			shrinks, stays = c.EndsHalfWidthJ/float64(c.Calls), c.IdleHalfWidthJ/float64(c.Calls)
+			if res.RunToRun != nil {
+				stays = rss(stays, res.RunToRun.HalfWidthJ) // a property of the board: more calls do not shrink it
+			}
 		}
 		if room := o.Target*o.Target*vA*vA - stays*stays; room > 0 {
 			r := shrinks / math.Sqrt(room)
@@ -436,31 +466,81 @@ const maxCounterRel = 0.02
 // most (an H200's ring by 0.9-2.4 % for calls).
 const maxScaleGain = 0.1
 
-// idleLevel is the active idle recorded before and after the calls: a line through the
-// two levels (the chip warms as it goes), with its 95 % half-width.
+// idleLevel is the active idle recorded before and after the calls (and in the idle gaps
+// Run inserts between them at its checks): a line through the levels (the chip warms as
+// it goes), piecewise between them where there are more than two, with its 95 %
+// half-width.
 type idleLevel struct {
 	ok                bool
-	t0, p0, t1, p1    float64
+	knots             []idleKnot
 	halfWidth         float64
 	note, hwNote      string
 	before, after     float64
 	seBefore, seAfter float64
 }
 
-// at is the line's level at t.
+// idleKnot is one stretch's level: its middle t (s), mean power p and the standard error
+// of p.
+type idleKnot struct{ t, p, se float64 }
+
+// at is the line's level at t: piecewise linear through the knots, the first and last
+// segments extended beyond them.
 func (l idleLevel) at(t time.Duration) float64 {
-	if l.t1 <= l.t0 {
-		return l.p0
+	k := l.knots
+	if len(k) == 1 || len(k) > 1 && k[len(k)-1].t <= k[0].t {
+		return k[0].p
 	}
-	x := (t.Seconds() - l.t0) / (l.t1 - l.t0)
-	return l.p0 + x*(l.p1-l.p0)
+	x := t.Seconds()
+	j := 0
+	for j+2 < len(k) && x > k[j+1].t {
+		j++
+	}
+	a, b := k[j], k[j+1]
+	return a.p + (x-a.t)/(b.t-a.t)*(b.p-a.p)
 }
 
-// idleLine is the active idle from o's stretches before and after the calls: each one's
-// mean power (the estimator's integral over it), its standard error from the spread of the
-// means of its 100 ms blocks; the line's 95 % half-width from those and half the difference
-// of the two levels (how far a warming that is not linear can move the line between them).
-// With one stretch, its level, and no drift known.
+// segHW is segment j's 95 % half-width (W): its two levels' standard errors at its middle,
+// and half their difference (how far a warming that is not linear can move the line).
+func (l idleLevel) segHW(j int) float64 {
+	a, b := l.knots[j], l.knots[j+1]
+	return rss(1.96*math.Sqrt(a.se*a.se+b.se*b.se)/2, math.Abs(b.p-a.p)/2)
+}
+
+// integral is the line's integral over [a, b] (J) and its 95 % half-width: each segment's
+// half-width × the time of [a, b] it covers, added (the segments share their levels).
+func (l idleLevel) integral(a, b time.Duration) (j, hw float64) {
+	k := l.knots
+	if len(k) < 2 {
+		return l.at(a) * (b - a).Seconds(), l.halfWidth * (b - a).Seconds()
+	}
+	if len(k) == 2 {
+		return l.at((a+b)/2) * (b - a).Seconds(), l.halfWidth * (b - a).Seconds()
+	}
+	x0, x1 := a.Seconds(), b.Seconds()
+	for s := 0; s+1 < len(k); s++ {
+		lo, hi := k[s].t, k[s+1].t
+		if s == 0 {
+			lo = math.Inf(-1)
+		}
+		if s+2 == len(k) {
+			hi = math.Inf(1)
+		}
+		u, v := max(lo, x0), min(hi, x1)
+		if v <= u {
+			continue
+		}
+		mid := time.Duration((u + v) / 2 * 1e9)
+		j += l.at(mid) * (v - u)
+		hw += l.segHW(s) * (v - u)
+	}
+	return j, hw
+}
+
+// idleLine is the active idle from o's stretches before and after the calls (and its idle
+// gaps between them): each one's mean power (the estimator's integral over it), its
+// standard error from the spread of the means of its 100 ms blocks; the line's 95 %
+// half-width from those and half the difference of neighbouring levels. With one stretch,
+// its level, and no drift known.
 func idleLine(tr *trace.Trace, o AnalyseOptions, region func(from, to time.Duration, what string) (float64, string, bool)) idleLevel {
 	var l idleLevel
 	type lvl struct {
@@ -493,25 +573,39 @@ func idleLine(tr *trace.Trace, o AnalyseOptions, region func(from, to time.Durat
 	}
 	b := measure(o.IdleBefore, "the idle before the calls")
 	a := measure(o.IdleAfter, "the idle after the calls")
+	var mids []idleKnot
+	for i, g := range o.IdleGaps {
+		if m := measure(g, fmt.Sprintf("idle gap %d", i+1)); m.ok {
+			mids = append(mids, idleKnot{m.t, m.p, m.se})
+		}
+	}
 	switch {
 	case b.ok && a.ok:
-		l = idleLevel{ok: true, t0: b.t, p0: b.p, t1: a.t, p1: a.p}
-		// the line's standard error at the run's middle, and the drift's bound
-		se := math.Sqrt(b.se*b.se+a.se*a.se) / 2
-		l.halfWidth = rss(1.96*se, math.Abs(a.p-b.p)/2)
+		l = idleLevel{ok: true, knots: append(append([]idleKnot{{b.t, b.p, b.se}}, mids...), idleKnot{a.t, a.p, a.se})}
+		if len(l.knots) == 2 {
+			// the line's standard error at the run's middle, and the drift's bound
+			se := math.Sqrt(b.se*b.se+a.se*a.se) / 2
+			l.halfWidth = rss(1.96*se, math.Abs(a.p-b.p)/2)
+		} else {
+			_, hw := l.integral(sec(b.t), sec(a.t))
+			l.halfWidth = hw / (a.t - b.t)
+		}
 		l.note = fmt.Sprintf("a line from %.2f W (the %s before the calls) to %.2f W (the %s after them, from %s after the last)", b.p, units.FormatSeconds(b.length.Seconds(), 2), a.p, units.FormatSeconds(a.length.Seconds(), 2), units.FormatSeconds(IdleAfterCall.Seconds(), 2))
+		if len(mids) > 0 {
+			l.note += fmt.Sprintf(", through the levels of %d idle gaps between the calls", len(mids))
+		}
 	case b.ok || a.ok:
 		x := b
 		if a.ok {
 			x = a
 		}
-		l = idleLevel{ok: true, t0: x.t, p0: x.p, t1: x.t, p1: x.p, halfWidth: 1.96 * x.se}
+		l = idleLevel{ok: true, knots: []idleKnot{{x.t, x.p, x.se}}, halfWidth: 1.96 * x.se}
 		l.note = fmt.Sprintf("%.2f W over the %s of idle recorded beside the calls (one stretch: no drift known)", x.p, units.FormatSeconds(x.length.Seconds(), 2))
 	default:
 		return idleLevel{}
 	}
 	l.before, l.after, l.seBefore, l.seAfter = b.p, a.p, b.se, a.se
-	l.hwNote = fmt.Sprintf("the active idle's 95 %% half-width, %.2f W (its levels' standard errors and half their difference, %.2f W), × the mean window", l.halfWidth, math.Abs(a.p-b.p)/2)
+	l.hwNote = fmt.Sprintf("the active idle's 95 %% half-width, %.2f W (its levels' standard errors and half their differences, %.2f W end to end), × the mean window", l.halfWidth, math.Abs(a.p-b.p)/2)
 	return l
 }
 
@@ -523,21 +617,41 @@ func windowsOf(spans []Span, o AnalyseOptions, pre, post time.Duration, tile boo
 	n := len(spans)
 	out := make([][2]time.Duration, n)
 	var after time.Duration // the mean time from a call's end to its window's end
+	var ends []int          // the calls an idle gap follows, and the last
 	for i, sp := range spans {
 		out[i] = [2]time.Duration{sp.Start - pre, sp.End + post}
-		if tile && i+1 < n {
+		if tile && i+1 < n && !gapBetween(o.IdleGaps, sp.End, spans[i+1].Start) {
 			out[i][1] = max(sp.End+post, spans[i+1].Start-pre)
 			after += out[i][1] - sp.End
+		} else if tile {
+			ends = append(ends, i)
 		}
 	}
-	if tile && n > 1 {
-		last := &out[n-1]
-		last[1] = max(last[1], spans[n-1].End+after/time.Duration(n-1))
+	if tile && n > len(ends) {
+		after /= time.Duration(n - len(ends))
+		for _, i := range ends {
+			w := &out[i]
+			w[1] = max(w[1], spans[i].End+after)
+			if i+1 < n {
+				w[1] = max(spans[i].End+post, min(w[1], spans[i+1].Start-pre))
+			}
+		}
 		if o.Next > 0 {
+			last := &out[n-1]
 			last[1] = max(spans[n-1].End+post, min(last[1], o.Next-pre))
 		}
 	}
 	return out
+}
+
+// gapBetween says whether one of the idle gaps lies between a call's end and the next's start.
+func gapBetween(gaps [][2]time.Duration, end, next time.Duration) bool {
+	for _, g := range gaps {
+		if g[0] >= end && g[1] <= next {
+			return true
+		}
+	}
+	return false
 }
 
 // gapsOf is the mean power and length of the gaps between the calls' windows (gap k lies
@@ -723,3 +837,14 @@ func tQuantile975(df int) float64 {
 }
 
 func fmtS(d time.Duration) string { return fmt.Sprintf("%.4f s", d.Seconds()) }
+
+func sec(x float64) time.Duration { return time.Duration(math.Round(x * 1e9)) }
+
+// idleGapsOf is IdleGapsS as durations.
+func idleGapsOf(g [][2]float64) [][2]time.Duration {
+	var out [][2]time.Duration
+	for _, x := range g {
+		out = append(out, [2]time.Duration{sec(x[0]), sec(x[1])})
+	}
+	return out
+}

@@ -87,6 +87,15 @@ type Options struct {
 	// calls, which the channel's calibration to the energy counter needs (the contrast
 	// between idle and the calls sets its gain apart from its offset).
 	Tail time.Duration
+	// CheckIdle is the idle recorded at each check, after IdleAfterCall (default
+	// DefaultCheckIdle; < 0: none, the checks then analyse the calls so far with the idle
+	// before them only, and cannot have the counter's scale): the idle after the calls so
+	// far, so that a check gives the figure the run would end with, and the gaps split the
+	// run into blocks whose spread is the interval's run-to-run part.
+	CheckIdle time.Duration
+	// RunToRunFloor, where > 0, is the least relative half-width of the run-to-run part
+	// (AnalyseOptions.RunToRunFloor).
+	RunToRunFloor float64
 	// Seed of the phase plan (default 1).
 	Seed uint64
 	// Channel and Sensor name the power channel and its sensor model for the estimator
@@ -115,6 +124,9 @@ const (
 	DefaultWarmup   = 3
 	DefaultLead     = 2 * time.Second
 	DefaultTail     = 2 * time.Second
+	// DefaultCheckIdle: 0.6 s of idle after IdleAfterCall at each check (the ring's ~30
+	// readings and the counter's ~6 updates there, read every 20 ms).
+	DefaultCheckIdle = 600 * time.Millisecond
 	// DefaultCounterShare is the Sampler's CPUShare for the energy counter while calls are
 	// measured (sensor.Options.CPUShare; 0.002 elsewhere): an H200's counter read costs
 	// ~3.8 ms, so it is read every ~0.4 s instead of ~2 s, ~60 readings over a 25 s run for
@@ -153,6 +165,9 @@ func (o Options) withDefaults() Options {
 	if o.Seed == 0 {
 		o.Seed = 1
 	}
+	if o.CheckIdle == 0 {
+		o.CheckIdle = DefaultCheckIdle
+	}
 	if o.Calls > 0 {
 		o.MinCalls, o.MaxCalls = min(o.Calls, o.MinCalls), o.Calls
 	}
@@ -176,6 +191,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("lead/tail %s/%s: want positive durations (0: default)", o.Lead, o.Tail)
 	case o.MaxTime < 0:
 		return fmt.Errorf("max time %s: want a positive duration (0: default)", o.MaxTime)
+	case o.RunToRunFloor < 0 || o.RunToRunFloor >= 1 || math.IsNaN(o.RunToRunFloor):
+		return fmt.Errorf("run-to-run floor %v: want a fraction in [0, 1), e.g. 0.01 for 1 %%", o.RunToRunFloor)
 	case o.Warmup < 0 && o.Warmup != -1:
 		return fmt.Errorf("warmup %d: want 0 (default), more, or -1 for none", o.Warmup)
 	}
@@ -252,6 +269,7 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 	}
 
 	var spans []Span
+	var gaps [][2]time.Duration // the idle gaps at the checks
 	t0 := clk.Now()
 	next := o.MinCalls
 	incomplete, why := false, ""
@@ -282,7 +300,20 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 			return nil, fmt.Errorf("call %d: its span ends (%s) before it starts (%s)", len(spans)+1, sp.End, sp.Start)
 		}
 		spans = append(spans, sp)
-		if o.Calls == 0 && len(spans) >= next {
+		if len(spans) < next || len(spans) >= o.MaxCalls {
+			continue
+		}
+		ao := plan.analyseOptions(o)
+		ao.IdleBefore = idleBefore
+		if o.CheckIdle > 0 {
+			// An idle gap: the idle after the calls so far, so that the check computes the
+			// figure the run would end with (the counter's scale included), and a cut
+			// between blocks for the run-to-run part.
+			rec.idle(ctx, clk, IdleAfterCall+o.CheckIdle)
+			g := [2]time.Duration{sp.End + IdleAfterCall, clk.Now() - 20*time.Millisecond}
+			ao.IdleAfter, ao.IdleGaps = g, slices.Clone(gaps)
+			gaps = append(gaps, g)
+		} else if o.Calls == 0 {
 			// The calls whose windows ended a second ago: the readings of the latest may
 			// not all be in yet (a buffered channel is read every 50 ms, and its stamps
 			// are placed on its grid once it has been fitted).
@@ -290,20 +321,25 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 			for m > 0 && spans[m-1].End+plan.settle+time.Second > clk.Now() {
 				m--
 			}
-			ao := plan.analyseOptions(o)
 			ao.Next = spans[m].Start
-			ao.IdleBefore = idleBefore
+			ao.IdleGaps = nil
 			last = Analyse(rec.trace(env.System, true), spans[:m], ao)
-			if o.Progress != nil {
-				o.Progress(Progress{Calls: len(spans), RelHalfWide: last.relHalfWidth(), Target: o.Target})
-			}
-			if last.reached() {
-				break
-			}
-			next = max(next+1, int(math.Ceil(float64(len(spans))*1.25)))
-			if need := last.CallsNeeded; need > len(spans) {
-				next = min(next, need) // no more than the spread says it needs
-			}
+		}
+		if o.Calls == 0 && o.CheckIdle > 0 {
+			last = Analyse(rec.trace(env.System, true), spans, ao)
+		}
+		next = max(next+1, int(math.Ceil(float64(len(spans))*1.25)))
+		if o.Calls > 0 {
+			continue
+		}
+		if o.Progress != nil {
+			o.Progress(Progress{Calls: len(spans), RelHalfWide: last.relHalfWidth(), Target: o.Target})
+		}
+		if last.reached() {
+			break
+		}
+		if need := last.CallsNeeded; need > len(spans) {
+			next = min(next, need) // no more than the spread says it needs
 		}
 	}
 	if len(spans) >= o.MaxCalls && o.Calls == 0 && (last == nil || !last.reached()) {
@@ -313,6 +349,9 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 	var idleAfter [2]time.Duration
 	if len(spans) > 0 {
 		idleAfter = [2]time.Duration{spans[len(spans)-1].End + IdleAfterCall, clk.Now() - 20*time.Millisecond}
+		if k := len(gaps); k > 0 && gaps[k-1][0] > spans[len(spans)-1].End {
+			gaps = gaps[:k-1] // the last check's gap is the start of the tail
+		}
 	}
 	tr := stop()
 	tr.Meta.Incomplete, tr.Meta.IncompleteWhy = incomplete, why
@@ -320,13 +359,13 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 		tr.Meta.Incomplete, tr.Meta.IncompleteWhy = true, "a driver call hangs: "+fmt.Sprint(hung)
 	}
 	ao := plan.analyseOptions(o)
-	ao.IdleBefore, ao.IdleAfter = idleBefore, idleAfter
+	ao.IdleBefore, ao.IdleAfter, ao.IdleGaps = idleBefore, idleAfter, gaps
 	res := Analyse(tr, spans, ao)
 	for i, w := range warns {
 		if w.Code == CodeCapped && res.Reached {
-			// The checks during the run had no idle after the calls yet (so no counter's
-			// figure); the final one, with it, is within the target.
-			warns[i].Message = strings.TrimSuffix(w.Message, ", before the target") + ": the checks during the run did not see the target (they lack the idle after the calls, so the counter's scale), the final figure is within it"
+			// The last check came before the cap; the final figure, with the calls since,
+			// is within the target.
+			warns[i].Message = strings.TrimSuffix(w.Message, ", before the target") + ": the last check was not within the target, the final figure is"
 		}
 	}
 	res.Warnings = append(res.Warnings, warns...)
@@ -541,7 +580,7 @@ func (p *plan) wait(now, ref time.Duration) time.Duration {
 }
 
 func (p *plan) analyseOptions(o Options) AnalyseOptions {
-	return AnalyseOptions{GPU: 0, Batch: o.Batch, Channel: p.channel, Sensor: o.Sensor, Target: o.Target, Settle: p.settle, Pre: p.pre, Tail: p.settle + p.period}
+	return AnalyseOptions{GPU: 0, Batch: o.Batch, Channel: p.channel, Sensor: o.Sensor, Target: o.Target, Settle: p.settle, Pre: p.pre, Tail: p.settle + p.period, RunToRunFloor: o.RunToRunFloor}
 }
 
 func (p *plan) describe() string {

@@ -62,7 +62,8 @@ func (rc recordedCall) again(t *testing.T) *Result {
 	return Analyse(rc.tr, spans, AnalyseOptions{Batch: rc.res.Batch, Channel: rc.res.Channel, Sensor: &sp, Target: rc.res.Target,
 		Settle: post, Pre: rc.res.WindowPre(), Tail: post + period,
 		IdleBefore: [2]time.Duration{sec(rc.res.IdleBeforeS[0]), sec(rc.res.IdleBeforeS[1])},
-		IdleAfter:  [2]time.Duration{sec(rc.res.IdleAfterS[0]), sec(rc.res.IdleAfterS[1])}, IdleStale: sec(rc.res.IdleStaleS)})
+		IdleAfter:  [2]time.Duration{sec(rc.res.IdleAfterS[0]), sec(rc.res.IdleAfterS[1])}, IdleStale: sec(rc.res.IdleStaleS),
+		IdleGaps: idleGapsOf(rc.res.IdleGapsS), RunToRunFloor: rc.res.RunToRunFloor})
 }
 
 // TestH200CallRun2: bench/gpu/call_gemm.sh on an H200 (results/nvidia-h200/2026-11-28-call-2,
@@ -160,8 +161,6 @@ func TestH200CallRun3(t *testing.T) {
 			n.ActiveJ.Value, 100*n.RelHalfWidth, 100*(n.ActiveJ.Value/ref-1), n.Scale, n.ActiveIdleW.Value, rc.res.ActiveIdleW.Value, n.LeftOut, n.Warnings)
 	}
 }
-
-func sec(x float64) time.Duration { return time.Duration(math.Round(x * 1e9)) }
 
 // TestH200CallRun4: bench/gpu/call_gemm.sh on an H200 at 12:34 (results/nvidia-h200/
 // 2026-11-28-call-4, GPU-80fba2ec, binary 7a16b7a: the idle from the lead and the tail, read

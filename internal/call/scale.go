@@ -47,6 +47,8 @@ type CounterScale struct {
 	// mean by phase): the counter's scale against the channel's for the calls.
 	Gain           float64 `json:"gain"`
 	ChannelActiveJ Figure  `json:"channel_active_j"`
+
+	blocks []Block // the run split at its idle gaps (energies over each block, not yet per call)
 }
 
 func (c CounterScale) String() string {
@@ -90,9 +92,9 @@ func fitCounterScale(tr *trace.Trace, o AnalyseOptions, idle idleLevel, from, to
 	if !ok {
 		return c, fmt.Errorf("no figure of %s over the calls' run", o.Channel)
 	}
-	// The channel's idle line integrated over [A, B] (a line: its value at the middle).
+	// The channel's idle line integrated over [A, B].
 	span := (b - a).Seconds()
-	idleJ := idle.at((a+b)/2) * span
+	idleJ, idleHWJ := idle.integral(a, b)
 	stale := staleBound
 	if o.IdleStale > 0 {
 		stale = o.IdleStale
@@ -152,9 +154,158 @@ func fitCounterScale(tr *trace.Trace, o AnalyseOptions, idle idleLevel, from, to
 	res := min(energy.CounterResolution(tr, o.GPU), stale).Seconds()
 	p := idle.at((a + b) / 2)
 	c.EndsHalfWidthJ = 1.96 * math.Sqrt(2) * p * res / math.Sqrt(12)
-	c.IdleHalfWidthJ = rss(1.96*span*c.IdleDiffSEW, idle.halfWidth*span)
+	c.IdleHalfWidthJ = rss(1.96*span*c.IdleDiffSEW, idleHWJ)
 	c.HalfWidthJ = rss(c.EndsHalfWidthJ, c.IdleHalfWidthJ)
+	c.blocks = blocksOf(ctr, o, idle, i, j, c.IdleDiffW, p*res/math.Sqrt(12))
 	return c, nil
+}
+
+// Block is one part of the run on the counter's scale: the calls between two counter
+// readings at idle (the lead's, an idle gap's, the tail's), above the active idle line.
+type Block struct {
+	FromS   float64 `json:"from_s"`
+	ToS     float64 `json:"to_s"`
+	Calls   int     `json:"calls"`
+	ActiveJ float64 `json:"active_j"` // per call above active idle
+	// SigmaJ is the standard error per call of what is the block's own: its two counter
+	// readings' lateness and its stretch of the idle line (not the counter's idle against
+	// the channel's, which all blocks share).
+	SigmaJ float64 `json:"sigma_j"`
+}
+
+// RunToRun is the run-to-run part of the interval: how far the calls' energy moves from
+// one stretch of the run to the next beyond what the blocks' own errors explain (a board
+// warming or cooling, its clocks moving), which a run seconds or minutes later meets too
+// and no interval over one stretch includes.
+type RunToRun struct {
+	Blocks []Block `json:"blocks"`
+	// Q is Cochran's Q of the blocks' figures against their errors (about blocks − 1 where
+	// the errors explain the spread); TauJ the spread per call between blocks beyond their
+	// errors (DerSimonian and Laird's estimate: 0 where Q is below blocks − 1).
+	Q    float64 `json:"q"`
+	TauJ float64 `json:"tau_j"`
+	// Measured says whether there were blocks enough (minBlocks) for TauJ; HalfWidthJ is
+	// the part's 95 % half-width per call: 1.96 TauJ, at least FloorJ (the floor asked for).
+	Measured bool `json:"measured"`
+	// SlopeJPerS is the blocks' weighted trend (J per call per s) and SlopeSEJPerS its
+	// standard error; SpanS the run's length from the first block's start to the last's end.
+	SlopeJPerS   float64 `json:"slope_j_per_s"`
+	SlopeSEJPerS float64 `json:"slope_se_j_per_s"`
+	SpanS        float64 `json:"span_s"`
+	HalfWidthJ   float64 `json:"half_width_j"`
+	FloorJ       float64 `json:"floor_j,omitempty"`
+	Note         string  `json:"note"`
+}
+
+// minBlocks is the fewest blocks whose spread gives a run-to-run part: with two, Q has
+// one degree of freedom and TauJ exceeds the blocks' own error one time in ten on a board
+// whose calls do not move at all.
+const minBlocks = 3
+
+// blocksOf splits the run [ctr.T[i], ctr.T[j]] at a counter reading in each idle gap (the
+// one nearest its middle) into blocks, each the counter's increase less the idle line and
+// d over it, per call; nil without gaps.
+func blocksOf(ctr trace.Readings, o AnalyseOptions, idle idleLevel, i, j int, d, sdRead float64) []Block {
+	if len(o.IdleGaps) == 0 {
+		return nil
+	}
+	cuts := []int{i}
+	for _, g := range o.IdleGaps {
+		mid := (g[0] + g[1]) / 2
+		k := ctr.Search(mid)
+		if k > 0 && (k >= ctr.Len() || mid-ctr.T[k-1] < ctr.T[k]-mid) {
+			k--
+		}
+		if k <= cuts[len(cuts)-1] || k >= j || ctr.T[k] < g[0] || ctr.T[k] > g[1] {
+			continue
+		}
+		cuts = append(cuts, k)
+	}
+	cuts = append(cuts, j)
+	var out []Block
+	for c := 0; c+1 < len(cuts); c++ {
+		a, b := ctr.T[cuts[c]], ctr.T[cuts[c+1]]
+		idleJ, idleHW := idle.integral(a, b)
+		out = append(out, Block{FromS: a.Seconds(), ToS: b.Seconds(),
+			ActiveJ: ctr.V[cuts[c+1]] - ctr.V[cuts[c]] - idleJ - d*(b-a).Seconds(),
+			SigmaJ:  rss(math.Sqrt(2)*sdRead, idleHW/1.96)})
+	}
+	return out
+}
+
+// runToRun is the run-to-run part from the blocks (their energies made per call over
+// the calls inside each: batch calls per span), at least floor (J per call).
+func runToRun(blocks []Block, spans []Span, batch int, floor float64) *RunToRun {
+	r := &RunToRun{FloorJ: floor}
+	for _, b := range blocks {
+		n := 0
+		for _, sp := range spans {
+			if s := sp.Start.Seconds(); s > b.FromS && s < b.ToS {
+				n += batch
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		b.Calls, b.ActiveJ, b.SigmaJ = n, b.ActiveJ/float64(n), b.SigmaJ/float64(n)
+		r.Blocks = append(r.Blocks, b)
+	}
+	k := len(r.Blocks)
+	var s1, s2, m float64
+	for _, b := range r.Blocks {
+		w := 1 / (b.SigmaJ * b.SigmaJ)
+		s1 += w
+		s2 += w * w
+		m += w * b.ActiveJ
+	}
+	if k >= 2 && s1 > 0 && !math.IsInf(s1, 0) {
+		m /= s1
+		for _, b := range r.Blocks {
+			r.Q += (b.ActiveJ - m) * (b.ActiveJ - m) / (b.SigmaJ * b.SigmaJ)
+		}
+		r.TauJ = math.Sqrt(max(0, (r.Q-float64(k-1))/(s1-s2/s1)))
+	}
+	r.Measured = k >= minBlocks
+	if r.Measured {
+		// The calls' energy may move steadily (a board warming): the blocks' weighted
+		// trend, beyond its own error, times the run's length is how far a run as long,
+		// right before or after, would lie; the spread about the trend is the rest.
+		var tm, xm float64
+		for _, b := range r.Blocks {
+			w := 1 / (b.SigmaJ * b.SigmaJ)
+			tm += w * (b.FromS + b.ToS) / 2
+			xm += w * b.ActiveJ
+		}
+		tm, xm = tm/s1, xm/s1
+		var stt, stx float64
+		for _, b := range r.Blocks {
+			w, dt := 1/(b.SigmaJ*b.SigmaJ), (b.FromS+b.ToS)/2-tm
+			stt += w * dt * dt
+			stx += w * dt * (b.ActiveJ - xm)
+		}
+		if stt > 0 {
+			r.SlopeJPerS = stx / stt
+			r.SlopeSEJPerS = 1 / math.Sqrt(stt)
+			var qr float64
+			for _, b := range r.Blocks {
+				e := b.ActiveJ - xm - r.SlopeJPerS*((b.FromS+b.ToS)/2-tm)
+				qr += e * e / (b.SigmaJ * b.SigmaJ)
+			}
+			r.TauJ = math.Sqrt(max(0, (qr-float64(k-2))/(s1-s2/s1)))
+		}
+		r.SpanS = r.Blocks[k-1].ToS - r.Blocks[0].FromS
+		shift := math.Sqrt(max(0, r.SlopeJPerS*r.SlopeJPerS-r.SlopeSEJPerS*r.SlopeSEJPerS)) * r.SpanS
+		r.HalfWidthJ = rss(1.96*r.TauJ, shift)
+		r.Note = fmt.Sprintf("the calls' energy between the run's %d blocks (split at its idle gaps) beyond the blocks' own errors: a trend of %.3g ± %.2g J per call per s over the run's %.1f s (%.4g J beyond its error) and a spread of 1.96 × %.4g J about it (Q = %.2f about the mean, on %d degrees of freedom)",
+			k, r.SlopeJPerS, r.SlopeSEJPerS, r.SpanS, shift, r.TauJ, r.Q, k-1)
+	} else {
+		r.Note = fmt.Sprintf("not measured: %d blocks (at least %d are needed)", k, minBlocks)
+	}
+	if floor > r.HalfWidthJ {
+		r.HalfWidthJ = floor
+		r.Note += fmt.Sprintf("; the floor asked for, %.4g J, is larger", floor)
+	}
+	return r
 }
 
 // samplesOf is r as Samples (times and values alone).

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -39,6 +40,8 @@ func (a *App) callVerb(ctx context.Context, args []string) int {
 	fs.DurationVar(&o.Lead, "lead", 0, "active idle recorded before the first call (default 2s)")
 	fs.DurationVar(&o.Tail, "tail", 0, "active idle recorded after the last call (default 2s)")
 	seed := fs.Uint64("seed", 1, "seed of the phases")
+	fs.DurationVar(&o.CheckIdle, "check-idle", 0, "idle recorded at each check after the calls so far (after 0.4 s; default 600ms; -1s: none): the check then has the final figure's scale, and the gaps split the run into blocks whose spread is the run-to-run part")
+	rrFloor := fs.String("run-to-run-floor", "0", "the least run-to-run part of the interval: a percentage (1.5%) or a fraction; default 0: the blocks' measured spread alone")
 	fs.DurationVar(&po.ReadyTimeout, "ready-timeout", 0, "how long to wait for the command's ready line (default 10m)")
 	fs.DurationVar(&po.CallTimeout, "call-timeout", 0, "how long to wait for each done line (default 1m)")
 	fs.DurationVar(&po.ExitTimeout, "exit-timeout", 0, "how long to wait for the command to exit after the end of its stdin before it is killed (default 10s)")
@@ -67,6 +70,14 @@ func (a *App) callVerb(ctx context.Context, args []string) int {
 		return a.usageError("call", fmt.Errorf("--target %q: %v", *target, err))
 	}
 	o.Target, o.Seed = t, *seed
+	if f := strings.TrimSpace(*rrFloor); f != "0" && f != "0%" {
+		if o.RunToRunFloor, err = parseFraction(f); err != nil {
+			return a.usageError("call", fmt.Errorf("--run-to-run-floor %q: %v", *rrFloor, err))
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return a.usageError("call", err)
+	}
 	if *sensorFlag != "" {
 		sp, err := correct.ParseSpec(*sensorFlag)
 		if err != nil {
@@ -191,6 +202,9 @@ func writeCallText(w io.Writer, r *call.Result) error {
 	fmt.Fprintf(&b, "energy     %s per call above active idle (%.2f W: %s)\n", fig(r.ActiveJ, 1, "J"), r.ActiveIdleW.Value, r.Idle)
 	fmt.Fprintf(&b, "           %s per call in all, over its own span\n", fig(r.EnergyJ, 1, "J"))
 	fmt.Fprintf(&b, "absolute   [%.6g, %.6g] J above active idle with the board's ±5 %% gain error\n", r.ActiveJ.AbsLow, r.ActiveJ.AbsHigh)
+	if rr := r.RunToRun; rr != nil {
+		fmt.Fprintf(&b, "run to run ±%.4g J per call (±%.2g %%) in the interval: %s\n", rr.HalfWidthJ, 100*rr.HalfWidthJ/math.Abs(r.ActiveJ.Value), rr.Note)
+	}
 	reached := "reached"
 	if !r.Reached {
 		reached = "not reached"

@@ -1,0 +1,138 @@
+package call
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
+	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
+	"github.com/gpuwatt/gpuwatt/internal/units"
+)
+
+// driftingCall is a twin call whose power wanders with time as a board's efficiency does
+// with its temperature: watts × (1 + amp·sin(2π t/period + phase)), t on the twin's clock,
+// each of its launches at the power of its start (the twin's truth has it exactly).
+type driftingCall struct {
+	d          time.Duration
+	watts, amp float64
+	period     time.Duration
+	phase      float64
+}
+
+func (c driftingCall) power(t time.Duration) units.Power {
+	return units.Power(c.watts * (1 + c.amp*math.Sin(2*math.Pi*t.Seconds()/c.period.Seconds()+c.phase)))
+}
+
+func (c driftingCall) fn(sm simtest.Sim) Func {
+	return func(ctx context.Context, n int) (Span, error) {
+		s := sm.Clock.Now()
+		at := s
+		for range n {
+			sm.Dev.AddLoad(at, at+c.d, c.power(at))
+			at += c.d
+		}
+		sm.Clock.AdvanceTo(at)
+		return Span{Start: s, End: at}, nil
+	}
+}
+
+// replayTruth runs the calls of res again on the twin after a pause, with the run's own
+// waits between them (cycled) for about seconds, and gives the twin's true energy per call
+// above its active idle over that replay: the reference a separate run measures.
+func replayTruth(t *testing.T, sm simtest.Sim, fn Func, res *Result, pause, seconds time.Duration) float64 {
+	t.Helper()
+	sm.Clock.Advance(pause)
+	var waits []time.Duration
+	for i := 1; i < len(res.PerCall); i++ {
+		w := sec(res.PerCall[i].StartS) - sec(res.PerCall[i-1].EndS)
+		if w < 2*time.Second { // not across an idle gap
+			waits = append(waits, w)
+		}
+	}
+	rep := &Result{Batch: res.Batch, Scale: res.Scale, CounterScale: res.CounterScale}
+	t0 := sm.Clock.Now()
+	for i := 0; sm.Clock.Now()-t0 < seconds; i++ {
+		sm.Clock.Advance(waits[i%len(waits)])
+		sp, err := fn(context.Background(), res.Batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.PerCall = append(rep.PerCall, CallFigure{StartS: sp.Start.Seconds(), EndS: sp.End.Seconds(), Method: "replay"})
+	}
+	sm.Clock.Advance(time.Second)
+	active, _ := truthOf(t, sm, rep)
+	return active
+}
+
+// TestRunToRun: on an h200 twin whose calls' power wanders by ±0.5-2 % over 40-200 s (a
+// board warming and cooling), 5-50 ms calls in repetitions of ~45 ms, 80 each (as
+// bench/gpu/call_gemm.sh runs them), measured as a user would: the reference, the same
+// calls with the same waits run again 2 s after the run for 10 s (the twin's truth over
+// that replay), lies inside the 95 % interval more often with the run-to-run part than
+// without (21 against 11 of 30: not the 93 % the issue asks for). On the same twin with no
+// wander the part stays small (its median under a fifth of the half-width) and the
+// reference lies inside in at least 93 % of the cases.
+func TestRunToRun(t *testing.T) {
+	testkit.Slow(t)
+	sp := fitted(t, "h200")
+	for _, wander := range []bool{true, false} {
+		var in, inNo, n int
+		var share []float64
+		for k := range 30 {
+			rng := rand.New(rand.NewPCG(uint64(k), 3401))
+			d := time.Duration(math.Exp(math.Log(0.005)+rng.Float64()*math.Log(10)) * float64(time.Second)).Round(time.Microsecond)
+			c := driftingCall{d: d, watts: 300 + 400*rng.Float64(), period: time.Duration((40 + 160*rng.Float64()) * float64(time.Second)), phase: 2 * math.Pi * rng.Float64()}
+			if wander {
+				c.amp = 0.005 + 0.015*rng.Float64()
+			}
+			batch := max(1, int(math.Round(float64(45*time.Millisecond)/float64(d))))
+			cfg := simtest.Preset(t, "h200")
+			cfg.Seed += uint64(700 + k)
+			sm := simtest.OpenConfig(t, cfg)
+			sm.Dev.OpenContext(0)
+			fn := c.fn(sm)
+			res, err := Run(context.Background(), Env{Clock: sm.Clock, System: sm.Sys}, fn, Options{Calls: 80, Batch: batch, Sensor: &sp, Seed: uint64(k) + 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := replayTruth(t, sm, fn, res, 2*time.Second, 10*time.Second)
+			n++
+			ok := res.ActiveJ.Low <= ref && ref <= res.ActiveJ.High
+			if ok {
+				in++
+			}
+			rr, hw := 0.0, res.ActiveJ.HalfWidth()
+			if res.RunToRun != nil {
+				rr = res.RunToRun.HalfWidthJ
+			}
+			if math.Abs(res.ActiveJ.Value-ref) <= math.Sqrt(max(0, hw*hw-rr*rr)) {
+				inNo++
+			}
+			share = append(share, rr/hw)
+			note := ""
+			if res.RunToRun != nil {
+				note = res.RunToRun.Note
+			}
+			t.Logf("wander %v case %d: %v × %d, %.0f W ±%.2f %% over %.0f s: %.5g J ±%.2f %% (run to run ±%.3g J) on %s; reference %.5g J (%+.2f %%) inside %v; %s",
+				wander, k, d, batch, c.watts, 100*c.amp, c.period.Seconds(), res.ActiveJ.Value, 100*res.RelHalfWidth, rr, res.Scale[:min(12, len(res.Scale))], ref, 100*(res.ActiveJ.Value/ref-1), ok, note)
+		}
+		slices.Sort(share)
+		t.Logf("wander %v: the reference inside %d of %d intervals (%d without the run-to-run part); the part's median share of the half-width %.2f", wander, in, n, inNo, share[n/2])
+		switch {
+		case !wander && float64(in) < 0.93*float64(n):
+			t.Errorf("no wander: the reference inside %d of %d intervals, want at least 93 %%", in, n)
+		case !wander && share[n/2] > 0.2:
+			t.Errorf("no wander: the run-to-run part's median share of the half-width %.2f, want at most 0.2", share[n/2])
+		case wander && in < inNo+8:
+			// Not the 93 % issue 34 asks for (21 of 30 at 3e5c0d1): a run cannot measure its
+			// own drift much better than its own interval, and a wander that curves within
+			// the run moves a run after it further than the trend says. docs/call.md, "Not
+			// done yet".
+			t.Errorf("wander: the reference inside %d of %d intervals, %d without the run-to-run part: the part should bring in at least 8 more", in, n, inNo)
+		}
+	}
+}
