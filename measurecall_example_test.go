@@ -37,6 +37,6 @@ func ExampleMeasureCall() {
 		res.Seconds.Value*1000, a.Value, 100*res.RelHalfWidth+0.5, res.Reached, res.Channel)
 	fmt.Printf("true %.2f J, inside the interval with the board's gain error: %v\n", truth, a.AbsLow <= truth && truth <= a.AbsHigh)
 	// Output:
-	// 5.0 ms per call, 2.39 J above active idle (95 %: ±3 %, true), power.samples
+	// 5.0 ms per call, 2.40 J above active idle (95 %: ±3 %, true), power.samples
 	// true 2.39 J, inside the interval with the board's gain error: true
 }
