@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import call_reference  # noqa: E402
 from call_worker import Poller, make_op, replay  # noqa: E402
 
-FIXED_S = 9.0  # per run besides its calls: gpuwatt's start, lead 2 s, 3-4 idle gaps of 1 s, tail 2 s, writing
+FIXED_S = 6.0  # per run besides its --max-time (which holds the idle gaps): gpuwatt's start, lead 2 s, tail 2 s, writing
 REPLAY_EXTRA_S = 2.0  # a replay's idle before it (its --idle after is the run's own)
 
 
@@ -89,6 +89,7 @@ def main():
     ap.add_argument("--budget", type=float, default=270.0, help="wall seconds for every run, replay and idle (default 270)")
     ap.add_argument("--max-time", type=float, default=30.0, help="at most this many seconds of calls per run (default 30)")
     ap.add_argument("--replay", type=float, default=10.0)
+    ap.add_argument("--min-calls", type=int, default=20, help="gpuwatt call --min-calls: its first check, and an idle gap (default 20: 3-4 gaps in a run of ~10 s)")
     ap.add_argument("--idle", type=float, default=2.0)
     ap.add_argument("--sensor", default="rc:tau=14ms,period=20ms,delay=4ms")
     ap.add_argument("--extra", default="", help="more gpuwatt call flags")
@@ -131,7 +132,7 @@ def main():
         mt = int(max(5, min(a.max_time, share)))
         d = os.path.join(a.out, "%s-run%d" % (name, p))
         argv = [a.gpuwatt, "call", "--stdio", "--quiet", "--gpu", str(a.gpu), "--target", a.target, "--max-time", "%ds" % mt,
-                "--batch", str(batch), "--warmup", "0", "--sensor", a.sensor, "--lead", "2s", "--tail", "2s", "--out", d]
+                "--batch", str(batch), "--min-calls", str(a.min_calls), "--warmup", "0", "--sensor", a.sensor, "--lead", "2s", "--tail", "2s", "--out", d]
         argv += shlex.split(a.extra)
         raw = dict(board, op=spec, flops=flops, item=name, run=p, idle_s=a.idle, argv=argv)
         raw["idle_before"] = [time.monotonic() - a.idle, None]

@@ -212,6 +212,16 @@ type Env struct {
 // h200 twin: ±4.9 % at the check, ±6.0 % at the end).
 const checkMargin = 0.9
 
+// runToRunKnown says whether a check's figure has what the final one needs to stop on: with
+// idle gaps, at least minBlocks of them (a check may be on the channel's scale where the end,
+// with the tail, is on the counter's), and on the counter's scale a measured run-to-run part.
+func runToRunKnown(r *Result, gaps int, gapped bool) bool {
+	if !gapped {
+		return true
+	}
+	return gaps >= minBlocks && (r.CounterScale == nil || r.RunToRun != nil && r.RunToRun.Measured)
+}
+
 // minCallsForSpread is the fewest calls whose spread gives an interval at all.
 const minCallsForSpread = 5
 
@@ -341,7 +351,7 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 		if o.Progress != nil {
 			o.Progress(Progress{Calls: len(spans), RelHalfWide: last.relHalfWidth(), Target: o.Target})
 		}
-		if last.reached() && last.RelHalfWidth <= checkMargin*o.Target {
+		if last.reached() && last.RelHalfWidth <= checkMargin*o.Target && runToRunKnown(last, len(gaps), o.CheckIdle > 0) {
 			break
 		}
 		if need := last.CallsNeeded; need > len(spans) {

@@ -135,3 +135,38 @@ func TestMissingReadingLeftOut(t *testing.T) {
 		t.Errorf("truth %.4f J outside [%.4f, %.4f]", active, again.ActiveJ.Low, again.ActiveJ.High)
 	}
 }
+
+// TestTargetStopsOnCounterScale: a 30 ms call on the h200 twin, target ±1.5 %: the checks,
+// each after an idle gap, compute the figure on the counter's scale as the end does, so the
+// run stops at a check (once the run-to-run part is measured) instead of going to its time
+// cap, and the final figure is within the target and holds the truth.
+func TestTargetStopsOnCounterScale(t *testing.T) {
+	sm := simtest.Open(t, "h200")
+	sm.Dev.OpenContext(0)
+	sp := fitted(t, "h200")
+	c := twinCall{d: 30 * time.Millisecond, watts: 500, watts2: 500}
+	var seen []Progress
+	res, err := Run(context.Background(), Env{Clock: sm.Clock, System: sm.Sys}, c.fn(sm), Options{Target: 0.015, MaxTime: 2 * time.Minute, Sensor: &sp, Warmup: -1,
+		Progress: func(p Progress) { seen = append(seen, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	active, _ := truthOf(t, sm, res)
+	t.Logf("checkpoints %+v", seen)
+	t.Logf("%d calls, ±%.2f %% on %s; run to run %+v; %.4f J against %.4f J; warnings %v", res.Calls, 100*res.RelHalfWidth, res.Scale, res.RunToRun, res.ActiveJ.Value, active, res.Warnings)
+	t.Logf("counter %s; parts %+v; idle %s", res.CounterScale, res.ActiveParts, res.Idle)
+	if res.CounterScale == nil || !res.Reached || res.RunToRun == nil || !res.RunToRun.Measured || len(res.IdleGapsS) < 2 {
+		t.Errorf("want a figure on the counter's scale within ±1.5 %% with a measured run-to-run part: scale %s, reached %v, run to run %+v, %d gaps", res.Scale, res.Reached, res.RunToRun, len(res.IdleGapsS))
+	}
+	for _, w := range res.Warnings {
+		if w.Code == CodeCapped {
+			t.Errorf("went to a cap: %s", w.Message)
+		}
+	}
+	if len(seen) == 0 || seen[len(seen)-1].Calls != res.Calls || seen[len(seen)-1].RelHalfWide > checkMargin*0.015 {
+		t.Errorf("checkpoints %+v, %d calls: want the run to stop at the last, within the target", seen, res.Calls)
+	}
+	if !(res.ActiveJ.Low <= active && active <= res.ActiveJ.High) {
+		t.Errorf("truth %.4f J outside [%.4f, %.4f]", active, res.ActiveJ.Low, res.ActiveJ.High)
+	}
+}

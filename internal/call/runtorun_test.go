@@ -73,8 +73,8 @@ func replayTruth(t *testing.T, sm simtest.Sim, fn Func, res *Result, pause, seco
 // bench/gpu/call_gemm.sh runs them), measured as a user would: the reference, the same
 // calls with the same waits run again 2 s after the run for 10 s (the twin's truth over
 // that replay), lies inside the 95 % interval more often with the run-to-run part than
-// without (21 against 11 of 30: not the 93 % the issue asks for). On the same twin with no
-// wander the part stays small (its median under a fifth of the half-width) and the
+// without (23 against 12 of 30: not the 93 % the issue asks for). On the same twin with no
+// wander the part stays small (it widens the median interval by at most 5 %) and the
 // reference lies inside in at least 93 % of the cases.
 func TestRunToRun(t *testing.T) {
 	testkit.Slow(t)
@@ -112,7 +112,7 @@ func TestRunToRun(t *testing.T) {
 			if math.Abs(res.ActiveJ.Value-ref) <= math.Sqrt(max(0, hw*hw-rr*rr)) {
 				inNo++
 			}
-			share = append(share, rr/hw)
+			share = append(share, hw/math.Sqrt(max(1e-300, hw*hw-rr*rr))-1) // how much wider the part makes the interval
 			note := ""
 			if res.RunToRun != nil {
 				note = res.RunToRun.Note
@@ -121,14 +121,14 @@ func TestRunToRun(t *testing.T) {
 				wander, k, d, batch, c.watts, 100*c.amp, c.period.Seconds(), res.ActiveJ.Value, 100*res.RelHalfWidth, rr, res.Scale[:min(12, len(res.Scale))], ref, 100*(res.ActiveJ.Value/ref-1), ok, note)
 		}
 		slices.Sort(share)
-		t.Logf("wander %v: the reference inside %d of %d intervals (%d without the run-to-run part); the part's median share of the half-width %.2f", wander, in, n, inNo, share[n/2])
+		t.Logf("wander %v: the reference inside %d of %d intervals (%d without the run-to-run part); the part widens the interval by %.1f %% (median), %.1f %% (90th percentile)", wander, in, n, inNo, 100*share[n/2], 100*share[n*9/10])
 		switch {
 		case !wander && float64(in) < 0.93*float64(n):
 			t.Errorf("no wander: the reference inside %d of %d intervals, want at least 93 %%", in, n)
-		case !wander && share[n/2] > 0.2:
-			t.Errorf("no wander: the run-to-run part's median share of the half-width %.2f, want at most 0.2", share[n/2])
+		case !wander && share[n/2] > 0.05:
+			t.Errorf("no wander: the run-to-run part widens the interval by %.1f %% (median), want at most 5 %%", 100*share[n/2])
 		case wander && in < inNo+8:
-			// Not the 93 % issue 34 asks for (21 of 30 at 3e5c0d1): a run cannot measure its
+			// Not the 93 % issue 34 asks for (23 of 30): a run cannot measure its
 			// own drift much better than its own interval, and a wander that curves within
 			// the run moves a run after it further than the trend says. docs/call.md, "Not
 			// done yet".

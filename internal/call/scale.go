@@ -101,7 +101,8 @@ func fitCounterScale(tr *trace.Trace, o AnalyseOptions, idle idleLevel, from, to
 	}
 	// d: the counter's rate less the channel's mean over each idle stretch.
 	var ds, ses []float64
-	for _, w := range [][2]time.Duration{o.IdleBefore, o.IdleAfter} {
+	stretches := append(append([][2]time.Duration{o.IdleBefore}, o.IdleGaps...), o.IdleAfter)
+	for _, w := range stretches {
 		if w[1]-w[0] < 200*time.Millisecond {
 			continue
 		}
@@ -134,13 +135,24 @@ func fitCounterScale(tr *trace.Trace, o AnalyseOptions, idle idleLevel, from, to
 		ses = append(ses, se)
 		c.Readings += n
 	}
-	switch len(ds) {
-	case 0:
+	switch {
+	case len(ds) == 0:
 		return c, fmt.Errorf("fewer than %d %s readings in the idle before and after the calls", minScaleReadings, energy.CounterChannel)
-	case 1:
+	case len(ds) == 1:
 		c.IdleDiffW, c.IdleDiffSEW = ds[0], ses[0]
-	default:
+	case len(ds) == 2 && len(o.IdleGaps) == 0:
 		c.IdleDiffW, c.IdleDiffSEW = (ds[0]+ds[1])/2, math.Sqrt(ses[0]*ses[0]+ses[1]*ses[1])/2
+	default:
+		// the idle gaps' too, each by its standard error (a 0.6 s gap's is ~3 times the
+		// 2 s tail's): at a check, whose idle after the calls is a gap, d is then known
+		// nearly as well as at the end
+		var sw, swd float64
+		for k := range ds {
+			w := 1 / (ses[k] * ses[k])
+			sw += w
+			swd += w * ds[k]
+		}
+		c.IdleDiffW, c.IdleDiffSEW = swd/sw, 1/math.Sqrt(sw)
 	}
 	c.SpanS = span
 	c.ChannelJ = ring - idleJ
