@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ebitengine/purego"
@@ -25,6 +27,11 @@ type Lib struct {
 // call gives a new library with its own state. defines are passed to gcc as -D flags. It
 // skips t, saying why, when gcc is not on PATH (and fails it when GPUWATT_REQUIRE_CC is
 // set, as .ci/run does).
+//
+// gcc runs once per library and defines in a test process (0.4-0.6 s of CPU each; the
+// suite built the five fakes 67 times): later calls copy the built bytes to a new file. A
+// copy is a new inode, so the dynamic loader maps it afresh, with its own state, as a
+// library built anew would be (a hard link would not be: dlopen would share the first).
 func (l Lib) Build(t testing.TB, defines ...string) string {
 	t.Helper()
 	gcc, err := exec.LookPath("gcc")
@@ -34,6 +41,29 @@ func (l Lib) Build(t testing.TB, defines ...string) string {
 			t.Fatal(why + "; GPUWATT_REQUIRE_CC is set, so this is a failure")
 		}
 		t.Skip(why)
+	}
+	b := l.built(t, gcc, defines)
+	lib := filepath.Join(t.TempDir(), l.File)
+	if err := os.WriteFile(lib, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return lib
+}
+
+// builds holds each library's bytes once built, by What, File and defines.
+var builds struct {
+	sync.Mutex
+	lib map[string][]byte
+}
+
+// built returns the bytes of l built with defines, compiling them on the first call.
+func (l Lib) built(t testing.TB, gcc string, defines []string) []byte {
+	t.Helper()
+	key := l.What + "\x00" + l.File + "\x00" + strings.Join(defines, "\x00")
+	builds.Lock()
+	defer builds.Unlock()
+	if b, ok := builds.lib[key]; ok {
+		return b
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "fake.c")
@@ -52,7 +82,15 @@ func (l Lib) Build(t testing.TB, defines ...string) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the fake %s: %v\n%s", l.What, err, out)
 	}
-	return lib
+	b, err := os.ReadFile(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if builds.lib == nil {
+		builds.lib = map[string][]byte{}
+	}
+	builds.lib[key] = b
+	return b
 }
 
 // Bind opens the fake at path (the library the binding under test loads) and registers
