@@ -16,6 +16,7 @@ import (
 // TestDevicesMI300XGolden: the sim's AMD board lists amdsmi's channels, the average socket
 // power unsupported as on a real MI300X, and says that gpuwatt's kernels do not run on it.
 func TestDevicesMI300XGolden(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"devices", "--device", "sim:mi300x"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -27,6 +28,7 @@ func TestDevicesMI300XGolden(t *testing.T) {
 // (15.3 µJ counts), within the board's gain error of the truth; the text and summary as
 // the golden files hold them.
 func TestMeasureMI300X(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	out := filepath.Join(t.TempDir(), "run")
 	if code := a.Main(ctx, []string{"measure", "--device", "sim:mi300x", "--out", out, "--", "fake", "1s"}); code != 0 {
@@ -70,14 +72,22 @@ func TestMeasureMI300XSleep(t *testing.T) {
 	readJSON(t, filepath.Join(out, "summary.json"), &sum)
 	g := sum.GPUs[0]
 	truth := simCommandEnergy(t, "mi300x", sum.DurationS)
-	if sum.DurationS < 1 || g.EnergySource != trace.ChEnergyTotal || g.EnergyJ < 0.95*truth || g.EnergyJ > 1.05*truth {
-		t.Errorf("duration %g s, energy %.2f J from %s, truth %.2f J", sum.DurationS, g.EnergyJ, g.EnergySource, truth)
+	if sum.DurationS < 1 || g.EnergyJ < 0.95*truth || g.EnergyJ > 1.05*truth {
+		t.Errorf("duration %g s, energy %.2f J from %s (%s), truth %.2f J", sum.DurationS, g.EnergyJ, g.EnergySource, g.EnergyNote, truth)
+	}
+	// The counter's own figure wants readings spanning half the command; a loaded machine
+	// can starve the sampler's polls for part of a 1 s run (once, in a parallel go test:
+	// power.socket_current inverted, 714.9 J for 708.7 J): another source is taken then,
+	// and its note must say why the counter was not.
+	if g.EnergySource != trace.ChEnergyTotal && !strings.Contains(g.EnergyNote, trace.ChEnergyTotal+" has ") {
+		t.Errorf("energy from %s, not %s, and the note does not say why: %q", g.EnergySource, trace.ChEnergyTotal, g.EnergyNote)
 	}
 }
 
 // TestKernelsRefuseAMD: the verbs that run gpuwatt's own kernels refuse an AMD board with
 // exit 2, naming the vendor.
 func TestKernelsRefuseAMD(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"micro", "--device", "sim:mi300x", "--only", "fp32.fma"},
 		{"archline", "--device", "sim:mi300x", "--quick"},
@@ -97,6 +107,7 @@ func TestKernelsRefuseAMD(t *testing.T) {
 // TestDevicesMixedHost: on a host with NVIDIA and AMD boards (both fake libraries), auto
 // lists them side by side, NVIDIA's first, every channel read through its own library.
 func TestDevicesMixedHost(t *testing.T) {
+	t.Parallel()
 	nv, amd := nvmltest.Build(t), amdsmitest.Build(t)
 	a, stdout, stderr, ctx := testApp(t)
 	a.NVMLPaths, a.AMDSMIPaths = []string{nv}, []string{amd}

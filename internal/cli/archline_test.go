@@ -12,6 +12,7 @@ import (
 )
 
 func TestArchlineOnSim(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	out := filepath.Join(t.TempDir(), "archline")
 	if code := a.Main(ctx, []string{"archline", "--device", "sim:h200", "--quick", "--out", out}); code != 0 {
@@ -46,6 +47,7 @@ func TestArchlineOnSim(t *testing.T) {
 // TestArchlineJSONRecoversSimConfig: a --sim-config with its own pi0, eps_flop and eps_mem
 // is recovered within 2 % by --json.
 func TestArchlineJSONRecoversSimConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "sim.json")
 	js := `{"preset":"a100","pi0_w":131.5,"eps_flop_fp32_pj":3.3,"eps_flop_fp64_pj":9.1,"eps_mem_pj_per_byte":71.0,"sensors":{"energy.total":{"gain":1}}}`
@@ -91,6 +93,7 @@ func TestArchlineJSONRecoversSimConfig(t *testing.T) {
 }
 
 func TestArchlineBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	badCfg := filepath.Join(dir, "bad.json")
 	os.WriteFile(badCfg, []byte(`{"preset":"h100","eps_flop_fp16_pj":3}`), 0o644)

@@ -33,6 +33,7 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 // signals), a device (/dev/zero: read whole, gpuwatt grew to 24 GB) or a directory given
 // as an input file is refused at once, exit 2, naming what it is (issue 29).
 func TestInputsThatAreNotFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo.csv")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -111,6 +112,7 @@ func helperMeasure(t *testing.T, args []string, pidFile string, env ...string) (
 // measure deaf to the signal misses every time (it never ends), a loaded machine rarely
 // thrice; every run must end within 10 s of the signal, with every file.
 func TestMarksFIFOEndsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real processes and signals")
 	}
@@ -198,6 +200,7 @@ func TestMarksSwappedForSymlink(t *testing.T) {
 // TestOutputNeverOverwritesAnInput: energy --series naming the trace it reads, or report
 // --out naming results.json, destroyed the input, exit 0. Refused, exit 2, the input intact.
 func TestOutputNeverOverwritesAnInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csv := filepath.Join(dir, "t.csv")
 	data := []byte("t_s,power_w\n0,100\n0.1,100\n0.2,100\n0.3,100\n")

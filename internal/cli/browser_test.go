@@ -227,6 +227,7 @@ func browserCheck(t *testing.T, chromium string, pages map[string]string, width 
 // if a column headed "95 %" has a figure without an interval (or a reason for none), or if an
 // element id is used twice. GPUWATT_BROWSER_PAGES=a.html,b.html checks more pages the same way.
 func TestReportsInBrowser(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t) // chromium renders every verb's page twice: CI runs it
 	chromium := findChromium(t)
 	dir := t.TempDir()
@@ -311,6 +312,7 @@ func (pc pageCheck) findings(width int, path string) []string {
 // TestBrowserCheckFindsFaults: the check itself fails a page with a label drawn outside its
 // plot and a page with a figure missing its interval, and passes the same pages mended.
 func TestBrowserCheckFindsFaults(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	chromium := findChromium(t)
 	dir := t.TempDir()

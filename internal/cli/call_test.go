@@ -31,6 +31,7 @@ func worker(t *testing.T, ready, reply string) string {
 // lines passed to stderr, call.json with the calls made; bad input exits 2, a command
 // whose call fails exits 1.
 func TestCallVerb(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	out := filepath.Join(t.TempDir(), "out")
 	w := worker(t, "echo ready", "echo done")
@@ -82,6 +83,7 @@ func TestCallVerb(t *testing.T) {
 // `gpuwatt call --stdio` on the sim device) with python/ on PYTHONPATH; gpuwatt is this
 // test binary behind a one-line wrapper, as in TestPythonPackage.
 func TestPythonMeasureCall(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t) // 20 s: python3 and the sim
 	if testing.Short() {
 		t.Skip("-short")
@@ -115,6 +117,7 @@ func TestPythonMeasureCall(t *testing.T) {
 // TestCallTextLeftOut: the text says how many repetitions were left out for a missing
 // reading, and says nothing of it where none were.
 func TestCallTextLeftOut(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 2} {
 		var b strings.Builder
 		if err := writeCallText(&b, &call.Result{Calls: 40, Batch: 1, LeftOut: n, Target: 0.01}); err != nil {

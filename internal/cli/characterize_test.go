@@ -89,6 +89,7 @@ func runCharacterize(t *testing.T, device, out string) *characterize.Result {
 }
 
 func TestCharacterizeSim(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t) // 34 s on the loaded 2-core VM; internal/characterize's tests run its stages
 	out := filepath.Join(t.TempDir(), "h100")
 	r := runCharacterize(t, "sim", out)
@@ -239,6 +240,7 @@ func containsString(xs []string, s string) bool {
 // A run split in two: --stages runs part of it, --resume keeps what the first finished and
 // runs the rest into the same results.json, which names both invocations.
 func TestCharacterizeStagesResume(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t) // 16 s; internal/characterize TestResumeRerunsUnfinished checks --resume
 	out := filepath.Join(t.TempDir(), "split")
 	a, _, stderr, ctx := testApp(t)
@@ -291,6 +293,7 @@ func TestCharacterizeStagesResume(t *testing.T) {
 }
 
 func TestCharacterizeBadStagesAndResume(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t) // 13 s
 	dir := t.TempDir()
 	for _, tc := range []struct {

@@ -114,6 +114,7 @@ func firstDiff(want, got []byte) string {
 }
 
 func TestMeasureGolden(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	out := filepath.Join(t.TempDir(), "run")
 	code := a.Main(ctx, []string{"measure", "--device", "sim:h100", "--out", out, "--", "fake", "5s", "3"})
@@ -165,6 +166,7 @@ func TestMeasureGolden(t *testing.T) {
 
 // TestMeasureSimTruth checks the measured figures against the sim device's truth.
 func TestMeasureSimTruth(t *testing.T) {
+	t.Parallel()
 	for _, preset := range []string{"h100", "h200", "a100", "v100", "k20"} {
 		t.Run(preset, func(t *testing.T) {
 			a, _, stderr, ctx := testApp(t)
@@ -192,6 +194,7 @@ func TestMeasureSimTruth(t *testing.T) {
 }
 
 func TestMeasureInterrupted(t *testing.T) {
+	t.Parallel()
 	a, _, stderr, ctx := testApp(t)
 	out := filepath.Join(t.TempDir(), "run")
 	code := a.Main(ctx, []string{"measure", "--device", "sim", "--out", out, "--", "interrupt", "3s"})
@@ -220,6 +223,7 @@ func TestMeasureInterrupted(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "afile")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -259,6 +263,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestBadSimConfigKey(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "sim.json")
 	if err := os.WriteFile(cfg, []byte(`{"preset":"h100","idle_watts":100}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -270,6 +275,7 @@ func TestBadSimConfigKey(t *testing.T) {
 }
 
 func TestDevicesGolden(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"devices", "--device", "sim:h200"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -278,6 +284,7 @@ func TestDevicesGolden(t *testing.T) {
 }
 
 func TestDevicesWithoutDriver(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"devices", "--json"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -302,6 +309,7 @@ func TestDevicesWithoutDriver(t *testing.T) {
 }
 
 func TestHelpAndVersion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--help"}, {"measure", "--help"}, {"devices", "--help"}, {"help", "measure"}, {"version"}} {
 		a, stdout, stderr, ctx := testApp(t)
 		if code := a.Main(ctx, args); code != 0 || stdout.Len() == 0 || stderr.Len() != 0 {
@@ -414,6 +422,7 @@ func TestMeasureInterruptedRealClock(t *testing.T) {
 // its own scale. (A 0.7 s command is too short for the counter's own figure: its energy
 // is the sample ring's on the counter's scale, which needs the counter all the same.)
 func TestMeasureTailZeroKeepsCounter(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"measure", "--device", "sim:h200", "--tail", "0", "--baseline", "500ms", "--json", "--", "fake", "700ms"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -430,6 +439,7 @@ func TestMeasureTailZeroKeepsCounter(t *testing.T) {
 // TestRecorderProcs: the recording verbs run on at most 4 processors, others and an explicit
 // GOMAXPROCS are left alone.
 func TestRecorderProcs(t *testing.T) {
+	t.Parallel()
 	none := func(string) string { return "" }
 	for _, c := range []struct {
 		args []string

@@ -31,6 +31,7 @@ func fmtW(w float64) string { return fmt.Sprint(w) }
 // A 990 s hole in a 100 ms trace: the energy is kept (interpolated) but the coverage says
 // how little was measured, a warning names the gap, and the interval says it leaves it out.
 func TestEnergyGap(t *testing.T) {
+	t.Parallel()
 	p := writeCSV(t, "gap.csv", func(add func(ts, w float64)) {
 		for i := 0; i <= 100; i++ {
 			add(float64(i)/10, 100)
@@ -82,6 +83,7 @@ func TestEnergyGap(t *testing.T) {
 
 // Rows out of time order are sorted, with a warning naming the first one.
 func TestEnergyUnsorted(t *testing.T) {
+	t.Parallel()
 	p := writeCSV(t, "unsorted.csv", func(add func(ts, w float64)) {
 		for i := 0; i < 50; i++ {
 			ts := float64(i) / 10
@@ -107,6 +109,7 @@ func TestEnergyUnsorted(t *testing.T) {
 // Negative, implausible and overflowing power are refused with exit 2 naming the row; no
 // Inf reaches any output.
 func TestEnergyBadRows(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		w    float64
 		want string
@@ -138,6 +141,7 @@ func TestEnergyBadRows(t *testing.T) {
 // An nvidia-smi log across a daylight-saving fall-back: local times without a zone go back
 // an hour; read as the later instant, the energy is that of 2 minutes at 100 W.
 func TestEnergySMIFallBack(t *testing.T) {
+	t.Parallel()
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		t.Skip("no zone data:", err)

@@ -13,6 +13,7 @@ import (
 // that left the truth out), and the energy is within 2 % of the exact integral, inside the
 // interval.
 func TestEnergySensorNoneIrregular(t *testing.T) {
+	t.Parallel()
 	// The truth: 100 W, and bursts to 500 W with 10 ms ramps.
 	bursts := [][2]float64{{1, 1.25}, {3, 3.2}, {5.5, 5.9}, {8, 8.15}}
 	const idle, peak, ramp = 100.0, 500.0, 0.01
@@ -86,6 +87,7 @@ func TestEnergySensorNoneIrregular(t *testing.T) {
 // ones (correct.DefaultIntervals), propagated into the model component, and a warning names
 // them (issue 28). A 10 % wrong window is then inside what the figure allows.
 func TestEnergyModelDefaultIntervals(t *testing.T) {
+	t.Parallel()
 	for _, spec := range []string{"boxcar:window=1s", "boxcar:window=900ms"} {
 		v := energyJSON(t, "--trace", h100Fixture, "--channel", "power.usage", "--sensor", spec, "--from", "0.8s", "--to", "1.7s")
 		warned := ""

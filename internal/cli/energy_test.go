@@ -77,6 +77,7 @@ func writeEnergyFixtures(t *testing.T) {
 }
 
 func TestEnergyGolden(t *testing.T) {
+	t.Parallel()
 	if *update {
 		writeEnergyFixtures(t)
 	}
@@ -129,6 +130,7 @@ func near(got any, want, tol float64) bool {
 }
 
 func TestEnergyJSON(t *testing.T) {
+	t.Parallel()
 	// The K20's lag: corrected within 2 % of the truth, the raw integral far below it.
 	v := energyJSON(t, "--trace", k20Fixture, "--from", "1s", "--to", "2s")
 	if !near(v["energy_j"], k20LoadJ, 0.02) || near(v["energy_raw_j"], k20LoadJ, 0.2) || v["model"] != "rc:tau=840ms" || v["channel"] != "power.usage" || v["update_period_source"] != "trace" {
@@ -169,6 +171,7 @@ func TestEnergyJSON(t *testing.T) {
 // --device sim:PRESET says the trace was recorded on that sim: --sensor auto takes the
 // channel's model as the preset configures it, not a guess from the board's name.
 func TestEnergyDevice(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.Preset("k20")
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +194,7 @@ func TestEnergyDevice(t *testing.T) {
 }
 
 func TestEnergyPlainCSV(t *testing.T) {
+	t.Parallel()
 	// Only t_s and power_w: channel "power", no model known, the whole span by default.
 	v := energyJSON(t, "--trace", plainFixture)
 	if v["channel"] != "power" || v["model"] != "none" || v["from_s"] != 0.0 || v["to_s"] != 2.0 {
@@ -208,6 +212,7 @@ func TestEnergyPlainCSV(t *testing.T) {
 
 // TestEnergyMatchesPackage checks that the verb reports what internal/correct computes.
 func TestEnergyMatchesPackage(t *testing.T) {
+	t.Parallel()
 	tr, err := trace.Load(k20Fixture)
 	if err != nil {
 		t.Fatal(err)
@@ -223,6 +228,7 @@ func TestEnergyMatchesPackage(t *testing.T) {
 }
 
 func TestEnergyBadInput(t *testing.T) {
+	t.Parallel()
 	profile := filepath.Join(t.TempDir(), "sensor.json")
 	if err := os.WriteFile(profile, []byte(`{"channels": {"power.instant": {"model": "none"}}}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -275,6 +281,7 @@ func TestEnergyBadInput(t *testing.T) {
 }
 
 func TestEnergyHelp(t *testing.T) {
+	t.Parallel()
 	a, stdout, _, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"energy", "--help"}); code != 0 || !strings.Contains(stdout.String(), "--sensor") {
 		t.Errorf("exit %d: %s", code, stdout)
@@ -286,6 +293,7 @@ func TestEnergyHelp(t *testing.T) {
 // method, whichever method wins (the counter over 5 s; the calibrated ring over 1 s, where
 // the counter has too few readings inside).
 func TestMeasureAndEnergyAgree(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ run, method string }{{"5s", "counter"}, {"1s", "calibrated_ring"}} {
 		t.Run(tc.run, func(t *testing.T) {
 			a, _, stderr, ctx := testApp(t)
@@ -326,6 +334,7 @@ func TestMeasureAndEnergyAgree(t *testing.T) {
 // the baseline alone). On the h200, whose idle at rest (78 W) and active idle (121 W) differ,
 // the baseline is idle at rest: the command's CUDA context is not open yet.
 func TestEnergyIdleFromBaseline(t *testing.T) {
+	t.Parallel()
 	for _, preset := range []string{"h100", "h200"} {
 		a, _, stderr, ctx := testApp(t)
 		out := filepath.Join(t.TempDir(), "run")
@@ -369,6 +378,7 @@ func TestEnergyIdleFromBaseline(t *testing.T) {
 // survives stale repeats (a reader faster than the updates logging each value again every
 // 10 ms), on every kind of model.
 func TestEnergyIdleLowestDecile(t *testing.T) {
+	t.Parallel()
 	want := 1.021*118 - 1.2
 	v := energyJSON(t, "--trace", h100Fixture, "--from", "1s", "--to", "1300ms", "--channel", "power.usage")
 	if !near(v["idle_power_w"], want, 0.004) || v["idle_source"] != "lowest decile" || v["idle_level"] != nil {
@@ -409,6 +419,7 @@ func TestEnergyIdleLowestDecile(t *testing.T) {
 // TestEnergyIdleAbovePower: --idle above the region's power gives a negative energy above
 // idle, and says so, naming the flag (issue 20: `--idle 1000` gave it without a word).
 func TestEnergyIdleAbovePower(t *testing.T) {
+	t.Parallel()
 	v := energyJSON(t, "--trace", h100Fixture, "--from", "0.8s", "--to", "1.7s", "--idle", "1000")
 	e, _ := v["energy_active_j"].(float64)
 	found := false
@@ -433,6 +444,7 @@ func TestEnergyIdleAbovePower(t *testing.T) {
 // the rows inside the burst away from its edges hold the truth on the channel's scale in
 // their band, and the rows add up to the region's corrected energy.
 func TestEnergySeries(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "series.csv")
 	v := energyJSON(t, "--trace", h100Fixture, "--from", "800ms", "--to", "1700ms", "--channel", "power.samples", "--series", path)
 	sv, ok := v["series"].(map[string]any)
@@ -474,6 +486,7 @@ func TestEnergySeries(t *testing.T) {
 // name lists the regions, a name with several instances asks for NAME#K, and --region
 // with --from is refused, each exit 2.
 func TestEnergyRegion(t *testing.T) {
+	t.Parallel()
 	run := "../../results/nvidia-h200/2026-11-24-markers/sync"
 	var sum struct {
 		Regions []struct {

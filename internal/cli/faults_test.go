@@ -49,6 +49,7 @@ func diskFull(t *testing.T, names ...string) {
 // last, says the output is incomplete and names the file (it said incomplete: false, with
 // report.html cut mid-SVG); stderr names it; the exit code is 1.
 func TestFullDisk(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t) // 11 s
 	t.Run("measure trace.csv", func(t *testing.T) {
 		diskFull(t, "trace.csv")
@@ -290,6 +291,7 @@ func (k *faultyKernel) Run(n int) (time.Duration, time.Duration, error) {
 // The recording keeps every sample read before, says how many reads failed and why, and
 // the run still writes all its files.
 func TestGPULostDuringMeasure(t *testing.T) {
+	t.Parallel()
 	a, _, stderr, ctx := testApp(t)
 	clk := a.NewClock()
 	a.WrapSystem = func(s gpu.System) gpu.System {
@@ -335,6 +337,7 @@ func TestGPULostDuringMeasure(t *testing.T) {
 // and the exit code is 1. Then the GPU is lost part-way through: what was measured before
 // is kept.
 func TestLaunchFailsInMicro(t *testing.T) {
+	t.Parallel()
 	a, _, stderr, ctx := testApp(t)
 	clk := a.NewClock()
 	a.WrapSystem = func(s gpu.System) gpu.System { return &faultySystem{System: s, clk: clk, failLaunch: "int32.add"} }
@@ -452,6 +455,7 @@ func (realSleepRunner) Run(ctx context.Context, argv []string) (int, error) {
 // trace.json are marked incomplete naming the call's channel; the exit code is 1 (the
 // command's own where it failed). Before, measure waited for ever.
 func TestHungCallDuringMeasure(t *testing.T) {
+	t.Parallel()
 	a, _, stderr, ctx := testApp(t)
 	clk := clock.NewReal()
 	a.NewClock = func() clock.Clock { return clk }
@@ -503,6 +507,7 @@ func TestHungCallDuringMeasure(t *testing.T) {
 // table and summary.json, saying so, instead of listing 0 J, a mean of 0 W and a negative
 // energy above idle (what it did).
 func TestChannelWithoutReadingsUnavailable(t *testing.T) {
+	t.Parallel()
 	a, _, stderr, ctx := testApp(t)
 	clk := a.NewClock()
 	a.WrapSystem = func(s gpu.System) gpu.System {
@@ -533,6 +538,7 @@ func TestChannelWithoutReadingsUnavailable(t *testing.T) {
 // power.usage) says the clock events are unavailable, in the text and in summary.json
 // (throttle_unavailable), where it said "clock events: none", a figure it had not measured.
 func TestClockEventsUnavailable(t *testing.T) {
+	t.Parallel()
 	a, _, stderr, ctx := testApp(t)
 	out := filepath.Join(t.TempDir(), "run")
 	if code := a.Main(ctx, []string{"measure", "--device", "sim", "--channels", "power.usage", "--out", out, "--", "fake", "1s"}); code != ExitOK {
@@ -552,6 +558,7 @@ func TestClockEventsUnavailable(t *testing.T) {
 // the device gives no clock-event reasons, as measure's summary does (issue 20), instead of
 // an empty list that reads as "none".
 func TestMicroClockEventsUnavailable(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	a.WrapSystem = func(s gpu.System) gpu.System {
 		return &hangingSystem{System: s, wrap: func(sn sensor.Sensor) sensor.Sensor {
@@ -583,6 +590,7 @@ func TestMicroClockEventsUnavailable(t *testing.T) {
 // marked incomplete naming the call; before, the bounded wait let it end but it said
 // nothing of it (issue 20).
 func TestHungCallDuringMicro(t *testing.T) {
+	t.Parallel()
 	a, _, stderr, ctx := testApp(t)
 	clk := clock.NewReal()
 	a.NewClock = func() clock.Clock { return clk }

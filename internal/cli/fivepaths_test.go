@@ -21,6 +21,7 @@ import (
 // energy, relative and absolute interval and method, to the last digit: one estimator,
 // its intervals edited by none of them.
 func TestFivePathsOneFigure(t *testing.T) {
+	t.Parallel()
 	run := markersrun.Dir("sync")
 	tr, err := trace.Load(run)
 	if err != nil {

@@ -111,6 +111,7 @@ func maskJSON(v any, drop map[string]bool) any {
 
 // TestGoldenMasking: the masking keeps what matters and hides only what varies.
 func TestGoldenMasking(t *testing.T) {
+	t.Parallel()
 	in := map[string]any{"version": "v1.2", "energy_j": json.Number("12.5"), "points": []any{1},
 		"runs": []any{map[string]any{"date": "2026-11-23", "command": []any{"gpuwatt", "x"}}}, "dir": "/tmp/x/out/f"}
 	var buf bytes.Buffer

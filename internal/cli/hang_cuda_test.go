@@ -63,6 +63,7 @@ func (h *hangAt) Prepare(d kernels.Descriptor) (gpu.Kernel, error) {
 // measured and written, results.json incomplete naming the kernel that hangs, the kernels
 // after it not run, and exit 1 (issue 20).
 func TestKernelHangsDuringMicro(t *testing.T) {
+	t.Parallel()
 	path := cudatest.Build(t)
 	fake := cudatest.Control(t, path)
 	t.Cleanup(func() { fake.SetHang(false) })

@@ -77,6 +77,7 @@ func helpVerbs() [][]string {
 // own words what it defaults to (not a bool: off is its default). No help text back-quotes
 // a word, which the flag package would show as the flag's placeholder ("-marks begin NAME").
 func TestHelpNamesDefaults(t *testing.T) {
+	t.Parallel()
 	for _, args := range helpVerbs() {
 		for _, f := range helpFlags(t, args...) {
 			what := strings.Join(args, " ") + " --" + f.name
@@ -96,6 +97,7 @@ func TestHelpNamesDefaults(t *testing.T) {
 // TestOutHelpNamesFilesWritten: each verb's --out help names the files it writes, and a
 // run on the sim writes every one of them.
 func TestOutHelpNamesFilesWritten(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t) // 15 s: a run of every verb
 	runs := map[string][]string{
 		"measure":      {"--device", "sim:h200", "--", "fake", "1s"},
@@ -162,6 +164,7 @@ var helpFileName = regexp.MustCompile(`[A-Za-z0-9_-]+\.(json|csv|html|txt|gz)\b`
 // source names the file), or an input: a help that starts naming a new file fails here
 // until a test writes it.
 func TestHelpFilesAreChecked(t *testing.T) {
+	t.Parallel()
 	sources := map[string]string{} // test name -> the source of the file that holds it
 	entries, err := os.ReadDir(".")
 	if err != nil {

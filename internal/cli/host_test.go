@@ -17,6 +17,7 @@ import (
 // 60 + 90 W while the command runs, the DRAM 8 W), and the node's total where every GPU
 // was recorded; with one GPU of two, no node total, and the text says why.
 func TestMeasureHost(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "sim.json")
 	os.WriteFile(cfg, []byte(`{"preset": "h100", "gpus": 2, "host": {"sockets": 2, "package_idle_w": 60, "package_busy_w": 90, "dram_w": 8}}`), 0o644)
 	for _, gpus := range []string{"all", "0"} {
@@ -77,7 +78,7 @@ func TestMeasureRegionsHost(t *testing.T) {
 	for _, r := range sum.Regions {
 		h := r.Host
 		if h == nil || len(h.Domains) != 2 {
-			t.Fatalf("region %s: host %+v", r.Name, h)
+			t.Fatalf("region %s (%.3f s, timing %s, GPUs %+v): host %+v", r.Name, r.DurationS, r.Timing, r.GPUs, h)
 		}
 		a := marks.ArrivalPoll.Seconds()
 		parts := 0.0
@@ -121,6 +122,7 @@ func TestMeasureRegionsHost(t *testing.T) {
 // the path as it was. (Serving on the socket: python/tests/test_monitor.py
 // test_connect_to_a_running_recorder, run by TestPythonPackage.)
 func TestRecordSocketBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, []byte("x"), 0o644)

@@ -21,6 +21,7 @@ import (
 // Each names its level (idle_level). The figures are read through the board's sensors,
 // whose gain and offset (and the counter's calibration) move them by a few per cent.
 func TestIdleLevelsPerVerb(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.Preset("h200")
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +60,7 @@ func TestIdleLevelsPerVerb(t *testing.T) {
 // before 30 % of its updates, as the H200's does; a fast poller records them, and energy
 // drops them and says how many, apart from the stale repeats.
 func TestEnergyHalfDoneValues(t *testing.T) {
+	t.Parallel()
 	a, _, stderr, ctx := testApp(t)
 	out := filepath.Join(t.TempDir(), "measure")
 	if code := a.Main(ctx, []string{"measure", "--device", "sim:h200", "--poll", "1ms", "--channels", "power.instant,energy.total", "--out", out, "--", "fake", "3s"}); code != 0 {

@@ -17,6 +17,7 @@ import (
 var loadlevelArgs = []string{"--warmup", "1s", "--pre", "1s", "--record", "10s", "--post", "1s", "--idle", "2s", "--ns-per-op", "2000"}
 
 func TestLoadlevelJSON(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	dir := t.TempDir()
 	args := append([]string{"--contexts", "2", "--size", "1024,4096", "--out", dir, "--json"}, loadlevelArgs...)
@@ -70,6 +71,7 @@ func TestLoadlevelJSON(t *testing.T) {
 }
 
 func TestLoadlevelText(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	args := append([]string{"--contexts", "2", "--levels", "100,50", "--runs", "2"}, loadlevelArgs...)
 	if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitOK {
@@ -84,6 +86,7 @@ func TestLoadlevelText(t *testing.T) {
 }
 
 func TestLoadlevelBadInput(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--size", "100"},
 		{"--size", "8388608"},
@@ -155,6 +158,7 @@ func TestLoadlevelNoGPU(t *testing.T) {
 
 // Without --contexts, the CPU variant runs one user per host core.
 func TestLoadlevelDefaultContexts(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	args := append([]string{"--levels", "100", "--json", "--variant", "cpu"}, loadlevelArgs...)
 	if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitOK {
@@ -178,6 +182,7 @@ func TestLoadlevelDefaultContexts(t *testing.T) {
 // 90 % level at least 30 % of the card's dynamic range (power limit − active idle) above
 // active idle.
 func TestLoadlevelSimH200Levels(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"loadlevel", "--device", "sim:h200", "--levels", "90,60,30", "--json", "--quiet"}); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -238,6 +243,7 @@ func TestLoadlevelSimH200Levels(t *testing.T) {
 
 // --preset seed runs the seed paper's transaction and labels it host-bound.
 func TestLoadlevelSeedPreset(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	args := []string{"loadlevel", "--device", "sim:h200", "--preset", "seed", "--contexts", "1", "--levels", "100",
 		"--warmup", "0s", "--calibrations", "2", "--pre", "0s", "--record", "500ms", "--post", "0s", "--idle", "500ms", "--quiet"}

@@ -11,6 +11,7 @@ import (
 // maximum from the calibrated channel). Before, the maximum was a board channel's raw
 // reading on its own gain and offset, below the counter's mean in 28 of 39 rows on sim:h100.
 func TestMicroMaxAtLeastMean(t *testing.T) {
+	t.Parallel()
 	for _, preset := range []string{"sim:h100", "sim:a100", "sim:h200"} {
 		a, stdout, stderr, ctx := testApp(t)
 		if code := a.Main(ctx, []string{"micro", "--device", preset, "--json", "--quiet"}); code != 0 {

@@ -13,6 +13,7 @@ import (
 // TestMicroOperands: --operands runs each class with patterns under each pattern and prints
 // the data table; bad patterns are bad input naming them.
 func TestMicroOperands(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"micro", "--device", "sim:h200", "--only", "baseline,fp32.fma,int32.add,fp32.sin", "--operands", "zeros,random", "--min-updates", "10", "--json"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -42,6 +43,7 @@ func TestMicroOperands(t *testing.T) {
 // TestMicroPTXAndCheck: --ptx writes every kernel's PTX with kernels.json; --check on a
 // directory without the records is bad input, and on the records of sass's testdata passes.
 func TestMicroPTXAndCheck(t *testing.T) {
+	t.Parallel()
 	a, _, stderr, ctx := testApp(t)
 	dir := filepath.Join(t.TempDir(), "ptx")
 	if code := a.Main(ctx, []string{"micro", "--ptx", dir, "--operands", "all", "--only", "fp32.fma,dram.copy"}); code != 0 {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestMicroOnSim(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	out := filepath.Join(t.TempDir(), "micro")
 	if code := a.Main(ctx, []string{"micro", "--device", "sim:h200", "--only", "baseline,fp32.fma,dram.copy,coalesce.*", "--out", out}); code != 0 {
@@ -47,6 +48,7 @@ func TestMicroOnSim(t *testing.T) {
 }
 
 func TestMicroListJSONAndBadInput(t *testing.T) {
+	t.Parallel()
 	a, stdout, _, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"micro", "--list"}); code != 0 || !strings.Contains(stdout.String(), "bank.31") || !strings.Contains(stdout.String(), "baseline") {
 		t.Fatalf("--list: exit %d\n%s", code, stdout)
@@ -106,6 +108,7 @@ func checkPlots(t *testing.T, path string, n int) {
 // channels disagree on several kernels; the table's warnings tell each such disagreement
 // once, with the count of kernels and the range.
 func TestMicroWarningsToldOnceOnSim(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	out := filepath.Join(t.TempDir(), "micro")
 	if code := a.Main(ctx, []string{"micro", "--device", "sim:h200", "--quiet", "--min-updates", "20", "--warmup", "250ms", "--out", out}); code != 0 {

@@ -16,6 +16,7 @@ import (
 // holds the twin's truth within its absolute interval, the total is their sum and holds
 // three times the truth, and the Sampler's health is given per GPU.
 func TestMeasureAllGPUs(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "three.json")
 	if err := os.WriteFile(cfg, []byte(`{"preset": "h100", "gpus": 3, "seed": 7}`), 0o644); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // v100; on k20 the three verbs that run gpuwatt's own kernels cannot (PTX for compute
 // capability 7.0 and newer), and `devices` and the verbs say why.
 func TestPresetsRunTheKernelVerbs(t *testing.T) {
+	t.Parallel()
 	const why = `no PTX target known for sm_35 (gpuwatt generates PTX for compute capability 7.0 to 12.1: Volta and newer)`
 	for _, preset := range []string{"h100", "h200", "a100", "v100", "k20"} {
 		dev := "sim:" + preset
@@ -43,6 +44,7 @@ func TestPresetsRunTheKernelVerbs(t *testing.T) {
 // A sim config with a figure no GPU has is refused naming the key (exit 2), not printed as
 // +Inf W and 7e306 °C.
 func TestSimConfigImplausible(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "sim.json")
 	if err := os.WriteFile(cfg, []byte(`{"preset":"h100","idle_w":1e308}`), 0o644); err != nil {
 		t.Fatal(err)

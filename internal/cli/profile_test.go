@@ -13,6 +13,7 @@ import (
 )
 
 func TestProfileOnSim(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -57,6 +58,7 @@ func TestProfileOnSim(t *testing.T) {
 // On the h200 preset (its sensors as measured on an H200) the profile picks power.samples,
 // the driver's 20 ms samples of a 14 ms lag, and reaches well under 1 ms.
 func TestProfileH200Default(t *testing.T) {
+	t.Parallel()
 	for _, online := range []bool{false, true} {
 		a, stdout, stderr, ctx := testApp(t)
 		args := []string{"profile", "--device", "sim:h200", "--kernel", "5ms", "--json", "--quiet"}
@@ -79,6 +81,7 @@ func TestProfileH200Default(t *testing.T) {
 }
 
 func TestProfileJSONAndSuiteKernel(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"profile", "--device", "sim:v100", "--kernel", "fp32.fma", "--runs", "200", "--json", "--quiet"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -90,6 +93,7 @@ func TestProfileJSONAndSuiteKernel(t *testing.T) {
 }
 
 func TestProfileSensorProfile(t *testing.T) {
+	t.Parallel()
 	// a model given by hand (as from a sensor.json) replaces the sim's own
 	a, stdout, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"profile", "--device", "sim:h100", "--channel", "power.instant", "--sensor-profile", "boxcar:window=25ms,period=100ms", "--json"}); code != 0 {
@@ -122,6 +126,7 @@ func wantDefaulted(t *testing.T, res profile.Result, what string) {
 // and given without intervals. The default intervals are propagated and said, and the
 // energy per launch of the long runs lies inside the profile's energy interval.
 func TestProfileUserModelDefaultIntervals(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"profile", "--device", "sim:h200", "--channel", "power.samples", "--sensor-profile", "rc:tau=15.4ms,period=20ms,delay=3ms", "--json", "--quiet"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -142,6 +147,7 @@ func TestProfileUserModelDefaultIntervals(t *testing.T) {
 }
 
 func TestProfileBadInput(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--runs", "-1"},
 		{"--kernel", "5xs"},
@@ -175,6 +181,7 @@ func TestProfileBadInput(t *testing.T) {
 // channel, so `profile --from DIR` computes the same profile offline, byte for byte; with
 // another model (--tau) it computes that model's profile from the same readings and says so.
 func TestProfileFromRecord(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	live := filepath.Join(t.TempDir(), "live")
 	if code := a.Main(ctx, []string{"profile", "--device", "sim:h200", "--kernel", "2ms+2ms", "--runs", "300", "--quiet", "--out", live}); code != 0 {

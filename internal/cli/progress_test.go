@@ -30,6 +30,7 @@ var progressEvents = []status.Event{
 // it is not the verb's), the count padded to the total's width, the step, its detail and
 // the time elapsed.
 func TestProgressPlainLines(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	p := fixedProgress(&b, "characterize", false)
 	for _, e := range progressEvents {
@@ -48,6 +49,7 @@ func TestProgressPlainLines(t *testing.T) {
 // TestProgressPlainPerStage: not on a terminal a stage of many kernels gives a line where
 // it starts, one where it ends and one per heartbeat, not one per kernel.
 func TestProgressPlainPerStage(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	p := fixedProgress(&b, "characterize", false) // 2 s per event
 	p.emit(status.Event{Step: "micro", I: 2, N: 4})
@@ -66,6 +68,7 @@ func TestProgressPlainPerStage(t *testing.T) {
 // TestProgressLiveLine: on a terminal each event rewrites one line in place (carriage
 // return, clear to the end of the line, no newline), and done ends it with one newline.
 func TestProgressLiveLine(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	p := fixedProgress(&b, "micro", true)
 	p.emit(status.Event{Stage: "micro", Step: "baseline", I: 1, N: 2})
@@ -83,6 +86,7 @@ func TestProgressLiveLine(t *testing.T) {
 
 // TestProgressQuiet: --quiet gives no renderer at all, and its done does nothing.
 func TestProgressQuiet(t *testing.T) {
+	t.Parallel()
 	a, _, stderr, _ := testApp(t)
 	p, done := a.newProgress("micro", true)
 	p.Emit(status.Event{Step: "x"})

@@ -34,6 +34,7 @@ func skipOrFail(t *testing.T, format string, args ...any) {
 // simulated figures refused where a GPU was asked for, markers as before. gpuwatt is this
 // test binary (TestMain runs Main for it), behind a one-line wrapper named GPUWATT_BIN.
 func TestPythonPackage(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t) // a virtualenv and a pip install: CI runs it
 	if testing.Short() {
 		t.Skip("-short: the Python package's test takes ~20 s")

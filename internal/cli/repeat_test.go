@@ -16,6 +16,7 @@ import (
 // runs of one card repeat to well under 1 % CV. --repeat 0 and --repeat with --resume
 // are bad input.
 func TestCharacterizeRepeat(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "rep")
 	a, runOut, stderr, ctx := testApp(t)
 	if code := a.Main(ctx, []string{"characterize", "--device", "sim:h200", "--quick", "--stages", "archline", "--repeat", "2", "--out", out}); code != 0 {

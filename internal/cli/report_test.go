@@ -13,6 +13,7 @@ import (
 // TestCharacterizeSim, which makes the results it reads.
 
 func TestReportBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "garbage")
 	if err := os.MkdirAll(garbage, 0o755); err != nil {
@@ -67,6 +68,7 @@ func TestReportBadInput(t *testing.T) {
 // datasheet, its warnings plain strings) still loads; its kernels' repeated channel
 // disagreements get their codes (region.Legacy) and the page tells each once per section.
 func TestReportOldResults(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "results", "nvidia-h200", "2026-11-21-characterize-quick", "quick")
 	r, err := loadResults(dir)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 // or count), a poll interval the Sampler cannot keep (it spun at 100 % CPU, deaf to
 // Ctrl-C) and a boxcar with period=0s are refused with exit 2 and one line naming them.
 func TestFlagsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -54,6 +55,7 @@ func TestFlagsRefused(t *testing.T) {
 // TestOutNotLeftEmpty: an error found after the flags are read (a GPU that is not there)
 // left an empty --out directory behind; --out is now created only to write into it.
 func TestOutNotLeftEmpty(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"measure", "--device", "sim", "--gpu", "3", "--", "fake", "1s"},
@@ -78,6 +80,7 @@ func TestOutNotLeftEmpty(t *testing.T) {
 // TestOutNotEmptyNeedsForce: a second run into the same --out overwrote the first without
 // a word; now it is refused (exit 2, naming --force) unless --force is given.
 func TestOutNotEmptyNeedsForce(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "run")
 	args := []string{"measure", "--device", "sim", "--baseline", "100ms", "--tail", "100ms", "--out", out, "--", "fake", "200ms"}
 	a, _, stderr, ctx := testApp(t)
@@ -104,6 +107,7 @@ func TestOutNotEmptyNeedsForce(t *testing.T) {
 
 // TestFlagsAfterArguments: `report DIR --out F` read --out and F as two more directories.
 func TestFlagsAfterArguments(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "ch")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

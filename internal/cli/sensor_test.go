@@ -11,6 +11,7 @@ import (
 )
 
 func TestSensorWritesFiles(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	dir := filepath.Join(t.TempDir(), "out")
 	if code := a.Main(ctx, []string{"sensor", "--device", "sim:h100", "--quick", "--out", dir}); code != ExitOK {
@@ -42,6 +43,7 @@ func TestSensorWritesFiles(t *testing.T) {
 }
 
 func TestSensorBadInput(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--bogus"},
 		{"--gpu", "-1"},

@@ -27,6 +27,7 @@ import (
 // TestServeBadListen: a port in use, an address that is not one, and a GPU that is not
 // there are bad input: exit 2 with one line naming it, before anything is served.
 func TestServeBadListen(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +63,7 @@ func TestServeBadListen(t *testing.T) {
 // a poll interval and a counter period, 0.2 s, before the scrape); SIGTERM ends it with
 // exit 0 within 1 s.
 func TestServeProcess(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("GPUWATT_SERVE_HELPER") == "1" {
 		var args []string
 		if err := json.Unmarshal([]byte(os.Getenv("GPUWATT_ARGS")), &args); err != nil {
@@ -270,6 +272,7 @@ func TestServeOTLP(t *testing.T) {
 // nothing it writes, its start line, the push errors or the last push's, holds the
 // password; the start line names the user with xxxxx.
 func TestServeNeverLogsTheOTLPPassword(t *testing.T) {
+	t.Parallel()
 	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no", http.StatusServiceUnavailable)
 	}))

@@ -74,6 +74,7 @@ func signalApp(t *testing.T, at time.Duration, sig syscall.Signal) (*App, *bytes
 // command runs and in the tail all end measure the same way: every file written, the
 // summary marked incomplete with the signal and the stage named, exit 128+N.
 func TestSignalAtEveryMeasureStage(t *testing.T) {
+	t.Parallel()
 	for _, stage := range []struct {
 		name string
 		at   time.Duration
@@ -109,6 +110,7 @@ func TestSignalAtEveryMeasureStage(t *testing.T) {
 // workloads: exit 129, what was measured written and marked incomplete. sensor gave exit 1,
 // "context canceled", and wrote nothing: its recording is now kept (not analysed).
 func TestSignalEndsEveryVerb(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args  []string
 		files []string
@@ -158,6 +160,7 @@ func TestSignalEndsEveryVerb(t *testing.T) {
 // writes results.json and report.html, and exits 128+N. Each stage is cut 1 s (virtual)
 // into a run of it alone; then a run of sensor and micro is cut 1 s into micro.
 func TestSignalAtEveryCharacterizeStage(t *testing.T) {
+	t.Parallel()
 	run := func(t *testing.T, stages string, at time.Duration, wantCode int) (characterize.Result, time.Duration) {
 		t.Helper()
 		a, _, stderr, ctx, clk := signalApp(t, at, syscall.SIGTERM)
@@ -234,6 +237,7 @@ func (s *signalOn) Write(p []byte) (int, error) {
 // 126 (it gave 127, "not found"); a command killed by a signal is told as such ("killed
 // by SIGKILL", summary.json "signal"), not as a bare exit 137.
 func TestMeasureCommandExitCodes(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")
 	}
@@ -264,6 +268,7 @@ func TestMeasureCommandExitCodes(t *testing.T) {
 // TestResumeOtherGPU: --resume into the directory of another GPU's run is bad input
 // (exit 2), not a failure (it exited 1).
 func TestResumeOtherGPU(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "ch")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
@@ -284,6 +289,7 @@ func TestResumeOtherGPU(t *testing.T) {
 // (SIGHUP left it running under init), the files written and marked incomplete, exit
 // 128+N (SIGTERM gave 130, SIGHUP killed gpuwatt with nothing written).
 func TestSignalsEndMeasure(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("GPUWATT_SIGNAL_HELPER") == "1" {
 		var args []string
 		if err := json.Unmarshal([]byte(os.Getenv("GPUWATT_ARGS")), &args); err != nil {

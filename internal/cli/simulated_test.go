@@ -15,6 +15,7 @@ import (
 // record or account: without a driver measure, job begin and serve exit 2 naming what was
 // looked for, and write nothing (they exited 0 with the twin's figures, unmarked: issue 29).
 func TestAutoNeedsARealGPU(t *testing.T) {
+	t.Parallel()
 	noAMD := []string{filepath.Join(t.TempDir(), "libamd_smi.so")}
 	for _, tc := range []struct {
 		name string
@@ -65,6 +66,7 @@ func TestAutoNeedsARealGPU(t *testing.T) {
 // and --json "simulated": true with the twin's charge for the command, the text's first
 // line, trace.json, report.html.
 func TestSimOutputsSaySimulated(t *testing.T) {
+	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
 	out := filepath.Join(t.TempDir(), "run")
 	if code := a.Main(ctx, []string{"measure", "--device", "sim:h200", "--out", out, "--", "fake", "2s"}); code != 0 {

@@ -13,6 +13,7 @@ import (
 // every preset (the descriptions and warnings wrap; an unavailable channel's reason moves
 // to its description), and devices --wide keeps each channel on one line.
 func TestTextFits120Columns(t *testing.T) {
+	t.Parallel()
 	check := func(what, text string) {
 		t.Helper()
 		for i, l := range strings.Split(text, "\n") {

@@ -25,6 +25,7 @@ var unitSuffixes = []string{"_s", "_w", "_j", "_pj"}
 // unit under a key whose suffix promises another unit, unless its type writes its own
 // JSON (then TestIntervalsSeconds and its kind check what it writes).
 func TestResultKeysHoldTheirUnit(t *testing.T) {
+	t.Parallel()
 	roots := []any{
 		characterize.Result{}, loadlevel.Result{}, micro.Result{}, archline.Result{},
 		profile.Result{}, sensorchar.Result{}, energy.Report{}, measure.Summary{},
@@ -94,6 +95,7 @@ func TestResultKeysHoldTheirUnit(t *testing.T) {
 // loadlevel's intervals are written in seconds (they were nanoseconds under _s keys):
 // every _s value of a report with the quick intervals is a plausible number of seconds.
 func TestIntervalsSeconds(t *testing.T) {
+	t.Parallel()
 	rep := loadlevel.Result{Schema: loadlevel.ReportSchema, Intervals: loadlevel.QuickIntervals()}
 	b, err := json.Marshal(rep)
 	if err != nil {
@@ -135,6 +137,7 @@ func TestIntervalsSeconds(t *testing.T) {
 
 // Results saved before the intervals were in seconds still load, with their intervals right.
 func TestOldResultsLoad(t *testing.T) {
+	t.Parallel()
 	r, err := loadResults("../../results/nvidia-h200/2026-11-21-characterize-quick/quick")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 // Every verb answers --help with exit 0 on stdout, and every verb takes --device.
 func TestEveryVerbHelp(t *testing.T) {
+	t.Parallel()
 	for _, v := range verbs {
 		t.Run(v.name, func(t *testing.T) {
 			a, stdout, stderr, ctx := testApp(t)
@@ -34,6 +35,7 @@ func TestEveryVerbHelp(t *testing.T) {
 
 // Every verb that opens a device runs on the sim with --device sim:h100 (its smallest run).
 func TestEveryVerbOnSim(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	runs := map[string][]string{
 		"devices":      {},
@@ -81,6 +83,7 @@ func quietIf(verb string) []string {
 // The README's table of verbs names every verb once and only verbs that exist, each with an
 // example that is a gpuwatt command of that verb (record's is the Python package it serves).
 func TestReadmeVerbTable(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
