@@ -63,7 +63,6 @@ var shapeRuns = []shapeRun{
 		// span of readings around a 3 s window holds other loads.
 		knownOff: map[string]string{
 			"r0-ramp-3s":      rampWhy + "; the region is a fifth of its span's load, too little to anchor: the reference component bounds it (−9.2 % ±9.4 %)",
-			"r0-square-80ms":  "anchored to the counter over 9.7 s whose other half holds the 20 ms-slot ramp the ring read −117 J: the region takes half of that (+5.2 % ±8.3 %)",
 			"r0-square-100ms": "a 100 ms square wave, whose fifth harmonic lies at the ring's 50 Hz: the ring −3.4 % (±5.0 %), the counter 10 s apart around it",
 		},
 		usageWithin10: 14},
@@ -110,8 +109,6 @@ var shapeRuns = []shapeRun{
 			"r0-ramp-3s":      rampWhy,
 			"r0-square-20ms":  square20Why + " (anchored, +2.3 %)",
 			"r2-square-20ms":  square20Why + " (anchored, +6.2 % ±22 %: the span holds another load)",
-			"r0-compute-2.5s": "steady, but the counter's span of 6.5 s around it holds a load the ring reads +7 % more: anchored, it takes 64 % of that (−7.1 % ±10 %)",
-			"r1-ramp13-3s":    "anchored over 6.5 s holding another load the ring misreads: it takes 74 % of that (+4.3 % ±6.4 %)",
 			"r2-square-100ms": "anchored over a span holding another load the ring misreads (+6.3 % ±8.1 %)",
 		},
 		usageWithin10: 21},
@@ -129,11 +126,10 @@ var shapeRuns = []shapeRun{
 			"r2-b2b default":                            b2bWhy,
 		},
 		knownOff: map[string]string{
-			"r0-compute-2.5s": "steady, anchored over a span holding a load the ring misreads (−4.5 %)",
-			"r1-square-20ms":  square20Why + " (anchored, +5.5 %)",
-			"r1-ramp-3s":      rampWhy,
-			"r2-ramp-3s":      rampWhy,
-			"r2-b2b":          b2bWhy,
+			"r1-square-20ms": square20Why + " (anchored, +5.5 %)",
+			"r1-ramp-3s":     rampWhy,
+			"r2-ramp-3s":     rampWhy,
+			"r2-b2b":         b2bWhy,
 		},
 		usageWithin10: 20},
 }
