@@ -44,6 +44,11 @@ type CallOptions struct {
 	Channel string
 	// Seed of the phases (default 1).
 	Seed uint64
+	// CheckIdle is the idle gap recorded at each check after its 0.4 s (default 600 ms;
+	// < 0: none); RunToRunFloor the least relative half-width of the interval's run-to-run
+	// part (0: the run's own blocks alone). docs/call.md, "How it works" 7 and 8.
+	CheckIdle     time.Duration
+	RunToRunFloor float64
 }
 
 // CallResult is the energy of one call.
@@ -68,6 +73,10 @@ type CallResult struct {
 	RelHalfWidth float64 `json:"rel_half_width"`
 	Reached      bool    `json:"reached"`
 	CallsNeeded  int     `json:"calls_needed"`
+	// RunToRunJoules is the run-to-run part of ActiveJoules' half-width (J per call: how far
+	// the calls' energy moves between the run's blocks beyond their errors, or the floor
+	// asked for; 0: none, the figures not on the counter's scale).
+	RunToRunJoules float64 `json:"run_to_run_j"`
 	// Channel is the power channel the calls were read from; Scale the scale the figures
 	// are on: the energy counter's (over the whole run) where it resolves the calls' energy
 	// to ±2 %, else the channel's own (docs/call.md); Model the channel's sensor model and
@@ -110,7 +119,7 @@ func MeasureCall(ctx context.Context, fn func(ctx context.Context) error, o Call
 		return nil, errors.New("gpuwatt: MeasureCall: fn is nil")
 	}
 	co := call.Options{Target: o.Target, Calls: o.Calls, MinCalls: o.MinCalls, MaxCalls: o.MaxCalls, MaxTime: o.MaxTime,
-		Batch: o.Batch, Warmup: o.Warmup, Seed: o.Seed, Channel: o.Channel}
+		Batch: o.Batch, Warmup: o.Warmup, Seed: o.Seed, Channel: o.Channel, CheckIdle: o.CheckIdle, RunToRunFloor: o.RunToRunFloor}
 	if err := co.Validate(); err != nil {
 		return nil, fmt.Errorf("gpuwatt: CallOptions: %v", err)
 	}
@@ -169,6 +178,9 @@ func callResultOf(r *call.Result, warns []Warning) *CallResult {
 		Target: r.Target, RelHalfWidth: r.RelHalfWidth, Reached: r.Reached, CallsNeeded: r.CallsNeeded,
 		Channel: r.Channel, Scale: r.Scale, Model: r.Model + " (" + r.ModelSource + ")", Warnings: append(warns, warningsOf(r.Warnings)...),
 		Incomplete: r.Incomplete, IncompleteReason: r.IncompleteReason}
+	if rr := r.RunToRun; rr != nil {
+		out.RunToRunJoules = rr.HalfWidthJ
+	}
 	if r.Trace != nil {
 		out.Trace = &Trace{tr: r.Trace}
 	}

@@ -30,7 +30,8 @@ class CallResult:
     figure's scale) and active_abs_low_j/active_abs_high_j (the board's ±5 % gain error
     added); calls, batch, calls_needed, reached, rel_half_width, channel, scale (the energy
     counter's over the whole run where it resolves the calls to ±2 %, else the channel's
-    own), simulated, warnings, incomplete."""
+    own), run_to_run_j (the interval's run-to-run part, J per call; 0: none), simulated,
+    warnings, incomplete."""
 
     def __init__(self, raw):
         self.raw = raw
@@ -46,6 +47,7 @@ class CallResult:
         self.rel_half_width, self.target = raw["rel_half_width"], raw["target"]
         self.channel, self.simulated = raw["channel"], raw["simulated"]
         self.scale = raw.get("scale", self.channel)
+        self.run_to_run_j = (raw.get("run_to_run") or {}).get("half_width_j", 0.0)
         self.warnings = [w.get("message", "") for w in raw.get("warnings") or []]
         self.incomplete = raw.get("incomplete", False)
 
