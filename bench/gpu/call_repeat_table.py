@@ -26,8 +26,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import call_reference  # noqa: E402
 
 
-def load(outdir):
-    """{item: {pass: (call, raw)}} for every directory with call.json and reference.json."""
+def load(outdir, pass_of_dir=None):
+    """{item: {pass: (call, raw)}} for every directory with call.json and reference.json
+    (pass_of_dir: the pass of every item in outdir, whatever its name)."""
     items = {}
     for name in sorted(os.listdir(outdir)):
         d = os.path.join(outdir, name)
@@ -36,6 +37,8 @@ def load(outdir):
             continue
         m = re.match(r"^(.*)-run(\d+)$", name)
         item, p = (m.group(1), int(m.group(2))) if m else (name, 1)
+        if pass_of_dir is not None:
+            item, p = name, pass_of_dir
         with open(cj) as f:
             call = json.load(f)
         with open(rj) as f:
@@ -112,23 +115,42 @@ def table(items):
             counter_pairs.append({"item": item, "pass": p, "run_j": x, "replay_j": y, "diff": y / x - 1,
                                   "inside": abs(x - y) <= math.hypot(hx, hy),
                                   "excess_rel2": ((x - y) ** 2 - (hx * hx + hy * hy) / 1.96 ** 2) / ((x + y) / 2) ** 2})
+    # the replays of one item's runs against each other: the counter alone, the same calls
+    # with the same waits, a pass apart
+    replay_pairs = []
+    for item, runs in items.items():
+        reps = []
+        for p in sorted(runs):
+            raw = runs[p][1]
+            if raw.get("replay_spans") and raw.get("changes"):
+                r = call_reference.replay_reference(raw)
+                if r.get("active_per_call_j"):
+                    reps.append((p, r["active_per_call_j"], r.get("active_half_width_j") or 0.0))
+        if len(reps) >= 2:
+            (pa, x, hx), (pb, y, hy) = reps[0], reps[1]
+            replay_pairs.append({"item": item, "a": x, "b": y, "diff": y / x - 1, "inside": abs(x - y) <= math.hypot(hx, hy),
+                                 "excess_rel2": ((x - y) ** 2 - (hx * hx + hy * hy) / 1.96 ** 2) / ((x + y) / 2) ** 2})
     spread = None
+    if replay_pairs:
+        ex = sum(p["excess_rel2"] for p in replay_pairs) / len(replay_pairs)
+        sd = math.sqrt(max(0.0, ex) / 2)
+        spread = {"replay_pairs": len(replay_pairs), "replay_per_run_sd_rel": sd, "replay_floor_rel": 1.96 * math.sqrt(2) * sd}
     if counter_pairs:
         ex = sum(p["excess_rel2"] for p in counter_pairs) / len(counter_pairs)
         sd = math.sqrt(max(0.0, ex) / 2)
-        spread = {"counter_pairs": len(counter_pairs), "counter_per_run_sd_rel": sd, "counter_floor_rel": 1.96 * math.sqrt(2) * sd}
+        spread = dict(spread or {}, counter_pairs=len(counter_pairs), counter_per_run_sd_rel=sd, counter_floor_rel=1.96 * math.sqrt(2) * sd)
     if pairs:
         ex = sum(p["excess_rel2"] for p in pairs) / len(pairs)
         sd = math.sqrt(max(0.0, ex) / 2)
         spread = dict(spread or {}, pairs=len(pairs), per_run_sd_rel=sd, floor_rel=1.96 * math.sqrt(2) * sd)
-    return rows, pairs, counter_pairs, spread
+    return rows, pairs, counter_pairs, replay_pairs, spread
 
 
 def pct(x):
     return "–" if x is None else "%+.2f %%" % (100 * x)
 
 
-def markdown(rows, pairs, counter_pairs, spread):
+def markdown(rows, pairs, counter_pairs, replay_pairs, spread):
     yes = lambda v: {True: "yes", False: "**no**"}.get(v, "–")
     out = ["| item | run | repetitions × calls | time per call | gpuwatt above active idle ± 95 % | of which run to run | ±target reached | reference ± 95 % | diff | inside | inside without run to run |",
            "|---|---:|---|---:|---|---|---|---|---:|---|---|"]
@@ -159,6 +181,13 @@ def markdown(rows, pairs, counter_pairs, spread):
             out.append("| %s | %d | %.5g J | %.5g J | %s | %s |" % (p["item"], p["pass"], p["run_j"], p["replay_j"], pct(p["diff"]), yes(p["inside"])))
         out += ["", "Run-to-run spread of the counter alone from these %d pairs: per run ±%.2f %% (sd) beyond their intervals; the floor it gives ±%.2f %%." % (
             spread["counter_pairs"], 100 * spread["counter_per_run_sd_rel"], 100 * spread["counter_floor_rel"])]
+    if replay_pairs:
+        out += ["", "The replays (the counter alone, the same calls with the same waits, >= 10 s) of the same call's two runs:", "",
+                "| item | replay 1 | replay 2 | diff | inside both intervals |", "|---|---:|---:|---:|---|"]
+        for p in replay_pairs:
+            out.append("| %s | %.5g J | %.5g J | %s | %s |" % (p["item"], p["a"], p["b"], pct(p["diff"]), yes(p["inside"])))
+        out += ["", "Run-to-run spread of the replays from these %d pairs: per run ±%.2f %% (sd) beyond their intervals; the floor it gives ±%.2f %%." % (
+            spread["replay_pairs"], 100 * spread["replay_per_run_sd_rel"], 100 * spread["replay_floor_rel"])]
     ins = [r for r in rows if r.get("ref_j")]
     if ins:
         out += ["", "The reference inside %d of %d intervals (%d without the run-to-run part)." % (
@@ -167,18 +196,30 @@ def markdown(rows, pairs, counter_pairs, spread):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: call_repeat_table.py OUTDIR")
-    outdir = sys.argv[1]
-    items = load(outdir)
+    args = sys.argv[1:]
+    out = None
+    if len(args) >= 2 and args[0] == "--out":
+        out, args = args[1], args[2:]
+    if not args:
+        sys.exit("usage: call_repeat_table.py OUTDIR | call_repeat_table.py --out PREFIX RUNDIR1 RUNDIR2 ... (each RUNDIR a pass)")
+    if len(args) == 1:
+        items = load(args[0])
+        out = out or os.path.join(args[0], "call_repeat_table")
+    else:
+        items = {}
+        for k, d in enumerate(args):
+            for item, runs in load(d, k + 1).items():
+                items.setdefault(item, {}).update(runs)
+        if out is None:
+            sys.exit("call_repeat_table.py: with several run directories, --out PREFIX")
     if not items:
-        sys.exit("call_repeat_table.py: no run directory with call.json and reference.json in %s" % outdir)
-    rows, pairs, counter_pairs, spread = table(items)
-    md = markdown(rows, pairs, counter_pairs, spread)
-    with open(os.path.join(outdir, "call_repeat_table.md"), "w") as f:
+        sys.exit("call_repeat_table.py: no run directory with call.json and reference.json in %s" % " ".join(args))
+    rows, pairs, counter_pairs, replay_pairs, spread = table(items)
+    md = markdown(rows, pairs, counter_pairs, replay_pairs, spread)
+    with open(out + ".md", "w") as f:
         f.write(md)
-    with open(os.path.join(outdir, "call_repeat_table.json"), "w") as f:
-        json.dump({"runs": rows, "pairs": pairs, "counter_pairs": counter_pairs, "spread": spread}, f, indent=1)
+    with open(out + ".json", "w") as f:
+        json.dump({"runs": rows, "pairs": pairs, "counter_pairs": counter_pairs, "replay_pairs": replay_pairs, "spread": spread}, f, indent=1)
     print(md)
 
 

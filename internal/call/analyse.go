@@ -159,8 +159,10 @@ type Result struct {
 	// RunToRun is the run-to-run part of the interval on the counter's scale: the spread of
 	// the calls' energy between the blocks of the run (nil: not on the counter's scale).
 	RunToRun *RunToRun `json:"run_to_run,omitempty"`
-	// RunToRunFloor is AnalyseOptions.RunToRunFloor.
-	RunToRunFloor float64 `json:"run_to_run_floor,omitempty"`
+	// RunToRunFloor is AnalyseOptions.RunToRunFloor; RunToRunFloorSource where it came from
+	// where it is the board's documented one (RunToRunFloorOf).
+	RunToRunFloor       float64 `json:"run_to_run_floor,omitempty"`
+	RunToRunFloorSource string  `json:"run_to_run_floor_source,omitempty"`
 	// IdleStaleS is AnalyseOptions.IdleStale (0: Run's).
 	IdleStaleS float64 `json:"idle_stale_s,omitempty"`
 	// Target is the relative half-width asked for; RelHalfWidth the one reached (of
@@ -369,6 +371,16 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 		fixedE += ie * ie
 	}
 	vA, vE := mA/b, mE/b
+	if f := o.RunToRunFloor * math.Abs(vA); f > 0 {
+		// on the channel's scale there are no blocks: the floor alone (replaced below where
+		// the counter's scale is taken)
+		rr := runToRun(nil, spans, o.Batch, f)
+		res.RunToRun = rr
+		res.ActiveParts = append(res.ActiveParts, Part{"run to run", f, rr.Note})
+		res.EnergyParts = append(res.EnergyParts, Part{"run to run", f, rr.Note})
+		fixedA += f * f
+		fixedE += f * f
+	}
 	hwA := math.Sqrt(statA*statA/(b*b) + fixedA)
 	hwE := math.Sqrt(statE*statE/(b*b) + fixedE)
 	res.EnergyJ = absolute(vE, hwE)
@@ -415,6 +427,7 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 			res.ActiveParts = []Part{{"counter", hw, cnote}}
 			res.EnergyParts = []Part{{"counter", ie, cnote + "; and its idle level over the call's span"}}
 			rr := runToRun(c.blocks, spans, o.Batch, o.RunToRunFloor*math.Abs(c.ActiveJ))
+			res.RunToRun = nil
 			if len(rr.Blocks) > 0 || rr.FloorJ > 0 {
 				res.RunToRun = rr
 				res.ActiveParts = append(res.ActiveParts, Part{"run to run", rr.HalfWidthJ, rr.Note})

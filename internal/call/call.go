@@ -94,7 +94,8 @@ type Options struct {
 	// run into blocks whose spread is the interval's run-to-run part.
 	CheckIdle time.Duration
 	// RunToRunFloor, where > 0, is the least relative half-width of the run-to-run part
-	// (AnalyseOptions.RunToRunFloor).
+	// (AnalyseOptions.RunToRunFloor); 0: the board's documented floor where its repeated
+	// runs were recorded (RunToRunFloorOf; none on the sim); < 0: none.
 	RunToRunFloor float64
 	// Seed of the phase plan (default 1).
 	Seed uint64
@@ -191,8 +192,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("lead/tail %s/%s: want positive durations (0: default)", o.Lead, o.Tail)
 	case o.MaxTime < 0:
 		return fmt.Errorf("max time %s: want a positive duration (0: default)", o.MaxTime)
-	case o.RunToRunFloor < 0 || o.RunToRunFloor >= 1 || math.IsNaN(o.RunToRunFloor):
-		return fmt.Errorf("run-to-run floor %v: want a fraction in [0, 1), e.g. 0.01 for 1 %%", o.RunToRunFloor)
+	case o.RunToRunFloor >= 1 || math.IsNaN(o.RunToRunFloor):
+		return fmt.Errorf("run-to-run floor %v: want a fraction below 1, e.g. 0.01 for 1 %% (0: the board's documented one, < 0: none)", o.RunToRunFloor)
 	case o.Warmup < 0 && o.Warmup != -1:
 		return fmt.Errorf("warmup %d: want 0 (default), more, or -1 for none", o.Warmup)
 	}
@@ -239,6 +240,13 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 		return nil, fmt.Errorf("no GPU %d (found %d)", env.GPU, len(devs))
 	}
 	dev := devs[env.GPU]
+	floorSource := ""
+	switch {
+	case o.RunToRunFloor < 0:
+		o.RunToRunFloor = 0
+	case o.RunToRunFloor == 0 && !env.System.Simulated():
+		o.RunToRunFloor, floorSource = RunToRunFloorOf(dev.Info().Name)
+	}
 	rec := newRecorder(env, dev, o.Poll)
 	if err := rec.smp.Start(ctx); err != nil {
 		return nil, err
@@ -385,6 +393,7 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 		}
 	}
 	res.Warnings = append(res.Warnings, warns...)
+	res.RunToRunFloorSource = floorSource
 	res.Incomplete, res.IncompleteReason = tr.Meta.Incomplete, tr.Meta.IncompleteWhy
 	res.WaitS = [2]float64{plan.gap.Seconds(), (plan.gap + plan.period).Seconds()}
 	res.Plan = plan.describe()

@@ -198,3 +198,104 @@ func TestH200CallRun4(t *testing.T) {
 		t.Errorf("the replay inside %d of 6 intervals: docs/call.md says 3", inside)
 	}
 }
+
+// TestH200CallRepeats: bench/gpu/call_gemm.sh twice on each of two H200s at 13:41-13:49
+// (results/nvidia-h200/2026-11-28-call-5-repeats, GPU-1d8090a9 and GPU-1be814f6 at once,
+// binary 3441acb: no idle gaps yet), five bf16 GEMMs of 0.18-52 ms per call, each run with
+// a replay of its calls by the counter alone right after it. call.json again from each
+// trace; then what docs/call.md says of the runs: their own replays inside 7 of 20 intervals
+// as run; the same call's two runs (3.5 min apart), and its two replays, differ by more
+// than their intervals allow: 1.10 % per run (sd) beyond them over the 20 pairs, the
+// H200's documented floor (RunToRunFloorOf: 1.96 × that); with it, every replay inside.
+func TestH200CallRepeats(t *testing.T) {
+	base := filepath.Join("..", "..", "results", "nvidia-h200", "2026-11-28-call-5-repeats")
+	floor, _ := RunToRunFloorOf("NVIDIA H200")
+	var asRun, withFloor, n int
+	var excess []float64 // per pair, the relative difference's square beyond the two intervals
+	for _, card := range []string{"gpu0", "gpu1"} {
+		figs := map[string][2][3]float64{} // item: per round (gpuwatt, its half-width, replay)
+		reps := map[string][2][2]float64{} // item: per round (replay, its half-width)
+		for r, round := range []string{"r1", "r2"} {
+			dir := filepath.Join(base, card, round)
+			runs := loadRecordedCalls(t, dir)
+			if len(runs) != 5 {
+				t.Fatalf("%s: %d items, want 5", dir, len(runs))
+			}
+			for _, rc := range runs {
+				a := rc.again(t)
+				if math.Abs(a.ActiveJ.Value/rc.res.ActiveJ.Value-1) > 1e-9 || math.Abs(a.ActiveJ.High/rc.res.ActiveJ.High-1) > 1e-9 || a.CounterScale == nil {
+					t.Errorf("%s/%s: again %+v on %s, call.json %+v", dir, rc.name, a.ActiveJ, a.Scale, rc.res.ActiveJ)
+					continue
+				}
+				ref, refHW := replayReference(t, filepath.Join(dir, rc.name))
+				n++
+				if a.ActiveJ.Low <= ref && ref <= a.ActiveJ.High {
+					asRun++
+				}
+				rc.res.RunToRunFloor = floor
+				f := rc.again(t)
+				if f.ActiveJ.Low <= ref && ref <= f.ActiveJ.High {
+					withFloor++
+				}
+				x := figs[rc.name]
+				x[r] = [3]float64{a.ActiveJ.Value, a.ActiveJ.HalfWidth(), ref}
+				figs[rc.name] = x
+				y := reps[rc.name]
+				y[r] = [2]float64{ref, refHW}
+				reps[rc.name] = y
+				t.Logf("%s %s %s: %.5g J ±%.2f %%, replay %.5g J ±%.2f %% (%+.2f %%); with the floor ±%.2f %%", card, round, rc.name,
+					a.ActiveJ.Value, 100*a.ActiveJ.Rel(), ref, 100*refHW/ref, 100*(a.ActiveJ.Value/ref-1), 100*f.ActiveJ.Rel())
+			}
+		}
+		for item, x := range figs {
+			d := x[1][0] - x[0][0]
+			m := (x[1][0] + x[0][0]) / 2
+			excess = append(excess, (d*d-(x[0][1]*x[0][1]+x[1][1]*x[1][1])/(1.96*1.96))/(m*m))
+			y := reps[item]
+			d, m = y[1][0]-y[0][0], (y[1][0]+y[0][0])/2
+			excess = append(excess, (d*d-(y[0][1]*y[0][1]+y[1][1]*y[1][1])/(1.96*1.96))/(m*m))
+		}
+	}
+	var s float64
+	for _, e := range excess {
+		s += e
+	}
+	sd := math.Sqrt(max(0, s/float64(len(excess))/2))
+	t.Logf("the replays inside %d of %d intervals as run, %d with the floor ±%.2f %%; %d pairs: %.2f %% per run (sd) beyond their intervals", asRun, n, withFloor, 100*floor, len(excess), 100*sd)
+	if n != 20 || asRun != 7 || withFloor < 19 || len(excess) != 20 || math.Abs(1.96*sd-floor) > 0.001 {
+		t.Errorf("%d items, the replay inside %d as run and %d with the floor, %d pairs, 1.96 × %.3f %% against the floor %.2f %%: docs/call.md says 20, 7, 20, 20 and the floor is 1.96 × the pairs' sd",
+			n, asRun, withFloor, len(excess), 100*sd, 100*floor)
+	}
+}
+
+// TestH200CallRun4Floor: the H200's run-to-run floor, from the repeats on two other cards
+// (TestH200CallRepeats), applied to 2026-11-28-call-4 (a third card, an hour earlier): the
+// replay reference inside every one of the six intervals (3 of 6 without it), ±2.2-2.4 %.
+func TestH200CallRun4Floor(t *testing.T) {
+	dir := filepath.Join("..", "..", "results", "nvidia-h200", "2026-11-28-call-4")
+	floor, _ := RunToRunFloorOf(rc4Name(t, dir))
+	inside := 0
+	for _, rc := range loadRecordedCalls(t, dir) {
+		rc.res.RunToRunFloor = floor
+		a := rc.again(t)
+		ref, _ := replayReference(t, filepath.Join(dir, rc.name))
+		ok := a.ActiveJ.Low <= ref && ref <= a.ActiveJ.High
+		if ok {
+			inside++
+		}
+		t.Logf("%s: %.5g J ±%.2f %% with the floor, replay %.5g J (%+.2f %%) inside %v", rc.name, a.ActiveJ.Value, 100*a.ActiveJ.Rel(), ref, 100*(a.ActiveJ.Value/ref-1), ok)
+		if rel := a.ActiveJ.Rel(); rel < 0.021 || rel > 0.024 {
+			t.Errorf("%s: ±%.2f %% with the floor, docs/call.md says ±2.2-2.4 %%", rc.name, 100*rel)
+		}
+	}
+	if inside != 6 {
+		t.Errorf("the replay inside %d of 6 intervals with the floor, docs/call.md says 6", inside)
+	}
+}
+
+// rc4Name is the board's name in a recorded run's first call.json.
+func rc4Name(t *testing.T, dir string) string {
+	t.Helper()
+	runs := loadRecordedCalls(t, dir)
+	return runs[0].res.GPUName
+}

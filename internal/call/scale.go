@@ -3,6 +3,7 @@ package call
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/energy"
@@ -315,7 +316,7 @@ func runToRun(blocks []Block, spans []Span, batch int, floor float64) *RunToRun 
 	}
 	if floor > r.HalfWidthJ {
 		r.HalfWidthJ = floor
-		r.Note += fmt.Sprintf("; the floor asked for, %.4g J, is larger", floor)
+		r.Note += fmt.Sprintf("; the run-to-run floor, %.4g J, is larger (the board's from its recorded repeated runs, or the one asked for: run_to_run_floor)", floor)
 	}
 	return r
 }
@@ -327,4 +328,31 @@ func samplesOf(r trace.Readings) []trace.Sample {
 		out[i] = trace.Sample{T: r.T[i], Value: r.V[i]}
 	}
 	return out
+}
+
+// boardRunToRun are the run-to-run floors of boards whose repeated runs were recorded
+// (RunToRunFloor's default there): the 95 % half-width of one run's figure against the
+// calls' energy over other runs minutes apart, 1.96 × the per-run standard deviation the
+// pairs showed beyond their own intervals.
+var boardRunToRun = []struct {
+	name   string // a part of the board's name
+	floor  float64
+	source string
+}{
+	// results/nvidia-h200/2026-11-28-call-5-repeats: five bf16 GEMMs of 0.18-52 ms run
+	// twice 3.5 min apart on each of two H200s, each run with a replay of its calls by the
+	// counter alone: 10 pairs of gpuwatt's figures and 10 of the replays, 1.10 % (sd) per
+	// run beyond the intervals (0.84 % gpuwatt's, 1.31 % the replays').
+	{"H200", 0.0215, "results/nvidia-h200/2026-11-28-call-5-repeats: 1.10 % per run (sd) between runs 3.5 min apart on two H200s, 20 pairs"},
+}
+
+// RunToRunFloorOf is the documented run-to-run floor of a board by its name (0 and "" where
+// none was recorded).
+func RunToRunFloorOf(name string) (float64, string) {
+	for _, b := range boardRunToRun {
+		if strings.Contains(name, b.name) {
+			return b.floor, b.source
+		}
+	}
+	return 0, ""
 }

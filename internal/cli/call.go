@@ -41,7 +41,7 @@ func (a *App) callVerb(ctx context.Context, args []string) int {
 	fs.DurationVar(&o.Tail, "tail", 0, "active idle recorded after the last call (default 2s)")
 	seed := fs.Uint64("seed", 1, "seed of the phases")
 	fs.DurationVar(&o.CheckIdle, "check-idle", 0, "idle recorded at each check after the calls so far (after 0.4 s; default 600ms; -1s: none): the check then has the final figure's scale, and the gaps split the run into blocks whose spread is the run-to-run part")
-	rrFloor := fs.String("run-to-run-floor", "0", "the least run-to-run part of the interval: a percentage (1.5%) or a fraction; default 0: the blocks' measured spread alone")
+	rrFloor := fs.String("run-to-run-floor", "auto", "the least run-to-run part of the interval: a percentage (2%) or a fraction; auto: the board's where its repeated runs were recorded (an H200: 2.15 %), else none; none: the run's blocks alone")
 	fs.DurationVar(&po.ReadyTimeout, "ready-timeout", 0, "how long to wait for the command's ready line (default 10m)")
 	fs.DurationVar(&po.CallTimeout, "call-timeout", 0, "how long to wait for each done line (default 1m)")
 	fs.DurationVar(&po.ExitTimeout, "exit-timeout", 0, "how long to wait for the command to exit after the end of its stdin before it is killed (default 10s)")
@@ -70,9 +70,13 @@ func (a *App) callVerb(ctx context.Context, args []string) int {
 		return a.usageError("call", fmt.Errorf("--target %q: %v", *target, err))
 	}
 	o.Target, o.Seed = t, *seed
-	if f := strings.TrimSpace(*rrFloor); f != "0" && f != "0%" {
+	switch f := strings.TrimSpace(*rrFloor); f {
+	case "auto":
+	case "none", "0", "0%":
+		o.RunToRunFloor = -1
+	default:
 		if o.RunToRunFloor, err = parseFraction(f); err != nil {
-			return a.usageError("call", fmt.Errorf("--run-to-run-floor %q: %v", *rrFloor, err))
+			return a.usageError("call", fmt.Errorf("--run-to-run-floor %q: %v (or auto, none)", *rrFloor, err))
 		}
 	}
 	if err := o.Validate(); err != nil {
