@@ -59,6 +59,10 @@ type App struct {
 	// Self is the command line that runs gpuwatt again (job begin's recorder); nil means
 	// this executable (tests re-run their own binary as gpuwatt).
 	Self []string
+	// Getenv, if set, replaces os.Getenv for job's Slurm variables (SLURM_JOB_ID,
+	// SLURM_JOB_USER, SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES; "" is unset): the job tests run
+	// side by side, each with its own job's environment.
+	Getenv func(string) string
 }
 
 type verb struct {

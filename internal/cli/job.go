@@ -74,10 +74,10 @@ func (j *jobFlags) register(fs *flag.FlagSet) {
 }
 
 // jobDir is the job's id and its directory (absolute: the recorder is found by it).
-func (j *jobFlags) jobDir() (string, string, error) {
+func (j *jobFlags) jobDir(getenv func(string) string) (string, string, error) {
 	id := j.id
 	if id == "" {
-		id = os.Getenv("SLURM_JOB_ID")
+		id = getenv("SLURM_JOB_ID")
 	}
 	if id == "" {
 		return "", "", status.Inputf("no job id: SLURM_JOB_ID is not set (run in a Slurm prolog or epilog, or give --job ID)")
@@ -95,11 +95,19 @@ func (j *jobFlags) jobDir() (string, string, error) {
 	return id, dir, nil
 }
 
-func jobUser() string {
-	if u := os.Getenv("SLURM_JOB_USER"); u != "" {
+func jobUser(getenv func(string) string) string {
+	if u := getenv("SLURM_JOB_USER"); u != "" {
 		return u
 	}
-	return os.Getenv("USER")
+	return getenv("USER")
+}
+
+// getenv is App.Getenv, else os.Getenv.
+func (a *App) getenv(k string) string {
+	if a.Getenv != nil {
+		return a.Getenv(k)
+	}
+	return os.Getenv(k)
 }
 
 // self is the command line that runs gpuwatt again (the recorder).
@@ -133,11 +141,11 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 	if err := sh.dev.spec().Validate(); err != nil {
 		return a.exitFor("job begin", err)
 	}
-	id, dir, err := jf.jobDir()
+	id, dir, err := jf.jobDir(a.getenv)
 	if err != nil {
 		return a.exitFor("job begin", err)
 	}
-	spec, from, err := job.GPUSpec(*gpus, nil)
+	spec, from, err := job.GPUSpec(*gpus, a.Getenv)
 	if err != nil {
 		return a.exitFor("job begin", err)
 	}
@@ -188,7 +196,7 @@ func (a *App) jobBegin(ctx context.Context, args []string) int {
 		sys.Close()
 		return a.exitFor("job begin", err)
 	}
-	bg := &job.Begin{Format: job.BeginFormat, Job: job.Job{JobID: id, User: jobUser(), Host: a.host(), Version: a.versionString(),
+	bg := &job.Begin{Format: job.BeginFormat, Job: job.Job{JobID: id, User: jobUser(a.getenv), Host: a.host(), Version: a.versionString(),
 		Device: sys.Name(), Simulated: sys.Simulated(), Start: start.Round(0)}, GPUsFrom: from,
 		DeviceSpec: sh.dev.device, SimConfig: simConfig, SystemGPUs: len(sys.Devices()), RAPLRoot: *raplRoot}
 	var idx []string
@@ -302,7 +310,7 @@ func (a *App) jobEnd(ctx context.Context, args []string) int {
 			return a.usageError("job end", fmt.Errorf("--sacctmgr: sacctmgr is not on PATH (%v); leave --sacctmgr out to print the line instead", err))
 		}
 	}
-	id, dir, err := jf.jobDir()
+	id, dir, err := jf.jobDir(a.getenv)
 	if err != nil {
 		return a.exitFor("job end", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -66,15 +67,14 @@ const jobSimConfig = `{"preset": "h200", "gpus": 2, "load": [{"t_s": 0.3, "durat
 type jobEnv struct {
 	dir, simCfg string
 	cfg         sim.Config
+	// self runs this test binary as gpuwatt (the recorder); env is the job's Slurm
+	// variables, read through App.Getenv ("" is unset): the job tests run side by side.
+	self []string
+	env  map[string]string
 }
 
 func newJobEnv(t *testing.T) jobEnv {
 	t.Helper()
-	t.Setenv(recorderEnv, "1")
-	t.Setenv(testParentEnv, strconv.Itoa(os.Getpid()))
-	t.Setenv("SLURM_JOB_ID", "101")
-	t.Setenv("SLURM_JOB_USER", "alice")
-	t.Setenv("SLURM_JOB_GPUS", "0,1")
 	dir := t.TempDir()
 	simCfg := filepath.Join(dir, "sim.json")
 	if err := os.WriteFile(simCfg, []byte(jobSimConfig), 0o644); err != nil {
@@ -84,18 +84,46 @@ func newJobEnv(t *testing.T) jobEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return jobEnv{dir: filepath.Join(dir, "jobs"), simCfg: simCfg, cfg: cfg}
+	env := map[string]string{"SLURM_JOB_ID": "101", "SLURM_JOB_USER": "alice", "SLURM_JOB_GPUS": "0,1", "CUDA_VISIBLE_DEVICES": ""}
+	return jobEnv{dir: filepath.Join(dir, "jobs"), simCfg: simCfg, cfg: cfg, self: selfAsGpuwatt(t), env: env}
 }
 
-func jobApp() (*App, *bytes.Buffer, *bytes.Buffer) {
+// selfAsGpuwatt is a command line that runs this test binary as gpuwatt (TestMain), its
+// recorder ending when this process is gone: a shell wrapper that sets the two variables
+// and execs the binary (the same process, so its parent is still this one).
+func selfAsGpuwatt(t *testing.T) []string {
+	t.Helper()
+	wrapper := filepath.Join(t.TempDir(), "gpuwatt")
+	script := "#!/bin/sh\n" + recorderEnv + "=1 " + testParentEnv + "=" + strconv.Itoa(os.Getpid()) + " exec " + shellQuote(os.Args[0]) + ` "$@"` + "\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{wrapper}
+}
+
+// with returns e with the variables in vars set ("" unsets), e's own left as they are.
+func (e jobEnv) with(vars map[string]string) jobEnv {
+	e.env = maps.Clone(e.env)
+	maps.Copy(e.env, vars)
+	return e
+}
+
+func (e jobEnv) getenv(k string) string {
+	if v, ok := e.env[k]; ok {
+		return v
+	}
+	return os.Getenv(k)
+}
+
+func (e jobEnv) app() (*App, *bytes.Buffer, *bytes.Buffer) {
 	var stdout, stderr bytes.Buffer
 	off := false
-	return &App{Stdout: &stdout, Stderr: &stderr, Host: "node1", Version: "test", Interactive: &off, Self: []string{os.Args[0]}}, &stdout, &stderr
+	return &App{Stdout: &stdout, Stderr: &stderr, Host: "node1", Version: "test", Interactive: &off, Self: e.self, Getenv: e.getenv}, &stdout, &stderr
 }
 
 func (e jobEnv) run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	a, stdout, stderr := jobApp()
+	a, stdout, stderr := e.app()
 	code := a.Main(context.Background(), args)
 	if len(args) > 1 && args[1] == "begin" {
 		// A test that fails before job end must not leave its recorder running: any of
@@ -272,6 +300,7 @@ func TestJobSimTruth(t *testing.T) {
 // job incomplete, and gives each GPU's energy from the counters read by begin and end, whose
 // interval still holds the truth.
 func TestJobRecorderDied(t *testing.T) {
+	t.Parallel()
 	e := newJobEnv(t)
 	code, _, stderr := e.run(t, "job", "begin", "--dir", e.dir, "--device", "sim", "--sim-config", e.simCfg)
 	if code != ExitOK {
@@ -303,6 +332,7 @@ func TestJobRecorderDied(t *testing.T) {
 }
 
 func TestJobBadInput(t *testing.T) {
+	t.Parallel()
 	e := newJobEnv(t)
 	for _, tc := range []struct {
 		name  string
@@ -323,13 +353,7 @@ func TestJobBadInput(t *testing.T) {
 		{"unknown subcommand", nil, []string{"job", "start"}, `unknown subcommand "start"`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-				if v == "" {
-					os.Unsetenv(k)
-				}
-			}
-			code, stdout, stderr := e.run(t, tc.args...)
+			code, stdout, stderr := e.with(tc.env).run(t, tc.args...)
 			if code != ExitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q; want exit 2 and one line with %q", code, stderr, tc.want)
 			}
@@ -347,6 +371,7 @@ func TestJobBadInput(t *testing.T) {
 // the counter, and the figure still holds the truth: the counter's own where it has the
 // readings, else interpolated across begin's and end's readings with its interval.
 func TestJobCounterChannel(t *testing.T) {
+	t.Parallel()
 	e := newJobEnv(t)
 	code, _, stderr := e.run(t, "job", "begin", "--dir", e.dir, "--device", "sim", "--sim-config", e.simCfg, "--channels", "energy.total")
 	if code != ExitOK {

@@ -28,6 +28,7 @@ const jobHostConfig = `{"preset": "h200", "gpus": 2, "load": [{"t_s": 0.3, "dura
 // with one GPU of two, no node total and the line says why; on a twin without a host, the
 // one line saying why the host was not read.
 func TestJobHostTruth(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, cfg, gpus string
 		node            bool
@@ -37,8 +38,8 @@ func TestJobHostTruth(t *testing.T) {
 		{"no host", jobSimConfig, "0,1", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newJobEnv(t)
-			t.Setenv("SLURM_JOB_GPUS", tc.gpus)
+			t.Parallel()
+			e := newJobEnv(t).with(map[string]string{"SLURM_JOB_GPUS": tc.gpus})
 			if err := os.WriteFile(e.simCfg, []byte(tc.cfg), 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -61,6 +61,7 @@ func recorderPIDs(isDir func(string) bool) []int {
 // ran for ever). Files planted in the job's directory as symlinks are replaced, not
 // written through; the directory is 0700 and the recorder's files 0600.
 func TestJobConcurrentBegins(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real processes")
 	}
@@ -153,11 +154,13 @@ func TestMeasureChildOutlives(t *testing.T) {
 // test jobs ran on for 30 minutes. It checks once a second (job.DirCheck); the bound here
 // is generous for a loaded machine, and without the check the recorder never ends.
 func TestRecorderEndsWithItsDirectory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real processes")
 	}
 	for _, how := range []string{"removed", "replaced"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel()
 			e := newJobEnv(t)
 			jobDir := filepath.Join(e.dir, "101")
 			if code, _, stderr := e.run(t, "job", "begin", "--dir", e.dir, "--device", "sim", "--sim-config", e.simCfg); code != ExitOK {

@@ -73,7 +73,7 @@ func TestMeasureAllGPUs(t *testing.T) {
 // board spread (3 %): inside the ±5 % gain part, so no figure may be named as differing.
 // A GPU named twice, or --gpu all with --repeat, is bad input.
 func TestCharacterizeAllGPUs(t *testing.T) {
-	t.Setenv(recorderEnv, "1")
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "two.json")
 	if err := os.WriteFile(cfg, []byte(`{"preset": "h200", "gpus": 2, "seed": 7}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestCharacterizeAllGPUs(t *testing.T) {
 	for mode, extra := range [][]string{nil, {"--in-turn"}} {
 		out := filepath.Join(t.TempDir(), "cards")
 		a, _, stderr, ctx := testApp(t)
-		a.Self = []string{os.Args[0]}
+		a.Self = selfAsGpuwatt(t)
 		args := append([]string{"characterize", "--sim-config", cfg, "--gpu", "all", "--quick", "--stages", "archline", "--out", out}, extra...)
 		if code := a.Main(ctx, args); code != 0 {
 			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
