@@ -267,7 +267,9 @@ func TestPTDMeter(t *testing.T) {
 	}
 	defer c.Close()
 	tx := &slowTx{}
-	iv := Intervals{Calibrations: 2, Pre: 5 * time.Millisecond, Record: 40 * time.Millisecond, Idle: 40 * time.Millisecond}
+	// Real time: 40 ms calibrations completed no transaction once on the loaded 2-core VM
+	// ("calibration completed no transactions"); 200 ms hold over a hundred of slowTx's.
+	iv := Intervals{Calibrations: 2, Pre: 5 * time.Millisecond, Record: 200 * time.Millisecond, Idle: 100 * time.Millisecond}
 	res, err := Measure(context.Background(), Config{Tx: tx, Users: 1, Levels: []float64{0.5}, Intervals: iv, Clock: clock.NewReal(), Meters: []Meter{&PTDMeter{C: c}}, LoadTolerance: 1})
 	if err != nil {
 		t.Fatal(err)
