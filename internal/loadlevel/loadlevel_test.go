@@ -161,6 +161,14 @@ func (s *slowTx) ModelTime(in any) time.Duration {
 	return time.Millisecond
 }
 
+// sleepingTx is slowTx whose Process sleeps its model time: a real-clock transaction.
+type sleepingTx struct{ slowTx }
+
+func (s *sleepingTx) Process(u *User, in any) (any, error) {
+	time.Sleep(s.ModelTime(in))
+	return in, nil
+}
+
 func TestLateUserCatchesUp(t *testing.T) {
 	res := virtualRun(t, &slowTx{}, 1, []float64{0.5, 0.25})
 	for _, l := range res.Levels[:2] {
@@ -266,9 +274,11 @@ func TestPTDMeter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	tx := &slowTx{}
-	// Real time: 40 ms calibrations completed no transaction once on the loaded 2-core VM
-	// ("calibration completed no transactions"); 200 ms hold over a hundred of slowTx's.
+	// Real time, and the transactions take it (sleepingTx): slowTx's instant Process made
+	// the calibration a busy loop and the level's rate millions a second, which on the
+	// loaded 2-core VM once left no transaction in a 40 ms calibration and once no
+	// analyzer sample in a level. 200 ms hold about 150 of them.
+	tx := &sleepingTx{}
 	iv := Intervals{Calibrations: 2, Pre: 5 * time.Millisecond, Record: 200 * time.Millisecond, Idle: 100 * time.Millisecond}
 	res, err := Measure(context.Background(), Config{Tx: tx, Users: 1, Levels: []float64{0.5}, Intervals: iv, Clock: clock.NewReal(), Meters: []Meter{&PTDMeter{C: c}}, LoadTolerance: 1})
 	if err != nil {
