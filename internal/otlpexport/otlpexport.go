@@ -1,5 +1,8 @@
 // Package otlpexport pushes gpuwatt's per-GPU energy and power to an OpenTelemetry
-// collector over OTLP/HTTP (protobuf), through the official OpenTelemetry Go SDK, named by
+// collector over OTLP/HTTP (protobuf: the request encoded here with protowire, in
+// encode.go, and posted with net/http, in post.go: the OpenTelemetry Go SDK it replaces
+// brought gRPC into the build, and with it and k8s.io/kubelet gone a cold compile of the
+// tests takes 57-115 s less CPU, results/dev-vm/2026-11-28-test-timing-4-deps), named by
 // OpenTelemetry's hardware semantic conventions (docs/otlp.md):
 //
 //   - hw.energy (counter, J): the GPU's energy, cumulative from the exporter's start (serve)
@@ -20,18 +23,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"math"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/metric"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/gpuwatt/gpuwatt/internal/status"
 )
@@ -86,7 +87,7 @@ type Options struct {
 	// URL is the collector's OTLP/HTTP endpoint: http://HOST:4318 (DefaultPath appended
 	// where the URL has no path) or the full URL of the metrics endpoint; https for TLS.
 	URL string
-	// Interval is how often to push (serve); 0: only when Flush or Shutdown is called.
+	// Interval is how often to push (serve); 0: only at Shutdown.
 	Interval time.Duration
 	// Timeout bounds one push, retries included (default DefaultTimeout).
 	Timeout time.Duration
@@ -98,9 +99,16 @@ type Options struct {
 
 // Exporter pushes the GPUs' figures.
 type Exporter struct {
-	provider *sdkmetric.MeterProvider
-	timeout  time.Duration
-	endpoint string
+	endpoint string // as given (Endpoint redacts it)
+	post     poster
+	resource []Attr
+	start    time.Time // every point's start time: the exporter's start
+	src      func() []GPU
+
+	pushMu sync.Mutex // one push at a time: the periodic one and Shutdown's
+	stop   context.CancelFunc
+	done   chan struct{} // closed when the periodic loop has ended
+	closed atomic.Bool
 }
 
 // ParseURL checks an --otlp value and returns the endpoint URL the exporter posts to. A bad
@@ -140,7 +148,7 @@ func Redact(s string) string {
 }
 
 // New starts an exporter that reads the GPUs from src at each push. It sends nothing until
-// the first interval (or Flush, or Shutdown) and fails only on bad options.
+// the first interval (or Shutdown) and fails only on bad options.
 func New(ctx context.Context, o Options, src func() []GPU) (*Exporter, error) {
 	endpoint, err := ParseURL(o.URL)
 	if err != nil {
@@ -153,39 +161,69 @@ func New(ctx context.Context, o Options, src func() []GPU) (*Exporter, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	exp, err := otlpmetrichttp.New(ctx,
-		otlpmetrichttp.WithEndpointURL(endpoint),
-		otlpmetrichttp.WithTimeout(timeout),
-		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: 500 * time.Millisecond, MaxInterval: 2 * time.Second, MaxElapsedTime: timeout}),
-	)
+	post, err := newPoster(endpoint, timeout, o.Version, os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("otlp exporter for %s: %w", Redact(endpoint), err)
 	}
-	res, err := newResource(ctx, o)
-	if err != nil {
-		return nil, err
+	e := &Exporter{endpoint: endpoint, post: post, resource: resourceAttrs(o, os.Getenv), start: time.Now(), src: src,
+		done: make(chan struct{})}
+	if o.Interval <= 0 {
+		close(e.done)
+		e.stop = func() {}
+		return e, nil
 	}
-	interval := o.Interval
-	if interval <= 0 {
-		interval = 100 * 365 * 24 * time.Hour // only Flush and Shutdown push
+	// The periodic pushes end with Shutdown, not with ctx: serve's last push follows the
+	// cancellation of its context.
+	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	e.stop = stop
+	go e.loop(loopCtx, o.Interval, timeout)
+	return e, nil
+}
+
+// loop pushes every interval until stopped; a push that fails is logged, as the SDK's
+// periodic reader logged it, and the next one is made on time.
+func (e *Exporter) loop(ctx context.Context, interval, timeout time.Duration) {
+	defer close(e.done)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		err := e.push(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			log.Printf("otlp push to %s: %v", Redact(e.endpoint), err)
+		}
 	}
-	reader := sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(interval), sdkmetric.WithTimeout(timeout))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(reader))
-	if err := register(mp.Meter("github.com/gpuwatt/gpuwatt"), src); err != nil {
-		_ = mp.Shutdown(ctx)
-		return nil, err
-	}
-	return &Exporter{provider: mp, timeout: timeout, endpoint: endpoint}, nil
+}
+
+// push reads the GPUs and sends them as one request.
+func (e *Exporter) push(ctx context.Context) error {
+	e.pushMu.Lock()
+	defer e.pushMu.Unlock()
+	body := encodeRequest(e.resource, scopeName, metrics(e.src()), e.start, time.Now())
+	return e.post.send(ctx, body)
 }
 
 // Endpoint is the URL the exporter posts to.
 func (e *Exporter) Endpoint() string { return Redact(e.endpoint) }
 
-// Shutdown pushes the GPUs' figures a last time and closes the exporter.
+// Shutdown stops the periodic pushes, pushes the GPUs' figures a last time and closes the
+// exporter; a second call is an error.
 func (e *Exporter) Shutdown(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	if e.closed.Swap(true) {
+		return errors.New("otlp exporter: already shut down")
+	}
+	e.stop()
+	<-e.done
+	defer e.post.close()
+	ctx, cancel := context.WithTimeout(ctx, e.post.timeout)
 	defer cancel()
-	if err := e.provider.Shutdown(ctx); err != nil {
+	if err := e.push(ctx); err != nil {
 		return fmt.Errorf("otlp push to %s: %w", Redact(e.endpoint), err)
 	}
 	return nil
@@ -201,95 +239,66 @@ func Push(ctx context.Context, o Options, gpus []GPU) error {
 	return e.Shutdown(ctx)
 }
 
-func newResource(ctx context.Context, o Options) (*resource.Resource, error) {
-	attrs := []attribute.KeyValue{attribute.String("service.name", "gpuwatt")}
-	if o.Version != "" {
-		attrs = append(attrs, attribute.String("service.version", o.Version))
-	}
-	if o.Host != "" {
-		attrs = append(attrs, attribute.String("host.name", o.Host))
-	}
-	keys := make([]string, 0, len(o.Resource))
-	for k := range o.Resource {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		attrs = append(attrs, attribute.String(k, o.Resource[k]))
-	}
-	// The user's OTEL_RESOURCE_ATTRIBUTES (and OTEL_SERVICE_NAME) come last: they override.
-	res, err := resource.New(ctx, resource.WithAttributes(attrs...), resource.WithFromEnv())
-	if err != nil && res == nil {
-		return nil, fmt.Errorf("otlp resource: %w", err)
-	}
-	return res, nil
-}
+// scopeName is the instrumentation scope of every metric.
+const scopeName = "github.com/gpuwatt/gpuwatt"
 
-func register(m metric.Meter, src func() []GPU) error {
-	energy, err := m.Float64ObservableCounter(MetricEnergy, metric.WithUnit("J"),
-		metric.WithDescription("Energy consumed by the GPU (gpuwatt: from the board's counter where it has readings, else the corrected integral; gpuwatt.energy.source says which)"))
-	if err != nil {
-		return err
-	}
-	power, err := m.Float64ObservableGauge(MetricPower, metric.WithUnit("W"),
-		metric.WithDescription("Power consumed by the GPU (gpuwatt: the corrected power; job end: the job's mean power)"))
-	if err != nil {
-		return err
-	}
-	low, err := m.Float64ObservableGauge(MetricEnergyLow, metric.WithUnit("J"),
-		metric.WithDescription("Lower bound of hw.energy's 95 % interval on the board's scale"))
-	if err != nil {
-		return err
-	}
-	high, err := m.Float64ObservableGauge(MetricEnergyHigh, metric.WithUnit("J"),
-		metric.WithDescription("Upper bound of hw.energy's 95 % interval on the board's scale"))
-	if err != nil {
-		return err
-	}
-	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		for _, g := range src() {
-			set := metric.WithAttributeSet(Attributes(g))
-			if finite(g.EnergyJ) {
-				o.ObserveFloat64(energy, g.EnergyJ, set)
-			}
-			if g.HasPower && finite(g.PowerW) {
-				o.ObserveFloat64(power, g.PowerW, set)
-			}
-			if g.HasInterval && finite(g.EnergyLowJ) && finite(g.EnergyHighJ) {
-				o.ObserveFloat64(low, g.EnergyLowJ, set)
-				o.ObserveFloat64(high, g.EnergyHighJ, set)
-			}
+// Descriptions of the metrics.
+const (
+	descEnergy     = "Energy consumed by the GPU (gpuwatt: from the board's counter where it has readings, else the corrected integral; gpuwatt.energy.source says which)"
+	descPower      = "Power consumed by the GPU (gpuwatt: the corrected power; job end: the job's mean power)"
+	descEnergyLow  = "Lower bound of hw.energy's 95 % interval on the board's scale"
+	descEnergyHigh = "Upper bound of hw.energy's 95 % interval on the board's scale"
+)
+
+// metrics are the four metrics of a push, each with the points of the GPUs that have a
+// finite value for it, in the GPUs' order.
+func metrics(gpus []GPU) []metricData {
+	energy := metricData{name: MetricEnergy, description: descEnergy, unit: "J", sum: true}
+	power := metricData{name: MetricPower, description: descPower, unit: "W"}
+	low := metricData{name: MetricEnergyLow, description: descEnergyLow, unit: "J"}
+	high := metricData{name: MetricEnergyHigh, description: descEnergyHigh, unit: "J"}
+	for _, g := range gpus {
+		attrs := Attributes(g)
+		if finite(g.EnergyJ) {
+			energy.points = append(energy.points, point{attrs, g.EnergyJ})
 		}
-		return nil
-	}, energy, power, low, high)
-	return err
+		if g.HasPower && finite(g.PowerW) {
+			power.points = append(power.points, point{attrs, g.PowerW})
+		}
+		if g.HasInterval && finite(g.EnergyLowJ) && finite(g.EnergyHighJ) {
+			low.points = append(low.points, point{attrs, g.EnergyLowJ})
+			high.points = append(high.points, point{attrs, g.EnergyHighJ})
+		}
+	}
+	return []metricData{energy, power, low, high}
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// Attributes are the attributes of a GPU's points.
-func Attributes(g GPU) attribute.Set {
+// Attributes are the attributes of a GPU's points, sorted by key.
+func Attributes(g GPU) []Attr {
 	id := g.UUID
 	if id == "" {
 		id = fmt.Sprintf("gpu%d", g.Index)
 	}
-	kv := []attribute.KeyValue{
-		attribute.String(AttrID, id),
-		attribute.String(AttrType, "gpu"),
-		attribute.Int(AttrIndex, g.Index),
-		attribute.String(AttrSource, g.Source),
-		attribute.Bool(AttrCorrected, g.Corrected),
+	kv := []Attr{
+		{AttrID, id},
+		{AttrType, "gpu"},
+		{AttrIndex, int64(g.Index)},
+		{AttrSource, g.Source},
+		{AttrCorrected, g.Corrected},
 	}
 	if g.UUID != "" {
-		kv = append(kv, attribute.String(AttrUUID, g.UUID))
+		kv = append(kv, Attr{AttrUUID, g.UUID})
 	}
 	if g.Model != "" {
-		kv = append(kv, attribute.String(AttrName, g.Model), attribute.String(AttrModel, g.Model))
+		kv = append(kv, Attr{AttrName, g.Model}, Attr{AttrModel, g.Model})
 	}
 	if v := Vendor(g); v != "" {
-		kv = append(kv, attribute.String(AttrVendor, v))
+		kv = append(kv, Attr{AttrVendor, v})
 	}
-	return attribute.NewSet(kv...)
+	sort.Slice(kv, func(i, j int) bool { return kv[i].Key < kv[j].Key })
+	return kv
 }
 
 // Vendor is g.Vendor, else the model's first word where it names a known GPU vendor.

@@ -3,8 +3,14 @@ package otlpexport_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/gpuwatt/gpuwatt/internal/otlpexport"
 	"github.com/gpuwatt/gpuwatt/internal/otlpexport/otlptest"
@@ -13,7 +19,7 @@ import (
 )
 
 // TestPushReachesReceiver: one Push is one OTLP/HTTP protobuf request, decoded by a receiver
-// in the test with the collector's own types: hw.energy a monotonic cumulative sum in J,
+// in the test (otlptest, its own decoder): hw.energy a monotonic cumulative sum in J,
 // hw.power a gauge in W, the interval as two gauges in J, each point with the hardware
 // conventions' attributes and gpuwatt's, the resource with service.name, version and host.
 func TestPushReachesReceiver(t *testing.T) {
@@ -120,7 +126,7 @@ func TestPeriodicPush(t *testing.T) {
 	if p := rcv.Paths()[0]; p != "/custom/path" {
 		t.Errorf("posted to %s, want the URL's own path", p)
 	}
-	prev := 0.0
+	prev, prevNs, startNs := 0.0, uint64(0), uint64(0)
 	for i, r := range reqs {
 		for _, p := range otlptest.Points(r) {
 			if p.Metric != "hw.energy" {
@@ -129,7 +135,14 @@ func TestPeriodicPush(t *testing.T) {
 			if p.Value <= prev {
 				t.Errorf("push %d: hw.energy %g after %g", i, p.Value, prev)
 			}
-			prev = p.Value
+			// A cumulative sum's start stays the exporter's start; each push has its time.
+			if startNs == 0 {
+				startNs = p.StartNs
+			}
+			if p.StartNs != startNs || p.Ns <= prevNs || p.Ns < p.StartNs {
+				t.Errorf("push %d: start %d (first %d), time %d after %d", i, p.StartNs, startNs, p.Ns, prevNs)
+			}
+			prev, prevNs = p.Value, p.Ns
 		}
 	}
 }
@@ -187,19 +200,144 @@ func TestFromSnapshot(t *testing.T) {
 	}
 }
 
-// TestResourceFromEnv: the SDK's OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME are applied
-// last, so a site's own attributes override gpuwatt's (docs/otlp.md).
+// TestResourceFromEnv: OpenTelemetry's OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME are
+// applied last, so a site's own attributes override gpuwatt's (docs/otlp.md); values are
+// percent-decoded and an item without '=' is skipped, as the SDK did.
 func TestResourceFromEnv(t *testing.T) {
-	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "host.name=node-override,deployment.environment=prod")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "host.name=node-override, deployment.environment = prod,noequals,site=a%2Cb")
 	t.Setenv("OTEL_SERVICE_NAME", "gpuwatt-site")
 	rcv := otlptest.Start(t)
 	if err := otlpexport.Push(context.Background(), otlpexport.Options{URL: rcv.URL, Host: "node7"}, []otlpexport.GPU{{Index: 0, EnergyJ: 1, Source: "counter"}}); err != nil {
 		t.Fatal(err)
 	}
 	res := otlptest.Resource(rcv.Requests()[0])
-	for k, want := range map[string]string{"host.name": "node-override", "deployment.environment": "prod", "service.name": "gpuwatt-site"} {
+	for k, want := range map[string]string{"host.name": "node-override", "deployment.environment": "prod", "service.name": "gpuwatt-site", "site": "a,b"} {
 		if res[k] != want {
 			t.Errorf("resource %s = %q, want %q (%v)", k, res[k], want, res)
 		}
+	}
+	if len(res) != 4 {
+		t.Errorf("resource %v, want 4 attributes", res)
+	}
+}
+
+var oneGPU = []otlpexport.GPU{{Index: 0, UUID: "GPU-r", EnergyJ: 1, Source: "counter"}}
+
+// TestRetries: a collector that answers 503 (with Retry-After: 0) twice, then takes the
+// request, gets it on the third attempt; a 400 is not tried again; a 429 whose Retry-After
+// is beyond the push's timeout ends the push at once.
+func TestRetries(t *testing.T) {
+	rcv := otlptest.Start(t)
+	rcv.FailNext(http.StatusServiceUnavailable, 2, "0")
+	t0 := time.Now()
+	if err := otlpexport.Push(context.Background(), otlpexport.Options{URL: rcv.URL}, oneGPU); err != nil {
+		t.Fatal(err)
+	}
+	if rcv.Failed() != 2 || len(rcv.Requests()) != 1 {
+		t.Errorf("%d failed, %d taken: want 2 and 1", rcv.Failed(), len(rcv.Requests()))
+	}
+	// Two waits of the backoff, 500 ms then 750 ms, each ±50 %.
+	if d := time.Since(t0); d < 600*time.Millisecond {
+		t.Errorf("three attempts in %v: no backoff between them", d)
+	}
+
+	bad := otlptest.Start(t)
+	bad.FailNext(http.StatusBadRequest, 5, "")
+	err := otlpexport.Push(context.Background(), otlpexport.Options{URL: bad.URL}, oneGPU)
+	if err == nil || bad.Failed() != 1 || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "failing as told") {
+		t.Errorf("400: %d attempts, err %v; want 1 and an error with the status and the answer", bad.Failed(), err)
+	}
+
+	slow := otlptest.Start(t)
+	slow.FailNext(http.StatusTooManyRequests, 5, "3600")
+	t0 = time.Now()
+	err = otlpexport.Push(context.Background(), otlpexport.Options{URL: slow.URL}, oneGPU)
+	if err == nil || slow.Failed() != 1 || time.Since(t0) > 5*time.Second {
+		t.Errorf("429 with Retry-After 3600: %d attempts in %v, err %v", slow.Failed(), time.Since(t0), err)
+	}
+}
+
+// TestPartialSuccess: a collector that takes the request but says it rejected points makes
+// the push an error naming them, as the SDK did.
+func TestPartialSuccess(t *testing.T) {
+	rcv := otlptest.Start(t)
+	inner := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 2)
+	inner = protowire.AppendString(protowire.AppendTag(inner, 2, protowire.BytesType), "unit not allowed")
+	rcv.Answer(protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), inner))
+	err := otlpexport.Push(context.Background(), otlpexport.Options{URL: rcv.URL}, oneGPU)
+	if err == nil || !strings.Contains(err.Error(), "unit not allowed") || !strings.Contains(err.Error(), "2 metric data points rejected") {
+		t.Errorf("partial success: %v", err)
+	}
+}
+
+// TestHeadersAndGzipFromEnv: OTEL_EXPORTER_OTLP_HEADERS (percent-decoded; an item without
+// '=' or with a key that is not a header name skipped) and OTEL_EXPORTER_OTLP_COMPRESSION
+// =gzip apply; the METRICS_ variables win over them.
+func TestHeadersAndGzipFromEnv(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "api-key=not-this")
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "api-key=se%20cret, x-tenant=t1,bad key=1,novalue")
+	t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+	rcv := otlptest.Start(t)
+	if err := otlpexport.Push(context.Background(), otlpexport.Options{URL: rcv.URL, Version: "v9"}, oneGPU); err != nil {
+		t.Fatal(err)
+	}
+	h := rcv.Headers()[0]
+	for k, want := range map[string]string{"Api-Key": "se cret", "X-Tenant": "t1", "Content-Encoding": "gzip", "Content-Type": "application/x-protobuf"} {
+		if h.Get(k) != want {
+			t.Errorf("header %s = %q, want %q (%v)", k, h.Get(k), want, h)
+		}
+	}
+	if h.Get("Bad key") != "" || !strings.HasPrefix(h.Get("User-Agent"), "gpuwatt/v9") {
+		t.Errorf("headers %v", h)
+	}
+	if pts := otlptest.Points(rcv.Requests()[0]); len(pts) != 1 || pts[0].Value != 1 {
+		t.Errorf("gzipped request decoded to %+v", pts)
+	}
+}
+
+// TestTLSFromEnv: an https collector whose certificate no system CA signed is reached with
+// OTEL_EXPORTER_OTLP_CERTIFICATE naming its CA, and refused without; a certificate file
+// that is not there is an error naming it.
+func TestTLSFromEnv(t *testing.T) {
+	rcv := otlptest.StartTLS(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", "")
+	if err := otlpexport.Push(context.Background(), otlpexport.Options{URL: rcv.URL, Timeout: 2 * time.Second}, oneGPU); err == nil {
+		t.Error("an unknown CA was trusted")
+	}
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, rcv.CAPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", ca)
+	if err := otlpexport.Push(context.Background(), otlpexport.Options{URL: rcv.URL}, oneGPU); err != nil {
+		t.Fatal(err)
+	}
+	if len(rcv.Requests()) != 1 {
+		t.Errorf("%d requests over TLS", len(rcv.Requests()))
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", ca+".absent")
+	if _, err := otlpexport.New(context.Background(), otlpexport.Options{URL: rcv.URL}, func() []otlpexport.GPU { return nil }); err == nil || !strings.Contains(err.Error(), "ca.pem.absent") {
+		t.Errorf("an absent CA file: %v", err)
+	}
+}
+
+// TestCredentialsNotSent: a user and password in the URL are not sent (the SDK kept only
+// the URL's host and path; headers come from OTEL_EXPORTER_OTLP_HEADERS), and a second
+// Shutdown is an error, not a second push.
+func TestCredentialsNotSent(t *testing.T) {
+	rcv := otlptest.Start(t)
+	u := strings.Replace(rcv.URL, "http://", "http://alice:s3cret@", 1)
+	e, err := otlpexport.New(context.Background(), otlpexport.Options{URL: u}, func() []otlpexport.GPU { return oneGPU })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if a := rcv.Headers()[0].Get("Authorization"); a != "" {
+		t.Errorf("Authorization %q sent", a)
+	}
+	if err := e.Shutdown(context.Background()); err == nil || len(rcv.Requests()) != 1 {
+		t.Errorf("second Shutdown: %v, %d requests", err, len(rcv.Requests()))
 	}
 }

@@ -2,13 +2,14 @@
 // serve's per-process energy: the pod's UID and the container's id from the process's cgroup
 // path (/proc/PID/cgroup, under an injected root), and the names of the namespace, pod and
 // container from the kubelet's pod-resources API (a gRPC service on a unix socket that says
-// which container was given which device).
+// which container was given which device; podresources.go calls it over net/http's HTTP/2).
 package workload
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,10 +17,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	podresources "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
 // DefaultSocket is where the kubelet serves its pod-resources API.
@@ -45,11 +42,12 @@ type Resolver struct {
 	// Timeout bounds one call to the kubelet; 1 s when 0.
 	Timeout time.Duration
 
-	mu       sync.Mutex
-	conn     *grpc.ClientConn
-	owners   map[string][]owner // device id -> the containers given it
-	listedAt time.Time
-	err      error
+	mu        sync.Mutex
+	client    *http.Client       // HTTP/2 to Socket (podresources.go)
+	transport *http.Transport    // its connections, closed by Close
+	owners    map[string][]owner // device id -> the containers given it
+	listedAt  time.Time
+	err       error
 }
 
 type owner struct{ namespace, pod, container string }
@@ -91,12 +89,11 @@ func (r *Resolver) Err() error {
 func (r *Resolver) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.conn == nil {
-		return nil
+	if r.transport != nil {
+		r.transport.CloseIdleConnections()
+		r.client, r.transport = nil, nil
 	}
-	err := r.conn.Close()
-	r.conn = nil
-	return err
+	return nil
 }
 
 func containsOwner(list []owner, o owner) bool {
@@ -140,14 +137,8 @@ func (r *Resolver) list() (map[string][]owner, error) {
 	if _, err := os.Stat(r.Socket); err != nil {
 		return nil, fmt.Errorf("pod-resources socket: %w", err)
 	}
-	if r.conn == nil {
-		conn, err := grpc.NewClient("unix://"+r.Socket,
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
-		if err != nil {
-			return nil, fmt.Errorf("pod-resources socket %s: %w", r.Socket, err)
-		}
-		r.conn = conn
+	if r.client == nil {
+		r.client, r.transport = newPodResourcesClient(r.Socket)
 	}
 	timeout := r.Timeout
 	if timeout <= 0 {
@@ -155,16 +146,16 @@ func (r *Resolver) list() (map[string][]owner, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	resp, err := podresources.NewPodResourcesListerClient(r.conn).List(ctx, &podresources.ListPodResourcesRequest{})
+	pods, err := listPodResources(ctx, r.client)
 	if err != nil {
 		return nil, fmt.Errorf("pod-resources List on %s: %w", r.Socket, err)
 	}
 	owners := map[string][]owner{}
-	for _, p := range resp.GetPodResources() {
-		for _, c := range p.GetContainers() {
-			o := owner{p.GetNamespace(), p.GetName(), c.GetName()}
-			for _, d := range c.GetDevices() {
-				for _, id := range d.GetDeviceIds() {
+	for _, p := range pods {
+		for _, c := range p.containers {
+			o := owner{p.namespace, p.name, c.name}
+			for _, d := range c.devices {
+				for _, id := range d.ids {
 					owners[id] = append(owners[id], o)
 				}
 			}

@@ -1,17 +1,20 @@
 package workload
 
 import (
-	"context"
+	"encoding/binary"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	podresources "k8s.io/kubelet/pkg/apis/podresources/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 const (
@@ -67,24 +70,87 @@ func procFixture(t *testing.T, files map[int]string) string {
 	return root
 }
 
-// fakeKubelet is a pod-resources server with a fixed answer; it counts the List calls.
+// fakeKubelet is a pod-resources server with a fixed answer, as the kubelet serves it:
+// gRPC over HTTP/2 without TLS on a unix socket, here net/http's own; it counts the List
+// calls.
 type fakeKubelet struct {
-	podresources.UnimplementedPodResourcesListerServer
-	resp  *podresources.ListPodResourcesResponse
+	pods  []fakePod
 	calls atomic.Int32
 	delay time.Duration
+	// answer, where set, writes the whole answer in place of the pods (a fault).
+	answer func(w http.ResponseWriter)
 }
 
-func (f *fakeKubelet) List(ctx context.Context, _ *podresources.ListPodResourcesRequest) (*podresources.ListPodResourcesResponse, error) {
+type fakePod struct {
+	name, namespace string
+	containers      []fakeContainer
+}
+
+type fakeContainer struct {
+	name string
+	gpus []string // nvidia.com/gpu device ids
+}
+
+func (f *fakeKubelet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/grpc")
+	w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")
+	if r.URL.Path != "/v1.PodResourcesLister/List" || r.ProtoMajor != 2 || r.Header.Get("Content-Type") != "application/grpc" {
+		w.Header().Set("Grpc-Status", "12") // Unimplemented
+		return
+	}
+	// The request: an empty ListPodResourcesRequest, the 5-byte prefix alone.
+	req, err := io.ReadAll(io.LimitReader(r.Body, 1024))
+	if err != nil || len(req) != 5 || binary.BigEndian.Uint32(req[1:]) != 0 {
+		w.Header().Set("Grpc-Status", "3") // InvalidArgument
+		return
+	}
 	f.calls.Add(1)
 	if f.delay > 0 {
 		select {
 		case <-time.After(f.delay):
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		case <-r.Context().Done():
+			return
 		}
 	}
-	return f.resp, nil
+	if f.answer != nil {
+		f.answer(w)
+		return
+	}
+	w.Write(grpcFrame(encodeList(f.pods)))
+	w.Header().Set("Grpc-Status", "0")
+}
+
+func grpcFrame(msg []byte) []byte {
+	b := make([]byte, 5, 5+len(msg))
+	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
+	return append(b, msg...)
+}
+
+// encodeList is the ListPodResourcesResponse of pods (api.proto's field numbers).
+func encodeList(pods []fakePod) []byte {
+	msg := func(b []byte, num protowire.Number, m []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), m)
+	}
+	str := func(b []byte, num protowire.Number, s string) []byte {
+		return protowire.AppendString(protowire.AppendTag(b, num, protowire.BytesType), s)
+	}
+	var out []byte
+	for _, p := range pods {
+		pb := str(str(nil, 1, p.name), 2, p.namespace)
+		for _, c := range p.containers {
+			cb := str(nil, 1, c.name)
+			if len(c.gpus) > 0 {
+				db := str(nil, 1, "nvidia.com/gpu")
+				for _, id := range c.gpus {
+					db = str(db, 2, id)
+				}
+				cb = msg(cb, 2, db)
+			}
+			pb = msg(pb, 3, cb)
+		}
+		out = msg(out, 1, pb)
+	}
+	return out
 }
 
 // serveFake serves f on a unix socket (a short path: sun_path holds 108 bytes).
@@ -100,17 +166,11 @@ func serveFake(t *testing.T, f *fakeKubelet) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer()
-	podresources.RegisterPodResourcesListerServer(srv, f)
+	srv := &http.Server{Handler: f, Protocols: new(http.Protocols), ReadHeaderTimeout: 5 * time.Second}
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	go srv.Serve(ln)
-	t.Cleanup(srv.Stop)
+	t.Cleanup(func() { srv.Close() })
 	return sock
-}
-
-func gpuContainer(name string, ids ...string) *podresources.ContainerResources {
-	return &podresources.ContainerResources{Name: name, Devices: []*podresources.ContainerDevices{
-		{ResourceName: "nvidia.com/gpu", DeviceIds: ids},
-	}}
 }
 
 // TestLookupPodResources: the names come from the container the fake kubelet says holds the
@@ -119,14 +179,12 @@ func gpuContainer(name string, ids ...string) *podresources.ContainerResources {
 // once per Refresh.
 func TestLookupPodResources(t *testing.T) {
 	const gpu0, gpu1, gpu2 = "GPU-00000000-1111-2222-3333-444444444444", "GPU-11111111-1111-2222-3333-444444444444", "GPU-22222222-1111-2222-3333-444444444444"
-	f := &fakeKubelet{resp: &podresources.ListPodResourcesResponse{PodResources: []*podresources.PodResources{
-		{Name: "train-0", Namespace: "ml", Containers: []*podresources.ContainerResources{
-			gpuContainer("trainer", gpu0), {Name: "sidecar"},
-		}},
-		{Name: "infer-a", Namespace: "serving", Containers: []*podresources.ContainerResources{gpuContainer("server", gpu1+"::0")}},
-		{Name: "infer-b", Namespace: "serving", Containers: []*podresources.ContainerResources{gpuContainer("server", gpu1+"::1")}},
-		{Name: "cpu-only", Namespace: "default", Containers: []*podresources.ContainerResources{{Name: "app"}}},
-	}}}
+	f := &fakeKubelet{pods: []fakePod{
+		{"train-0", "ml", []fakeContainer{{"trainer", []string{gpu0}}, {name: "sidecar"}}},
+		{"infer-a", "serving", []fakeContainer{{"server", []string{gpu1 + "::0"}}}},
+		{"infer-b", "serving", []fakeContainer{{"server", []string{gpu1 + "::1"}}}},
+		{"cpu-only", "default", []fakeContainer{{name: "app"}}},
+	}}
 	sock := serveFake(t, f)
 	root := procFixture(t, map[int]string{
 		101: cgroupCases[0].text,
@@ -176,7 +234,7 @@ func TestLookupKubeletFaults(t *testing.T) {
 		t.Error("no socket: Err is nil")
 	}
 
-	f := &fakeKubelet{delay: 5 * time.Second, resp: &podresources.ListPodResourcesResponse{}}
+	f := &fakeKubelet{delay: 5 * time.Second}
 	slow := &Resolver{ProcRoot: root, Socket: serveFake(t, f), Timeout: 200 * time.Millisecond}
 	defer slow.Close()
 	start := time.Now()
@@ -200,6 +258,115 @@ func FuzzParseCgroup(f *testing.F) {
 		}
 		if w.ContainerID != "" && w.PodUID == "" {
 			t.Errorf("a container id without a pod: %+v", w)
+		}
+	})
+}
+
+// TestDecodeListGolden: a ListPodResourcesResponse written by k8s.io/kubelet v0.37.2's own
+// generated types (testdata/list-k8s-v0.37.2.txt is its text), with every field api.proto
+// has (CPUs, memory, NUMA topology, dynamic resources), decodes to its pods, containers and
+// devices; the fields not read are skipped.
+func TestDecodeListGolden(t *testing.T) {
+	b, err := os.ReadFile("testdata/list-k8s-v0.37.2.pb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := decodeList(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []podResources{
+		{"train-0", "ml", []containerResources{
+			{"trainer", []containerDevices{
+				{"nvidia.com/gpu", []string{"GPU-00000000-1111-2222-3333-444444444444", "GPU-33333333-1111-2222-3333-444444444444"}},
+				{"example.com/nic", []string{"nic-0"}},
+			}},
+			{name: "sidecar"},
+		}},
+		{"infer-a", "serving", []containerResources{{"server", []containerDevices{{"nvidia.com/gpu", []string{"GPU-11111111-1111-2222-3333-444444444444::0"}}}}}},
+		{"infer-b", "serving", []containerResources{{"server", []containerDevices{{"nvidia.com/gpu", []string{"GPU-11111111-1111-2222-3333-444444444444::1"}}}}}},
+		{"cpu-only", "default", []containerResources{{name: "app"}}},
+	}
+	if !reflect.DeepEqual(pods, want) {
+		t.Errorf("decoded\n%+v\nwant\n%+v", pods, want)
+	}
+	if _, err := decodeList(b[:len(b)-3]); err == nil {
+		t.Error("a truncated answer decoded")
+	}
+}
+
+// TestListFaults: answers that are not a good unary gRPC answer are errors that say why,
+// and leave the names empty: a gRPC error status (its message percent-decoded), a status
+// in the headers alone, no status at all, a message over 16 MiB (refused from its prefix,
+// unread), a compressed one, two messages, and a server that is not the pod-resources API.
+func TestListFaults(t *testing.T) {
+	root := procFixture(t, map[int]string{101: cgroupCases[0].text})
+	frame := grpcFrame(encodeList([]fakePod{{"p", "n", []fakeContainer{{"c", []string{"GPU-0"}}}}}))
+	for _, tc := range []struct {
+		name   string
+		answer func(w http.ResponseWriter)
+		want   string
+	}{
+		{"error status", func(w http.ResponseWriter) {
+			w.Header().Set("Grpc-Status", "7")
+			w.Header().Set("Grpc-Message", "not allowed: 100%25")
+		}, "code = PermissionDenied desc = not allowed: 100%"},
+		{"trailers only", func(w http.ResponseWriter) {
+			w.Header().Set("Grpc-Status", "14")
+			w.WriteHeader(http.StatusOK)
+		}, "code = Unavailable"},
+		{"no status", func(w http.ResponseWriter) { w.Write(frame) }, "no grpc-status"},
+		{"too large", func(w http.ResponseWriter) {
+			w.Write([]byte{0, 1, 0, 0, 1})
+			w.Header().Set("Grpc-Status", "0")
+		}, "more than the 16777216 allowed"},
+		{"compressed", func(w http.ResponseWriter) {
+			f := append([]byte(nil), frame...)
+			f[0] = 1
+			w.Write(f)
+			w.Header().Set("Grpc-Status", "0")
+		}, "compressed"},
+		{"two messages", func(w http.ResponseWriter) {
+			w.Write(frame)
+			w.Write(frame)
+			w.Header().Set("Grpc-Status", "0")
+		}, "more than one message"},
+		{"not grpc", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusNotFound)
+		}, "404"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeKubelet{answer: tc.answer}
+			r := &Resolver{ProcRoot: root, Socket: serveFake(t, f)}
+			defer r.Close()
+			got := r.Lookup("GPU-0", 101)
+			if got.Pod != "" || got.PodUID != uidA {
+				t.Errorf("Lookup = %+v", got)
+			}
+			if err := r.Err(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Err = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+	// The same answer well formed names the pod.
+	f := &fakeKubelet{answer: func(w http.ResponseWriter) { w.Write(frame); w.Header().Set("Grpc-Status", "0") }}
+	r := &Resolver{ProcRoot: root, Socket: serveFake(t, f)}
+	defer r.Close()
+	if got := r.Lookup("GPU-0", 101); got.Pod != "p" || got.Namespace != "n" || got.Container != "c" || r.Err() != nil {
+		t.Errorf("well formed: %+v, %v", got, r.Err())
+	}
+}
+
+func FuzzDecodeList(f *testing.F) {
+	if b, err := os.ReadFile("testdata/list-k8s-v0.37.2.pb"); err == nil {
+		f.Add(b)
+	}
+	f.Add(encodeList([]fakePod{{"p", "n", []fakeContainer{{"c", []string{"GPU-0"}}}}}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pods, err := decodeList(b)
+		if err != nil && pods != nil {
+			t.Errorf("pods %+v with error %v", pods, err)
 		}
 	})
 }

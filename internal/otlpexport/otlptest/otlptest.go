@@ -1,32 +1,36 @@
 // Package otlptest is an OTLP/HTTP metrics receiver for tests: an httptest server that
-// decodes each request with the collector's own protobuf types
-// (go.opentelemetry.io/proto/otlp) and keeps it, so a test checks what was pushed.
+// decodes each request as an ExportMetricsServiceRequest (decode.go, field numbers from
+// opentelemetry-proto, written independently of otlpexport's encoder) and keeps it, so a
+// test checks what was pushed.
 package otlptest
 
 import (
 	"compress/gzip"
-	"fmt"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync"
 	"testing"
-
-	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	common "go.opentelemetry.io/proto/otlp/common/v1"
-	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	"google.golang.org/protobuf/proto"
 )
+
+// maxBody bounds the read of one request (decompressed).
+const maxBody = 16 << 20
 
 // Receiver is a running receiver.
 type Receiver struct {
 	URL string // http://127.0.0.1:PORT
 
-	mu    sync.Mutex
-	reqs  []*colmetric.ExportMetricsServiceRequest
-	paths []string
-	fail  int
+	mu         sync.Mutex
+	reqs       []*Request
+	paths      []string
+	headers    []http.Header
+	fail       int
+	failN      int // fail only the next failN requests, where > 0
+	answer     []byte
+	caPEM      []byte
+	retryAfter string
+	failed     int // requests failed as told
 }
 
 // Start starts a receiver, closed when the test ends.
@@ -38,18 +42,59 @@ func Start(t testing.TB) *Receiver {
 	return r
 }
 
+// StartTLS starts a receiver on https with a certificate of its own, whose CA (PEM) is
+// CAPEM.
+func StartTLS(t testing.TB) *Receiver {
+	r := &Receiver{}
+	srv := httptest.NewTLSServer(http.HandlerFunc(r.serve))
+	t.Cleanup(srv.Close)
+	r.URL = srv.URL
+	r.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return r
+}
+
+// CAPEM is the PEM certificate a client of a StartTLS receiver trusts.
+func (r *Receiver) CAPEM() []byte { return r.caPEM }
+
 // Fail makes every later request fail with the HTTP status code (0: succeed again).
 func (r *Receiver) Fail(code int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.fail = code
+	r.fail, r.failN = code, 0
+}
+
+// FailNext makes the next n requests fail with the HTTP status code and the header
+// Retry-After: retryAfter where it is not "".
+func (r *Receiver) FailNext(code, n int, retryAfter string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail, r.failN, r.retryAfter = code, n, retryAfter
+}
+
+// Answer makes every later successful request answered with body, an encoded
+// ExportMetricsServiceResponse (nil: an empty one).
+func (r *Receiver) Answer(body []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.answer = body
 }
 
 func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
-	fail := r.fail
+	fail, answer, after := r.fail, r.answer, r.retryAfter
+	if fail != 0 {
+		r.failed++
+		if r.failN > 0 {
+			if r.failN--; r.failN == 0 {
+				r.fail = 0
+			}
+		}
+	}
 	r.mu.Unlock()
 	if fail != 0 {
+		if after != "" {
+			w.Header().Set("Retry-After", after)
+		}
 		http.Error(w, "failing as told", fail)
 		return
 	}
@@ -66,30 +111,37 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		}
 		body = zr
 	}
-	b, err := io.ReadAll(body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	b, err := io.ReadAll(io.LimitReader(body, maxBody+1))
+	if err != nil || len(b) > maxBody {
+		http.Error(w, "request unreadable or too large", http.StatusBadRequest)
 		return
 	}
-	m := &colmetric.ExportMetricsServiceRequest{}
-	if err := proto.Unmarshal(b, m); err != nil {
+	m, err := Decode(b)
+	if err != nil {
 		http.Error(w, "not an ExportMetricsServiceRequest: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	r.mu.Lock()
 	r.reqs = append(r.reqs, m)
 	r.paths = append(r.paths, req.URL.Path)
+	r.headers = append(r.headers, req.Header.Clone())
 	r.mu.Unlock()
-	out, _ := proto.Marshal(&colmetric.ExportMetricsServiceResponse{})
 	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
+	_, _ = w.Write(answer) // an empty ExportMetricsServiceResponse is no bytes
+}
+
+// Failed is the number of requests failed as told.
+func (r *Receiver) Failed() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
 }
 
 // Requests are the requests received so far, in order.
-func (r *Receiver) Requests() []*colmetric.ExportMetricsServiceRequest {
+func (r *Receiver) Requests() []*Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]*colmetric.ExportMetricsServiceRequest(nil), r.reqs...)
+	return append([]*Request(nil), r.reqs...)
 }
 
 // Paths are the URL paths the requests were posted to.
@@ -99,10 +151,17 @@ func (r *Receiver) Paths() []string {
 	return append([]string(nil), r.paths...)
 }
 
+// Headers are the HTTP headers of the requests.
+func (r *Receiver) Headers() []http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]http.Header(nil), r.headers...)
+}
+
 // Point is one number data point of a request, flattened.
 type Point struct {
 	Metric, Unit string
-	Kind         string // "sum" or "gauge"
+	Kind         string // "sum", "gauge" or "other"
 	Monotonic    bool
 	Cumulative   bool
 	Value        float64
@@ -111,34 +170,17 @@ type Point struct {
 }
 
 // Points flattens a request's number data points.
-func Points(req *colmetric.ExportMetricsServiceRequest) []Point {
+func Points(req *Request) []Point {
 	var out []Point
-	for _, rm := range req.GetResourceMetrics() {
-		for _, sm := range rm.GetScopeMetrics() {
-			for _, m := range sm.GetMetrics() {
-				var dps []*metricpb.NumberDataPoint
-				p := Point{Metric: m.GetName(), Unit: m.GetUnit()}
-				switch {
-				case m.GetSum() != nil:
-					s := m.GetSum()
-					p.Kind, p.Monotonic = "sum", s.GetIsMonotonic()
-					p.Cumulative = s.GetAggregationTemporality() == metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE
-					dps = s.GetDataPoints()
-				case m.GetGauge() != nil:
-					p.Kind, dps = "gauge", m.GetGauge().GetDataPoints()
-				default:
-					p.Kind = "other"
-				}
-				for _, dp := range dps {
+	for _, rm := range req.ResourceMetrics {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				p := Point{Metric: m.Name, Unit: m.Unit, Kind: m.Kind, Monotonic: m.Monotonic,
+					Cumulative: m.Temporality == TemporalityCumulative}
+				for _, dp := range m.Points {
 					q := p
-					switch v := dp.GetValue().(type) {
-					case *metricpb.NumberDataPoint_AsDouble:
-						q.Value = v.AsDouble
-					case *metricpb.NumberDataPoint_AsInt:
-						q.Value = float64(v.AsInt)
-					}
-					q.Attrs = kvs(dp.GetAttributes())
-					q.StartNs, q.Ns = dp.GetStartTimeUnixNano(), dp.GetTimeUnixNano()
+					q.Value, q.StartNs, q.Ns = dp.Value, dp.StartNs, dp.Ns
+					q.Attrs = textMap(dp.Attrs)
 					out = append(out, q)
 				}
 			}
@@ -148,31 +190,17 @@ func Points(req *colmetric.ExportMetricsServiceRequest) []Point {
 }
 
 // Resource is the attributes of a request's (first) resource.
-func Resource(req *colmetric.ExportMetricsServiceRequest) map[string]string {
-	for _, rm := range req.GetResourceMetrics() {
-		return kvs(rm.GetResource().GetAttributes())
+func Resource(req *Request) map[string]string {
+	for _, rm := range req.ResourceMetrics {
+		return textMap(rm.Resource)
 	}
 	return nil
 }
 
-func kvs(in []*common.KeyValue) map[string]string {
+func textMap(kvs []KeyValue) map[string]string {
 	out := map[string]string{}
-	for _, kv := range in {
-		v := kv.GetValue()
-		var s string
-		switch x := v.GetValue().(type) {
-		case *common.AnyValue_StringValue:
-			s = x.StringValue
-		case *common.AnyValue_IntValue:
-			s = strconv.FormatInt(x.IntValue, 10)
-		case *common.AnyValue_BoolValue:
-			s = strconv.FormatBool(x.BoolValue)
-		case *common.AnyValue_DoubleValue:
-			s = strconv.FormatFloat(x.DoubleValue, 'g', -1, 64)
-		default:
-			s = fmt.Sprint(v)
-		}
-		out[kv.GetKey()] = s
+	for _, kv := range kvs {
+		out[kv.Key] = kv.Text
 	}
 	return out
 }
