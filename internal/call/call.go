@@ -213,6 +213,25 @@ type Env struct {
 // h200 twin: ±4.9 % at the check, ±6.0 % at the end).
 const checkMargin = 0.9
 
+// ownWithin says whether the run's own parts are within target where the board's
+// run-to-run floor alone is wider than it: more calls cannot bring the interval to the
+// target then, and the run stops with a warning (CodeFloor) rather than at its cap.
+func ownWithin(r *Result, target float64) bool {
+	rr := r.RunToRun
+	if rr == nil || rr.FloorJ <= 0 || rr.FloorJ < target*math.Abs(r.ActiveJ.Value) {
+		return false
+	}
+	hw := r.ActiveJ.HalfWidth()
+	return math.Sqrt(max(0, hw*hw-rr.HalfWidthJ*rr.HalfWidthJ)) <= target*math.Abs(r.ActiveJ.Value)
+}
+
+func orAsked(source string) string {
+	if source == "" {
+		return "the one asked for"
+	}
+	return source
+}
+
 // runToRunKnown says whether a check's figure has what the final one needs to stop on: with
 // idle gaps, at least minBlocks of them (a check may be on the channel's scale where the end,
 // with the tail, is on the counter's), and on the counter's scale a measured run-to-run part.
@@ -359,7 +378,7 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 		if o.Progress != nil {
 			o.Progress(Progress{Calls: len(spans), RelHalfWide: last.relHalfWidth(), Target: o.Target})
 		}
-		if last.reached() && last.RelHalfWidth <= checkMargin*o.Target && runToRunKnown(last, len(gaps), o.CheckIdle > 0) {
+		if runToRunKnown(last, len(gaps), o.CheckIdle > 0) && (last.reached() && last.RelHalfWidth <= checkMargin*o.Target || ownWithin(last, checkMargin*o.Target)) {
 			break
 		}
 		if need := last.CallsNeeded; need > len(spans) {
@@ -392,6 +411,10 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 			warns[i].Message = strings.TrimSuffix(w.Message, ", before the target") + ": the last check was not within the target, the final figure is"
 		}
 	}
+	if rr := res.RunToRun; !res.Reached && rr != nil && rr.FloorJ >= o.Target*math.Abs(res.ActiveJ.Value) {
+		warns = append(warns, status.Warning{Code: CodeFloor, Message: fmt.Sprintf("the board's run-to-run floor, ±%.2g %% (%s), is wider than the target ±%.2g %%: more calls cannot reach it; the run stopped where its own parts were within the target",
+			100*rr.FloorJ/math.Abs(res.ActiveJ.Value), orAsked(floorSource), 100*o.Target)})
+	}
 	res.Warnings = append(res.Warnings, warns...)
 	res.RunToRunFloorSource = floorSource
 	res.Incomplete, res.IncompleteReason = tr.Meta.Incomplete, tr.Meta.IncompleteWhy
@@ -408,6 +431,7 @@ const (
 	CodeCallFigure     status.Code = "call_without_figure"
 	CodeMissingReading status.Code = "missing_reading"
 	CodeScale          status.Code = "channel_scale"
+	CodeFloor          status.Code = "run_to_run_floor"
 )
 
 // recorder keeps the Sampler's samples as they come (a sink), so that the calls so far

@@ -2,6 +2,7 @@ package call
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -168,5 +169,29 @@ func TestTargetStopsOnCounterScale(t *testing.T) {
 	}
 	if !(res.ActiveJ.Low <= active && active <= res.ActiveJ.High) {
 		t.Errorf("truth %.4f J outside [%.4f, %.4f]", active, res.ActiveJ.Low, res.ActiveJ.High)
+	}
+}
+
+// TestFloorWiderThanTarget: where the run-to-run floor alone is wider than the target (an
+// H200's ±2.15 % against the default ±2 %), the run stops once its own parts are within the
+// target, not at its cap, with a warning that says why the target is not reached.
+func TestFloorWiderThanTarget(t *testing.T) {
+	sm := simtest.Open(t, "h200")
+	sm.Dev.OpenContext(0)
+	sp := fitted(t, "h200")
+	c := twinCall{d: 30 * time.Millisecond, watts: 500, watts2: 500}
+	res, err := Run(context.Background(), Env{Clock: sm.Clock, System: sm.Sys}, c.fn(sm), Options{Target: 0.02, RunToRunFloor: 0.025, MaxTime: 2 * time.Minute, Sensor: &sp, Warmup: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var floorWarn, capped bool
+	for _, w := range res.Warnings {
+		floorWarn = floorWarn || w.Code == CodeFloor
+		capped = capped || w.Code == CodeCapped
+	}
+	rr := res.RunToRun
+	t.Logf("%d calls ±%.2f %%, run to run %+v; %v", res.Calls, 100*res.RelHalfWidth, rr, res.Warnings)
+	if res.Reached || !floorWarn || capped || rr == nil || math.Abs(rr.HalfWidthJ/res.ActiveJ.Value-0.025) > 1e-9 || res.Calls > 100 {
+		t.Errorf("%d calls, reached %v, floor warning %v, capped %v, run to run %+v: want a stop before the cap, the part at the 2.5 %% floor, not reached, the warning", res.Calls, res.Reached, floorWarn, capped, rr)
 	}
 }
