@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,4 +299,62 @@ func rc4Name(t *testing.T, dir string) string {
 	t.Helper()
 	runs := loadRecordedCalls(t, dir)
 	return runs[0].res.GPUName
+}
+
+// TestH200CallRun5: bench/gpu/call_repeat.sh on an H200 at 14:11 (results/nvidia-h200/
+// 2026-11-28-call-5, GPU-aac14555: a fourth card, binary 2d06268: idle gaps at 20, 25, 32 and
+// 40 repetitions, the run-to-run part from the run's own blocks, no floor yet), five bf16
+// GEMMs of 0.22-52 ms per call, each run twice ~2 min apart in one process, the replay
+// after the second run the reference. call.json again from each trace; then what
+// docs/call.md says: as run, the replay inside 10 of 10 intervals but only through the
+// blocks' part of ±1.15-5.31 % (5 of 10 without it); with the H200's floor (2.15 %, derived
+// at 14:18 from two other cards, so out of sample here) in its place, inside 10 of 10 at
+// ±2.2-2.3 %.
+func TestH200CallRun5(t *testing.T) {
+	dir := filepath.Join("..", "..", "results", "nvidia-h200", "2026-11-28-call-5")
+	runs := loadRecordedCalls(t, dir)
+	if len(runs) != 10 {
+		t.Fatalf("%d runs, want 10", len(runs))
+	}
+	refs := map[string]float64{}
+	for _, rc := range runs {
+		if item, ok := strings.CutSuffix(rc.name, "-run2"); ok {
+			refs[item], _ = replayReference(t, filepath.Join(dir, rc.name))
+		}
+	}
+	floor, _ := RunToRunFloorOf(runs[0].res.GPUName)
+	var inAsRun, inOwn, inFloor int
+	var rrLo, rrHi, fLo, fHi = math.Inf(1), 0.0, math.Inf(1), 0.0
+	for _, rc := range runs {
+		a := rc.again(t)
+		near := func(x, y float64) bool { return math.Abs(x-y) <= 1e-9*math.Abs(y) }
+		if !near(a.ActiveJ.Value, rc.res.ActiveJ.Value) || !near(a.ActiveJ.High, rc.res.ActiveJ.High) || a.RunToRun == nil || len(a.RunToRun.Blocks) != 4 || !a.RunToRun.Measured {
+			t.Errorf("%s: again %+v, run to run %+v; call.json %+v", rc.name, a.ActiveJ, a.RunToRun, rc.res.ActiveJ)
+			continue
+		}
+		item := rc.name[:strings.LastIndex(rc.name, "-run")]
+		ref := refs[item]
+		hw, rr := a.ActiveJ.HalfWidth(), a.RunToRun.HalfWidthJ
+		own := math.Sqrt(hw*hw - rr*rr)
+		d := math.Abs(a.ActiveJ.Value - ref)
+		if d <= hw {
+			inAsRun++
+		}
+		if d <= own {
+			inOwn++
+		}
+		rrLo, rrHi = min(rrLo, rr/a.ActiveJ.Value), max(rrHi, rr/a.ActiveJ.Value)
+		rc.res.RunToRunFloor = floor
+		f := rc.again(t)
+		if f.ActiveJ.Low <= ref && ref <= f.ActiveJ.High {
+			inFloor++
+		}
+		fLo, fHi = min(fLo, f.ActiveJ.Rel()), max(fHi, f.ActiveJ.Rel())
+		t.Logf("%s: %.5g J ±%.2f %% as run (blocks' part ±%.2f %%, Q %.1f; own ±%.2f %%), with the floor ±%.2f %%; replay %.5g J (%+.2f %%)",
+			rc.name, a.ActiveJ.Value, 100*a.ActiveJ.Rel(), 100*rr/a.ActiveJ.Value, a.RunToRun.Q, 100*own/a.ActiveJ.Value, 100*f.ActiveJ.Rel(), ref, 100*(a.ActiveJ.Value/ref-1))
+	}
+	t.Logf("the replay inside %d of 10 as run (blocks' part ±%.2f-%.2f %%), %d without it, %d with the floor (±%.2f-%.2f %%)", inAsRun, 100*rrLo, 100*rrHi, inOwn, inFloor, 100*fLo, 100*fHi)
+	if inAsRun != 10 || inOwn != 5 || inFloor != 10 || rrLo < 0.011 || rrHi > 0.054 || fLo < 0.021 || fHi > 0.024 {
+		t.Errorf("docs/call.md says: 10 of 10 as run with the blocks' ±1.15-5.31 %%, 5 without, 10 with the floor at ±2.2-2.3 %%")
+	}
 }
