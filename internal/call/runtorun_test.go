@@ -136,3 +136,64 @@ func TestRunToRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRunToRunFloor: the floor as the H200's was made, on the wandering twin of TestRunToRun:
+// 15 other boards (other seeds and wanders), each measured and then replayed (the twin's
+// truth over the replay: a separate run's reference), give the spread of the figure against
+// a separate run beyond the figure's own interval, and the floor 1.96 × that; with it
+// (RunToRunFloor), the 30 runs of TestRunToRun hold their separate reference in at least
+// 93 % of the cases.
+func TestRunToRunFloor(t *testing.T) {
+	testkit.Slow(t)
+	sp := fitted(t, "h200")
+	measure := func(k int, seed uint64, floor float64) (*Result, float64) {
+		rng := rand.New(rand.NewPCG(seed, 3401))
+		d := time.Duration(math.Exp(math.Log(0.005)+rng.Float64()*math.Log(10)) * float64(time.Second)).Round(time.Microsecond)
+		c := driftingCall{d: d, watts: 300 + 400*rng.Float64(), period: time.Duration((40 + 160*rng.Float64()) * float64(time.Second)), phase: 2 * math.Pi * rng.Float64()}
+		c.amp = 0.005 + 0.015*rng.Float64()
+		batch := max(1, int(math.Round(float64(45*time.Millisecond)/float64(d))))
+		cfg := simtest.Preset(t, "h200")
+		cfg.Seed += uint64(700 + k)
+		sm := simtest.OpenConfig(t, cfg)
+		sm.Dev.OpenContext(0)
+		fn := c.fn(sm)
+		o := Options{Calls: 80, Batch: batch, Sensor: &sp, Seed: uint64(k) + 1, RunToRunFloor: floor}
+		if floor == 0 {
+			o.RunToRunFloor = -1
+		}
+		res, err := Run(context.Background(), Env{Clock: sm.Clock, System: sm.Sys}, fn, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, replayTruth(t, sm, fn, res, 2*time.Second, 10*time.Second)
+	}
+	// own is a result's half-width without its run-to-run part
+	own := func(r *Result) float64 {
+		hw, rr := r.ActiveJ.HalfWidth(), 0.0
+		if r.RunToRun != nil {
+			rr = r.RunToRun.HalfWidthJ
+		}
+		return math.Sqrt(max(0, hw*hw-rr*rr))
+	}
+	var ex float64
+	const pairs = 15
+	for k := range pairs {
+		a, ref := measure(100+k, uint64(100+k), 0)
+		x := a.ActiveJ.Value
+		ex += ((x-ref)*(x-ref) - own(a)*own(a)/(1.96*1.96)) / (ref * ref)
+	}
+	floor := 1.96 * math.Sqrt(max(0, ex/pairs))
+	in := 0
+	for k := range 30 {
+		res, ref := measure(k, uint64(k), floor)
+		ok := res.ActiveJ.Low <= ref && ref <= res.ActiveJ.High
+		if ok {
+			in++
+		}
+		t.Logf("case %d: %.5g J ±%.2f %%, reference %.5g J (%+.2f %%) inside %v", k, res.ActiveJ.Value, 100*res.RelHalfWidth, ref, 100*(res.ActiveJ.Value/ref-1), ok)
+	}
+	t.Logf("the floor from %d boards' runs against their replays: ±%.2f %%; with it the reference inside %d of 30", pairs, 100*floor, in)
+	if float64(in) < 0.93*30 {
+		t.Errorf("with the floor ±%.2f %% the reference inside %d of 30, want at least 93 %%", 100*floor, in)
+	}
+}
