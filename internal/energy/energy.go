@@ -628,6 +628,10 @@ func (r *regionRun) takeCalibrated() {
 		est.add(ref)
 		est.warnOffCounter(ref, r.warn)
 	}
+	if c, ok := r.samplersComponent(); ok {
+		est.add(c)
+		est.warnLocked(c, r.warn)
+	}
 }
 
 // knownHalfWidth is the half-width of the known components in quadrature (Finish's).
@@ -1723,3 +1727,32 @@ func FmtDur(sec float64) string {
 }
 
 func fmtDur(d time.Duration) string { return FmtDur(d.Seconds()) }
+
+// samplersComponent checks the calibrated ring against the 1 s average (power.usage, which
+// samples the board's power on its own) over the region: a steady load reads alike on both
+// (within 1 % on the H200), a load locked to one's sampling does not, and the ring cannot
+// see a lock to its own 20 ms (its readings of a 20 ms-slot ramp are as steady as a
+// burst's). Where they differ by more than their own intervals allow, the ring may be off
+// by as much as they differ: that difference is added whole (a 20 ms-slot ramp the ring
+// read +2.4 % against ±1.1 %, the 1 s average +6.3 %, and the counter's span around it
+// within the ring's interval, so nothing else saw it: results/nvidia-h200/2026-11-28-
+// intervals-shapes-5). ok is false where the trace has no 1 s average or they agree.
+func (r *regionRun) samplersComponent() (Component, bool) {
+	if r.cal == nil || r.cal.Channel != trace.ChPowerSamples {
+		return Component{}, false
+	}
+	ring := r.o.spanFigure(r.tr, r.gpu, CalibratedRing, "")
+	usage := r.o.spanFigure(r.tr, r.gpu, Inversion, trace.ChPowerUsage)
+	e1, o1, ok1 := ring(r.from, r.to)
+	e2, o2, ok2 := usage(r.from, r.to)
+	if !ok1 || !ok2 {
+		return Component{}, false
+	}
+	d := math.Abs(e1 - e2)
+	if d <= math.Hypot(o1, o2) {
+		return Component{}, false
+	}
+	return Component{Name: "samplers", HalfWidthJ: d, Known: true,
+		Note: fmt.Sprintf("%s and %s, which sample the power apart, differ over %s by %+.3g J beyond their own intervals (±%.3g J, ±%.3g J): a load locked to one's sampling, which the ring's own interval does not see; the ring may be off by as much",
+			trace.ChPowerSamples, trace.ChPowerUsage, r.what, e1-e2, o1, o2)}, true
+}
