@@ -1736,9 +1736,12 @@ func fmtDur(d time.Duration) string { return FmtDur(d.Seconds()) }
 // by as much as they differ: that difference is added whole (a 20 ms-slot ramp the ring
 // read +2.4 % against ±1.1 %, the 1 s average +6.3 %, and the counter's span around it
 // within the ring's interval, so nothing else saw it: results/nvidia-h200/2026-11-28-
-// intervals-shapes-5). ok is false where the trace has no 1 s average or they agree.
+// intervals-shapes-5). ok is false where the trace has no 1 s average, the region is shorter
+// than MinReferenceSpan, or they agree.
 func (r *regionRun) samplersComponent() (Component, bool) {
-	if r.cal == nil || r.cal.Channel != trace.ChPowerSamples {
+	if r.cal == nil || r.cal.Channel != trace.ChPowerSamples || r.dur < MinReferenceSpan {
+		// Over less than two of its windows the 1 s average's deconvolution tells little
+		// (its own interval there is tens of percent).
 		return Component{}, false
 	}
 	ring := r.o.spanFigure(r.tr, r.gpu, CalibratedRing, "")
