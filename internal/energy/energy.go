@@ -169,6 +169,13 @@ func (o Options) figureOver(tr *trace.Trace, gpu int, m Method, channel string, 
 	so.noReference, so.What, so.Invert = true, "the span", false
 	so.Late, so.LateNote, so.CounterEdges = 0, "", nil // the region's own edges, not the span's
 	if m == Inversion {
+		if channel != o.Channel {
+			// Another channel than the one asked for (the 1 s average beside the ring):
+			// its own model, guessed from its name, not the one o.Sensor and o.Correct name
+			// for o.Channel (energy --region's query named the ring's, with its 20 ms
+			// period; measure's close named none, and their figures differed).
+			so.Sensor, so.Correct = nil, correct.Options{}
+		}
 		so.Channel = channel
 	}
 	if !o.Named {
@@ -1736,12 +1743,9 @@ func fmtDur(d time.Duration) string { return FmtDur(d.Seconds()) }
 // by as much as they differ: that difference is added whole (a 20 ms-slot ramp the ring
 // read +2.4 % against ±1.1 %, the 1 s average +6.3 %, and the counter's span around it
 // within the ring's interval, so nothing else saw it: results/nvidia-h200/2026-11-28-
-// intervals-shapes-5). ok is false where the trace has no 1 s average, the region is shorter
-// than MinReferenceSpan, or they agree.
+// intervals-shapes-5). ok is false where the trace has no 1 s average or they agree.
 func (r *regionRun) samplersComponent() (Component, bool) {
-	if r.cal == nil || r.cal.Channel != trace.ChPowerSamples || r.dur < MinReferenceSpan {
-		// Over less than two of its windows the 1 s average's deconvolution tells little
-		// (its own interval there is tens of percent).
+	if r.cal == nil || r.cal.Channel != trace.ChPowerSamples {
 		return Component{}, false
 	}
 	ring := r.o.spanFigure(r.tr, r.gpu, CalibratedRing, "")

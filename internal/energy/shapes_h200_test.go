@@ -45,7 +45,6 @@ const rampWhy = "ramp in 20 ms slots, locked to the board's 20 ms sampling: only
 var shapeRuns = []shapeRun{
 	{dir: "nvidia-h200/2026-11-28-intervals-shapes/recorded", gpu: 1,
 		knownMiss: map[string]string{
-			"r1-ramp-3s-inner default":             rampWhy + " (0.5 s: too short for the samplers component)",
 			"r0-ramp-3s-inner power.instant":       rampWhy,
 			"r0-ramp-3s-inner named:power.instant": rampWhy,
 			"r1-ramp-3s power.instant":             rampWhy,
@@ -93,7 +92,6 @@ var shapeRuns = []shapeRun{
 	// the counter read every ~3 s.
 	{dir: "nvidia-h200/2026-11-28-intervals-shapes-3/recorded", gpu: 0,
 		knownMiss: map[string]string{
-			"r1-b2b-square default":                     b2bWhy,
 			"r0-ramp-3s default":                        rampWhy + " (the ring +10 %, the counter's span of 7.6 s differs by 100 J)",
 			"r1-ramp-3s-inner power.instant":            rampWhy,
 			"r0-square-20ms power.instant":              square20Why,
