@@ -141,12 +141,11 @@ func TestEnergyBadRows(t *testing.T) {
 // An nvidia-smi log across a daylight-saving fall-back: local times without a zone go back
 // an hour; read as the later instant, the energy is that of 2 minutes at 100 W.
 func TestEnergySMIFallBack(t *testing.T) {
-	t.Parallel()
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		t.Skip("no zone data:", err)
 	}
-	old := time.Local // nvidia-smi writes local time; no test of this package runs in parallel
+	old := time.Local // nvidia-smi writes local time; not parallel: it runs before the package's parallel tests
 	time.Local = ny
 	defer func() { time.Local = old }()
 	var b strings.Builder
