@@ -128,7 +128,7 @@ const AgreeFraction = 0.015
 // their disagreement over the span is too small to place diff (under a fifth of it).
 func (r *regionRun) agreedShare(a, b time.Duration, diff float64) (float64, bool) {
 	ring := r.o.spanFigure(r.tr, r.gpu, CalibratedRing, "")
-	usage := r.o.spanFigure(r.tr, r.gpu, Inversion, trace.ChPowerUsage)
+	usage := r.o.usageFigure(r.tr, r.gpu)
 	apart := func(x, y time.Duration) (d, e float64, ok bool) {
 		if y <= x {
 			return 0, 0, true

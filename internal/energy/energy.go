@@ -169,13 +169,6 @@ func (o Options) figureOver(tr *trace.Trace, gpu int, m Method, channel string, 
 	so.noReference, so.What, so.Invert = true, "the span", false
 	so.Late, so.LateNote, so.CounterEdges = 0, "", nil // the region's own edges, not the span's
 	if m == Inversion {
-		if channel != o.Channel {
-			// Another channel than the one asked for (the 1 s average beside the ring):
-			// its own model, guessed from its name, not the one o.Sensor and o.Correct name
-			// for o.Channel (energy --region's query named the ring's, with its 20 ms
-			// period; measure's close named none, and their figures differed).
-			so.Sensor, so.Correct = nil, correct.Options{}
-		}
 		so.Channel = channel
 	}
 	if !o.Named {
@@ -1749,7 +1742,7 @@ func (r *regionRun) samplersComponent() (Component, bool) {
 		return Component{}, false
 	}
 	ring := r.o.spanFigure(r.tr, r.gpu, CalibratedRing, "")
-	usage := r.o.spanFigure(r.tr, r.gpu, Inversion, trace.ChPowerUsage)
+	usage := r.o.usageFigure(r.tr, r.gpu)
 	e1, o1, ok1 := ring(r.from, r.to)
 	e2, o2, ok2 := usage(r.from, r.to)
 	if !ok1 || !ok2 {
@@ -1762,4 +1755,15 @@ func (r *regionRun) samplersComponent() (Component, bool) {
 	return Component{Name: "samplers", HalfWidthJ: d, Known: true,
 		Note: fmt.Sprintf("%s and %s, which sample the power apart, differ over %s by %+.3g J beyond their own intervals (±%.3g J, ±%.3g J): a load locked to one's sampling, which the ring's own interval does not see; the ring may be off by as much",
 			trace.ChPowerSamples, trace.ChPowerUsage, r.what, e1-e2, o1, o2)}, true
+}
+
+// usageFigure is spanFigure for the 1 s average beside the ring (the samplers component,
+// the anchor's agreement share): its own model, guessed from its name, not the Sensor and
+// Correct options given for the channel asked for (energy --region's query names the ring's
+// model and its 20 ms period, measure's close none: their figures of power.usage differed,
+// and with them close's figure and the saved trace's, TestCloseIsTheSavedFigure).
+func (o Options) usageFigure(tr *trace.Trace, gpu int) func(a, b time.Duration) (float64, float64, bool) {
+	u := o
+	u.Sensor, u.Correct = nil, correct.Options{}
+	return u.spanFigure(tr, gpu, Inversion, trace.ChPowerUsage)
 }
