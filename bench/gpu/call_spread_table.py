@@ -21,20 +21,51 @@ PAIRS = [(1, 2, "same process, same operands, ~1 min apart"), (2, 3, "same proce
          (3, 4, "new process and other operands")]
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: call_spread_table.py OUTDIR")
+def load(outdir):
+    """{round: round*.json} of outdir."""
     rounds = {}
-    for f in glob.glob(os.path.join(sys.argv[1], "round*.json")):
+    for f in glob.glob(os.path.join(outdir, "round*.json")):
         with open(f) as fh:
             r = json.load(fh)
         rounds[r["round"]] = r
+    return rounds
+
+
+def figures(rounds):
+    """{(round, item): (J per call above active idle, its 95 % half-width)}."""
+    fig = {}
+    for k, r in rounds.items():
+        for i, x in r["items"].items():
+            f = x.get("figure") or {}
+            if f.get("active_per_call_j"):
+                fig[(k, i)] = (f["active_per_call_j"], f.get("active_half_width_j") or 0.0)
+    return fig
+
+
+def spread(fig, items, a, b):
+    """Rounds a and b: each item's relative difference (None where one lacks a figure), and
+    the per-round standard deviation beyond the two figures' intervals."""
+    diffs, ex = [], []
+    for i in items:
+        if (a, i) in fig and (b, i) in fig:
+            (x, hx), (y, hy) = fig[(a, i)], fig[(b, i)]
+            diffs.append(y / x - 1)
+            ex.append(((y - x) ** 2 - (hx * hx + hy * hy) / 1.96 ** 2) / ((x + y) / 2) ** 2)
+        else:
+            diffs.append(None)
+    return diffs, (math.sqrt(max(0.0, sum(ex) / len(ex)) / 2) if ex else float("nan"))
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: call_spread_table.py OUTDIR")
+    rounds = load(sys.argv[1])
     if not rounds:
         sys.exit("call_spread_table.py: no round*.json in %s" % sys.argv[1])
     items = sorted({i for r in rounds.values() for i in r["items"]})
     out = ["| item | " + " | ".join("round %d (seed %d, pid %d)" % (k, rounds[k]["seed"], rounds[k]["pid"]) for k in sorted(rounds)) + " |",
            "|---|" + "---|" * len(rounds)]
-    fig = {}
+    fig = figures(rounds)
     for i in items:
         cells = []
         for k in sorted(rounds):
@@ -42,7 +73,6 @@ def main():
             f = x.get("figure") or {}
             v, hw = f.get("active_per_call_j"), f.get("active_half_width_j")
             if v:
-                fig[(k, i)] = (v, hw or 0.0)
                 cells.append("%.5g J ± %.2f %% (%s→%s °C)" % (v, 100 * (hw or 0) / v, x.get("temp_before"), x.get("temp_after")))
             else:
                 cells.append("– (%s)" % f.get("error", "no figure"))
@@ -51,16 +81,9 @@ def main():
     for a, b, what in PAIRS:
         if a not in rounds or b not in rounds:
             continue
-        diffs, ex = [], []
-        for i in items:
-            if (a, i) in fig and (b, i) in fig:
-                (x, hx), (y, hy) = fig[(a, i)], fig[(b, i)]
-                diffs.append("%+.2f %%" % (100 * (y / x - 1)))
-                ex.append(((y - x) ** 2 - (hx * hx + hy * hy) / 1.96 ** 2) / ((x + y) / 2) ** 2)
-            else:
-                diffs.append("–")
-        sd = math.sqrt(max(0.0, sum(ex) / len(ex)) / 2) if ex else float("nan")
-        out.append("| %d vs %d | %s | %s | %.2f %% |" % (a, b, what, " | ".join(diffs), 100 * sd))
+        diffs, sd = spread(fig, items, a, b)
+        cells = ["–" if d is None else "%+.2f %%" % (100 * d) for d in diffs]
+        out.append("| %d vs %d | %s | %s | %.2f %% |" % (a, b, what, " | ".join(cells), 100 * sd))
     md = "\n".join(out) + "\n"
     with open(os.path.join(sys.argv[1], "call_spread_table.md"), "w") as fh:
         fh.write(md)
