@@ -153,7 +153,32 @@ var shapeRuns = []shapeRun{
 			"r1-ramp-3s":     rampWhy + " (the ring −5.3 %; anchored, −3.3 % ±6.4 %)",
 			"r1-square-20ms": square20Why + " (the ring +7.2 %, the reference over 7.9 s +5.1 %: +7.2 % ±11 %)",
 		},
-		usageWithin10: 19},
+		usageWithin10: 19}, // The sixth run (results/nvidia-h200/2026-11-28-intervals-shapes-6), --seed 6 on another
+	// board, recorded with 09fbb26; none of this turn's changes was made on it.
+	{dir: "nvidia-h200/2026-11-28-intervals-shapes-6/recorded", gpu: 1,
+		knownMiss: map[string]string{
+			"r0-square-100ms-inner power.instant":       square100InstantWhy,
+			"r0-square-100ms-inner named:power.instant": square100InstantWhy,
+			"r1-square-100ms-inner power.instant":       square100InstantWhy,
+			"r1-square-100ms-inner named:power.instant": square100InstantWhy,
+			"r1-compute-2.5s power.instant":             "a steady burst read +6.0 % by power.instant's 25 ms windows against ±3.4 %",
+			"r1-compute-2.5s named:power.instant":       "a steady burst read +6.2 % by power.instant's 25 ms windows against ±3.8 %",
+			"r1-square-20ms power.usage":                square20Why + "; the 1 s average, built of such samples, −2.4 % against ±1.7 %",
+			"r1-square-20ms named:power.usage":          square20Why + "; the 1 s average, built of such samples, −2.6 % against ±1.8 %",
+			"r1-square-20ms power.average":              square20Why + "; the 1 s average −2.7 % against ±1.7 %",
+			"r1-square-20ms named:power.average":        square20Why + "; the 1 s average −2.9 % against ±1.7 %",
+			"r2-ramp-3s-inner power.instant":            rampWhy,
+			"r2-ramp-3s-inner named:power.instant":      rampWhy,
+		},
+		knownOff: map[string]string{
+			"r0-ramp-3s":      rampWhy + " (−3.9 %)",
+			"r1-ramp-3s":      rampWhy + " (−2.8 %)",
+			"r2-ramp-3s":      rampWhy + " (−3.5 %)",
+			"r0-square-20ms":  square20Why + " (−7.9 %)",
+			"r1-square-20ms":  square20Why + " (−5.7 %)",
+			"r0-square-100ms": "a 100 ms square wave, whose fifth harmonic lies at the ring's 50 Hz (+2.6 %)",
+		},
+		usageWithin10: 23},
 }
 
 // b2bUsageWhy: the 1 s average over back-to-back loads ending in a 100 ms square wave, a
