@@ -67,6 +67,28 @@ func (rc recordedCall) again(t *testing.T) *Result {
 		IdleGaps: idleGapsOf(rc.res.IdleGapsS), RunToRunFloor: rc.res.RunToRunFloor})
 }
 
+// checkAt is Run's check at idle gap k (1-based) of a recorded run: the calls before it,
+// the gap as the idle after them, the gaps before it, with floor and target.
+func (rc recordedCall) checkAt(t *testing.T, gaps [][2]time.Duration, k int, floor, target float64) *Result {
+	t.Helper()
+	sp, err := correct.ParseSpec(rc.res.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spans []Span
+	for _, c := range rc.res.PerCall {
+		if s := sec(c.StartS); s < gaps[k-1][0] {
+			spans = append(spans, Span{Start: s, End: sec(c.EndS)})
+		}
+	}
+	post := rc.res.WindowPost()
+	period := time.Duration(math.Round((rc.res.WaitS[1] - rc.res.WaitS[0]) * 1e9))
+	return Analyse(rc.tr, spans, AnalyseOptions{Batch: rc.res.Batch, Channel: rc.res.Channel, Sensor: &sp, Target: target,
+		Settle: post, Pre: rc.res.WindowPre(), Tail: post + period,
+		IdleBefore: [2]time.Duration{sec(rc.res.IdleBeforeS[0]), sec(rc.res.IdleBeforeS[1])},
+		IdleAfter:  gaps[k-1], IdleGaps: gaps[:k-1], IdleStale: sec(rc.res.IdleStaleS), RunToRunFloor: floor})
+}
+
 // TestH200CallRun2: bench/gpu/call_gemm.sh on an H200 (results/nvidia-h200/2026-11-28-call-2,
 // GPU-b6cd4b9a, five bf16 GEMMs of 0.18-51 ms per call in repetitions of ~45 ms, 123-128
 // repetitions each in 30 s): Analyse on the recorded trace and spans gives call.json's figures
@@ -354,6 +376,31 @@ func TestH200CallRun5(t *testing.T) {
 			rc.name, a.ActiveJ.Value, 100*a.ActiveJ.Rel(), 100*rr/a.ActiveJ.Value, a.RunToRun.Q, 100*own/a.ActiveJ.Value, 100*f.ActiveJ.Rel(), ref, 100*(a.ActiveJ.Value/ref-1))
 	}
 	t.Logf("the replay inside %d of 10 as run (blocks' part ±%.2f-%.2f %%), %d without it, %d with the floor (±%.2f-%.2f %%)", inAsRun, 100*rrLo, 100*rrHi, inOwn, inFloor, 100*fLo, 100*fHi)
+	// The checks as the binary now makes them (with the floor), on these traces: at the
+	// third gap each run's figure is within 0.9 × ±3 %, so a run with --target 3% would
+	// have stopped there (32 repetitions, ~11 s of calls with the gaps), and that figure
+	// holds the replay too.
+	stopIn := 0
+	for _, rc := range runs {
+		gaps := idleGapsOf(rc.res.IdleGapsS)
+		if len(gaps) != 3 {
+			t.Errorf("%s: %d idle gaps, want 3", rc.name, len(gaps))
+			continue
+		}
+		c := rc.checkAt(t, gaps, 3, floor, 0.03)
+		ref := refs[rc.name[:strings.LastIndex(rc.name, "-run")]]
+		ok := c.ActiveJ.Low <= ref && ref <= c.ActiveJ.High
+		if ok {
+			stopIn++
+		}
+		t.Logf("%s: at the third check %d repetitions, %.5g J ±%.2f %% (replay %+.2f %%, inside %v)", rc.name, c.Calls, c.ActiveJ.Value, 100*c.RelHalfWidth, 100*(c.ActiveJ.Value/ref-1), ok)
+		if !c.Reached || c.RelHalfWidth > checkMargin*0.03 || !runToRunKnown(c, 3, true) || c.Calls != 32 {
+			t.Errorf("%s: the third check %d repetitions, ±%.2f %%: would not stop at ±3 %%", rc.name, c.Calls, 100*c.RelHalfWidth)
+		}
+	}
+	if stopIn != 10 {
+		t.Errorf("the replay inside %d of 10 figures at the third check, docs/call.md says 10", stopIn)
+	}
 	if inAsRun != 10 || inOwn != 5 || inFloor != 10 || rrLo < 0.011 || rrHi > 0.054 || fLo < 0.021 || fHi > 0.024 {
 		t.Errorf("docs/call.md says: 10 of 10 as run with the blocks' ±1.15-5.31 %%, 5 without, 10 with the floor at ±2.2-2.3 %%")
 	}
