@@ -132,6 +132,7 @@ func TestJobConcurrentBegins(t *testing.T) {
 // the command without it (a shell that exits at once) is told apart from the child by a
 // margin a loaded machine's slow start of sh does not fill (0.8 s and a 0.5 s bound did).
 func TestMeasureChildOutlives(t *testing.T) {
+	t.Parallel()
 	const child = 2.0 // s
 	script := fmt.Sprintf("sleep %g >/dev/null 2>&1 &", child)
 	sum, _ := measureSh(t, script)
