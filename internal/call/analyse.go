@@ -191,6 +191,35 @@ func (r *Result) WindowPre() time.Duration  { return time.Duration(r.WindowPreS 
 func (r *Result) WindowPost() time.Duration { return time.Duration(r.WindowPostS * 1e9) }
 func (r *Result) reached() bool             { return r.Reached }
 
+// prepareModel names the channel's model in res and takes the windows' lengths after and
+// before each call from it where o does not give them; it returns the model's period (0
+// where the channel has no model).
+func prepareModel(tr *trace.Trace, o *AnalyseOptions, model energy.Options, res *Result) time.Duration {
+	_, choice, err := energy.Prepared(tr, o.GPU, model)
+	if err != nil {
+		return 0
+	}
+	res.Model, res.ModelSource = choice.Model.Shape().String(), choice.Source
+	m := withPeriod(choice.Model, tr, o.GPU, o.Channel)
+	if o.Settle <= 0 {
+		o.Settle = settleOf(m)
+	}
+	if o.Pre <= 0 {
+		o.Pre = preOf(m)
+	}
+	return m.Period
+}
+
+// recordIdle keeps the idle stretches the figure was given, in seconds.
+func recordIdle(res *Result, o AnalyseOptions) {
+	res.IdleBeforeS = [2]float64{o.IdleBefore[0].Seconds(), o.IdleBefore[1].Seconds()}
+	res.IdleAfterS = [2]float64{o.IdleAfter[0].Seconds(), o.IdleAfter[1].Seconds()}
+	res.IdleStaleS = o.IdleStale.Seconds()
+	for _, g := range o.IdleGaps {
+		res.IdleGapsS = append(res.IdleGapsS, [2]float64{g[0].Seconds(), g[1].Seconds()})
+	}
+}
+
 // Analyse gives the energy per call of the calls whose spans are given, from the trace
 // they were recorded in: each span's energy from the one estimator (energy.Region), on the
 // energy counter's scale where the channel could be calibrated to it (energy.FitCalibration),
@@ -222,7 +251,6 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 		}
 	}
 	model := energy.Options{Channel: o.Channel, Sensor: o.Sensor, Cache: cache}
-	var period time.Duration
 	// The windows and gaps are read with the readings' own integral (model "none"): a
 	// window that starts and ends where the sensor shows the baseline holds all of what
 	// its lag or window moved (∫P = ∫reading + tau·Δreading, Δreading = 0 there), so undoing
@@ -230,17 +258,7 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 	// of the h200 twin's ring: +3.6 % on 10 ms calls over 200 random phases).
 	plain, _ := correct.ParseSpec("none")
 	eo := energy.Options{Channel: o.Channel, Sensor: &plain, Cache: cache, Method: energy.Inversion}
-	if _, choice, err := energy.Prepared(tr, o.GPU, model); err == nil {
-		res.Model, res.ModelSource = choice.Model.Shape().String(), choice.Source
-		m := withPeriod(choice.Model, tr, o.GPU, o.Channel)
-		period = m.Period
-		if o.Settle <= 0 {
-			o.Settle = settleOf(m)
-		}
-		if o.Pre <= 0 {
-			o.Pre = preOf(m)
-		}
-	}
+	period := prepareModel(tr, &o, model, res)
 	// The calibration to the counter, fitted once (not by every Region).
 	fit, fitErr := energy.FitCalibration(tr, o.GPU, 0, 0)
 	if fitErr == nil {
@@ -260,12 +278,7 @@ func Analyse(tr *trace.Trace, spans []Span, o AnalyseOptions) *Result {
 		return est.EnergyJ, string(est.Method), true
 	}
 	n := len(spans)
-	res.IdleBeforeS = [2]float64{o.IdleBefore[0].Seconds(), o.IdleBefore[1].Seconds()}
-	res.IdleAfterS = [2]float64{o.IdleAfter[0].Seconds(), o.IdleAfter[1].Seconds()}
-	res.IdleStaleS = o.IdleStale.Seconds()
-	for _, g := range o.IdleGaps {
-		res.IdleGapsS = append(res.IdleGapsS, [2]float64{g[0].Seconds(), g[1].Seconds()})
-	}
+	recordIdle(res, o)
 	res.RunToRunFloor = o.RunToRunFloor
 	idle := idleLine(tr, o, region)
 	windows := windowsOf(spans, o, pre, post, idle.ok)

@@ -259,13 +259,8 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 		return nil, fmt.Errorf("no GPU %d (found %d)", env.GPU, len(devs))
 	}
 	dev := devs[env.GPU]
-	floorSource := ""
-	switch {
-	case o.RunToRunFloor < 0:
-		o.RunToRunFloor = 0
-	case o.RunToRunFloor == 0 && !env.System.Simulated():
-		o.RunToRunFloor, floorSource = RunToRunFloorOf(dev.Info().Name)
-	}
+	var floorSource string
+	o.RunToRunFloor, floorSource = floorFor(o.RunToRunFloor, env.System.Simulated(), dev.Info().Name)
 	rec := newRecorder(env, dev, o.Poll)
 	if err := rec.smp.Start(ctx); err != nil {
 		return nil, err
@@ -287,23 +282,9 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 	// The active idle before the calls: the lead, less a tenth at its start (the Sampler
 	// starting) and 20 ms at its end (where no warm-up follows).
 	idleBefore := [2]time.Duration{leadFrom + o.Lead/10, clk.Now() - 20*time.Millisecond}
-
-	// Warm-up: back to back, not measured.
-	for i := range max(o.Warmup, 0) {
-		if _, err := fn(ctx, o.Batch); err != nil {
-			return nil, fmt.Errorf("warm-up call %d: %w", i+1, err)
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-	}
-	if o.Warmup > 0 {
-		// The active idle before the calls after the warm-up, not the lead: a board may
-		// idle lower before its first load (the twin's h100 at rest until a load) and dips
-		// below idle for a while after one.
-		w := clk.Now()
-		rec.idle(ctx, clk, IdleAfterCall+max(o.Lead/2, time.Second))
-		idleBefore = [2]time.Duration{w + IdleAfterCall, clk.Now() - 20*time.Millisecond}
+	idleBefore, err := warmUp(ctx, rec, clk, fn, o, idleBefore)
+	if err != nil {
+		return nil, err
 	}
 	snap := rec.trace(env.System, true)
 	plan, err := newPlan(snap, 0, o)
@@ -346,30 +327,10 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 		if len(spans) < next || len(spans) >= o.MaxCalls {
 			continue
 		}
-		ao := plan.analyseOptions(o)
-		ao.IdleBefore = idleBefore
-		if o.CheckIdle > 0 {
-			// An idle gap: the idle after the calls so far, so that the check computes the
-			// figure the run would end with (the counter's scale included), and a cut
-			// between blocks for the run-to-run part.
-			rec.idle(ctx, clk, IdleAfterCall+o.CheckIdle)
-			g := [2]time.Duration{sp.End + IdleAfterCall, clk.Now() - 20*time.Millisecond}
-			ao.IdleAfter, ao.IdleGaps = g, slices.Clone(gaps)
-			gaps = append(gaps, g)
-		} else if o.Calls == 0 {
-			// The calls whose windows ended a second ago: the readings of the latest may
-			// not all be in yet (a buffered channel is read every 50 ms, and its stamps
-			// are placed on its grid once it has been fitted).
-			m := len(spans) - 1
-			for m > 0 && spans[m-1].End+plan.settle+time.Second > clk.Now() {
-				m--
-			}
-			ao.Next = spans[m].Start
-			ao.IdleGaps = nil
-			last = Analyse(rec.trace(env.System, true), spans[:m], ao)
-		}
-		if o.Calls == 0 && o.CheckIdle > 0 {
-			last = Analyse(rec.trace(env.System, true), spans, ao)
+		var r *Result
+		r, gaps = checkPoint(ctx, env, rec, plan, o, spans, gaps, idleBefore)
+		if r != nil {
+			last = r
 		}
 		next = max(next+1, int(math.Ceil(float64(len(spans))*1.25)))
 		if o.Calls > 0 {
@@ -404,6 +365,88 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 	ao := plan.analyseOptions(o)
 	ao.IdleBefore, ao.IdleAfter, ao.IdleGaps = idleBefore, idleAfter, gaps
 	res := Analyse(tr, spans, ao)
+	res.Warnings = append(res.Warnings, finalWarnings(warns, res, o.Target, floorSource)...)
+	res.RunToRunFloorSource = floorSource
+	res.Incomplete, res.IncompleteReason = tr.Meta.Incomplete, tr.Meta.IncompleteWhy
+	res.WaitS = [2]float64{plan.gap.Seconds(), (plan.gap + plan.period).Seconds()}
+	res.Plan = plan.describe()
+	res.Trace = tr
+	return res, nil
+}
+
+// floorFor is the run-to-run floor a run uses and where it comes from: the one asked
+// for, none where asked for less than zero, or on a real board asked for nothing, the
+// board's documented floor (RunToRunFloorOf); the twin has none of its own.
+func floorFor(asked float64, simulated bool, board string) (float64, string) {
+	switch {
+	case asked < 0:
+		return 0, ""
+	case asked == 0 && !simulated:
+		return RunToRunFloorOf(board)
+	}
+	return asked, ""
+}
+
+// warmUp runs the warm-up calls back to back, not measured, and returns the active idle
+// before the calls: the lead's, or after a warm-up the idle recorded after it.
+func warmUp(ctx context.Context, rec *recorder, clk clock.Clock, fn Func, o Options, idleBefore [2]time.Duration) ([2]time.Duration, error) {
+	for i := range max(o.Warmup, 0) {
+		if _, err := fn(ctx, o.Batch); err != nil {
+			return idleBefore, fmt.Errorf("warm-up call %d: %w", i+1, err)
+		}
+		if ctx.Err() != nil {
+			return idleBefore, ctx.Err()
+		}
+	}
+	if o.Warmup > 0 {
+		// The active idle before the calls after the warm-up, not the lead: a board may
+		// idle lower before its first load (the twin's h100 at rest until a load) and dips
+		// below idle for a while after one.
+		w := clk.Now()
+		rec.idle(ctx, clk, IdleAfterCall+max(o.Lead/2, time.Second))
+		idleBefore = [2]time.Duration{w + IdleAfterCall, clk.Now() - 20*time.Millisecond}
+	}
+	return idleBefore, nil
+}
+
+// checkPoint analyses the calls so far for a check, and returns its figure (nil where a
+// run of a fixed number of calls with no idle gaps makes none) and the idle gaps so far.
+func checkPoint(ctx context.Context, env Env, rec *recorder, plan *plan, o Options, spans []Span, gaps [][2]time.Duration, idleBefore [2]time.Duration) (*Result, [][2]time.Duration) {
+	clk := env.Clock
+	ao := plan.analyseOptions(o)
+	ao.IdleBefore = idleBefore
+	if o.CheckIdle > 0 {
+		// An idle gap: the idle after the calls so far, so that the check computes the
+		// figure the run would end with (the counter's scale included), and a cut
+		// between blocks for the run-to-run part.
+		rec.idle(ctx, clk, IdleAfterCall+o.CheckIdle)
+		g := [2]time.Duration{spans[len(spans)-1].End + IdleAfterCall, clk.Now() - 20*time.Millisecond}
+		ao.IdleAfter, ao.IdleGaps = g, slices.Clone(gaps)
+		gaps = append(gaps, g)
+		if o.Calls > 0 {
+			return nil, gaps
+		}
+		return Analyse(rec.trace(env.System, true), spans, ao), gaps
+	}
+	if o.Calls > 0 {
+		return nil, gaps
+	}
+	// The calls whose windows ended a second ago: the readings of the latest may not all
+	// be in yet (a buffered channel is read every 50 ms, and its stamps are placed on its
+	// grid once it has been fitted).
+	m := len(spans) - 1
+	for m > 0 && spans[m-1].End+plan.settle+time.Second > clk.Now() {
+		m--
+	}
+	ao.Next = spans[m].Start
+	ao.IdleGaps = nil
+	return Analyse(rec.trace(env.System, true), spans[:m], ao), gaps
+}
+
+// finalWarnings are the run's warnings as the final figure reads them: a cap reached
+// before the target that the final figure meets says so, and a floor wider than the
+// target is named.
+func finalWarnings(warns []status.Warning, res *Result, target float64, floorSource string) []status.Warning {
 	for i, w := range warns {
 		if w.Code == CodeCapped && res.Reached {
 			// The last check came before the cap; the final figure, with the calls since,
@@ -411,17 +454,11 @@ func Run(ctx context.Context, env Env, fn Func, o Options) (*Result, error) {
 			warns[i].Message = strings.TrimSuffix(w.Message, ", before the target") + ": the last check was not within the target, the final figure is"
 		}
 	}
-	if rr := res.RunToRun; !res.Reached && rr != nil && rr.FloorJ >= o.Target*math.Abs(res.ActiveJ.Value) {
+	if rr := res.RunToRun; !res.Reached && rr != nil && rr.FloorJ >= target*math.Abs(res.ActiveJ.Value) {
 		warns = append(warns, status.Warning{Code: CodeFloor, Message: fmt.Sprintf("the board's run-to-run floor, ±%.2g %% (%s), is wider than the target ±%.2g %%: more calls cannot reach it; the run stopped where its own parts were within the target",
-			100*rr.FloorJ/math.Abs(res.ActiveJ.Value), orAsked(floorSource), 100*o.Target)})
+			100*rr.FloorJ/math.Abs(res.ActiveJ.Value), orAsked(floorSource), 100*target)})
 	}
-	res.Warnings = append(res.Warnings, warns...)
-	res.RunToRunFloorSource = floorSource
-	res.Incomplete, res.IncompleteReason = tr.Meta.Incomplete, tr.Meta.IncompleteWhy
-	res.WaitS = [2]float64{plan.gap.Seconds(), (plan.gap + plan.period).Seconds()}
-	res.Plan = plan.describe()
-	res.Trace = tr
-	return res, nil
+	return warns
 }
 
 // Warning codes.
