@@ -3,6 +3,7 @@ package energy
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/correct"
@@ -106,7 +107,7 @@ func (r *regionRun) anchor() (anchored, bool) {
 	c := Component{Name: "anchor", HalfWidthJ: hw, Known: true,
 		Note: fmt.Sprintf("anchored to %s over %s (%s to %s): %s read %+.3g J (%+.2f %%) against it; the region took %.0f %% of that (%s); bound: the larger of the %.3g J it did not take and the %.3g J it took (the ring's error may lie on either side), the counter's timing (±%.3g J) and %s's own interval outside the region (%s), added",
 			counterChannel, fmtDur(b-a), correct.FmtS(a.Seconds()), correct.FmtS(b.Seconds()), r.cal.Channel, diff, 100*diff/math.Max(math.Abs(eCtr), 1e-9),
-			100*s, how, (1-s)*math.Abs(diff), s*math.Abs(diff), tol, r.cal.Channel, joinNotes(outNotes))}
+			100*s, how, (1-s)*math.Abs(diff), s*math.Abs(diff), tol, r.cal.Channel, strings.Join(outNotes, ", "))}
 	return anchored{shift: -s * diff, share: share, comp: c}, true
 }
 
@@ -199,15 +200,4 @@ func (r *regionRun) ownOver(from, to time.Duration) (float64, bool) {
 		return 0, false
 	}
 	return knownHalfWidth(e.Uncertainty.Components), true
-}
-
-func joinNotes(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += x
-	}
-	return out
 }
