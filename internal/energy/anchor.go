@@ -73,7 +73,7 @@ func (r *regionRun) anchor() (anchored, bool) {
 	// The counter's timing: each end up to res late, uniformly and independently, at the
 	// power drawn meanwhile (the ring's highest reading there, on the counter's scale).
 	pa, pb := r.cal.Power(highest(ring, T[i]-r.res, T[i])), r.cal.Power(highest(ring, T[j]-r.res, T[j]))
-	tol := 1.96*r.res.Seconds()*math.Sqrt((pa*pa+pb*pb)/12) + 2*CounterQuantumJ
+	tol := counterTiming(r.res, pa, pb)
 	s := activeShare(ring, r.cal, r.est.EnergyJ, eSpan, a, b, r.from, r.to)
 	share, how := s, "its share of the span's energy above the span's lowest power"
 	if d, ok := r.agreedShare(a, b, diff); ok && d < s {

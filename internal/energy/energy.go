@@ -991,6 +991,13 @@ func referencePieces(T []time.Duration, i, j int) [][2]int {
 	return append(out, [2]int{k0, j})
 }
 
+// counterTiming is the 95 % bound (J) on the counter's increase between two readings from
+// their timing: each up to res late, uniformly and independently, at power pa and pb (W)
+// there, and each value no better than the counter's unit.
+func counterTiming(res time.Duration, pa, pb float64) float64 {
+	return 1.96*res.Seconds()*math.Sqrt((pa*pa+pb*pb)/12) + 2*CounterQuantumJ
+}
+
 // referenceCheck is one piece of the reference check: what the channel is off the
 // counter by there, with the counter's timing (|diff| + tol), whether that is beyond its
 // own interval and the timing, and a note saying so.
@@ -1019,7 +1026,7 @@ func referencePiece(ctr trace.Readings, res time.Duration, i, j int, energyOf fu
 		return max(0, (V[hi]-V[lo])/(T[hi]-T[lo]).Seconds())
 	}
 	pa, pb := rate(i), rate(j)
-	tol := 1.96*res.Seconds()*math.Sqrt((pa*pa+pb*pb)/12) + 2*CounterQuantumJ
+	tol := counterTiming(res, pa, pb)
 	diff := ech - ectr
 	where := fmt.Sprintf("against %s over %s (%s to %s): the channel %+.3g J (%+.2f %%)",
 		counterChannel, fmtDur(b-a), correct.FmtS(a.Seconds()), correct.FmtS(b.Seconds()), diff, 100*diff/math.Max(math.Abs(ectr), 1e-9))
