@@ -634,17 +634,6 @@ func (r *regionRun) takeCalibrated() {
 	}
 }
 
-// knownHalfWidth is the half-width of the known components in quadrature (Finish's).
-func knownHalfWidth(cs []Component) float64 {
-	var ss float64
-	for _, c := range cs {
-		if c.Known {
-			ss += c.HalfWidthJ * c.HalfWidthJ
-		}
-	}
-	return math.Sqrt(ss)
-}
-
 // takeInversion gives the inverted channel's figure, on the counter's scale where the
 // channel was named and the counter can fit one, checked against the counter; where the
 // default fell to it, a warning says why the counter and the ring could not be had.

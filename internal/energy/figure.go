@@ -79,16 +79,13 @@ func (f *Figure) add(c Component) {
 // partial; the board's gain error added apart for the absolute interval.
 func (f *Figure) Finish() {
 	u := &f.Uncertainty
-	var ss float64
 	u.Partial = false
 	for _, c := range u.Components {
 		if !c.Known {
 			u.Partial = true
-			continue
 		}
-		ss += c.HalfWidthJ * c.HalfWidthJ
 	}
-	u.HalfWidthJ = math.Sqrt(ss)
+	u.HalfWidthJ = knownHalfWidth(u.Components)
 	u.GainErrorFraction = BoardGainError
 	u.GainHalfWidthJ = BoardGainError * math.Abs(f.EnergyJ)
 	abs := math.Hypot(u.HalfWidthJ, u.GainHalfWidthJ)
@@ -96,6 +93,17 @@ func (f *Figure) Finish() {
 	u.GainNote = fmt.Sprintf("the board's gain error, ±%.0f %% (NVML's documented accuracy; boards of one model differ as much): it cancels between figures of one board, so it is left out of the relative interval", 100*BoardGainError)
 	f.LowJ, f.HighJ = f.EnergyJ-u.HalfWidthJ, f.EnergyJ+u.HalfWidthJ
 	f.AbsoluteLowJ, f.AbsoluteHighJ, f.Partial = u.AbsoluteLowJ, u.AbsoluteHighJ, u.Partial
+}
+
+// knownHalfWidth is the half-width of the known components cs in quadrature (Finish's).
+func knownHalfWidth(cs []Component) float64 {
+	var ss float64
+	for _, c := range cs {
+		if c.Known {
+			ss += c.HalfWidthJ * c.HalfWidthJ
+		}
+	}
+	return math.Sqrt(ss)
 }
 
 // Scale is the figure of a share k > 0 of the energy (per launch: 1/launches): every
