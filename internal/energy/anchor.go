@@ -192,9 +192,8 @@ func activeShare(ring trace.Readings, cal *Calibration, eIn, eSpan float64, a, b
 // a periodic load's bound included; no reference or anchor of its own): ok false where it
 // has no figure there.
 func (r *regionRun) ownOver(from, to time.Duration) (float64, bool) {
-	so := r.o
-	so.noReference, so.What, so.Invert, so.Method = true, "the span", false, CalibratedRing
-	so.Late, so.LateNote, so.CounterEdges = 0, "", nil
+	so := r.o.spanOptions()
+	so.Method = CalibratedRing
 	e := Region(r.tr, r.gpu, from, to, so)
 	if e.Method != CalibratedRing {
 		return 0, false

@@ -163,11 +163,18 @@ func (c *Cache) keepSpan(tr *trace.Trace, k spanKey, f spanFig) {
 	c.spans[k] = f
 }
 
-// figureOver is spanFigure's figure, uncached.
-func (o Options) figureOver(tr *trace.Trace, gpu int, m Method, channel string, a, b time.Duration) (float64, float64, bool) {
+// spanOptions are o for a figure over the counter's span around a region: no reference
+// check or anchor of its own, not inverted, and without the region's own edges.
+func (o Options) spanOptions() Options {
 	so := o
 	so.noReference, so.What, so.Invert = true, "the span", false
 	so.Late, so.LateNote, so.CounterEdges = 0, "", nil // the region's own edges, not the span's
+	return so
+}
+
+// figureOver is spanFigure's figure, uncached.
+func (o Options) figureOver(tr *trace.Trace, gpu int, m Method, channel string, a, b time.Duration) (float64, float64, bool) {
+	so := o.spanOptions()
 	if m == Inversion {
 		so.Channel = channel
 	}
