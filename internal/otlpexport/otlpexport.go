@@ -176,13 +176,13 @@ func New(ctx context.Context, o Options, src func() []GPU) (*Exporter, error) {
 	// cancellation of its context.
 	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	e.stop = stop
-	go e.loop(loopCtx, o.Interval, timeout)
+	go e.loop(loopCtx, o.Interval)
 	return e, nil
 }
 
 // loop pushes every interval until stopped; a push that fails is logged, as the SDK's
 // periodic reader logged it, and the next one is made on time.
-func (e *Exporter) loop(ctx context.Context, interval, timeout time.Duration) {
+func (e *Exporter) loop(ctx context.Context, interval time.Duration) {
 	defer close(e.done)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -192,7 +192,7 @@ func (e *Exporter) loop(ctx context.Context, interval, timeout time.Duration) {
 			return
 		case <-tick.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, timeout)
+		pctx, cancel := context.WithTimeout(ctx, e.post.timeout)
 		err := e.push(pctx)
 		cancel()
 		if err != nil && ctx.Err() == nil {
