@@ -12,6 +12,8 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 )
 
 // maxBody bounds the read of one request (decompressed).
@@ -111,8 +113,8 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		}
 		body = zr
 	}
-	b, err := io.ReadAll(io.LimitReader(body, maxBody+1))
-	if err != nil || len(b) > maxBody {
+	b, err := infile.ReadAll(body, "request", maxBody)
+	if err != nil {
 		http.Error(w, "request unreadable or too large", http.StatusBadRequest)
 		return
 	}
