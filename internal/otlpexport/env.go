@@ -4,11 +4,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
+
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 )
 
 // The OpenTelemetry SDK's environment variables that gpuwatt honours, read as the SDK read
@@ -156,17 +156,10 @@ func envTLS(getenv func(string) string) (*tls.Config, error) {
 }
 
 func readPEM(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	// infile refuses a FIFO or device (a read from one can block for ever) and bounds the read.
+	b, err := infile.ReadFile(path, maxPEM)
 	if err != nil {
 		return nil, fmt.Errorf("OTLP TLS file: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxPEM+1))
-	if err != nil {
-		return nil, fmt.Errorf("OTLP TLS file %s: %w", path, err)
-	}
-	if len(b) > maxPEM {
-		return nil, fmt.Errorf("OTLP TLS file %s: larger than %d bytes", path, maxPEM)
 	}
 	return b, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -318,6 +319,25 @@ func TestTLSFromEnv(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", ca+".absent")
 	if _, err := otlpexport.New(context.Background(), otlpexport.Options{URL: rcv.URL}, func() []otlpexport.GPU { return nil }); err == nil || !strings.Contains(err.Error(), "ca.pem.absent") {
 		t.Errorf("an absent CA file: %v", err)
+	}
+	// A FIFO named as the CA is refused, not read: a read from it would wait for a writer.
+	fifo := filepath.Join(t.TempDir(), "ca.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", fifo)
+	done := make(chan error, 1)
+	go func() {
+		_, err := otlpexport.New(context.Background(), otlpexport.Options{URL: rcv.URL}, func() []otlpexport.GPU { return nil })
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "ca.fifo") || !strings.Contains(err.Error(), "FIFO") {
+			t.Errorf("a FIFO as the CA file: %v; want an error naming it", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("New hung reading a FIFO named as the CA file")
 	}
 }
 
