@@ -107,9 +107,13 @@ func encodeMetric(m metricData, start, now uint64) []byte {
 	b := appendString(nil, fieldMetricName, m.name)
 	b = appendString(b, fieldMetricDescription, m.description)
 	b = appendString(b, fieldMetricUnit, m.unit)
+	pointsField := protowire.Number(fieldGaugeDataPoints)
+	if m.sum {
+		pointsField = fieldSumDataPoints
+	}
 	var data []byte
 	for _, p := range m.points {
-		data = appendMessage(data, fieldGaugeDataPoints, encodePoint(p, start, now)) // Sum.data_points is field 1 too
+		data = appendMessage(data, pointsField, encodePoint(p, start, now))
 	}
 	if !m.sum {
 		return appendMessage(b, fieldMetricGauge, data)

@@ -1,6 +1,7 @@
 package otlpexport_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 	"github.com/gpuwatt/gpuwatt/internal/otlpexport"
 	"github.com/gpuwatt/gpuwatt/internal/otlpexport/otlptest"
 	"github.com/gpuwatt/gpuwatt/internal/snapshot"
@@ -268,6 +270,21 @@ func TestPartialSuccess(t *testing.T) {
 	err := otlpexport.Push(context.Background(), otlpexport.Options{URL: rcv.URL}, oneGPU)
 	if err == nil || !strings.Contains(err.Error(), "unit not allowed") || !strings.Contains(err.Error(), "2 metric data points rejected") {
 		t.Errorf("partial success: %v", err)
+	}
+}
+
+// TestAnswerBounded: a collector whose answer is longer than the 4 MiB the SDK reads makes
+// the push an error that says so and names the collector; the read stops at the bound.
+func TestAnswerBounded(t *testing.T) {
+	rcv := otlptest.Start(t)
+	rcv.Answer(bytes.Repeat([]byte{0}, 4<<20+1))
+	err := otlpexport.Push(context.Background(), otlpexport.Options{URL: rcv.URL}, oneGPU)
+	if !errors.Is(err, infile.ErrTooLarge) || !strings.Contains(err.Error(), rcv.URL) {
+		t.Errorf("a 4 MiB + 1 answer: %v", err)
+	}
+	rcv.Answer(nil)
+	if err := otlpexport.Push(context.Background(), otlpexport.Options{URL: rcv.URL}, oneGPU); err != nil {
+		t.Errorf("an empty answer: %v", err)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpuwatt/gpuwatt/internal/infile"
 )
 
 // Retries as the SDK made them with gpuwatt's settings (otlpmetrichttp.RetryConfig
@@ -149,7 +150,7 @@ func (p poster) attempt(ctx context.Context, body []byte) error {
 		return err
 	}
 	defer resp.Body.Close()
-	answer, err := readBounded(resp.Body, maxResponse)
+	answer, err := infile.ReadAll(resp.Body, "the collector's answer from "+p.url, maxResponse)
 	if err != nil {
 		return err
 	}
@@ -176,18 +177,6 @@ func (p poster) attempt(ctx context.Context, body []byte) error {
 		return &retryable{after: retryAfter(resp.Header.Get("Retry-After")), err: fmt.Errorf("%s: %w", resp.Status, bodyErr)}
 	}
 	return fmt.Errorf("failed to send metrics to %s: %s (%w)", p.url, resp.Status, bodyErr)
-}
-
-// readBounded reads r whole, or fails where it holds more than limit bytes.
-func readBounded(r io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("response body too large: exceeded %d bytes", limit)
-	}
-	return b, nil
 }
 
 // retryAfter is a Retry-After header's wait: seconds, or an HTTP date.

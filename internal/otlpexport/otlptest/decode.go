@@ -37,11 +37,9 @@ type Metric struct {
 	Points                  []DataPoint
 }
 
-// The aggregation temporalities (AggregationTemporality).
-const (
-	TemporalityDelta      = 1
-	TemporalityCumulative = 2
-)
+// TemporalityCumulative is AggregationTemporality's CUMULATIVE, the only one gpuwatt sends
+// (DELTA, 1, would be a defect).
+const TemporalityCumulative = 2
 
 // DataPoint is one NumberDataPoint.
 type DataPoint struct {
