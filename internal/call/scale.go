@@ -266,15 +266,15 @@ func runToRun(blocks []Block, spans []Span, batch int, floor float64) *RunToRun 
 		r.Blocks = append(r.Blocks, b)
 	}
 	k := len(r.Blocks)
-	var s1, s2, m float64
+	var s1, s2, m float64 // the blocks' weights' sum, their squares' sum, the weighted mean
 	for _, b := range r.Blocks {
 		w := 1 / (b.SigmaJ * b.SigmaJ)
 		s1 += w
 		s2 += w * w
 		m += w * b.ActiveJ
 	}
+	m /= s1
 	if k >= 2 && s1 > 0 && !math.IsInf(s1, 0) {
-		m /= s1
 		for _, b := range r.Blocks {
 			r.Q += (b.ActiveJ - m) * (b.ActiveJ - m) / (b.SigmaJ * b.SigmaJ)
 		}
@@ -285,25 +285,23 @@ func runToRun(blocks []Block, spans []Span, batch int, floor float64) *RunToRun 
 		// The calls' energy may move steadily (a board warming): the blocks' weighted
 		// trend, beyond its own error, times the run's length is how far a run as long,
 		// right before or after, would lie; the spread about the trend is the rest.
-		var tm, xm float64
+		var tm float64
 		for _, b := range r.Blocks {
-			w := 1 / (b.SigmaJ * b.SigmaJ)
-			tm += w * (b.FromS + b.ToS) / 2
-			xm += w * b.ActiveJ
+			tm += (b.FromS + b.ToS) / 2 / (b.SigmaJ * b.SigmaJ)
 		}
-		tm, xm = tm/s1, xm/s1
+		tm /= s1
 		var stt, stx float64
 		for _, b := range r.Blocks {
 			w, dt := 1/(b.SigmaJ*b.SigmaJ), (b.FromS+b.ToS)/2-tm
 			stt += w * dt * dt
-			stx += w * dt * (b.ActiveJ - xm)
+			stx += w * dt * (b.ActiveJ - m)
 		}
 		if stt > 0 {
 			r.SlopeJPerS = stx / stt
 			r.SlopeSEJPerS = 1 / math.Sqrt(stt)
 			var qr float64
 			for _, b := range r.Blocks {
-				e := b.ActiveJ - xm - r.SlopeJPerS*((b.FromS+b.ToS)/2-tm)
+				e := b.ActiveJ - m - r.SlopeJPerS*((b.FromS+b.ToS)/2-tm)
 				qr += e * e / (b.SigmaJ * b.SigmaJ)
 			}
 			r.TauJ = math.Sqrt(max(0, (qr-float64(k-2))/(s1-s2/s1)))
