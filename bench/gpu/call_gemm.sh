@@ -73,7 +73,9 @@ sdpa-8x32x4096x128 sdpa:8,32,4096,128 10
   echo "# bench/gpu/call_gemm.sh $OUT"
   date -u +%Y-%m-%dT%H:%M:%SZ
   "$B" version
-  nvidia-smi -q | sed -n '1,40p' | grep -E 'Driver Version|CUDA Version|Product Name|GPU UUID|Power Limit' || true
+  nvidia-smi -q | sed -n '1,12p' | grep -E 'Driver Version|CUDA Version' || true
+  # the measured board's own line (nvidia-smi -q's first lines are GPU 0's, whichever ran)
+  nvidia-smi -i "$GPU" --query-gpu=index,name,uuid,power.limit --format=csv || true
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
   echo "GPU=$GPU TARGET=$TARGET MAX_TIME=$MAX_TIME BUDGET=$BUDGET IDLE=$IDLE REPLAY=$REPLAY STEADY=$STEADY SENSOR=$SENSOR"
 } > "$OUT/meta.txt" 2>&1

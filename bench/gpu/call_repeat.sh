@@ -55,7 +55,9 @@ mkdir -p "$OUT"
   echo "# bench/gpu/call_repeat.sh $OUT"
   date -u +%Y-%m-%dT%H:%M:%SZ
   "$B" version
-  nvidia-smi -q | sed -n '1,40p' | grep -E 'Driver Version|CUDA Version|Product Name|GPU UUID|Power Limit' || true
+  nvidia-smi -q | sed -n '1,12p' | grep -E 'Driver Version|CUDA Version' || true
+  # the measured board's own line (nvidia-smi -q's first lines are GPU 0's, whichever ran)
+  nvidia-smi -i "$GPU" --query-gpu=index,name,uuid,power.limit --format=csv || true
   nvidia-smi --query-gpu=index,uuid,temperature.gpu,power.draw --format=csv || true
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
   echo "GPU=$GPU TARGET=$TARGET BUDGET=$BUDGET REPLAY=$REPLAY IDLE=$IDLE PASSES=$PASSES MAX_TIME=$MAX_TIME SENSOR=$SENSOR EXTRA=$EXTRA"
