@@ -5,121 +5,107 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/gpuwatt/gpuwatt/internal/energy"
+	"github.com/gpuwatt/gpuwatt/internal/promtext"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
 // The metrics, as docs/serve.md lists them.
 var (
-	descEnergy = prometheus.NewDesc("gpuwatt_gpu_energy_joules_total",
+	descEnergy = promtext.NewDesc("gpuwatt_gpu_energy_joules_total",
 		"Energy of the GPU since gpuwatt serve started, in J: from the board's energy counter where it has one (source=\"counter\"), else the integral of the corrected power (source=\"corrected\", which trails the present by gpuwatt_gpu_corrected_power_delay_seconds).",
-		[]string{"gpu", "uuid", "model", "hostname", "source"}, nil)
-	descPower = prometheus.NewDesc("gpuwatt_gpu_power_watts",
+		promtext.Counter, "gpu", "uuid", "model", "hostname", "source")
+	descPower = promtext.NewDesc("gpuwatt_gpu_power_watts",
 		"Power of the GPU in W: the latest reading of each power channel of the driver (channel=power.usage, power.instant, power.samples, ...), and channel=\"corrected\": the true power as the inverted sensor model of the best channel gives it, the mean over the last settled second, which lags the present by gpuwatt_gpu_corrected_power_delay_seconds.",
-		[]string{"gpu", "uuid", "channel"}, nil)
-	descDelay = prometheus.NewDesc("gpuwatt_gpu_corrected_power_delay_seconds",
+		promtext.Gauge, "gpu", "uuid", "channel")
+	descDelay = promtext.NewDesc("gpuwatt_gpu_corrected_power_delay_seconds",
 		"How far the corrected power (and the corrected energy) lags the present, in s: the inversion of a sensor's window and lag needs the readings that come after.",
-		[]string{"gpu", "uuid", "channel"}, nil)
-	descIdle = prometheus.NewDesc("gpuwatt_gpu_idle_power_watts",
+		promtext.Gauge, "gpu", "uuid", "channel")
+	descIdle = promtext.NewDesc("gpuwatt_gpu_idle_power_watts",
 		"The GPU's idle floor in W: the lowest 1 s mean of the corrected power since gpuwatt serve started.",
-		[]string{"gpu", "uuid"}, nil)
-	descClock = prometheus.NewDesc("gpuwatt_gpu_clock_hertz",
+		promtext.Gauge, "gpu", "uuid")
+	descClock = promtext.NewDesc("gpuwatt_gpu_clock_hertz",
 		"Clock of the GPU in Hz (clock=sm, mem, graphics).",
-		[]string{"gpu", "uuid", "clock"}, nil)
-	descTemp = prometheus.NewDesc("gpuwatt_gpu_temperature_celsius",
+		promtext.Gauge, "gpu", "uuid", "clock")
+	descTemp = promtext.NewDesc("gpuwatt_gpu_temperature_celsius",
 		"Temperature in degrees Celsius (sensor=gpu, memory).",
-		[]string{"gpu", "uuid", "sensor"}, nil)
-	descEvent = prometheus.NewDesc("gpuwatt_gpu_clock_event_active",
+		promtext.Gauge, "gpu", "uuid", "sensor")
+	descEvent = promtext.NewDesc("gpuwatt_gpu_clock_event_active",
 		"1 while the clock-event (throttle) reason holds the clocks down, else 0 (NVML's clock event reasons).",
-		[]string{"gpu", "uuid", "reason"}, nil)
-	descUp = prometheus.NewDesc("gpuwatt_gpu_up",
+		promtext.Gauge, "gpu", "uuid", "reason")
+	descUp = promtext.NewDesc("gpuwatt_gpu_up",
 		"1 while the GPU's driver calls succeed, 0 while every call since the previous update failed (the other figures then keep their last values).",
-		[]string{"gpu", "uuid"}, nil)
-	descProc = prometheus.NewDesc("gpuwatt_process_gpu_energy_joules_total",
+		promtext.Gauge, "gpu", "uuid")
+	descProc = promtext.NewDesc("gpuwatt_process_gpu_energy_joules_total",
 		"Energy of the GPU attributed to a process since gpuwatt serve first saw it, in J: each second's energy above the idle floor split by the processes' shares of the SM utilisation (docs/serve.md states the limits); namespace, pod, container and container_id where the process runs in a Kubernetes pod.",
-		[]string{"gpu", "pid", "comm", "namespace", "pod", "container", "container_id"}, nil)
-	descUnattr = prometheus.NewDesc("gpuwatt_gpu_unattributed_energy_joules_total",
+		promtext.Counter, "gpu", "pid", "comm", "namespace", "pod", "container", "container_id")
+	descUnattr = promtext.NewDesc("gpuwatt_gpu_unattributed_energy_joules_total",
 		"Energy of the GPU since gpuwatt serve started that the per-process split gave to no process, in J: the idle floor, and what was drawn above it while no process showed SM use.",
-		[]string{"gpu", "uuid"}, nil)
-	descPolls = prometheus.NewDesc("gpuwatt_sampler_polls_total",
+		promtext.Counter, "gpu", "uuid")
+	descPolls = promtext.NewDesc("gpuwatt_sampler_polls_total",
 		"Driver calls the sampler made for the GPU.",
-		[]string{"gpu"}, nil)
-	descErrors = prometheus.NewDesc("gpuwatt_sampler_errors_total",
+		promtext.Counter, "gpu")
+	descErrors = promtext.NewDesc("gpuwatt_sampler_errors_total",
 		"Driver calls of the sampler for the GPU that failed.",
-		[]string{"gpu"}, nil)
-	descMissed = prometheus.NewDesc("gpuwatt_sampler_missed_updates_total",
+		promtext.Counter, "gpu")
+	descMissed = promtext.NewDesc("gpuwatt_sampler_missed_updates_total",
 		"Sensor updates that came and went between two polls of the sampler, for the GPU.",
-		[]string{"gpu"}, nil)
-	descBuild = prometheus.NewDesc("gpuwatt_build_info",
+		promtext.Counter, "gpu")
+	descBuild = promtext.NewDesc("gpuwatt_build_info",
 		"Always 1: the gpuwatt that serves these metrics (version, revision, the Go toolchain that built it).",
-		[]string{"version", "revision", "goversion", "goos", "goarch"}, nil)
-	descInfo = prometheus.NewDesc("gpuwatt_gpu_info",
+		promtext.Gauge, "version", "revision", "goversion", "goos", "goarch")
+	descInfo = promtext.NewDesc("gpuwatt_gpu_info",
 		"Always 1: what the driver says of the GPU (model, PCI bus id, driver version), as read when gpuwatt serve started; device is nvml, or sim:PRESET for the simulated twin (simulated=\"true\": no figure of it is measured).",
-		[]string{"gpu", "uuid", "model", "pci_bus_id", "driver_version", "hostname", "device", "simulated"}, nil)
-	descLimit = prometheus.NewDesc("gpuwatt_gpu_power_limit_watts",
+		promtext.Gauge, "gpu", "uuid", "model", "pci_bus_id", "driver_version", "hostname", "device", "simulated")
+	descLimit = promtext.NewDesc("gpuwatt_gpu_power_limit_watts",
 		"The GPU's power limit in W as read when gpuwatt serve started: limit=\"enforced\" (what caps the board) and limit=\"default\".",
-		[]string{"gpu", "uuid", "limit"}, nil)
-	descCPU = prometheus.NewDesc("gpuwatt_sampler_cpu_seconds_total",
+		promtext.Gauge, "gpu", "uuid", "limit")
+	descCPU = promtext.NewDesc("gpuwatt_sampler_cpu_seconds_total",
 		"CPU time (user + system) of the gpuwatt serve process since sampling started, in s: sampling, the corrections and the answers to scrapes together.",
-		nil, nil)
+		promtext.Counter)
 
-	descDCGMPower = prometheus.NewDesc("DCGM_FI_DEV_POWER_USAGE",
+	descDCGMPower = promtext.NewDesc("DCGM_FI_DEV_POWER_USAGE",
 		"Power draw (in W).",
-		[]string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}, nil)
-	descCPUEnergy = prometheus.NewDesc("gpuwatt_cpu_energy_joules_total",
+		promtext.Gauge, "gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
+	descCPUEnergy = promtext.NewDesc("gpuwatt_cpu_energy_joules_total",
 		"Energy of a host RAPL domain (a CPU package, its DRAM, psys) since gpuwatt serve started, from its powercap counter unwrapped.",
-		[]string{"domain", "kind"}, nil)
-	descDCGMEnergy = prometheus.NewDesc("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+		promtext.Counter, "domain", "kind")
+	descDCGMEnergy = promtext.NewDesc("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
 		"Total energy consumption since boot (in mJ).",
-		[]string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}, nil)
+		promtext.Counter, "gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
 )
 
-// collector turns the Server's snapshot into metrics at each scrape; driver, device and
-// simulated are the system's, for gpuwatt_gpu_info.
-type collector struct {
-	s         *Server
+// sysInfo is what gpuwatt_gpu_info says of the system: the driver's version, the device
+// (nvml, sim:PRESET) and whether it is simulated.
+type sysInfo struct {
 	driver    string
 	device    string
 	simulated bool
 }
 
-func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descEnergy, descPower, descDelay, descIdle, descClock, descTemp, descEvent, descUp, descProc, descUnattr, descPolls, descErrors, descMissed, descCPU, descBuild, descInfo, descLimit, descCPUEnergy} {
-		ch <- d
-	}
-	if c.s.opt.DCGMNames {
-		ch <- descDCGMPower
-		ch <- descDCGMEnergy
-	}
-}
-
 var clockLabel = map[string]string{trace.ChClockSM: "sm", trace.ChClockMem: "mem", trace.ChClockGr: "graphics"}
 var tempLabel = map[string]string{trace.ChTempGPU: "gpu", trace.ChTempMem: "memory"}
 
-func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	snaps := c.s.Snapshot()
-	c.s.mu.Lock()
-	cpu := c.s.cpuSec
-	c.s.mu.Unlock()
-	gauge := func(d *prometheus.Desc, v float64, l ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
-	}
-	counter := func(d *prometheus.Desc, v float64, l ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
-	}
-	gauge(descBuild, 1, c.s.opt.Version, c.s.opt.Revision, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	host := c.s.HostEnergy()
+// metrics turns one snapshot of the Server's state into the samples of a scrape: it
+// reads that snapshot and never the driver.
+func (s *Server) metrics() *promtext.Set {
+	snaps := s.Snapshot()
+	s.mu.Lock()
+	cpu := s.cpuSec
+	s.mu.Unlock()
+	set := &promtext.Set{}
+	gauge, counter := set.Add, set.Add // the family's Desc has its type
+	gauge(descBuild, 1, s.opt.Version, s.opt.Revision, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	host := s.HostEnergy()
 	for _, k := range sortedKeys(host) {
 		counter(descCPUEnergy, host[k], k, energy.HostKind(k))
 	}
 	for i := range snaps {
 		g := &snaps[i]
 		idx := strconv.Itoa(g.Index)
-		if info := c.s.byIdx[g.Index]; info != nil {
+		if info := s.byIdx[g.Index]; info != nil {
 			gi := info.info
-			gauge(descInfo, 1, idx, g.UUID, g.Model, strings.ToLower(gi.PCIBusID), c.driver, g.Hostname, c.device, strconv.FormatBool(c.simulated))
+			gauge(descInfo, 1, idx, g.UUID, g.Model, strings.ToLower(gi.PCIBusID), s.sys0.driver, g.Hostname, s.sys0.device, strconv.FormatBool(s.sys0.simulated))
 			if gi.PowerLimitW > 0 {
 				gauge(descLimit, gi.PowerLimitW, idx, g.UUID, "enforced")
 			}
@@ -163,8 +149,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descPolls, float64(g.Polls), idx)
 		counter(descErrors, float64(g.Errors), idx)
 		counter(descMissed, float64(g.Missed), idx)
-		if c.s.opt.DCGMNames {
-			l := []string{idx, g.UUID, c.s.busID(g.Index), "nvidia" + idx, g.Model, g.Hostname}
+		if s.opt.DCGMNames {
+			l := []string{idx, g.UUID, s.busID(g.Index), "nvidia" + idx, g.Model, g.Hostname}
 			for _, p := range g.Power {
 				if p.Channel == trace.ChPowerUsage {
 					gauge(descDCGMPower, p.W, l...)
@@ -176,6 +162,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	counter(descCPU, cpu)
+	return set
 }
 
 func (s *Server) busID(i int) string {

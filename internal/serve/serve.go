@@ -15,13 +15,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/device"
 	"github.com/gpuwatt/gpuwatt/internal/gpu"
+	"github.com/gpuwatt/gpuwatt/internal/promtext"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
 	"github.com/gpuwatt/gpuwatt/internal/snapshot"
 	"github.com/gpuwatt/gpuwatt/internal/status"
@@ -236,7 +235,7 @@ type Server struct {
 	sampler *sensor.Sampler
 	gpus    []*gpuState
 	byIdx   map[int]*gpuState
-	reg     *prometheus.Registry
+	sys0    sysInfo
 	cpu0    time.Duration
 	started time.Duration
 
@@ -319,8 +318,7 @@ func New(ctx context.Context, sys gpu.System, clk clock.Clock, o Options) (*Serv
 	for _, g := range s.gpus {
 		g.setChannels(s.sampler.Channels(), s.sampler.Unavailable())
 	}
-	s.reg = prometheus.NewRegistry()
-	s.reg.MustRegister(&collector{s: s, driver: sys.DriverVersion(), device: sys.Name(), simulated: sys.Simulated()})
+	s.sys0 = sysInfo{driver: sys.DriverVersion(), device: sys.Name(), simulated: sys.Simulated()}
 	s.Update()
 	return s, nil
 }
@@ -425,7 +423,7 @@ func (s *Server) Snapshot() []snapshot.GPU {
 // Handler serves /metrics, /health (and a short page at /).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.Handle("/metrics", promtext.Handler(s.metrics, s.opt.Logger))
 	mux.HandleFunc("/health", s.healthHandler)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
@@ -436,9 +434,6 @@ func (s *Server) Handler() http.Handler {
 	})
 	return mux
 }
-
-// Registry is the Prometheus registry behind /metrics.
-func (s *Server) Registry() *prometheus.Registry { return s.reg }
 
 // Close stops the sampling.
 func (s *Server) Close() {
