@@ -23,7 +23,10 @@
 #
 # Environment: GPUWATT (default .gpu/gpuwatt), GPU (default 0), ROUNDS (rounds of every shape,
 # default 3: 27 windows of 2 s and more), SHAPES_ARGS (more arguments for shapes.py, e.g. "--seed 2"), SENSOR (gpuwatt energy --sensor; default auto), JOBS
-# (gpuwatt energy runs at a time, default 8). The analysis can be re-run anywhere on the
+# (gpuwatt energy runs at a time, default 8), COUNTER_EVERY (e.g. 100ms: measure reads the
+# energy counter that often, `measure --counter-every`, beside the independent poller; the
+# recording then holds a dense counter that a test can thin to the default's spacing: issue
+# 28's run -7; default: unset, measure's lean default). The analysis can be re-run anywhere on the
 # recorded files with another binary: python3 bench/gpu/crosscheck.py OUTDIR/measure
 # OUTDIR/poller.csv OUTDIR/shapes.jsonl --named --gpuwatt PATH --out DIR.
 set -u
@@ -34,6 +37,7 @@ JOBS=${JOBS:-8}
 SHAPES_ARGS=${SHAPES_ARGS:-}
 ROUNDS=${ROUNDS:-3}
 SENSOR=${SENSOR:-}
+COUNTER_EVERY=${COUNTER_EVERY:-}
 if [ ! -x "$B" ]; then
   echo "intervals_shapes.sh: no gpuwatt binary at $B (build it: CGO_ENABLED=0 go build -buildvcs=true -o .gpu/gpuwatt ./cmd/gpuwatt)" >&2
   exit 2
@@ -70,7 +74,7 @@ sleep 1
 
 # CUDA numbers GPUs fastest first unless told; in PCI order its index is NVML's.
 # shellcheck disable=SC2086
-MCMD=("$B" measure --channels all --gpu "$GPU" --out "$OUT/measure" -- env CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES="$GPU"
+MCMD=("$B" measure --channels all --gpu "$GPU" ${COUNTER_EVERY:+--counter-every "$COUNTER_EVERY"} --out "$OUT/measure" -- env CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES="$GPU"
   python3 bench/load/shapes.py --out "$OUT/shapes.jsonl" --rounds "$ROUNDS" $SHAPES_ARGS)
 S=$(date +%s)
 "${MCMD[@]}" >"$OUT/measure.txt" 2>"$OUT/measure-stderr.txt"
@@ -94,7 +98,7 @@ TRC=$?
 echo "intervals_table: exit $TRC; all steps $(( $(date +%s) - T_ALL )) s" | tee -a "$OUT/steps.txt"
 
 # The README: what ran where, then the tables.
-GPU="$GPU" SHAPES_ARGS="$SHAPES_ARGS" SENSOR="$SENSOR" \
+GPU="$GPU" SHAPES_ARGS="$SHAPES_ARGS" SENSOR="$SENSOR" COUNTER_EVERY="$COUNTER_EVERY" \
   python3 - "$OUT" "$DATE" "$MRC" "$CRC" "${MCMD[*]}" "${CCMD[*]}" "${TCMD[*]}" <<'EOF' >"$OUT/README.md"
 import csv, json, os, sys
 out, date, mrc, crc, mcmd, ccmd, tcmd = sys.argv[1:8]
@@ -124,7 +128,8 @@ print(f"- GPU: {gpu.get('name', '?')} ({gpu.get('uuid', '?')}), driver {driver}"
 print(f"- gpuwatt: {version}")
 print(f"- command: `bash bench/gpu/intervals_shapes.sh {out}` (GPU={os.environ.get('GPU', '0')}"
       f"{', SHAPES_ARGS=' + os.environ['SHAPES_ARGS'] if os.environ.get('SHAPES_ARGS') else ''}"
-      f"{', SENSOR=' + os.environ['SENSOR'] if os.environ.get('SENSOR') else ''}), which ran")
+      f"{', SENSOR=' + os.environ['SENSOR'] if os.environ.get('SENSOR') else ''}"
+      f"{', COUNTER_EVERY=' + os.environ['COUNTER_EVERY'] if os.environ.get('COUNTER_EVERY') else ''}), which ran")
 print(f"  - `{mcmd}` (exit {mrc}) while `python3 bench/gpu/energy_poller.py` logged the counter,")
 print(f"  - `{ccmd}` (exit {crc}),")
 print(f"  - `{tcmd}`.")

@@ -333,6 +333,9 @@ func (o Options) Validate() error {
 	case o.Runner == nil:
 		return errors.New("measure: no runner for the command")
 	}
+	if err := sensor.CheckCounterEvery(o.Poll.CounterEvery); err != nil {
+		return bad("--counter-every %v", err)
+	}
 	seen := map[int]bool{}
 	for _, i := range o.GPUs {
 		if i < 0 {
@@ -508,6 +511,7 @@ func (o Options) Run(ctx context.Context, env device.Env) (*Result, error) {
 	if o.Poll.Mode == sensor.Fixed {
 		meta.Poll = trace.Poll{Mode: "fixed", Interval: o.Poll.Interval.Seconds()}
 	}
+	meta.Poll.CounterEvery = o.Poll.CounterEvery.Seconds()
 	perGPU := smp.GPUCPUTime()
 	for _, d := range devs {
 		g := d.Info()

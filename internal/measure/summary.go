@@ -92,6 +92,14 @@ type GPUSampler struct {
 	SeenShare  float64 `json:"seen_share"`
 	CPUShare   float64 `json:"cpu_share,omitempty"`
 	CPUUnknown string  `json:"cpu_unavailable,omitempty"`
+	// CounterReadEveryS is the mean interval between the Sampler's calls of the energy
+	// counter over the recording (measure --counter-every asks for one; by default its
+	// CPU cap sets it), CounterCallS the median call, and CounterCPUShare their ratio:
+	// the share of one core the counter's calls took (on a real clock; an H200's call
+	// busy-waits 3.4-6.3 ms). Absent where the GPU has no counter.
+	CounterReadEveryS float64 `json:"counter_read_every_s,omitempty"`
+	CounterCallS      float64 `json:"counter_call_s,omitempty"`
+	CounterCPUShare   float64 `json:"counter_cpu_share,omitempty"`
 }
 
 // GPUSummary is the summary of one GPU during the command (see region.Summary).
@@ -193,6 +201,7 @@ func samplerHealth(m trace.Meta, g trace.GPU) GPUSampler {
 	if h.Expected > 0 {
 		h.SeenShare = max(1-float64(h.LostMax)/float64(h.Expected), 0)
 	}
+	h.counterCost(m, g)
 	switch {
 	case m.VirtualClock:
 		h.CPUUnknown = "virtual clock: the CPU time measures the simulation"
@@ -206,6 +215,22 @@ func samplerHealth(m trace.Meta, g trace.GPU) GPUSampler {
 		h.CPUShare = g.SamplerCPUSecs / m.Duration
 	}
 	return h
+}
+
+// counterCost fills in how often g's energy counter was read and what its calls cost.
+func (h *GPUSampler) counterCost(m trace.Meta, g trace.GPU) {
+	for _, c := range m.Channels {
+		if c.GPU != g.Index || c.Name != trace.ChEnergyTotal || c.Stats == nil || c.Stats.Polls < 2 {
+			continue
+		}
+		h.CounterReadEveryS = c.Stats.PollInterval
+		if !m.VirtualClock {
+			h.CounterCallS = c.Stats.CallLatency
+			if c.Stats.PollInterval > 0 {
+				h.CounterCPUShare = c.Stats.CallLatency / c.Stats.PollInterval
+			}
+		}
+	}
 }
 
 // notPerGPU is why a lean recording has no CPU figure per GPU.

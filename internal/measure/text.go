@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/marks"
@@ -167,6 +168,7 @@ func WriteText(w io.Writer, s *Summary) error {
 	if s.SamplerCPUShare > 0 {
 		fmt.Fprintf(&b, " sampler CPU (the whole process while recording): %.2f %% of one core\n", 100*s.SamplerCPUShare)
 	}
+	writeCounterCost(&b, s)
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -316,4 +318,23 @@ func writeHost(b *strings.Builder, h *HostSummary) {
 	}
 	tw.Flush()
 	fmt.Fprintf(b, "   each domain's counter bracketed at both edges by its readings; RAPL's own accuracy is not included\n")
+}
+
+// writeCounterCost says, where --counter-every asked for a read interval, how often each
+// GPU's energy counter was read and what its calls cost (the default's cap keeps them to
+// 0.2 % of a core, so the line is left out then).
+func writeCounterCost(b *strings.Builder, s *Summary) {
+	if s.Poll.CounterEvery <= 0 {
+		return
+	}
+	for _, h := range s.Sampler {
+		if h.CounterReadEveryS <= 0 {
+			continue
+		}
+		cost := ""
+		if h.CounterCallS > 0 {
+			cost = fmt.Sprintf(", %v a call: %.2f %% of one core", time.Duration(h.CounterCallS*1e9).Round(time.Microsecond), 100*h.CounterCPUShare)
+		}
+		fmt.Fprintf(b, " energy counter, GPU %d: read every %.3f s (--counter-every %s)%s\n", h.GPU, h.CounterReadEveryS, time.Duration(s.Poll.CounterEvery*1e9), cost)
+	}
 }

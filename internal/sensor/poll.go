@@ -48,6 +48,12 @@ type Options struct {
 	// whose call takes L is polled at most every L/CPUShare (default 0.002). The H200's
 	// energy counter costs ~3.8 ms of CPU a call, so it is read every ~1.9 s (and on Poke).
 	CPUShare float64
+	// CounterEvery, when > 0, reads the GPU's energy counter (energy.total) every
+	// CounterEvery instead of as CPUShare allows (measure --counter-every): a denser
+	// anchor for loads no power channel resolves, at the counter's CPU cost (an H200's
+	// call busy-waits 3.4-6.3 ms: every 100 ms is 3.5-6 % of a core;
+	// results/nvidia-h200/2026-11-28-counter-cost). 0 (the default) leaves it to CPUShare.
+	CounterEvery time.Duration
 	// SlowShare, when > 0, caps the time every other slow channel's calls may take too (a
 	// call slower than 100 µs, the driver buffer aside; in adaptive mode only state
 	// channels: clocks, temperature, the throttle mask), as CPUShare does a counter's: such
@@ -155,6 +161,47 @@ func ParsePoll(s string) (Options, error) {
 		return Options{}, fmt.Errorf("--poll %v; use --poll max to poll as fast as the driver answers", err)
 	}
 	return o, nil
+}
+
+// MinCounterEvery and MaxCounterEvery bound Options.CounterEvery: below 10 ms an H200's
+// counter call (3.4-6.3 ms, busy-waiting) would take most of a core, and its counter steps
+// only every 100 ms; above a minute it is sparser than the default reads it.
+const (
+	MinCounterEvery = 10 * time.Millisecond
+	MaxCounterEvery = time.Minute
+)
+
+// ParseCounterEvery parses a --counter-every value: "" or "default" (0: as CPUShare allows)
+// or a duration between MinCounterEvery and MaxCounterEvery, such as 100ms.
+func ParseCounterEvery(s string) (time.Duration, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "default":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("--counter-every %q: want default or a duration such as 100ms", s)
+	}
+	if err := CheckCounterEvery(d); err != nil {
+		return 0, fmt.Errorf("--counter-every %v", err)
+	}
+	return d, nil
+}
+
+// CheckCounterEvery says whether d is a CounterEvery the Sampler keeps: 0 (the default) or
+// between MinCounterEvery and MaxCounterEvery. Its error names d and the bound.
+func CheckCounterEvery(d time.Duration) error {
+	switch {
+	case d == 0:
+		return nil
+	case d < 0:
+		return fmt.Errorf("%s: want a positive interval", d)
+	case d < MinCounterEvery:
+		return fmt.Errorf("%s: shorter than %s (an H200's counter call busy-waits 3.4-6.3 ms and its counter steps every 100 ms)", d, MinCounterEvery)
+	case d > MaxCounterEvery:
+		return fmt.Errorf("%s: longer than %s (the default reads the counter every ~2-10 s)", d, MaxCounterEvery)
+	}
+	return nil
 }
 
 // FixedPoll is polling every d, which must be positive and at least MinFixedInterval. Its

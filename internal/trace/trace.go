@@ -139,6 +139,9 @@ type Mark struct {
 type Poll struct {
 	Mode     string  `json:"mode"`                 // "adaptive", "max" or "fixed"
 	Interval float64 `json:"interval_s,omitempty"` // for "fixed"
+	// CounterEvery is the energy counter's asked-for read interval (measure
+	// --counter-every); absent: as the Sampler's CPU cap allows (the default).
+	CounterEvery float64 `json:"counter_every_s,omitempty"`
 }
 
 // Meta is the JSON sidecar of a trace.
