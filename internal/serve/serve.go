@@ -15,8 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/exporter-toolkit/web"
-
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/device"
 	"github.com/gpuwatt/gpuwatt/internal/gpu"
@@ -25,6 +23,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/snapshot"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
+	"github.com/gpuwatt/gpuwatt/internal/webconfig"
 	"github.com/gpuwatt/gpuwatt/internal/workload"
 )
 
@@ -75,11 +74,12 @@ type Options struct {
 	Keep time.Duration
 	// Version and Revision label gpuwatt_build_info.
 	Version, Revision string
-	// WebConfigFile is the exporter-toolkit's web configuration (TLS, basic auth), as
-	// Prometheus's own exporters read it (--web.config.file); empty: plain HTTP.
+	// WebConfigFile is the web configuration (TLS, basic auth) in the Prometheus
+	// exporter-toolkit's format, as Prometheus's own exporters read it (--web.config.file;
+	// internal/webconfig); empty: plain HTTP.
 	WebConfigFile string
-	// Logger receives the web server's messages (TLS handshakes, refused logins); none
-	// when nil.
+	// Logger receives the web server's messages (a web configuration file that no longer
+	// reads, series left out of /metrics); none when nil.
 	Logger *slog.Logger
 	// Workloads names the pod and container of each process of the per-process split;
 	// nil: none are named.
@@ -124,8 +124,10 @@ func (o Options) Validate() error {
 	if err := ValidateListen(o.listen()); err != nil {
 		return err
 	}
-	if err := web.Validate(o.WebConfigFile); err != nil {
-		return status.Inputf("--web.config.file %s: %v", o.WebConfigFile, err)
+	if o.WebConfigFile != "" {
+		if _, err := webconfig.Load(o.WebConfigFile); err != nil {
+			return status.Inputf("--web.config.file %s: %v", o.WebConfigFile, err)
+		}
 	}
 	if o.Update < 0 || o.Keep < 0 {
 		return status.Inputf("update and keep must not be negative")
@@ -476,18 +478,13 @@ loop:
 }
 
 // serveHTTP serves hs on ln, with TLS and basic auth where the web configuration file asks
-// for them (the exporter-toolkit reads it again at every connection, so renewed certificates
-// are taken up without a restart).
+// for them (read again at every connection and request, so renewed certificates are taken
+// up without a restart).
 func (s *Server) serveHTTP(hs *http.Server, ln net.Listener) error {
 	if s.opt.WebConfigFile == "" {
 		return hs.Serve(ln)
 	}
-	logger := s.opt.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	file := s.opt.WebConfigFile
-	return web.Serve(ln, hs, &web.FlagConfig{WebConfigFile: &file}, logger)
+	return webconfig.Serve(ln, hs, s.opt.WebConfigFile, s.opt.Logger)
 }
 
 // sortedKeys returns m's keys in order.
