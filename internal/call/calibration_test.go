@@ -149,6 +149,7 @@ var calibFamilies = []calibFamily{
 // 95 % interval in at least 93 % of the cases of every family, and the energy in all too.
 // The table by call length is in docs/call.md (go test -run CallCalibration -v prints it).
 func TestCallCalibration(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	presets := []string{"h200", "h100"}
 	specs := map[string]correct.Spec{}
@@ -244,6 +245,7 @@ func calibRun(t *testing.T, k int, f calibFamily, preset string, specs map[strin
 // old way (the idle from the gaps between the calls, no scale) read high: the gaps lie in
 // the dip, and the ring's gain is on top.
 func TestCallDipAndScale(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	sp := fitted(t, "h200")
 	in, scaled, scaledIn, n := 0, 0, 0, 0

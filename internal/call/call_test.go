@@ -15,6 +15,7 @@ import (
 // TestTargetStops: with a target, Run goes on until the interval is that tight and no
 // further (the checkpoints grow by a quarter), and the interval holds the truth.
 func TestTargetStops(t *testing.T) {
+	t.Parallel()
 	sm := simtest.Open(t, "h200")
 	sm.Dev.OpenContext(0)
 	sp := fitted(t, "h200")
@@ -48,6 +49,7 @@ func TestTargetStops(t *testing.T) {
 
 // TestBatch: a call run in batches gives its figures per call.
 func TestBatch(t *testing.T) {
+	t.Parallel()
 	sm := simtest.Open(t, "h100")
 	sm.Dev.OpenContext(0)
 	sp := fitted(t, "h100")
@@ -67,6 +69,7 @@ func TestBatch(t *testing.T) {
 
 // TestBadOptions: each bad option is named.
 func TestBadOptions(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		o    Options
 		want string
@@ -87,6 +90,7 @@ func TestBadOptions(t *testing.T) {
 // named, rather than integrated along a straight line over its peak; the figure over the
 // others still holds the truth.
 func TestMissingReadingLeftOut(t *testing.T) {
+	t.Parallel()
 	sm := simtest.Open(t, "h200")
 	sm.Dev.OpenContext(0)
 	sp := fitted(t, "h200")
@@ -142,6 +146,7 @@ func TestMissingReadingLeftOut(t *testing.T) {
 // run stops at a check (once the run-to-run part is measured) instead of going to its time
 // cap, and the final figure is within the target and holds the truth.
 func TestTargetStopsOnCounterScale(t *testing.T) {
+	t.Parallel()
 	sm := simtest.Open(t, "h200")
 	sm.Dev.OpenContext(0)
 	sp := fitted(t, "h200")
@@ -176,6 +181,7 @@ func TestTargetStopsOnCounterScale(t *testing.T) {
 // H200's ±2.15 % against the default ±2 %), the run stops once its own parts are within the
 // target, not at its cap, with a warning that says why the target is not reached.
 func TestFloorWiderThanTarget(t *testing.T) {
+	t.Parallel()
 	sm := simtest.Open(t, "h200")
 	sm.Dev.OpenContext(0)
 	sp := fitted(t, "h200")

@@ -95,6 +95,7 @@ func (rc recordedCall) checkAt(t *testing.T, gaps [][2]time.Duration, k int, flo
 // again, the calls left out for a missing ring reading included, and the intervals are the
 // ±1.6-2.8 % that docs/call.md states. (Against the references: bench/gpu/test_call_table.py.)
 func TestH200CallRun2(t *testing.T) {
+	t.Parallel()
 	runs := loadRecordedCalls(t, filepath.Join("..", "..", "results", "nvidia-h200", "2026-11-28-call-2"))
 	if len(runs) != 5 {
 		t.Fatalf("%d items, want 5", len(runs))
@@ -150,6 +151,7 @@ func replayReference(t *testing.T, dir string) (float64, float64) {
 // with the same waits): the new idle takes 0.5-3.4 points off the old figures'
 // +0.3..+6.7 %; what is left (+0.6..+3.6 %) is the ring reading the calls above the counter.
 func TestH200CallRun3(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "results", "nvidia-h200", "2026-11-28-call-3")
 	runs := loadRecordedCalls(t, dir)
 	if len(runs) != 6 {
@@ -192,6 +194,7 @@ func TestH200CallRun3(t *testing.T) {
 // within 1.8 % of the replay reference (inside 3 of 6), the ring reading the calls 1.7-5.0 %
 // above the counter.
 func TestH200CallRun4(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "results", "nvidia-h200", "2026-11-28-call-4")
 	runs := loadRecordedCalls(t, dir)
 	if len(runs) != 6 {
@@ -231,6 +234,7 @@ func TestH200CallRun4(t *testing.T) {
 // than their intervals allow: 1.10 % per run (sd) beyond them over the 20 pairs, the
 // H200's documented floor (RunToRunFloorOf: 1.96 × that); with it, every replay inside.
 func TestH200CallRepeats(t *testing.T) {
+	t.Parallel()
 	base := filepath.Join("..", "..", "results", "nvidia-h200", "2026-11-28-call-5-repeats")
 	floor, _ := RunToRunFloorOf("NVIDIA H200")
 	var asRun, withFloor, n int
@@ -295,6 +299,7 @@ func TestH200CallRepeats(t *testing.T) {
 // (TestH200CallRepeats), applied to 2026-11-28-call-4 (a third card, an hour earlier): the
 // replay reference inside every one of the six intervals (3 of 6 without it), ±2.2-2.4 %.
 func TestH200CallRun4Floor(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "results", "nvidia-h200", "2026-11-28-call-4")
 	floor, _ := RunToRunFloorOf(rc4Name(t, dir))
 	inside := 0
@@ -334,6 +339,7 @@ func rc4Name(t *testing.T, dir string) string {
 // ±2.2-2.3 %; and at each run's third check (32 repetitions) the figure with the floor is
 // within 0.9 × ±3 % (a run with --target 3% stops there) and holds the replay, 10 of 10.
 func TestH200CallRun5(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "results", "nvidia-h200", "2026-11-28-call-5")
 	runs := loadRecordedCalls(t, dir)
 	if len(runs) != 10 {

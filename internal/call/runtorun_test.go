@@ -77,6 +77,7 @@ func replayTruth(t *testing.T, sm simtest.Sim, fn Func, res *Result, pause, seco
 // wander the part stays small (it widens the median interval by at most 5 %) and the
 // reference lies inside in at least 93 % of the cases.
 func TestRunToRun(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	sp := fitted(t, "h200")
 	for _, wander := range []bool{true, false} {
@@ -144,6 +145,7 @@ func TestRunToRun(t *testing.T) {
 // (RunToRunFloor), the 30 runs of TestRunToRun hold their separate reference in at least
 // 93 % of the cases.
 func TestRunToRunFloor(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	sp := fitted(t, "h200")
 	measure := func(k int, seed uint64, floor float64) (*Result, float64) {
