@@ -123,40 +123,41 @@ const MaxDenseStraddle = time.Second
 
 // denseAnchor is the region's energy from the counter's readings around it, less the
 // energy of the two pieces between those readings and the region, bounded by the counter
-// alone. A reading at T reports the energy up to the counter's last update, at some u in
-// [T − res, T]. With i the last reading at or before the start and j the first at least
-// res after the end, u_i ≤ from and u_j ≥ to, so the region's energy is exactly
-// C_j − C_i − E(u_i, from) − E(to, u_j); and with k the first reading at least res after
-// the start (m the last at or before the end), E(u_i, from) lies between 0 and the
-// counter's increase C_k − C_i (E(to, u_j) between 0 and C_j − C_m), whatever a power
-// channel misread there. The ring's energy over each piece (clipped to those bounds) is
-// the figure's; the bound is the larger of its distances to them. No timing term: the
-// readings' lateness is in the bounds. With readings every 100 ms a region padded into
-// idle is bounded by about 0.1-0.2 s of idle power at each edge, where anchor's bound over
-// a span of 2 s or more is the whole of the ring's error there (h200 twin: 20 ms square
-// waves and 20 ms-slot ramps, TestDenseCounterLockedLoads). ok is false where the counter
-// does not bracket the region so, resets there, or a straddle is longer than
-// MaxDenseStraddle.
+// alone. The Sampler stamps a new value in the middle of the interval its update lay in
+// (between the call that still saw the old value and this one, at most an update period
+// long: sensor's stamp), so the update u of a reading stamped T lies within h of it, h
+// half an update period (and more for a dithered poll or a long step). With i the last
+// reading at least h before the start and j the first at least h after the end,
+// u_i ≤ from and u_j ≥ to, so the region's energy is exactly C_j − C_i − E(u_i, from) −
+// E(to, u_j); with k the first reading at least h after the start (m the last at least h
+// before the end), E(u_i, from) lies between 0 and the counter's increase C_k − C_i
+// (E(to, u_j) between 0 and C_j − C_m), whatever a power channel misread there. The
+// ring's energy over each piece (clipped to those bounds) is the figure's; the bound is
+// the larger of its distances to them. No timing term: the readings' lateness is in the
+// bounds. With readings every 100 ms a region padded into idle is bounded by 0.1-0.3 s of
+// idle power at each edge, where anchor's bound over a span of 2 s or more is the whole of
+// the ring's error there (h200 twin: 20 ms square waves and 20 ms-slot ramps,
+// TestDenseCounterLockedLoads). ok is false where the counter does not bracket the region
+// so, resets there, or a straddle is longer than MaxDenseStraddle.
 func (r *regionRun) denseAnchor() (anchored, bool) {
 	if r.cal == nil || r.calSer == nil || r.res <= 0 {
 		return anchored{}, false
 	}
-	// The H200's counter steps every 96-104 ms (results/nvidia-h200/2026-11-28-counter-
-	// cost): a tenth more than its resolution for how stale a reading may be.
-	res := r.res + r.res/10
+	// Half an update period, and a quarter more for a poll dithered by ±25 % and the
+	// H200's steps of 96-104 ms (results/nvidia-h200/2026-11-28-counter-cost).
+	h := r.res * 13 / 20
 	ctr := r.ctrSeries
 	T, V, n := ctr.T, ctr.V, ctr.Len()
-	i := ctr.Search(r.from) // last reading at or before the start
-	if i < n && T[i] > r.from {
-		i--
+	last := func(t time.Duration) int { // the last reading at or before t (-1: none)
+		x := ctr.Search(t)
+		if x < n && T[x] == t {
+			return x
+		}
+		return x - 1
 	}
-	k := ctr.Search(r.from + res) // first whose update is at or after the start
-	j := ctr.Search(r.to + res)   // first whose update is at or after the end
-	m := ctr.Search(r.to)         // last reading at or before the end
-	if m < n && T[m] > r.to {
-		m--
-	}
-	if i < 0 || j >= n || k > j || m < i || T[k]-T[i] > MaxDenseStraddle || T[j]-T[m] > MaxDenseStraddle {
+	i, m := last(r.from-h), last(r.to-h)
+	k, j := ctr.Search(r.from+h), ctr.Search(r.to+h)
+	if i < 0 || j >= n || k >= n || m < 0 || T[k]-T[i] > MaxDenseStraddle || T[j]-T[m] > MaxDenseStraddle {
 		return anchored{}, false
 	}
 	for x := i + 1; x <= j; x++ {
@@ -170,7 +171,7 @@ func (r *regionRun) denseAnchor() (anchored, bool) {
 	for _, side := range []struct {
 		a, b     int // the straddling readings
 		from, to time.Duration
-	}{{i, k, T[i] - r.res/2, r.from}, {m, j, r.to, T[j] - r.res/2}} {
+	}{{i, k, T[i], r.from}, {m, j, r.to, T[j]}} {
 		straddle := V[side.b] - V[side.a]
 		out := 0.0
 		if side.to > side.from {
