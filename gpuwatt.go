@@ -77,6 +77,12 @@ type Options struct {
 	// Poll is the interval between two reads of each channel; 0 learns each channel's
 	// update period and polls at an eighth of it (gpuwatt measure's --poll adaptive).
 	Poll time.Duration
+	// CounterEvery reads the energy counter that often (10 ms to 1 min; gpuwatt measure's
+	// --counter-every) instead of at most 0.2 % of a core (every ~2-10 s on an H200): a
+	// denser anchor for regions under a load no power channel resolves, at the counter's
+	// CPU cost (an H200's call busy-waits 3.4-6.3 ms: every 100 ms is 3.5-6 % of a core;
+	// docs/sampling.md). 0: the default.
+	CounterEvery time.Duration
 	// HostRoot is the powercap tree of the host's RAPL counters (default
 	// /sys/class/powercap; a sim.System's own where its config models a host): each
 	// region's CPU package and DRAM energy (RegionResult.Host) and the node's
@@ -134,6 +140,9 @@ type Region struct {
 func Start(ctx context.Context, o Options) (*Recorder, error) {
 	if o.Poll < 0 {
 		return nil, fmt.Errorf("gpuwatt: Options.Poll %s: want 0 (adaptive) or a positive interval", o.Poll)
+	}
+	if err := sensor.CheckCounterEvery(o.CounterEvery); err != nil {
+		return nil, fmt.Errorf("gpuwatt: Options.CounterEvery %v", err)
 	}
 	if o.SimLoadW < 0 && o.SimLoadW != SimPresetLoad || math.IsNaN(o.SimLoadW) || o.SimLoadW > 5000 {
 		return nil, fmt.Errorf("gpuwatt: Options.SimLoadW %g: want 0 (idle), a power in W up to 5000, or SimPresetLoad", o.SimLoadW)
@@ -204,6 +213,7 @@ func Start(ctx context.Context, o Options) (*Recorder, error) {
 		}
 		popt = p
 	}
+	popt.CounterEvery = o.CounterEvery
 	r.poll = popt
 	r.smp = sensor.New(r.clk, sensors, popt)
 	if err := r.smp.Start(ctx); err != nil {
@@ -326,6 +336,7 @@ func (r *Recorder) Stop() (*Result, error) {
 	if r.poll.Mode == sensor.Fixed {
 		meta.Poll = trace.Poll{Mode: "fixed", Interval: r.poll.Interval.Seconds()}
 	}
+	meta.Poll.CounterEvery = r.poll.CounterEvery.Seconds()
 	for _, d := range r.devs {
 		meta.GPUs = append(meta.GPUs, d.Info())
 	}

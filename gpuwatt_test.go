@@ -87,6 +87,8 @@ func TestOptionsAndMisuse(t *testing.T) {
 		{gpuwatt.Options{Sim: s, GPUs: []int{1}}, "Options.GPUs: no GPU 1 (found 1)"},
 		{gpuwatt.Options{Sim: s, Poll: -time.Second}, "Options.Poll -1s"},
 		{gpuwatt.Options{Sim: s, Poll: 50 * time.Microsecond}, "gpuwatt: Options.Poll 50µs: shorter than the 100µs a poll interval can keep"},
+		{gpuwatt.Options{Sim: s, CounterEvery: 5 * time.Millisecond}, "gpuwatt: Options.CounterEvery 5ms: shorter than 10ms"},
+		{gpuwatt.Options{Sim: s, CounterEvery: -time.Second}, "gpuwatt: Options.CounterEvery -1s: want a positive interval"},
 	} {
 		_, err := gpuwatt.Start(ctx, c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -299,5 +301,46 @@ func main() {
 	}
 	if !strings.Contains(string(out), "region forward: ") {
 		t.Errorf("the program printed no region energy")
+	}
+}
+
+// TestCounterEvery: Options.CounterEvery reads the sim's energy counter every 100 ms (by
+// default on a virtual clock, where a call costs nothing, it is read at an eighth of its
+// update period), and the region's absolute interval holds the twin's truth.
+func TestCounterEvery(t *testing.T) {
+	s, err := sim.New(sim.Options{Preset: "h200", Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := gpuwatt.Start(context.Background(), gpuwatt.Options{Sim: s, CounterEvery: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rec.Begin("work")
+	s.Launch(12*time.Second, 400)
+	s.Synchronize()
+	r.End()
+	s.Sleep(time.Second)
+	res, err := rec.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := res.Trace.Readings(0, "energy.total")
+	if len(rs) < 100 {
+		t.Fatalf("%d counter readings over 12 s, want one about every 100 ms", len(rs))
+	}
+	for i := 1; i < len(rs); i++ {
+		if d := rs[i].T - rs[i-1].T; d < 50*time.Millisecond || d > 250*time.Millisecond {
+			t.Errorf("counter readings %d and %d %v apart, want about 100 ms", i-1, i, d)
+			break
+		}
+	}
+	got := res.Find("work")
+	if len(got) != 1 {
+		t.Fatalf("regions %+v", res.Regions)
+	}
+	e, truth := got[0].GPUs[0], s.GPU(0).TrueEnergy(got[0].Start, got[0].End)
+	if !e.OK || truth < e.AbsLow || truth > e.AbsHigh {
+		t.Errorf("work: truth %.2f J outside [%.2f, %.2f] (%s %.2f J)", truth, e.AbsLow, e.AbsHigh, e.Method, e.Joules)
 	}
 }

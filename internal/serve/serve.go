@@ -132,6 +132,11 @@ func (o Options) Validate() error {
 	if o.Update < 0 || o.Keep < 0 {
 		return status.Inputf("update and keep must not be negative")
 	}
+	if o.Poll != nil {
+		if err := sensor.CheckCounterEvery(o.Poll.CounterEvery); err != nil {
+			return status.Inputf("--counter-every %v", err)
+		}
+	}
 	return nil
 }
 
@@ -168,7 +173,7 @@ func (o Options) withDefaults() Options {
 	if o.lean() {
 		p := sensor.Options{Mode: sensor.Fixed, Interval: DefaultPoll}
 		if o.Poll != nil {
-			p.SlowShare, p.CPUShare, p.HangTimeout = o.Poll.SlowShare, o.Poll.CPUShare, o.Poll.HangTimeout
+			p.SlowShare, p.CPUShare, p.HangTimeout, p.CounterEvery = o.Poll.SlowShare, o.Poll.CPUShare, o.Poll.HangTimeout, o.Poll.CounterEvery
 		}
 		o.Poll = &p
 	}

@@ -309,3 +309,18 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 }
 
 var _ = units.Power(0)
+
+// TestCounterEveryKept: serve --counter-every reaches the Sampler on the lean default
+// (whose options are built anew from a few of the given ones) and on a fixed poll, and a
+// value out of range is bad input naming it.
+func TestCounterEveryKept(t *testing.T) {
+	for _, p := range []*sensor.Options{{Lean: true, CounterEvery: 100 * time.Millisecond}, {Mode: sensor.Fixed, Interval: time.Second, CounterEvery: 100 * time.Millisecond}} {
+		if got := (Options{Poll: p}).withDefaults().Poll.CounterEvery; got != 100*time.Millisecond {
+			t.Errorf("poll %v: the Sampler's CounterEvery %v, want 100ms", p, got)
+		}
+	}
+	err := Options{Poll: &sensor.Options{Lean: true, CounterEvery: time.Millisecond}}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "--counter-every 1ms") {
+		t.Errorf("CounterEvery 1ms: %v, want an error naming it", err)
+	}
+}
