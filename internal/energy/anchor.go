@@ -47,10 +47,21 @@ type anchored struct {
 // At half, a region took half of a ramp's misreading beside it (+5.2 %, on a span of 10 s).
 const MinAnchorShare = 0.9
 
-// anchor anchors the calibrated ring's figure over the region (r.est.EnergyJ) to the
+// anchor is the narrower of the two anchors the counter's readings allow: over the span
+// around the region (spanAnchor) and, where they lie close around its edges, the dense
+// anchor (denseAnchor). ok is false where neither can be had.
+func (r *regionRun) anchor() (anchored, bool) {
+	an, ok := r.spanAnchor()
+	if d, dok := r.denseAnchor(); dok && (!ok || d.comp.HalfWidthJ < an.comp.HalfWidthJ) {
+		return d, true
+	}
+	return an, ok
+}
+
+// spanAnchor anchors the calibrated ring's figure over the region (r.est.EnergyJ) to the
 // counter's increase over the readings that bracket it. ok is false where the counter does
 // not bracket the region (or resets inside the span) or the ring has no figure over it.
-func (r *regionRun) anchor() (anchored, bool) {
+func (r *regionRun) spanAnchor() (anchored, bool) {
 	if r.cal == nil {
 		return anchored{}, false
 	}
@@ -108,11 +119,7 @@ func (r *regionRun) anchor() (anchored, bool) {
 		Note: fmt.Sprintf("anchored to %s over %s (%s to %s): %s read %+.3g J (%+.2f %%) against it; the region took %.0f %% of that (%s); bound: the larger of the %.3g J it did not take and the %.3g J it took (the ring's error may lie on either side), the counter's timing (±%.3g J) and %s's own interval outside the region (%s), added",
 			counterChannel, fmtDur(b-a), correct.FmtS(a.Seconds()), correct.FmtS(b.Seconds()), r.cal.Channel, diff, 100*diff/math.Max(math.Abs(eCtr), 1e-9),
 			100*s, how, (1-s)*math.Abs(diff), s*math.Abs(diff), tol, r.cal.Channel, strings.Join(outNotes, ", "))}
-	an := anchored{shift: -s * diff, share: share, comp: c}
-	if d, ok := r.denseAnchor(); ok && d.comp.HalfWidthJ < an.comp.HalfWidthJ {
-		return d, true
-	}
-	return an, true
+	return anchored{shift: -s * diff, share: share, comp: c}, true
 }
 
 // MaxDenseStraddle is the longest stretch between two of the counter's readings that the
@@ -135,7 +142,7 @@ const MaxDenseStraddle = time.Second
 // ring's energy over each piece (clipped to those bounds) is the figure's; the bound is
 // the larger of its distances to them. No timing term: the readings' lateness is in the
 // bounds. With readings every 100 ms a region padded into idle is bounded by 0.1-0.3 s of
-// idle power at each edge, where anchor's bound over a span of 2 s or more is the whole of
+// idle power at each edge, where spanAnchor's bound over a span of 2 s or more is the whole of
 // the ring's error there (h200 twin: 20 ms square waves and 20 ms-slot ramps,
 // TestDenseCounterLockedLoads). ok is false where the counter does not bracket the region
 // so, resets there, or a straddle is longer than MaxDenseStraddle.
