@@ -21,9 +21,11 @@ import (
 // three boards unlike each other (h100's ring, k20's few channels, mi300x's 1 ms AMD
 // channels); on every preset with GPUWATT_SLOW_TESTS (CI).
 func TestSamplerOnSimPresets(t *testing.T) {
+	t.Parallel()
 	for _, preset := range testkit.Presets(t, sim.Presets(), "h100", "k20", "mi300x") {
 		for _, opt := range []sensor.Options{{Mode: sensor.Adaptive}, {Mode: sensor.Adaptive, PhaseLock: true}, {Mode: sensor.Max}} {
 			t.Run(preset+"/"+opt.String(), func(t *testing.T) {
+				t.Parallel()
 				cfg, err := sim.Preset(preset)
 				if err != nil {
 					t.Fatal(err)
@@ -137,6 +139,7 @@ func BenchmarkSamplerSimH100(b *testing.B) {
 // CPU their threads took, a small positive share of the span (issue 18: the Sampler's CPU
 // per GPU), and the shares add up to no more than the process's own.
 func TestGPUCPUTimePerGPU(t *testing.T) {
+	t.Parallel()
 	cfg := simtest.Preset(t, "h100")
 	cfg.GPUs = 3
 	clk := clock.NewReal()
@@ -182,6 +185,7 @@ func TestGPUCPUTimePerGPU(t *testing.T) {
 // TestGPUCPUTimeNeedsThreadCPU: without Options.ThreadCPU the lanes keep no thread of their
 // own (serve's default: the handoffs cost a third of its CPU), and no per-GPU CPU is told.
 func TestGPUCPUTimeNeedsThreadCPU(t *testing.T) {
+	t.Parallel()
 	cfg := simtest.Preset(t, "h100")
 	clk := clock.NewReal()
 	sys, err := sim.Open(clk, cfg)

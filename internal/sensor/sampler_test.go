@@ -70,6 +70,7 @@ func (brokenSensor) Read(dst []Reading) ([]Reading, error) {
 }
 
 func TestSamplerVirtualCatchesUpdates(t *testing.T) {
+	t.Parallel()
 	modes := []Options{{Mode: Adaptive}, {Mode: Max}, {Mode: Fixed, Interval: 5 * time.Millisecond}}
 	for _, opt := range modes {
 		t.Run(opt.String(), func(t *testing.T) {
@@ -154,6 +155,7 @@ func (t *tapSensor) Read(dst []Reading) ([]Reading, error) {
 }
 
 func TestSamplerTimestampsNearUpdates(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewVirtual(time.Time{})
 	f := &tapSensor{stepSensor: &stepSensor{clk: clk, name: "power.instant", period: 100 * time.Millisecond, phase: 37 * time.Millisecond, hint: 100 * time.Millisecond}}
 	s := New(clk, []Sensor{f}, Options{PhaseLock: true})
@@ -202,6 +204,7 @@ func TestSamplerTimestampsNearUpdates(t *testing.T) {
 }
 
 func TestSamplerRealClock(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewReal()
 	f := &stepSensor{clk: clk, name: "power.instant", period: 10 * time.Millisecond, hint: 10 * time.Millisecond}
 	s := New(clk, []Sensor{f}, Options{})
@@ -220,6 +223,7 @@ func TestSamplerRealClock(t *testing.T) {
 }
 
 func TestParsePoll(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want Options
@@ -266,6 +270,7 @@ func (b *burstSensor) Read(dst []Reading) ([]Reading, error) {
 func (b *burstSensor) PeriodHint() time.Duration { return 100 * time.Millisecond }
 
 func TestSamplerIgnoresBursts(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewVirtual(time.Time{})
 	s := New(clk, []Sensor{&burstSensor{clk: clk, period: 100 * time.Millisecond}}, Options{PhaseLock: true})
 	if err := s.Start(context.Background()); err != nil {
@@ -303,6 +308,7 @@ func (n nowSensor) Read(dst []Reading) ([]Reading, error) {
 }
 
 func TestSamplerPoke(t *testing.T) {
+	t.Parallel()
 	for _, clk := range []clock.Clock{clock.NewReal(), clock.NewVirtual(time.Time{})} {
 		s := New(clk, []Sensor{nowSensor{clk}}, Options{Mode: Fixed, Interval: time.Hour})
 		if err := s.Start(context.Background()); err != nil {
@@ -327,6 +333,7 @@ func TestSamplerPoke(t *testing.T) {
 // gave before ParsePoll refused it) must still answer Poke; it did not, and measure hung
 // in Poke for ever, deaf to Ctrl-C (issue 20).
 func TestSamplerPokeWhenLate(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewReal()
 	f := &stepSensor{clk: clk, name: "power.instant", period: 10 * time.Millisecond}
 	s := New(clk, []Sensor{f}, Options{Mode: Fixed, Interval: time.Millisecond})
@@ -381,6 +388,7 @@ func (j *jitterSensor) Read(dst []Reading) ([]Reading, error) {
 func (j *jitterSensor) PeriodHint() time.Duration { return 100 * time.Millisecond }
 
 func TestSamplerGivesUpPhaseLockOnJitter(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewVirtual(time.Time{})
 	j := newJitterSensor(clk)
 	s := New(clk, []Sensor{j}, Options{PhaseLock: true})
@@ -403,6 +411,7 @@ func TestSamplerGivesUpPhaseLockOnJitter(t *testing.T) {
 }
 
 func TestSamplerFixedKeepsRingRule(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewVirtual(time.Time{})
 	buf := &bufSensor{clk: clk, period: 20 * time.Millisecond, last: -1}
 	step := &stepSensor{clk: clk, name: "power.instant", period: 100 * time.Millisecond, hint: 100 * time.Millisecond}
@@ -445,6 +454,7 @@ func (h *heldSensor) Read(dst []Reading) ([]Reading, error) {
 // even where the sensor held its value for 300 ms (counted as missed, not lost); polled
 // every 25 ms, each gap between calls holds two updates that may be lost.
 func TestLostUpdatesBound(t *testing.T) {
+	t.Parallel()
 	run := func(s Sensor, opt Options, clk *clock.Virtual) trace.ChannelStats {
 		t.Helper()
 		smp := New(clk, []Sensor{s}, opt)

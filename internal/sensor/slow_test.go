@@ -36,7 +36,8 @@ func (cheapSensor) Read(dst []Reading) ([]Reading, error) {
 // most every latency/SlowShare (2 ms / 1 % = 0.2 s here), the others at the interval;
 // without it every channel at the interval.
 func TestSlowShare(t *testing.T) {
-	run := func(share float64) (slow, fast int) {
+	t.Parallel()
+	run := func(t *testing.T, share float64) (slow, fast int) {
 		s := New(clock.NewReal(), []Sensor{slowSensor{"clock.sm"}, cheapSensor{}}, Options{Mode: Fixed, Interval: 10 * time.Millisecond, SlowShare: share})
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
@@ -52,15 +53,22 @@ func TestSlowShare(t *testing.T) {
 		}
 		return slow, fast
 	}
-	slow, fast := run(0.01)
-	t.Logf("SlowShare 1 %%: the 2 ms channel polled %d times in 1.2 s, the cheap one %d", slow, fast)
-	if slow > 20 || fast < 40 {
-		t.Errorf("SlowShare 1 %%: slow channel %d polls (want <= 20: 8 at the interval, then every ~0.2 s), cheap one %d (want >= 40)", slow, fast)
-	}
-	slow0, _ := run(0)
-	if slow0 < 40 {
-		t.Errorf("SlowShare 0: the slow channel polled %d times in 1.2 s, want every 10 ms (>= 40)", slow0)
-	}
+	// The two samplers side by side (each sleeps through its 1.2 s).
+	t.Run("1%", func(t *testing.T) {
+		t.Parallel()
+		slow, fast := run(t, 0.01)
+		t.Logf("SlowShare 1 %%: the 2 ms channel polled %d times in 1.2 s, the cheap one %d", slow, fast)
+		if slow > 20 || fast < 40 {
+			t.Errorf("SlowShare 1 %%: slow channel %d polls (want <= 20: 8 at the interval, then every ~0.2 s), cheap one %d (want >= 40)", slow, fast)
+		}
+	})
+	t.Run("0", func(t *testing.T) {
+		t.Parallel()
+		slow0, _ := run(t, 0)
+		if slow0 < 40 {
+			t.Errorf("SlowShare 0: the slow channel polled %d times in 1.2 s, want every 10 ms (>= 40)", slow0)
+		}
+	})
 }
 
 // TestLeanPolling: measure's default, --poll lean, caps a slow state channel in adaptive
@@ -68,7 +76,8 @@ func TestSlowShare(t *testing.T) {
 // LeanStateInterval, while a power channel keeps its adaptive interval; plain adaptive
 // polling reads both state channels far more often.
 func TestLeanPolling(t *testing.T) {
-	run := func(o Options) (slow, temp, power int) {
+	t.Parallel()
+	run := func(t *testing.T, o Options) (slow, temp, power int) {
 		s := New(clock.NewReal(), []Sensor{slowSensor{"clock.sm"}, slowSensor{"temp.gpu"}, cheapSensor{}}, o)
 		// temp.gpu here: a second state channel, its reads 2 ms as well
 		if err := s.Start(context.Background()); err != nil {
@@ -93,15 +102,22 @@ func TestLeanPolling(t *testing.T) {
 		t.Fatalf("ParsePoll(lean) = %+v, %v", lean, err)
 	}
 	lean.SlowShare = 0.01
-	slow, temp, power := run(lean)
-	t.Logf("lean: clock.sm %d polls, temp.gpu %d, power.usage %d in 1.5 s", slow, temp, power)
-	if slow > 20 || temp > 20 || power < 60 {
-		t.Errorf("lean: state channels polled %d and %d times in 1.5 s (want <= 20: learning, then >= 0.2 s apart), the power channel %d (want >= 60)", slow, temp, power)
-	}
-	slowA, _, _ := run(Options{Mode: Adaptive})
-	if slowA < 25 {
-		t.Errorf("adaptive: the state channel polled %d times in 1.5 s, want more than lean's (>= 25)", slowA)
-	}
+	// The two samplers side by side (each sleeps through its 1.5 s).
+	t.Run("lean", func(t *testing.T) {
+		t.Parallel()
+		slow, temp, power := run(t, lean)
+		t.Logf("lean: clock.sm %d polls, temp.gpu %d, power.usage %d in 1.5 s", slow, temp, power)
+		if slow > 20 || temp > 20 || power < 60 {
+			t.Errorf("lean: state channels polled %d and %d times in 1.5 s (want <= 20: learning, then >= 0.2 s apart), the power channel %d (want >= 60)", slow, temp, power)
+		}
+	})
+	t.Run("adaptive", func(t *testing.T) {
+		t.Parallel()
+		slowA, _, _ := run(t, Options{Mode: Adaptive})
+		if slowA < 25 {
+			t.Errorf("adaptive: the state channel polled %d times in 1.5 s, want more than lean's (>= 25)", slowA)
+		}
+	})
 }
 
 // burstyCounter is an energy counter whose every fourth call takes 8 ms and the others
@@ -125,6 +141,7 @@ func (c burstyCounter) Read(dst []Reading) ([]Reading, error) {
 // call costly is read every mean/CPUShare (2 ms / 2 % = 0.1 s here), not at the 10 ms
 // interval (by the median it was: its calls then took ~15 % of the wall time).
 func TestCounterShareByMeanCall(t *testing.T) {
+	t.Parallel()
 	n := 0
 	s := New(clock.NewReal(), []Sensor{burstyCounter{&n}}, Options{Mode: Fixed, Interval: 10 * time.Millisecond, CPUShare: 0.02})
 	if err := s.Start(context.Background()); err != nil {
