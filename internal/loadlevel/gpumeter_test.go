@@ -14,6 +14,7 @@ import (
 // The GPU meter on the sim device (virtual clock): each recording period's corrected mean
 // power against the sim's true energy over the period, under load and at idle.
 func TestGPUMeterOnSim(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.Preset("h100")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestReportJSONSchemas(t *testing.T) {
+	t.Parallel()
 	want := Intervals{Warmup: 2 * time.Second, Calibrations: 3, Pre: 500 * time.Millisecond, Record: 3 * time.Second, Post: 500 * time.Millisecond, Idle: 3 * time.Second}
 	cases := []struct{ name, in string }{
 		// As written before schema 2 (results/nvidia-h200/2026-11-21-characterize-quick).

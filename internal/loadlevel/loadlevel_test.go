@@ -18,6 +18,7 @@ import (
 )
 
 func TestFFTAgainstReference(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for n := MinFFTSize; n <= 1<<16; n *= 2 { // up to MaxFFTSize it only takes longer
 		x := make([]complex128, n)
@@ -68,6 +69,7 @@ func virtualRun(t *testing.T, tx Transaction, users int, levels []float64) *RunR
 
 // Every level within ±2 % (relative) of its target, on the virtual clock.
 func TestLevelsOnTarget(t *testing.T) {
+	t.Parallel()
 	f, _ := NewFFT(64)
 	f.NsPerOp = 2000 // 768 µs per transaction: 4 users calibrate to ~5200 tx/s
 	res := virtualRun(t, f, 4, DefaultLevels)
@@ -120,6 +122,7 @@ func TestLevelsOnTarget(t *testing.T) {
 // The delays between transaction starts pass a Kolmogorov–Smirnov test against the
 // exponential with the level's mean (U / rate).
 func TestInterArrivalKS(t *testing.T) {
+	t.Parallel()
 	f, _ := NewFFT(64)
 	f.NsPerOp = 2000
 	res := virtualRun(t, f, 4, []float64{0.5})
@@ -170,6 +173,7 @@ func (s *sleepingTx) Process(u *User, in any) (any, error) {
 }
 
 func TestLateUserCatchesUp(t *testing.T) {
+	t.Parallel()
 	res := virtualRun(t, &slowTx{}, 1, []float64{0.5, 0.25})
 	for _, l := range res.Levels[:2] {
 		if math.Abs(l.ActualLoad-l.TargetLoad) > 0.02 {
@@ -180,6 +184,7 @@ func TestLateUserCatchesUp(t *testing.T) {
 
 // Verification catches a planted wrong result and names the transaction.
 func TestVerificationCatchesPlantedError(t *testing.T) {
+	t.Parallel()
 	f, _ := NewFFT(256)
 	f.NsPerOp = 2000
 	f.Corrupt = func(user int, seq int64) bool { return user == 1 && seq%50 == 0 }
@@ -228,6 +233,7 @@ func TestRealClock(t *testing.T) {
 }
 
 func TestRAPLFixture(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	write := func(p, v string) {
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -297,6 +303,7 @@ func TestPTDMeter(t *testing.T) {
 }
 
 func TestParseLevels(t *testing.T) {
+	t.Parallel()
 	if l, _ := ParseLevels("ssj"); len(l) != 10 || l[9] != 0.1 {
 		t.Errorf("ssj = %v", l)
 	}
@@ -316,6 +323,7 @@ func TestParseLevels(t *testing.T) {
 // A level off its target by more than LoadTolerance is flagged, and the reason names the
 // level by its target and gives the actual load.
 func TestLevelOffTargetNamed(t *testing.T) {
+	t.Parallel()
 	f, _ := NewFFT(64)
 	f.NsPerOp = 2000
 	res, err := Measure(context.Background(), Config{

@@ -11,6 +11,7 @@ import (
 )
 
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	lv := func(target, p, half float64) Level {
 		return Level{TargetLoad: target, ActiveIdle: target == 0, PowerW: p, PowerLowW: p - half, PowerHighW: p + half}
 	}
@@ -50,6 +51,7 @@ func (k kindMeter) End(w Window) (float64, error) {
 
 // The GPU's and the host's power side by side and summed; the first meter gives power_w.
 func TestHostBesideGPU(t *testing.T) {
+	t.Parallel()
 	f, _ := NewFFT(64)
 	f.NsPerOp = 2000
 	iv := Intervals{Calibrations: 2, Record: 2 * time.Second, Idle: time.Second}

@@ -31,6 +31,7 @@ func (f *fakeBusy) AddBusy(start, end time.Duration, share float64) {
 // SimLoad gives each millisecond the share of its users' busy time, and gives the bin being
 // filled up to the time the clock moves to.
 func TestSimLoadShares(t *testing.T) {
+	t.Parallel()
 	us := time.Microsecond
 	ms := time.Millisecond
 	f := &fakeBusy{}
@@ -63,6 +64,7 @@ func TestSimLoadShares(t *testing.T) {
 // it busy and its sensors read about its command load; at active idle, between its idle
 // and its active idle.
 func TestRunOnSim(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.Preset("h100")
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // launches, from the execution model), and the 100 % level's power, read through the
 // sensors, is the kernels' true power within the board's gain and offset errors.
 func TestSimGemmAgainstTruth(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.Preset("h200")
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +58,7 @@ func TestSimGemmAgainstTruth(t *testing.T) {
 // slot each) and the host's round trip bounds the rate: users / (round trip + copies +
 // kernel).
 func TestSimFFTSlots(t *testing.T) {
+	t.Parallel()
 	sm := simtest.Open(t, "h200")
 	ks, in, out, err := SimKernels(Work{Workload: WorkloadFFT, Variant: VariantGPU, Size: 64, Batch: 1}, "9.0")
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 // Without a power source, power, tx/J and the score are unavailable, with the reason: the
 // JSON has no power_w, tx_per_j or overall_score to read as 0, and the page says so.
 func TestNoPowerSourceUnavailable(t *testing.T) {
+	t.Parallel()
 	f, _ := NewFFT(64)
 	f.NsPerOp = 20000 // few transactions: a short test
 	short := Intervals{Calibrations: 2, Record: 2 * time.Second, Idle: time.Second}
