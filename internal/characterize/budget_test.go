@@ -20,6 +20,7 @@ const quickBudgetS = 160
 // clock is logged: the before and after of issue 35 are in
 // results/dev-vm/2026-11-28-quick-clock.
 func TestQuickFitsItsBudget(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t) // 22 s: two quick characterisations
 	for _, preset := range []string{"h100", "h200"} {
 		t.Run(preset, func(t *testing.T) {

@@ -32,6 +32,7 @@ func openSim(t *testing.T) Options {
 // TestInterrupted: Ctrl-C during a stage keeps what was measured, marks the results
 // incomplete and lists the stages not run; the page says so.
 func TestInterrupted(t *testing.T) {
+	t.Parallel()
 	opt := openSim(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -71,6 +72,7 @@ func TestInterrupted(t *testing.T) {
 }
 
 func TestUnknownStage(t *testing.T) {
+	t.Parallel()
 	opt := openSim(t)
 	opt.Stages = []string{"sensor", "tea"}
 	if _, err := characterise(context.Background(), opt); err == nil || !strings.Contains(err.Error(), `"tea"`) {
@@ -81,6 +83,7 @@ func TestUnknownStage(t *testing.T) {
 // TestInvalidLoadLevelWarnedOnce: each reason an invalid load-level run gives is one warning,
 // marked INVALID, told once however many runs give it, and the runs' own warnings stay.
 func TestInvalidLoadLevelWarnedOnce(t *testing.T) {
+	t.Parallel()
 	why := "level 100 % (interval 003_lvl): actual load 105.36 % is not within ±2.0 points of the target"
 	note := func(m string) status.Status {
 		return status.Status{Warnings: []status.Warning{status.Warnf("note", "%s", m)}}
@@ -109,6 +112,7 @@ func TestInvalidLoadLevelWarnedOnce(t *testing.T) {
 // as its list names them; the baseline (per launch) is left out, and a kernel with nothing
 // above pi0 has no point on the log axis.
 func TestMicroPlot(t *testing.T) {
+	t.Parallel()
 	m := &micro.Result{Rows: []micro.Row{
 		{Name: "baseline", Unit: "launch", PJPerUnit: 4e8},
 		{Name: "fp32.fma", Unit: "op", PJPerUnit: 11.7, PJPerUnitAbovePi0: 7.9},
@@ -125,6 +129,7 @@ func TestMicroPlot(t *testing.T) {
 }
 
 func TestShortNames(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want []string }{
 		{[]string{"r/h200/full/ch", "r/h200/quick/ch"}, []string{"full/ch", "quick/ch"}},
 		{[]string{"a/x-full/full", "a/x-quick/quick", "a/x-quick-run3/quick"}, []string{"x-full/full", "x-quick/quick", "x-quick-run3/quick"}},
@@ -139,6 +144,7 @@ func TestShortNames(t *testing.T) {
 
 // TestHeadlineNamesTheCard: two cards of one model are told apart by UUID and date.
 func TestHeadlineNamesTheCard(t *testing.T) {
+	t.Parallel()
 	r := &Result{GPU: trace.GPU{Name: "NVIDIA H200", UUID: "GPU-7834e710"}, Date: "2026-11-21T13:36:36Z"}
 	h := r.Headline()
 	if !slices.Contains(h, [2]string{"UUID", "GPU-7834e710"}) || !slices.Contains(h, [2]string{"date", "2026-11-21T13:36:36Z"}) {

@@ -19,6 +19,7 @@ func card(uuid string, epsMem, hw float64) *Result {
 // TestReproducibility: the CV over runs, and a card-to-card difference named only beyond
 // both intervals and, for an energy, the ±5 % gain part of each value.
 func TestReproducibility(t *testing.T) {
+	t.Parallel()
 	find := func(rp *Repro, name string) ReproFigure {
 		for _, f := range rp.Figures {
 			if f.Name == name {
@@ -60,6 +61,7 @@ func TestReproducibility(t *testing.T) {
 // above it (pi0's share scaled by pi0 / the baseline kernel's power), with pi0's interval;
 // without it, micro's report as it is.
 func TestMicroAbovePi0(t *testing.T) {
+	t.Parallel()
 	m := &micro.Result{Pi0W: 120, Pi0HalfWidthW: 1, Rows: []micro.Row{{Name: "fp32.fma", Unit: "op", PJPerUnit: 12, PJPerUnitLow: 11.9, PJPerUnitHigh: 12.1, PJPerUnitPi0: 3.6, PJPerUnitAbovePi0: 8.4}}}
 	r := &Result{Micro: m}
 	if r.MicroAbovePi0() != m {

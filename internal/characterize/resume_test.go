@@ -8,6 +8,7 @@ import (
 
 // Resuming with another GPU's results is refused, naming both.
 func TestResumeOtherGPU(t *testing.T) {
+	t.Parallel()
 	opt := openSim(t)
 	prev := &Result{Format: Format, Device: "nvml", Stages: []StageInfo{{Name: StageSensor, Status: StatusDone}}}
 	prev.GPU.Name, prev.GPU.UUID = "NVIDIA H200", "GPU-1234"
@@ -20,6 +21,7 @@ func TestResumeOtherGPU(t *testing.T) {
 
 // A stage that was partial or failed in the earlier run runs again; a done one is kept.
 func TestResumeRerunsUnfinished(t *testing.T) {
+	t.Parallel()
 	opt := openSim(t)
 	opt.Stages = []string{StageSensor, StageMicro}
 	first, err := characterise(context.Background(), opt)

@@ -18,6 +18,7 @@ import (
 // interval is widened by the ±5 % gain part in quadrature (as the energy estimator makes its
 // absolute interval); a recorded one is used as it is; no interval stays none.
 func TestAbsoluteWidensByGain(t *testing.T) {
+	t.Parallel()
 	got, widened := absolute(100, [2]float64{97, 104}, [2]float64{})
 	want := [2]float64{100 - math.Sqrt(3*3+5*5), 100 + math.Sqrt(4*4+5*5)}
 	if !widened || math.Abs(got[0]-want[0]) > 1e-9 || math.Abs(got[1]-want[1]) > 1e-9 {
@@ -42,6 +43,7 @@ func TestAbsoluteWidensByGain(t *testing.T) {
 // every key figure has the absolute interval its stage recorded (its *_abs_ci key), not
 // one widened here: a stage that stops writing it fails this test.
 func TestKeyFiguresHoldTheTruth(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.Preset("h100")
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +117,7 @@ func TestKeyFiguresHoldTheTruth(t *testing.T) {
 // one table, a column per run: each key figure's row holds each run's value with its
 // absolute interval, "not measured" where a run lacks it, and each run's verdict.
 func TestCompareSummariesSideBySide(t *testing.T) {
+	t.Parallel()
 	run := func(gpu string, pi0, idle, tx float64, withLoad bool) *Result {
 		abs := func(v, rel float64) [2]float64 { return [2]float64{v * (1 - rel), v * (1 + rel)} }
 		r := &Result{Format: Format, GPU: trace.GPU{Name: gpu}, Stages: []StageInfo{{Name: StageArchline, Status: StatusDone}}}

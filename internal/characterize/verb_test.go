@@ -8,6 +8,7 @@ import (
 )
 
 func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
 	if err := (characterize.Options{Stages: []string{characterize.StageLoadlevel}}).Validate(); err != nil {
 		t.Fatalf("loadlevel stage: %v", err)
 	}
