@@ -6,15 +6,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 )
 
 // What docs/README.md and `devices` say of the presets: every verb runs on h100, h200, a100 and
 // v100; on k20 the three verbs that run gpuwatt's own kernels cannot (PTX for compute
-// capability 7.0 and newer), and `devices` and the verbs say why.
+// capability 7.0 and newer), and `devices` and the verbs say why. By default on h100 and
+// k20 (one that runs them, the one that cannot); on every preset where the slow tests run
+// (CI).
 func TestPresetsRunTheKernelVerbs(t *testing.T) {
 	t.Parallel()
 	const why = `no PTX target known for sm_35 (gpuwatt generates PTX for compute capability 7.0 to 12.1: Volta and newer)`
-	for _, preset := range []string{"h100", "h200", "a100", "v100", "k20"} {
+	for _, preset := range testkit.Presets(t, []string{"h100", "h200", "a100", "v100", "k20"}, "h100", "k20") {
 		dev := "sim:" + preset
 		a, stdout, stderr, ctx := testApp(t)
 		if code := a.Main(ctx, []string{"devices", "--device", dev, "--json"}); code != 0 {
