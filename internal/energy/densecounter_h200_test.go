@@ -29,7 +29,33 @@ type denseRun struct {
 	knownOff map[string]string
 }
 
-var denseRuns = []denseRun{}
+var denseRuns = []denseRun{
+	// results/nvidia-h200/2026-11-28-intervals-shapes-7 and -8: the shapes in two new orders
+	// (--seed 7, 8) on two boards at once, the counter read every 100 ms.
+	{dir: "nvidia-h200/2026-11-28-intervals-shapes-7/recorded", gpu: 0,
+		knownMiss: map[string]string{
+			"r0-square-20ms named:power.samples": square20Why + "; on its robust scale −0.66 % against ±0.60 %, the counter's readings around it finding it within its own interval",
+			"r0-square-20ms power.usage":         avg20Why,
+			"r0-square-20ms named:power.usage":   avg20Why,
+			"r0-square-20ms power.average":       avg20Why,
+			"r0-square-20ms named:power.average": avg20Why,
+			"r1-ramp-3s power.usage":             avgRampWhy,
+			"r1-ramp-3s named:power.usage":       avgRampWhy,
+			"r1-ramp-3s power.average":           avgRampWhy,
+			"r1-ramp-3s named:power.average":     avgRampWhy,
+		}},
+	{dir: "nvidia-h200/2026-11-28-intervals-shapes-8/recorded", gpu: 1},
+}
+
+// avg20Why and avgRampWhy: the 1 s average (power.usage, power.average), built of the
+// board's 20 ms samples, misreads a load locked to them; with the counter read every 100 ms
+// its reference check spans the readings just around the region (3.5 s) and adds their
+// difference whole, which falls short of the region's own by 3-4 %: the pieces of the span
+// outside the region hold a little of the opposite sign.
+const (
+	avg20Why   = "a 20 ms square wave read +17.4 to +17.8 % by the 1 s average, against ±17.1 %: the reference over the readings around it (±272 J) short of the region's 280-285 J"
+	avgRampWhy = "a ramp in 20 ms slots read −11.3 to −11.6 % by the 1 s average, against ±10.7 to ±11.0 %: the reference over the readings around it short of the region's error"
+)
 
 // DefaultCounterSpacing is how far apart the lean default's counter readings lie on an
 // H200 (its call costs 3.4-6.3 ms, capped at 0.2 % of a core: every 1.7-3.2 s;
@@ -190,6 +216,40 @@ func checkDenseRun(t *testing.T, run denseRun) {
 	}
 	if d, s := scores["dense"], scores["thinned"]; d.within < s.within {
 		t.Errorf("the dense counter's default within 2 %% on %d windows, the thinned one's on %d: density should not cost", d.within, s.within)
+	}
+	checkDenseShortWindows(t, dir, run, tr, thin)
+}
+
+// checkDenseShortWindows: on the windows under 2 s (0.5 s inside the loads, the parts of
+// back-to-back regions) the default holds the reference (within its own uncertainty) in at
+// least 95 % of them with every counter reading, as thinned. Before the fits took dense
+// readings 1.5 s apart (MinFitIncrement), the ring's calibration over increments of 0.1 s
+// put them 2-6 % off: 31-33 of 39 on -7 and -8, against 39/39 thinned.
+func checkDenseShortWindows(t *testing.T, dir string, run denseRun, dense, thin *trace.Trace) {
+	for _, v := range []struct {
+		name string
+		tr   *trace.Trace
+	}{{"dense", dense}, {"thinned", thin}} {
+		cache := &energy.Cache{}
+		in, n := 0, 0
+		var hw []float64
+		for _, w := range loadShapeWindows(t, filepath.Join(dir, "crosscheck.json")) {
+			if w.ToS-w.FromS >= 2 {
+				continue
+			}
+			est := energy.Region(v.tr, run.gpu, time.Duration(w.FromS*1e9), time.Duration(w.ToS*1e9), energy.Options{Cache: cache})
+			n++
+			hw = append(hw, est.HalfWidthJ()/w.RefJ)
+			if est.Method != energy.NoFigure && math.Abs(est.EnergyJ-w.RefJ) <= est.HalfWidthJ()+w.RefUJ {
+				in++
+			} else {
+				t.Logf("%s %s default: %s %+.2f %% ± %.2f %% (the reference ± %.2f %%): %s", v.name, w.Burst, est.Method, 100*(est.EnergyJ/w.RefJ-1), 100*est.HalfWidthJ()/w.RefJ, 100*w.RefUJ/w.RefJ, energy.Budget(est.Uncertainty))
+			}
+		}
+		t.Logf("%-7s: windows under 2 s, the default holds the reference in %d/%d (median half-width ±%.2f %%)", v.name, in, n, 100*medianOf(hw))
+		if v.name == "dense" && float64(in) < 0.95*float64(n) {
+			t.Errorf("dense: the default holds the reference in %d of %d windows under 2 s, want 95 %%", in, n)
+		}
 	}
 }
 
