@@ -77,6 +77,7 @@ func checkTruth(t *testing.T, name string, rep *Result, cfg sim.Config, gain flo
 // (in practice 0.5 %), and so the truth within the counter's gain error plus 1 %, the
 // figures docs/archline.md gives (at most h100 +2.4 %, h200 −1.6 %, a100 +3.6 %, v100 −2.5 %).
 func TestPresetsRecoverTruth(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	for _, preset := range []string{"h100", "h200", "a100", "v100"} {
 		t.Run(preset, func(t *testing.T) {
@@ -119,6 +120,7 @@ func TestPresetsRecoverTruth(t *testing.T) {
 
 // TestRandomConfigsRecoverTruth draws pi0, eps_flop and eps_mem within plausible ranges.
 func TestRandomConfigsRecoverTruth(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	rng := rand.New(rand.NewPCG(2, 7))
 	u := func(a, b float64) float64 { return a + (b-a)*rng.Float64() }
@@ -137,6 +139,7 @@ func TestRandomConfigsRecoverTruth(t *testing.T) {
 }
 
 func TestClockFilter(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	// A low power limit caps many points: they are kept, marked and not fitted, and the
 	// fit on the rest still recovers the truth.
@@ -164,6 +167,7 @@ func TestClockFilter(t *testing.T) {
 }
 
 func TestOLSAndDerived(t *testing.T) {
+	t.Parallel()
 	// Exact data: the fit returns the parameters and R² = 1.
 	var pts []Point
 	for i, I := range []float64{0.125, 1, 8, 64} {
@@ -210,6 +214,7 @@ func TestOLSAndDerived(t *testing.T) {
 }
 
 func TestPlanAndPage(t *testing.T) {
+	t.Parallel()
 	ds, err := Plan(h100Props(t), Options{Precisions: []kernels.Precision{kernels.FP64}, Intensities: []float64{1, 2}, Occupancies: []float64{0.5, 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -261,6 +266,7 @@ func h100Props(t *testing.T) gpu.Props {
 // with the counter's figure and the readings beside it. Where the counter updates every
 // 100 ms it has enough readings inside every point and gives the energy itself.
 func TestEnergyFromRing(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	for _, tc := range []struct {
 		name, js string
@@ -299,6 +305,7 @@ func TestEnergyFromRing(t *testing.T) {
 
 // TestOccupancyGeometry: every SM runs the same share of its threads.
 func TestOccupancyGeometry(t *testing.T) {
+	t.Parallel()
 	props := h100Props(t)
 	ds, err := Plan(props, Options{Precisions: []kernels.Precision{kernels.FP32}, Intensities: []float64{1}})
 	if err != nil {
@@ -320,6 +327,7 @@ func TestOccupancyGeometry(t *testing.T) {
 // derived figures were NaN (the powerline), and characterize's results.json could not be
 // written at all after a Ctrl-C in archline (issue 20).
 func TestDeriveWithoutFit(t *testing.T) {
+	t.Parallel()
 	d := derive(Fit{Pi0W: 100}, 19.5e12, 1.56e12, 0, 4, 400)
 	if _, err := json.Marshal(d); err != nil {
 		t.Fatalf("derived figures of an empty fit: %v", err)

@@ -64,6 +64,7 @@ func truthFit(t *testing.T, sm simtest.Sim, res *PrecisionResult, opt Options) F
 // between), which lies within 1 % of the configured eps_flop, eps_mem and pi0: the rest is
 // the kernels' own loop and address arithmetic, which the thesis's eps include.
 func TestIntervalsHoldHiddenTruth(t *testing.T) {
+	t.Parallel()
 	const maxWidth = 0.07
 	opt := Options{Intensities: QuickIntensities, Occupancies: QuickOccupancies, Loop: QuickLoop}
 	worst := 0.0
@@ -158,6 +159,7 @@ func runHidden(t *testing.T, js string, opt Options) (*Result, sim.Config, simte
 // A 1 kW power limit keeps every point at the top clock (at 400 W the a100 config fits 6
 // points at 1/32 and 1/8 occupancy only, which cannot tell the term).
 func TestStaticTermByBIC(t *testing.T) {
+	t.Parallel()
 	opt := Options{Precisions: []kernels.Precision{kernels.FP32}, Intensities: QuickIntensities, Occupancies: DefaultOccupancies}
 	for _, tc := range []struct {
 		seed  uint64
@@ -192,6 +194,7 @@ func TestStaticTermByBIC(t *testing.T) {
 // kernels lie below the fit, and eq 6's eps_flop lies outside eq 5's interval: the
 // figures docs/archline.md gives.
 func TestReanalyseH200(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open("testdata/h200-archline-2026-11-21.json.gz")
 	if err != nil {
 		t.Fatal(err)
@@ -241,6 +244,7 @@ func TestReanalyseH200(t *testing.T) {
 // memory rail's part and the rest, the figures docs/archline.md and the 2026-11-24 H200
 // run's README compare with the other card.
 func TestMemorySplitH200Trace(t *testing.T) {
+	t.Parallel()
 	dir := "../../results/nvidia-h200/2026-11-21-archline/archline/"
 	b, err := os.ReadFile(dir + "results.json")
 	if err != nil {
@@ -288,6 +292,7 @@ func TestMemorySplitH200Trace(t *testing.T) {
 // the misfit is no independent draw (each point of the sweep gets one residual sign in
 // every run). Drawing the signs run by run made eps_mem's 24 % narrower (ratio 0.76).
 func TestPooledRunsKeepMisfit(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open("testdata/h200-archline-2026-11-21.json.gz")
 	if err != nil {
 		t.Fatal(err)

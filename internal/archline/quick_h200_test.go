@@ -14,6 +14,7 @@ import (
 // against 149 W: points at those two occupancies run at nearly the same rate, so their
 // times carry little of their own.
 func TestQuickSweepOnH200(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("testdata/h200-sweep.json")
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // counter's scale: truth × gain). The points the power cap slows are shown, not fitted;
 // the fit's eps_mem is the DRAM byte's plus the staging into shared memory and its xors.
 func TestTensorRecoversTruth(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(33, 1))
 	u := func(a, b float64) float64 { return a + (b-a)*rng.Float64() }
 	in, n := 0, 0

@@ -15,6 +15,7 @@ import (
 )
 
 func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
 	if err := (archline.Options{}).Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}

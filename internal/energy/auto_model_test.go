@@ -16,6 +16,7 @@ import (
 // differs from the guess within them (here the 1 s average published 20 ms late, which the
 // H100 guess does not assume: its delay interval reaches 30 ms).
 func TestAutoModelInterval(t *testing.T) {
+	t.Parallel()
 	cfg := simtest.Preset(t, "h100")
 	sc := cfg.Sensors[trace.ChPowerUsage]
 	sc.Model.Delay = 20 * ms

@@ -45,6 +45,7 @@ func calTrace(g, o float64, dt time.Duration, resetAt time.Duration) *trace.Trac
 }
 
 func TestFitCalibration(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		g, o       float64
@@ -93,6 +94,7 @@ func withInstant(tr *trace.Trace) *trace.Trace {
 // share (too few counter readings for either) is said once, as on an H200 that printed
 // "(power.samples: only 9 readings ...\npower.instant: only 9 readings ...)".
 func TestWarningsOneLine(t *testing.T) {
+	t.Parallel()
 	few := withInstant(calTrace(1, 0, 7*time.Second, 0))
 	_, err := FitCalibration(few, 0, 0, 0)
 	if want := "only 9 readings of energy.total in the recording (want 10)"; err == nil || err.Error() != want {
@@ -130,6 +132,7 @@ func TestWarningsOneLine(t *testing.T) {
 // TestSpreadByCounts: the intervals' spread from their counts is the one from the
 // intervals sorted, bit for bit, on regular, jittered and two-valued stamps, odd and even.
 func TestSpreadByCounts(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, n := range []int{3, 4, 5, 100, 101, 5000} {
 		for kind := 0; kind < 4; kind++ {
@@ -204,6 +207,7 @@ func misreadTrace() *trace.Trace {
 // × 0.964 + 6.7 W, steady loads -2.4 %): the fit weighs its increment out and finds the
 // ring's true scale (1, 0 W), where the fit of the levels (solveLevels, as before) is off.
 func TestCalibrationRobustToMisread(t *testing.T) {
+	t.Parallel()
 	tr := misreadTrace()
 	c, err := FitCalibration(tr, 0, 0, 0)
 	if err != nil {
@@ -232,6 +236,7 @@ func TestCalibrationRobustToMisread(t *testing.T) {
 // truth and inside its interval, with the channel_off_counter warning; a burst it reads
 // right keeps its figure.
 func TestAnchorPlacesMisread(t *testing.T) {
+	t.Parallel()
 	tr := misreadTrace()
 	for _, tc := range []struct {
 		from, to time.Duration

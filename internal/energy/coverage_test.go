@@ -160,6 +160,7 @@ type calibCase struct {
 // several hundred randomised cases, and the intervals of regions of 1 s and more are not
 // wider than needed (median half-width at most 2 %). The figures are in docs/energy.md.
 func TestIntervalCalibration(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	presets := []string{"h200", "h100"}
 	specs := map[string]correct.Spec{}
@@ -345,6 +346,7 @@ func TestIntervalCalibration(t *testing.T) {
 // stopped at idle gaps shorter than a window of flat readings (dense.steady, atFloor), it
 // stepped back through every earlier burst: −5.0 % and −2.8 % on the 0.5 s bursts.
 func TestH200UsageBursts(t *testing.T) {
+	t.Parallel()
 	tr, err := trace.Load("testdata/h200_bursts_usage.csv")
 	if err != nil {
 		t.Fatal(err)
@@ -392,6 +394,7 @@ func TestH200UsageBursts(t *testing.T) {
 // off a region's end (dense.deconvolve), the whole 2.4 s region stepped back window by window
 // through the earlier bursts: the 2 s burst at 60 s was +4.53 % on power.usage.
 func TestH200UsageBurstsRun2(t *testing.T) {
+	t.Parallel()
 	tr, err := trace.Load("testdata/h200_bursts_run2.csv")
 	if err != nil {
 		t.Fatal(err)
@@ -464,6 +467,7 @@ func TestH200UsageBurstsRun2(t *testing.T) {
 // burst, and the inversion placed the burst's start in the middle of that, 110 ms early:
 // 864 J against 761 (the coverage component counts a held value's whole interval).
 func TestH200Run4Intervals(t *testing.T) {
+	t.Parallel()
 	tr, err := trace.Load("testdata/h200_run4")
 	if err != nil {
 		t.Fatal(err)
@@ -490,6 +494,7 @@ func TestH200Run4Intervals(t *testing.T) {
 // region with too few readings of the channel gets a warning and an interval that says so
 // and is not narrow (it holds the truth).
 func TestBadInputIntervals(t *testing.T) {
+	t.Parallel()
 	sm := simtest.Open(t, "h100")
 	sm.Dev.AddLoad(2*time.Second, 2300*time.Millisecond, 650)
 	sm.Dev.AddLoad(2300*time.Millisecond, 4*time.Second, 300)
@@ -550,6 +555,7 @@ func TestBadInputIntervals(t *testing.T) {
 // (calibMethods, the models fitted by gpuwatt sensor) holds the truth in at least 93 % of
 // the windows (padded into idle, and 0.5 s inside the load).
 func TestLockedSquareWaves(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	const preset = "h200"
 	sp := fitted.Profile(t, preset)

@@ -90,6 +90,7 @@ func thinCounterEvery(tr *trace.Trace, every time.Duration) *trace.Trace {
 // with why; thinned, the figures are logged beside them, and the dense default must be
 // within 2 % on at least as many windows.
 func TestH200DenseCounterRecorded(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	if len(denseRuns) == 0 {
 		t.Skip("no dense-counter run recorded yet")

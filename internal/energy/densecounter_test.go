@@ -50,6 +50,7 @@ type denseTally struct {
 // of the windows, and its median half-width is narrower than thinned; thinned, it still
 // holds the truth in 95 % (its interval honest where it cannot be close).
 func TestDenseCounterLockedLoads(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	const preset = "h200"
 	sp := fitted.Profile(t, preset)

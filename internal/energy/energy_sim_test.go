@@ -53,6 +53,7 @@ func check(t *testing.T, est energy.Estimate, want energy.Method, truth float64)
 // error (gain 1.021, offset −1.2 W), so the ring's figure is right only if the calibration
 // fitted from the readings undoes that error. The truth is the twin's true energy.
 func TestPreferenceCounterThenRing(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.Preset("h100")
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +109,7 @@ func TestPreferenceCounterThenRing(t *testing.T) {
 // its sensor.json, not the twin's generating tau. The board's scale error is set to none
 // here (the "scale" component the estimate cannot know), so the truth is the true energy.
 func TestPreferenceInversion(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.Preset("k20")
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +164,7 @@ func TestPreferenceInversion(t *testing.T) {
 // TestNoFigure: a region with no readings at all has no figure, says so, and is not 0 J
 // by accident of a method.
 func TestNoFigure(t *testing.T) {
+	t.Parallel()
 	tr := &trace.Trace{Meta: trace.Meta{GPUs: []trace.GPU{{}}}}
 	est := energy.Region(tr, 0, 0, time.Second, energy.Options{})
 	if est.Method != energy.NoFigure || len(est.Warnings) == 0 || est.Warnings[0].Code != energy.CodeNoFigure {
@@ -199,6 +202,7 @@ func cacheTrace(t testing.TB) (*trace.Trace, [][2]time.Duration) {
 // whole trace anew: 6 s of CPU for all 60) is compared on every fifth region, and on all
 // of them with GPUWATT_SLOW_TESTS (CI).
 func TestCacheSameEstimate(t *testing.T) {
+	t.Parallel()
 	tr, rs := cacheTrace(t)
 	cache := &energy.Cache{}
 	every := 5
@@ -266,6 +270,7 @@ func BenchmarkRegionCache(b *testing.B) {
 // limit × the period, a known component where without it the interval is partial. The
 // truth stays inside.
 func TestCounterEdges(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.Preset("h100")
 	if err != nil {
 		t.Fatal(err)

@@ -47,6 +47,7 @@ func hostTwin(t *testing.T) (*trace.Trace, *sim.System, [][2]time.Duration) {
 // (0.05 to 4 s, across load edges and counter wraps) has the true energy inside its
 // interval, and the interval is narrow (the edges' brackets only).
 func TestHostRegionHoldsTruth(t *testing.T) {
+	t.Parallel()
 	tr, sys, _ := hostTwin(t)
 	chans := energy.HostChannels(tr)
 	var names []string
@@ -90,6 +91,7 @@ var _ = raplsensor.Package
 // every 0.4 ms): for every placement of the edge against the updates, the interval holds
 // the truth, 0.3 J.
 func TestHostEdgeReadingAfterEdge(t *testing.T) {
+	t.Parallel()
 	const p = 1000.0
 	u := raplsensor.UpdatePeriod
 	for from := 5 * time.Millisecond; from < 7*time.Millisecond; from += 50 * time.Microsecond {

@@ -34,6 +34,7 @@ func recordSim(t *testing.T, span time.Duration, cmdStart float64, loads [][3]fl
 // 0.15 to 1.5 s) lies within its stated interval of the true energy, and a region whose
 // end was written while its work still ran is flagged, where the synchronised ones are not.
 func TestRegionEnergiesHoldTruth(t *testing.T) {
+	t.Parallel()
 	loads := [][3]float64{
 		{2.0, 3.5, 520},  // train (synchronised end)
 		{2.3, 2.6, 640},  // its step #1 (the highest load wins)
@@ -105,6 +106,7 @@ func onBoardScale(s simtest.Sim, g energy.GPUFigure, truth float64, d time.Durat
 // TestShortRegionNamesItsReadings: a region too short for the calibrated ring's figure
 // is told how many readings it has, not "no calibration" (a calibration there is).
 func TestShortRegionNamesItsReadings(t *testing.T) {
+	t.Parallel()
 	tr, _ := recordSim(t, 4*time.Second, 1, [][3]float64{{2, 2.03, 500}})
 	regs := energy.Marked(tr, []marks.Span{{Name: "s", Instance: 1, Parent: -1, Start: sec(2), End: sec(2.03)}}, energy.MarkedOptions{})
 	found := false
@@ -129,6 +131,7 @@ func TestShortRegionNamesItsReadings(t *testing.T) {
 // synchronise, the warm-up's and the training loop's ends are flagged (the loop's work ran
 // 4.2 s past its end marker) and no step is.
 func TestH200MarkersRun(t *testing.T) {
+	t.Parallel()
 	tr, evs := markersrun.Load(t, "sync")
 	spans, ws := marks.Pair(evs)
 	if len(ws) > 0 || len(spans) != 26 {

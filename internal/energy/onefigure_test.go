@@ -12,6 +12,7 @@ import (
 // embedding Interval (or Figure): outside this package's figure.go, only the library's
 // public Energy (result.go) may declare energy_low_j (issue 27: there were eleven).
 func TestOneEnergyType(t *testing.T) {
+	t.Parallel()
 	allowed := map[string]bool{"../../result.go": true, "figure.go": true}
 	n := 0
 	check := func(path string) error {

@@ -22,6 +22,7 @@ import (
 // of its time within its band or within 10 %, and every bin holds it within its band; the
 // bins' energies add up to the region's own figure. The CSV has its header and one row per bin.
 func TestPowerSeriesHoldsTruth(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.Preset("h200")
 	if err != nil {
 		t.Fatal(err)

@@ -245,6 +245,7 @@ func loadShapeWindows(t *testing.T, path string) []shapeWindow {
 // ones (knownOff, each with why), and says, with the channel_off_counter warning, that the
 // counter found its channel off there.
 func TestH200ShapesRecorded(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	for _, run := range shapeRuns {
 		dir := filepath.Join("../../results", run.dir)

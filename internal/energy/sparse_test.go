@@ -31,6 +31,7 @@ func sparseGapReadings(gap float64) trace.Readings {
 // region and the fuzzing worker killed as hung, issue 29); where the gap is short enough to
 // step period by period, the component is the one that stepping gives.
 func TestSparseWorkBoundedByReadings(t *testing.T) {
+	t.Parallel()
 	for _, m := range []sensormodel.Model{
 		{},
 		{Window: 15 * time.Millisecond},
@@ -74,6 +75,7 @@ func TestSparseWorkBoundedByReadings(t *testing.T) {
 // (FuzzPipeline: "2000000000,0" and "0,0") puts the grid past a Duration's range; the
 // windows stay inside [start, end), in order, without overflow or a panic.
 func TestSparseWindowsAtTheEndsOfTime(t *testing.T) {
+	t.Parallel()
 	r := trace.Readings{T: []time.Duration{0, 2e18}, V: []float64{0, 0}}
 	ser := correct.PrepareReadings(r, sensormodel.Model{}, correct.Options{})
 	T := time.Duration(2e18)

@@ -15,6 +15,7 @@ import (
 // TestBadLinesCapped: 200 000 bad lines give status.MaxPerCode warnings and one that
 // counts the rest (a warning each was 23 MB of stderr), the good lines all read.
 func TestBadLinesCapped(t *testing.T) {
+	t.Parallel()
 	var lines []Line
 	for i := range 200000 {
 		lines = append(lines, Line{No: i + 1, Text: "begn x"})
@@ -39,6 +40,7 @@ func TestBadLinesCapped(t *testing.T) {
 // TestTailBounded: a marks file written without end is read up to MaxBytes, with an
 // error saying the rest was not; the tail never holds more.
 func TestTailBounded(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "marks")
 	tl, err := OpenTail(context.Background(), path, clock.NewVirtual(time.Time{}))
 	if err != nil {
@@ -64,6 +66,7 @@ func TestTailBounded(t *testing.T) {
 
 // TestTailRefusesDevices: /dev/zero as the marks file is refused when opened.
 func TestTailRefusesDevices(t *testing.T) {
+	t.Parallel()
 	if _, err := OpenTail(context.Background(), "/dev/zero", clock.NewVirtual(time.Time{})); err == nil || !strings.Contains(err.Error(), "a device") {
 		t.Errorf("/dev/zero: %v", err)
 	}

@@ -93,6 +93,7 @@ func checkHelperMarks(t *testing.T, evs []Event, t0, t1 time.Duration, want stri
 // the sync callable called before every marker, an end written when the block raises,
 // a bad name refused, and nothing written without GPUWATT_MARKS.
 func TestPythonHelper(t *testing.T) {
+	t.Parallel()
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 is not on PATH: the Python helper is not tested here")
@@ -136,6 +137,7 @@ if len(calls) != want or (want and calls.count(2) != 1):
 // TestCHelper compiles c/gpuwatt_marks.h into a program (strict C99, every warning an
 // error) and runs it as TestPythonHelper runs the Python one.
 func TestCHelper(t *testing.T) {
+	t.Parallel()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		if os.Getenv("GPUWATT_REQUIRE_CC") != "" {

@@ -29,6 +29,7 @@ func codes(ws []status.Warning) string {
 // TestParseAndPair: nesting, repeats, the writer's stamps mapped, lines without a stamp
 // stamped on arrival, and every bad line a warning naming it, never a region.
 func TestParseAndPair(t *testing.T) {
+	t.Parallel()
 	toAxis := func(s float64) time.Duration { return sec(s - 1000) }
 	evs, ws := ParseLines(lines(
 		"begin train 1001.0",
@@ -90,6 +91,7 @@ func TestParseAndPair(t *testing.T) {
 
 // TestPairSameNameNests: `end NAME` closes the innermost open region of that name.
 func TestPairSameNameNests(t *testing.T) {
+	t.Parallel()
 	evs := []Event{{true, "a", sec(1), 0, false}, {true, "a", sec(2), 0, false}, {false, "a", sec(3), 0, false}, {false, "a", sec(4), 0, false}}
 	spans, ws := Pair(evs)
 	if len(ws) != 0 || len(spans) != 2 || spans[0].End != sec(4) || spans[1].Start != sec(2) || spans[1].End != sec(3) || spans[1].Parent != 0 {

@@ -46,6 +46,7 @@ func names(ss []sensor.Sensor, gpu int) []string {
 // the summary uses on a board whose ring answers, and keeps the power channels of a board
 // whose ring does not; "all" and globs select as before.
 func TestSelectSensorsLean(t *testing.T) {
+	t.Parallel()
 	all := append(boardSensors(0, nil), boardSensors(1, errors.New("not supported"))...)
 	got := SelectSensors(all, []string{DefaultChannels})
 	want0 := []string{"energy.total", "power.samples", "clock.sm", "temp.gpu", "throttle.reasons", "power.limit", "cpu.package"}

@@ -26,6 +26,7 @@ func needSh(t *testing.T) {
 // executable got 127 ("not found"), a shell gives 126; a command ended by a signal was a
 // bare 137 with no signal named.
 func TestExecRunnerExitCodes(t *testing.T) {
+	t.Parallel()
 	needSh(t)
 	dir := t.TempDir()
 	notExec := filepath.Join(dir, "script")
@@ -64,6 +65,7 @@ func (c sigCause) Signal() os.Signal { return c.s }
 // TestExecRunnerForwardsSignal: a run ended by SIGTERM or SIGHUP sends the command that
 // signal (it got SIGINT whatever ended gpuwatt, and SIGHUP left it running under init).
 func TestExecRunnerForwardsSignal(t *testing.T) {
+	t.Parallel()
 	needSh(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT} {
 		t.Run(SignalName(sig), func(t *testing.T) {

@@ -41,6 +41,7 @@ func alive(pid int) bool {
 // for) is stopped with the command: the signal goes to the command's process group (only
 // the shell was signalled, and the workload ran on).
 func TestStopReachesTheGroup(t *testing.T) {
+	t.Parallel()
 	needSh(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -68,6 +69,7 @@ func TestStopReachesTheGroup(t *testing.T) {
 // TestChildOutlivesTheCommand: a command that exits while its child works on was reported
 // complete; Run names the child (*Outlived), and with WaitChildren waits for it.
 func TestChildOutlivesTheCommand(t *testing.T) {
+	t.Parallel()
 	needSh(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	code, err := ExecRunner{}.Run(context.Background(), []string{"sh", "-c", "sleep 0.6 & echo $! > " + pidFile})

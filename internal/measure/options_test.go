@@ -24,6 +24,7 @@ func (s sleeper) Run(ctx context.Context, argv []string) (int, error) {
 }
 
 func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
 	ok := Options{Command: []string{"true"}, Runner: sleeper{}, Baseline: time.Second}
 	cases := []struct {
 		name string
@@ -55,6 +56,7 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 func TestOptionsRunOnSim(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewVirtual(time.Time{})
 	cfg, err := sim.Preset("h100")
 	if err != nil {

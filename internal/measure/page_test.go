@@ -13,6 +13,7 @@ import (
 // its band: on the synthetic trace (100 W, 300 W during the command), the bins inside the
 // command away from its edges show 300 W within their band.
 func TestPageHasCorrectedPower(t *testing.T) {
+	t.Parallel()
 	r := synthetic()
 	s := Summarize(r, []string{"load"}, time.Second)
 	p := Page(r.Trace, s)

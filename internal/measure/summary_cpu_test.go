@@ -11,6 +11,7 @@ import (
 // H200s (results/nvidia-h200/2026-11-28-four-gpus-2); with --gpu-cpu each GPU has its share,
 // and a GPU without one among them is the hung-lane case.
 func TestSamplerCPUPerGPU(t *testing.T) {
+	t.Parallel()
 	meta := func(cpu ...float64) trace.Meta {
 		m := trace.Meta{Duration: 10}
 		for i, c := range cpu {

@@ -77,6 +77,7 @@ func sortSamples(ss []trace.Sample) {
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
 func TestSummarizeKnownTruth(t *testing.T) {
+	t.Parallel()
 	s := Summarize(synthetic(), []string{"load"}, time.Second)
 	if len(s.GPUs) != 1 {
 		t.Fatalf("GPUs = %d", len(s.GPUs))
@@ -118,6 +119,7 @@ func TestSummarizeKnownTruth(t *testing.T) {
 }
 
 func TestSummarizeDisagreementWarns(t *testing.T) {
+	t.Parallel()
 	r := synthetic()
 	// A channel that sees only 75 % of the power: must be flagged against the counter.
 	for i, x := range r.Trace.Samples {
@@ -133,6 +135,7 @@ func TestSummarizeDisagreementWarns(t *testing.T) {
 }
 
 func TestSummarizeNoBaseline(t *testing.T) {
+	t.Parallel()
 	r := synthetic()
 	r.Start = 0
 	g := Summarize(r, []string{"load"}, 0).GPUs[0]
@@ -142,6 +145,7 @@ func TestSummarizeNoBaseline(t *testing.T) {
 }
 
 func TestCancelledRunnerIsAnInterruption(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	code, err := ExecRunner{}.Run(ctx, []string{"true"})
@@ -151,6 +155,7 @@ func TestCancelledRunnerIsAnInterruption(t *testing.T) {
 }
 
 func TestBaselineCounterAtOneInstant(t *testing.T) {
+	t.Parallel()
 	s := []trace.Sample{{T: 500 * time.Millisecond, Value: 10}, {T: 500 * time.Millisecond, Value: 10.001}, {T: 1500 * time.Millisecond, Value: 200}}
 	if p := baselinePowerForTest(s); p != 0 {
 		t.Fatalf("idle power %v from readings at one instant, want 0", p)
@@ -172,6 +177,7 @@ func baselinePowerForTest(s []trace.Sample) float64 {
 // the others', marked partial, with the board named (before issue 27 it had no interval
 // at all, written as absent keys).
 func TestTotalAddsBoundsAndNamesAMissingBoard(t *testing.T) {
+	t.Parallel()
 	a := GPUSummary{Index: 0, EnergySource: "energy.total", EnergyAboveIdleJ: 60,
 		Interval: energy.Interval{EnergyJ: 100, LowJ: 98, HighJ: 102, AbsoluteLowJ: 94, AbsoluteHighJ: 106}}
 	b := a

@@ -63,6 +63,7 @@ func runSimDev(t *testing.T, preset string, ideal bool, only ...string) (*Result
 // arithmetic row's pJ per instruction above pi0 interval holds the configured truth × gain,
 // on a board with its gain and offset errors in.
 func TestRowIntervalsHoldTruth(t *testing.T) {
+	t.Parallel()
 	rep, cfg, dev := runSimDev(t, "h200", false)
 	ctr, _ := dev.Model("energy.total")
 	n, in, opIn, ops := 0, 0, 0, 0
@@ -107,6 +108,7 @@ func TestRowIntervalsHoldTruth(t *testing.T) {
 // energy per instruction of every class within 2 %, once pi0 (from the baseline kernel) is
 // taken apart; with the board's gain error left in, within 2 % of gain x truth.
 func TestSimPerClassEnergies(t *testing.T) {
+	t.Parallel()
 	type run struct {
 		preset string
 		ideal  bool
@@ -145,6 +147,7 @@ func TestSimPerClassEnergies(t *testing.T) {
 }
 
 func TestSimThroughputAndMemory(t *testing.T) {
+	t.Parallel()
 	rep, cfg := runSim(t, "h200", true, "baseline", "fp32.fma", "fp64.fma", "dram.copy", "coalesce.1/32")
 	byName := map[string]Row{}
 	for _, r := range rep.Rows {
@@ -184,6 +187,7 @@ func TestSimThroughputAndMemory(t *testing.T) {
 // interval under "interval_partial"; it still reads as Partial, and a row writes it as
 // "partial" beside the interval.
 func TestRowReadsOldPartialKey(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want bool

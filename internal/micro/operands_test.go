@@ -19,6 +19,7 @@ import (
 // gain and offset errors in (truth on the counter's scale); the data effect random/zeros holds
 // the twin's ratio in its interval, and zeros is resolved from random.
 func TestSimOperandPatterns(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.LoadConfig(strings.NewReader(`{"preset":"h200"}`))
 	if err != nil {
 		t.Fatal(err)

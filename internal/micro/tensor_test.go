@@ -15,6 +15,7 @@ import (
 // throughput is the twin's rate at the clock the twin chose, the wgmma kernels hit the
 // power cap (the twin's clock drops below its top), and the report's section shows them.
 func TestTensorFiguresHoldTruth(t *testing.T) {
+	t.Parallel()
 	rep, cfg, dev := runSimDev(t, "h100", false, "baseline", "*.mma", "*.wgmma")
 	ctr, _ := dev.Model("energy.total")
 	if len(rep.Tensor) != 8 {
@@ -64,6 +65,7 @@ func TestTensorFiguresHoldTruth(t *testing.T) {
 // docs/tensor.md says: wgmma at 95-100 % of the dense peak at the clock it ran at, mma.sync
 // at 62-65 %, every wgmma power-capped below the top clock, bf16.wgmma 1.674 pJ/MAC.
 func TestTensorRecordedH100(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../results/nvidia-h100-80gb-hbm3/2026-11-28-tensor-dev/run1/results.json")
 	if err != nil {
 		t.Fatal(err)

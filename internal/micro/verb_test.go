@@ -16,6 +16,7 @@ import (
 )
 
 func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		o    micro.Options
 		flag string
@@ -35,6 +36,7 @@ func TestOptionsValidate(t *testing.T) {
 
 // Run on the sim: the report says it is simulated; a GPU the system lacks is bad input.
 func TestOptionsRun(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.Preset("h100")
 	if err != nil {
 		t.Fatal(err)

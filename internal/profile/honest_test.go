@@ -47,6 +47,7 @@ func h200Like(t *testing.T, seed uint64) sim.Config {
 // again on clean synthetic readings: the H200's transitions came out up to 1.9x wider than
 // stated (results/nvidia-h200/2026-11-24-profile-two-phase, run 2).
 func TestTransitionWithinStatedResolution(t *testing.T) {
+	t.Parallel()
 	m, why := correct.Auto("power.samples", "NVIDIA H200")
 	spec := correct.ModelSpec(m, why)
 	within, n, energyIn := 0, 0, 0
@@ -96,6 +97,7 @@ func TestTransitionWithinStatedResolution(t *testing.T) {
 // under 1 % of the energy. Seed 7's samples had stamps past the grid's cut that landed on
 // their neighbours' instants (energy −6 %); they are put back (Grid.Reassigned).
 func TestEnergyIntervalCalibration(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	in, n, reassigned, absIn := 0, 0, 0, 0
 	var half []float64
@@ -164,6 +166,7 @@ func (s *slowFirst) Run(n int) (time.Duration, time.Duration, error) {
 // truth (taking the first run's length added the baseline over 0.5 ms: +10.9 % on the
 // H200's 0.5+0.5 ms kernel, results/nvidia-h200/2026-11-24-profile-two-phase run 2).
 func TestSlowFirstRun(t *testing.T) {
+	t.Parallel()
 	su := newSetup(t, "h200", "power.samples")
 	k := &slowFirst{Kernel: su.k, clk: su.clk, extra: 500 * time.Microsecond}
 	res, err := profile.Measure(context.Background(), su.clk, su.dev.Sensor("power.samples"), k, "shaped", profile.MeasureOptions{Sensor: su.sens, Runs: 400})

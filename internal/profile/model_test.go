@@ -41,6 +41,7 @@ func offModel(t *testing.T, base sensormodel.Model, tauScale, delayScale float64
 // the kernel's run gave 877 W and 357 W in its first two bins for the 490 W kernel, and an
 // energy interval of ±0.1 % that missed the truth by 3 %.
 func TestSteadyProfileModelOff(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ tau, delay float64 }{
 		{0.95, 1.10}, // tau 13.3 ms, delay 3.3 ms: the case
 		{1.05, 0.90}, // 14.7 ms, 2.7 ms

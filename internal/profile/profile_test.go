@@ -125,6 +125,7 @@ func check(t *testing.T, su setup, res *profile.Result, rmsTol, eTol float64) {
 }
 
 func TestOffline(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ preset, channel string }{
 		{"h100", "power.instant"}, // T = 100 ms, W = 25 ms
 		{"v100", "power.usage"},   // T = 20 ms, W = 10 ms
@@ -153,6 +154,7 @@ func TestOffline(t *testing.T) {
 }
 
 func TestOnline(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ preset, channel string }{
 		{"h100", "power.instant"},
 		{"v100", "power.usage"},
@@ -181,6 +183,7 @@ func TestOnline(t *testing.T) {
 // The paper's own method, uniform random waits in [T, 2T), works too on a partial-coverage
 // sensor, given enough runs (on the V100 preset several updates fall in each run).
 func TestOfflineRandom(t *testing.T) {
+	t.Parallel()
 	su := newSetup(t, "v100", "power.usage")
 	res, err := profile.Measure(context.Background(), su.clk, su.dev.Sensor("power.usage"), su.k, "shaped", profile.MeasureOptions{Sensor: su.sens, Random: true, Runs: 600})
 	if err != nil {
@@ -193,6 +196,7 @@ func TestOfflineRandom(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
+	t.Parallel()
 	su := newSetup(t, "h100", "power.instant")
 	for _, o := range []profile.MeasureOptions{{}, {Sensor: sensormodel.Model{Period: su.sens.Period, Window: -1}}, {Sensor: su.sens, Poll: 50 * time.Millisecond}} {
 		if _, err := profile.Measure(context.Background(), su.clk, su.dev.Sensor("power.instant"), su.k, "x", o); err == nil {
@@ -205,6 +209,7 @@ func TestBadOptions(t *testing.T) {
 // H200's driver does (up to 14 ms late or 5 ms early; they were injected here before the
 // twin had them), the profile snaps them back: the same accuracy as with exact stamps.
 func TestOfflineLateStamps(t *testing.T) {
+	t.Parallel()
 	for _, online := range []bool{false, true} {
 		su := newSetup(t, "h200", "power.samples")
 		s := su.dev.Sensor("power.samples")
@@ -237,6 +242,7 @@ func TestOfflineLateStamps(t *testing.T) {
 // band alone was about ±0.1 % and missed the truth by a few per cent. A model without an
 // interval says its uncertainty is not included.
 func TestEnergyIntervalHoldsModelError(t *testing.T) {
+	t.Parallel()
 	su := newSetup(t, "h200", "power.samples")
 	m := su.sens
 	m.Tau = m.Tau * 95 / 100
@@ -289,6 +295,7 @@ func (h *hangsAfter) Run(n int) (time.Duration, time.Duration, error) {
 // ends it with the runs before it analysed and the result incomplete, naming the run; a
 // failed run lost them all before (issue 20).
 func TestRunHangKeepsRuns(t *testing.T) {
+	t.Parallel()
 	for _, online := range []bool{false, true} {
 		su := newSetup(t, "h100", "power.instant")
 		k := &hangsAfter{Kernel: su.k, n: 41} // the timing run and 40 runs
@@ -313,6 +320,7 @@ func TestRunHangKeepsRuns(t *testing.T) {
 // absolute band under energy_abs_low_j/energy_abs_high_j; it still reads, and a result
 // writes it as absolute_low_j/absolute_high_j, as every energy's.
 func TestResultReadsOldAbsoluteKeys(t *testing.T) {
+	t.Parallel()
 	var r profile.Result
 	if err := json.Unmarshal([]byte(`{"format": "gpuwatt.profile/1", "energy_j": 2, "energy_low_j": 1.9, "energy_high_j": 2.1, "energy_abs_low_j": 1.8, "energy_abs_high_j": 2.2}`), &r); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 // clear of both its edges by the placement plus half the resolution); the shortest
 // resolved is logged (docs/profile.md).
 func TestTwoPhaseKnownShape(t *testing.T) {
+	t.Parallel()
 	shortest := math.Inf(1)
 	for _, k := range []string{"4ms+4ms", "2ms+2ms", "1ms+1ms"} {
 		cfg, err := sim.Preset("h200")

@@ -17,6 +17,7 @@ import (
 )
 
 func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
 	ok := profile.DefaultOptions()
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
@@ -43,6 +44,7 @@ func TestOptionsValidate(t *testing.T) {
 // On the sim, with no sensor profile given, the twin's own model of the channel wins over
 // a guess; a bad channel or GPU is bad input.
 func TestRunModelChoice(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.Preset("h100")
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +77,7 @@ func TestRunModelChoice(t *testing.T) {
 // ChannelRank (the profile's channels, each with why) keeps trace.PowerPreference's order:
 // one order of preference, with reasons here only.
 func TestChannelRankFollowsPowerPreference(t *testing.T) {
+	t.Parallel()
 	last := -1
 	for _, r := range profile.ChannelRank {
 		i := slices.Index(trace.PowerPreference, r.Name)

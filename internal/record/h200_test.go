@@ -22,6 +22,7 @@ const h200Loop = "../../results/nvidia-h200/2026-11-28-python-loop"
 // within the two 95 % intervals, and within 1.5 % (1.38 % in the run, 0.71 % for steps of
 // 0.2 s and more).
 func TestH200PythonLoop(t *testing.T) {
+	t.Parallel()
 	tr, err := trace.Load(filepath.Join(h200Loop, "measure"))
 	if err != nil {
 		t.Fatal(err)

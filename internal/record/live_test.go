@@ -21,6 +21,7 @@ import (
 // |live - final| at most 1.07 times the sum of their half-widths,
 // which bounds test_monitor.py's check of the two against each other.
 func TestLiveFiguresHoldTruth(t *testing.T) {
+	t.Parallel()
 	n := 40
 	if os.Getenv("GPUWATT_SLOW_TESTS") != "" {
 		n = 200

@@ -22,6 +22,7 @@ import (
 // the 7th digit (TestPythonPackage's 1e-6 failure: energy_low_j 67.90147729 vs 67.90165468 J).
 // The reader's checks (crossCheck) find nothing to drop or name in the saved recording.
 func TestCloseIsTheSavedFigure(t *testing.T) {
+	t.Parallel()
 	for seed := int64(1); seed <= 30; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		s := simtest.Open(t, "h100")

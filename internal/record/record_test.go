@@ -92,6 +92,7 @@ func onScale(s simtest.Sim, g energy.GPUFigure, truth float64, d time.Duration) 
 // over the whole recording (close); close's figures are those `gpuwatt energy --region`
 // and measure give the saved trace's marks (the same estimator on the same readings).
 func TestWindowsHoldTruth(t *testing.T) {
+	t.Parallel()
 	cfg := simtest.Preset(t, "h200")
 	cfg.Host = &sim.Host{Sockets: 1, PackageIdle: 70, PackageBusy: 110, DRAM: 10, DRAMBusy: 6, MaxRangeUJ: 262143328850, EnergyUnitUJ: 61.035}
 	s := simtest.OpenConfig(t, cfg)
@@ -206,6 +207,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Abs(b) }
 // TestBadRequests: every bad request gets one response naming what was wrong (the
 // recording goes on), and the end of input ends the recording cleanly.
 func TestBadRequests(t *testing.T) {
+	t.Parallel()
 	s := simtest.Open(t, "h100")
 	ss := serve(t, s, Options{})
 	if h := ss.read(); !strings.Contains(h.Hello.HostUnavailable, "models no host RAPL counters") {

@@ -16,6 +16,7 @@ import (
 // holds the twin's true energy on that channel's scale (its gain and offset), while the raw
 // integral of the 1 s averages misses it by more than 5 %.
 func TestChannelIntervalsHoldTruth(t *testing.T) {
+	t.Parallel()
 	sm := simtest.Open(t, "h200")
 	const s = time.Second
 	start, end := 2*s, 5*s

@@ -83,6 +83,7 @@ func measurements(tr *trace.Trace) []marked {
 // 5 s figure, as mean power (the load is steady). Over the whole run the counter has
 // enough readings and gives the headline.
 func TestH200Energy(t *testing.T) {
+	t.Parallel()
 	tr := loadH200(t)
 	g := tr.Meta.GPUs[0]
 	cal, err := energy.FitCalibration(tr, g.Index, 0, 0)

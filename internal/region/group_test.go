@@ -13,6 +13,7 @@ import (
 // each (with the count out of the kernels and the range of the figures), not one per kernel;
 // a warning only one kernel has keeps its own full line.
 func TestSharedWarningsToldOnce(t *testing.T) {
+	t.Parallel()
 	const src = "power.samples (calibrated to energy.total)"
 	var ws []status.Warning
 	kernels := []string{"int32.add", "int32.mad", "fp32.fma", "fp64.fma", "dram.copy", "l2.read"}
@@ -46,6 +47,7 @@ func TestSharedWarningsToldOnce(t *testing.T) {
 // TestLegacy: the two warnings of an old results.json that runs repeat per kernel get the
 // code, key and figure a new run gives them (so they group alike); others stay as they are.
 func TestLegacy(t *testing.T) {
+	t.Parallel()
 	old := []status.Warning{
 		{Message: "power.usage and power.samples (calibrated to energy.total) disagree by -9.1 % (988.1 J vs 1086.9 J): power.usage is a moving average over about 1 s: it lags the load, so over a 2.01 s run energy drawn at the start is seen late and energy drawn at the end falls after the run"},
 		{Message: "energy.total: about 12 of 107 updates were missed (poll interval 730 ms, update period 100 ms)"},

@@ -23,6 +23,7 @@ import (
 // none may be absurdly wide: a half-width at most 10 % of the value, or 2 ms for a delay,
 // 40 % for noise (a standard deviation from some 40 second differences of readings).
 func TestIntervalsHonest(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	var total, inside int
 	var misses []string

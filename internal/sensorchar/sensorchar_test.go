@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,34 +22,53 @@ import (
 )
 
 // quickRuns keeps the --quick characterisation of each preset (seed 1), which several tests
-// read (none changes it): each runs once per test binary.
-var quickRuns = map[string]struct {
-	rep *Result
-	dev *sim.Device
-}{}
+// read (none changes it): each runs once per test binary, whichever test asks first (the
+// tests run side by side: quickMu guards the map, each entry's once its run).
+var (
+	quickMu   sync.Mutex
+	quickRuns = map[string]*quickRun{}
+)
+
+type quickRun struct {
+	once sync.Once
+	rep  *Result
+	dev  *sim.Device
+	err  error
+}
 
 func runPreset(t *testing.T, preset string, quick bool) (*Result, *sim.Device) {
 	t.Helper()
-	if r, ok := quickRuns[preset]; ok && quick {
-		return r.rep, r.dev
+	if !quick {
+		rep, dev, err := measurePreset(t, preset, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep, dev
 	}
+	quickMu.Lock()
+	r, ok := quickRuns[preset]
+	if !ok {
+		r = &quickRun{}
+		quickRuns[preset] = r
+	}
+	quickMu.Unlock()
+	r.once.Do(func() { r.rep, r.dev, r.err = measurePreset(t, preset, true) })
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.rep, r.dev
+}
+
+// measurePreset characterises the preset's twin on its own virtual clock.
+func measurePreset(t *testing.T, preset string, quick bool) (*Result, *sim.Device, error) {
 	cfg, err := sim.Preset(preset)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	sm := simtest.OpenConfig(t, cfg)
 	clk, dev := sm.Clock, sm.Dev
 	rep, err := Measure(context.Background(), clk, dev, dev, Options{Quick: quick})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if quick {
-		quickRuns[preset] = struct {
-			rep *Result
-			dev *sim.Device
-		}{rep, dev}
-	}
-	return rep, dev
+	return rep, dev, err
 }
 
 // near reports whether got is within rel of want, or within abs.
@@ -63,6 +83,7 @@ func near(got, want, rel, abs float64) bool {
 // updates, and on the K20 the update instants jitter by ±45 % of T, so the delay trades
 // against the phase of the updates by a fraction of T).
 func TestIdentifyPresets(t *testing.T) {
+	t.Parallel()
 	// Without GPUWATT_SLOW_TESTS: a part-time boxcar board (v100: 10 ms of every 20) and an RC
 	// one with jittered updates (k20), the cheapest two (h100 and h200 take 6x as long).
 	for _, p := range testkit.Presets(t, sim.Presets(), "v100", "k20") {
@@ -196,6 +217,7 @@ func TestIdentifyPresets(t *testing.T) {
 var boardChannels = []string{"power.usage", "power.instant", "power.average", "power.samples"}
 
 func TestScheduleWeights(t *testing.T) {
+	t.Parallel()
 	s := newSchedule([][2]float64{{1, 2}, {3, 4}})
 	w := s.boxWeights(1.5, 1) // [0.5, 1.5]: half pre, half on
 	if !near(w[statePre], 0.5, 0, 1e-12) || !near(w[stateOn], 0.5, 0, 1e-12) || w[stateOff] != 0 {
@@ -214,6 +236,7 @@ func TestScheduleWeights(t *testing.T) {
 // TestWeakStep: a channel the load hardly moves (the h100 sim's memory power does not follow
 // the load) is flagged as too weak to tell its model, not as a bad fit; one it moves is not.
 func TestWeakStep(t *testing.T) {
+	t.Parallel()
 	rep, _ := runPreset(t, "h100", true)
 	has := func(c *Channel, s string) bool {
 		return slices.ContainsFunc(c.Warnings, func(w status.Warning) bool { return strings.Contains(w.Message, s) })
@@ -241,6 +264,7 @@ func TestWeakStep(t *testing.T) {
 
 // TestAnomalyTable: the anomaly tests' table gives each figure with its verdict.
 func TestAnomalyTable(t *testing.T) {
+	t.Parallel()
 	a := &Anomalies{Channel: "power.samples", Reference: true, Model: "rc:tau=14ms", DoublingCorrected: 2.0099, DoublingNaive: 2.0266, DoublingPass: true,
 		BackToBackCorrected: 0.001036, BackToBackNaive: -0.0301, BackToBackPass: false, IdleW: 122.47,
 		TailCorrectedJ: 1.95, TailCorrectedS: 0.25, TailShareOfKernel: 0.0054, KernelCorrectedJ: 363.4, TailNaiveJ: 5.27, TailNaiveS: 0.1}
@@ -262,6 +286,7 @@ func TestAnomalyTable(t *testing.T) {
 // fits spread. (The twin's step-shaped truth does not reproduce the real card's 1.91×:
 // TestAnomaliesH200Trace holds that on the card's own recording.)
 func TestAnomaliesLateAverage(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	cfg, err := sim.Preset("h200")
 	if err != nil {
@@ -332,6 +357,7 @@ func TestAnomaliesLateAverage(t *testing.T) {
 //     tests pass on every channel, the 1 s averages within the tests' own bounds (doubling
 //     2.00 ± 0.04, back-to-back ± 2 %: 1.996× and +1.13 %).
 func TestAnomaliesH200Trace(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		dir        string
 		backToBack float64 // the bound on the 1 s averages' corrected back-to-back

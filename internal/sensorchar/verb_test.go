@@ -15,6 +15,7 @@ import (
 )
 
 func TestOptionsValidateAndRunInput(t *testing.T) {
+	t.Parallel()
 	if err := (sensorchar.Options{GPU: -1}).Validate(); err == nil || !strings.HasPrefix(err.Error(), "--gpu") {
 		t.Errorf("--gpu -1: %v, want an error naming --gpu", err)
 	}

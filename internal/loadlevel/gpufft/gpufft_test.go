@@ -50,6 +50,7 @@ func quick() loadlevel.Intervals {
 // threads, every result verified against the float64 reference, no call off a thread
 // with the context current, nothing left behind.
 func TestCuFFTVariantRuns(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real clock")
 	}
@@ -77,6 +78,7 @@ func TestCuFFTVariantRuns(t *testing.T) {
 // (the PTX itself is run by the interpreter in internal/kernels): the launch's shape and
 // parameters, and transactions from several users at once.
 func TestOwnVariantPlumbing(t *testing.T) {
+	t.Parallel()
 	r, fake := openFake(t)
 	tx, err := r.NewTx(Own, 512, 1)
 	if err != nil {
@@ -115,6 +117,7 @@ func TestOwnVariantPlumbing(t *testing.T) {
 }
 
 func TestCuFFTMissing(t *testing.T) {
+	t.Parallel()
 	lc := cudatest.Build(t)
 	r, err := Open(Options{CUDAPaths: []string{lc}, CUFFTPaths: []string{"/nonexistent/libcufft.so.12"}})
 	if err != nil {
@@ -156,6 +159,7 @@ func openFakeBLAS(t *testing.T) (*Runtime, string) {
 // row recomputed in float64 through the layers, the planted wrong result caught by name,
 // one Sgemm per layer.
 func TestGemmRuns(t *testing.T) {
+	t.Parallel()
 	r, lb := openFakeBLAS(t)
 	g, err := r.NewGemm(32, 4, 3, MathFP32)
 	if err != nil {
@@ -192,6 +196,7 @@ func TestGemmRuns(t *testing.T) {
 // A batch of 2^13-point transforms with the own global-memory kernels: the plumbing (the
 // bit reversal, then 13 stages with the stage number as parameter).
 func TestOwnLargePlumbing(t *testing.T) {
+	t.Parallel()
 	r, fake := openFake(t)
 	tx, err := r.NewTx(Own, 1<<13, 4)
 	if err != nil {

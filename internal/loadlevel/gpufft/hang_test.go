@@ -36,6 +36,7 @@ func (h *hangAt) Process(u *loadlevel.User, in any) (any, error) {
 // naming the transaction, and the error matches gpu.ErrKernelHung; later transactions fail
 // at once and nothing waits for the GPU at the end (issue 20).
 func TestTransactionHangEndsTheRun(t *testing.T) {
+	t.Parallel()
 	lc := cudatest.Build(t)
 	fake := cudatest.Control(t, lc)
 	r, err := Open(Options{CUDAPaths: []string{lc}, WaitTimeout: 100 * time.Millisecond})
