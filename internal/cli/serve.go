@@ -33,7 +33,7 @@ func (a *App) serve(ctx context.Context, args []string) int {
 	raplRoot := fs.String("rapl-root", "", "powercap tree of the host's RAPL counters, served as gpuwatt_cpu_energy_joules_total (default /sys/class/powercap; none: not read)")
 	counterEvery := fs.String("counter-every", "default", "read the energy counter every DURATION, such as 100ms (10ms to 1m), not at most 0.2 % of a core: a finer gpuwatt_gpu_energy_joules_total, at 3.4-6.3 ms of CPU a call on an H200 (100ms: 3.5-6 % of a core; docs/sampling.md)")
 	poll := fs.String("poll", "lean", "how often each channel is read: lean (a GPU whose driver buffer answers: the buffer and the gauges every 1s, the energy counter at most 0.2 % of a core; one without: every 100ms), an interval such as 100ms for every channel, or adaptive (learn each channel's update period; more CPU)")
-	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|sim[:PRESET]] [--listen ADDR|unix:PATH] [--web.config.file FILE] [--gpu all|LIST] [--dcgm-names] [--poll D] [--pod-resources SOCKET] [--otlp URL [--otlp-interval D]]"); !ok {
+	if code, ok := a.parseFlags(fs, args, "[--device auto|nvml|sim[:PRESET]] [--listen ADDR|unix:PATH] [--web.config.file FILE] [--gpu all|LIST] [--dcgm-names] [--poll D] [--counter-every D] [--pod-resources SOCKET] [--otlp URL [--otlp-interval D]]"); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {

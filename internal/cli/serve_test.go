@@ -44,6 +44,8 @@ func TestServeBadListen(t *testing.T) {
 		{[]string{"--listen", "127.0.0.1:0", "--gpu", "3"}, "--gpu 3: no such GPU (found 1)"},
 		{[]string{"--listen", "127.0.0.1:0", "--gpu", "x"}, `--gpu "x": want all or a comma-separated list`},
 		{[]string{"--listen", "127.0.0.1:0", "--poll", "soon"}, `--poll "soon"`},
+		{[]string{"--listen", "127.0.0.1:0", "--counter-every", "5ms"}, "--counter-every 5ms: shorter than 10ms"},
+		{[]string{"--listen", "127.0.0.1:0", "--counter-every", "often"}, `--counter-every "often": want default or a duration`},
 		{[]string{"--listen", "127.0.0.1:0", "--otlp", "collector:4318"}, `--otlp "collector:4318": want the collector's OTLP/HTTP URL`},
 		{[]string{"--listen", "unix:"}, `--listen "unix:": want unix:PATH`},
 		{[]string{"--listen", "127.0.0.1:0", "--web.config.file", "/nonexistent/web.yml"}, "--web.config.file /nonexistent/web.yml: "},
