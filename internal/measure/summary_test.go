@@ -196,3 +196,33 @@ func TestTotalAddsBoundsAndNamesAMissingBoard(t *testing.T) {
 		t.Error("a total of one GPU")
 	}
 }
+
+// TestSlowCounterCallsWarned: counter readings the Sampler left out because their calls
+// were too slow to place in time are told as a warning naming the channel and the count;
+// none, no warning.
+func TestSlowCounterCallsWarned(t *testing.T) {
+	t.Parallel()
+	r := synthetic()
+	s := Summarize(r, []string{"load"}, time.Second)
+	for _, w := range s.GPUs[0].Warnings {
+		if w.Code == region.CodeSlowCalls {
+			t.Fatalf("no slow calls, but warned: %s", w.Message)
+		}
+	}
+	r = synthetic()
+	for i := range r.Trace.Meta.Channels {
+		if c := &r.Trace.Meta.Channels[i]; c.Name == "energy.total" {
+			c.Stats.Polls, c.Stats.SlowDropped, c.Stats.SlowestCall = 40, 9, 2.9
+		}
+	}
+	s = Summarize(r, []string{"load"}, time.Second)
+	var got []string
+	for _, w := range s.GPUs[0].Warnings {
+		if w.Code == region.CodeSlowCalls {
+			got = append(got, w.Message)
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "energy.total: 9 of 40 readings left out") || !strings.Contains(got[0], "2.9 s") {
+		t.Errorf("slow-call warnings %q", got)
+	}
+}

@@ -279,6 +279,11 @@ func (gs *Summary) readingStats(cs *Channel, st *trace.ChannelStats) {
 	if st.Missed > 2 && st.Missed > st.Samples/100 && !st.PhaseLocked && st.PollInterval > st.UpdatePeriod/4 {
 		gs.add(missedUpdates(cs.Channel, st.Missed, st.Samples, st.PollInterval, st.UpdatePeriod))
 	}
+	if st.SlowDropped > 0 {
+		gs.add(keyed(CodeSlowCalls, cs.Channel+": slow calls", float64(st.SlowDropped), "readings left out",
+			"%s: %d of %d readings left out: their calls took longer than half the update period (the slowest %.3g s), so when they were taken is unknown; the driver was busy (other NVML clients on the host?)",
+			cs.Channel, st.SlowDropped, st.Polls, st.SlowestCall))
+	}
 	if st.Errors > 0 {
 		gs.add(keyed(CodeReadErrors, cs.Channel+": reads failed", float64(st.Errors), "failed reads",
 			"%s: %d failed reads (last: %s)", cs.Channel, st.Errors, st.LastError))
@@ -501,6 +506,7 @@ const (
 	CodeLowCoverage         status.Code = "low_coverage"
 	CodeMissedUpdates       status.Code = "missed_updates"
 	CodeReadErrors          status.Code = "read_errors"
+	CodeSlowCalls           status.Code = "slow_calls"
 	CodeNoBaseline          status.Code = "no_baseline"
 	CodeFewUpdates          status.Code = "few_updates"
 	CodeThrottling          status.Code = "throttling"

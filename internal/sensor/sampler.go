@@ -113,23 +113,28 @@ type chanState struct {
 	lastPoll time.Duration // stamp of the previous call (midpoint)
 	lastNew  time.Duration // stamp of the previous new sample
 
-	samples   []trace.Sample
-	nSamples  int // new samples filed (kept in samples, or handed to Options.Sink)
-	polls     int
-	repeats   int
-	errs      int
-	lastErr   string
-	lat       ring
-	latMed    time.Duration // cached median of lat
-	latMean   time.Duration // cached mean of lat: what a call costs on average (cpuFloor)
-	intervals ring
-	sinceNew  int           // polls since the last new value
-	period    time.Duration // learned update period (median interval between new values)
-	periodNs  atomic.Int64  // period, readable from other goroutines (UpdatePeriod)
-	pollBase  time.Duration // what the poll interval is derived from: period, or the short intervals of an irregular channel
-	irregular bool
-	missed    int
-	pollLost  int // at most this many updates fell in gaps between calls (kindPower)
+	samples  []trace.Sample
+	nSamples int // new samples filed (kept in samples, or handed to Options.Sink)
+	polls    int
+	repeats  int
+	errs     int
+	lastErr  string
+	// slowDropped counts a counter's readings left out because their calls took too long
+	// to place them in time (untimeable); slowMax is the longest such call.
+	slowDropped int
+	slowMax     time.Duration
+	afterDrop   bool // the last call's reading was left out
+	lat         ring
+	latMed      time.Duration // cached median of lat
+	latMean     time.Duration // cached mean of lat: what a call costs on average (cpuFloor)
+	intervals   ring
+	sinceNew    int           // polls since the last new value
+	period      time.Duration // learned update period (median interval between new values)
+	periodNs    atomic.Int64  // period, readable from other goroutines (UpdatePeriod)
+	pollBase    time.Duration // what the poll interval is derived from: period, or the short intervals of an irregular channel
+	irregular   bool
+	missed      int
+	pollLost    int // at most this many updates fell in gaps between calls (kindPower)
 
 	// Phase lock (adaptive mode, regular measurement channels): once the period is known,
 	// the Sampler sleeps until just before the next expected update and polls finely
@@ -673,14 +678,39 @@ func (s *Sampler) poll(cs *chanState) {
 	cs.buf = buf
 	cs.polls++
 	cs.addLatency(t1 - t0)
-	if err != nil {
+	switch {
+	case err != nil:
 		cs.errs++
 		cs.lastErr = err.Error()
-	} else {
+	case cs.untimeable(t1 - t0):
+		cs.slowDropped++
+		cs.slowMax = max(cs.slowMax, t1-t0)
+		cs.afterDrop = true
+	default:
 		cs.record(t0+(t1-t0)/2, cs.buf)
 	}
 	cs.interval = s.intervalFor(cs, t1)
 	cs.due = t1 + cs.interval
+}
+
+// untimeable says whether a counter's call took too long for its reading to be placed in
+// time: the value may have been taken anywhere inside the call, so a call longer than half
+// the counter's update period puts more error in its stamp than the update period itself.
+// Such a reading is left out (the counter loses nothing: the next reading holds its
+// energy). On a host whose driver was busy with other NVML clients (two measures and two
+// busy pollers on a two-H200 host, run 2026-11-28-intervals-shapes-10), counter calls
+// took up to ~3 s and their readings, stamped at the calls' middles, lay ~1.4 s early.
+func (cs *chanState) untimeable(d time.Duration) bool {
+	if cs.kind != kindCumulative {
+		return false
+	}
+	// The sensor's own period where it gives one: the learned one grows with every reading
+	// left out (it is the interval between the readings kept).
+	T := cs.hint
+	if T <= 0 {
+		T = cs.updatePeriod()
+	}
+	return T > 0 && d > T/2
 }
 
 // record files the readings of one call made at stamp tc.
@@ -719,7 +749,9 @@ func (cs *chanState) record(tc time.Duration, rs []Reading) {
 			t = cs.stamp(tc)
 			cs.relock(t, tc)
 		}
-		if cs.have {
+		if cs.have && !cs.afterDrop {
+			// (The interval across a reading left out is the drop's, not the counter's:
+			// learned, it would stretch the update period the next stamps are set by.)
 			iv := t - cs.lastNew
 			if iv > 0 {
 				cs.intervals.add(iv)
@@ -738,6 +770,7 @@ func (cs *chanState) record(tc time.Duration, rs []Reading) {
 		cs.have, cs.lastVal, cs.lastDrv, cs.lastNew = true, r.Value, r.DriverUS, t
 		anyNew = true
 	}
+	cs.afterDrop = false
 	if anyNew {
 		cs.sinceNew = 0
 		cs.learn()
@@ -1065,9 +1098,11 @@ func (cs *chanState) statsWith(latency func() time.Duration) *trace.ChannelStats
 		PhaseLocked:  cs.lock == locked,
 		CallLatency:  latency().Seconds(),
 
-		Missed:   cs.missed,
-		LostMax:  cs.pollLost,
-		Periodic: (cs.kind == kindPower || cs.kind == kindBuffered) && !cs.irregular,
+		Missed:      cs.missed,
+		LostMax:     cs.pollLost,
+		SlowDropped: cs.slowDropped,
+		SlowestCall: cs.slowMax.Seconds(),
+		Periodic:    (cs.kind == kindPower || cs.kind == kindBuffered) && !cs.irregular,
 	}
 }
 

@@ -159,3 +159,56 @@ func TestCounterShareByMeanCall(t *testing.T) {
 		t.Errorf("the counter's calls took %.1f %% of the wall time, want about the 2 %% cap", 100*share)
 	}
 }
+
+// stallingCounter is an energy counter that steps every 100 ms (its hint) and counts
+// 1 J per ms of real time; its every third call stalls 300 ms before it reads, as a call
+// queued behind other NVML clients does: the value is of the call's end.
+type stallingCounter struct {
+	n  *int
+	t0 time.Time
+}
+
+func (c stallingCounter) Channel() trace.Channel {
+	return trace.Channel{Name: "energy.total", Quantity: trace.QEnergy, Unit: "J", Cumulative: true}
+}
+
+func (c stallingCounter) PeriodHint() time.Duration { return 100 * time.Millisecond }
+
+func (c stallingCounter) Read(dst []Reading) ([]Reading, error) {
+	*c.n++
+	if *c.n%3 == 0 {
+		time.Sleep(300 * time.Millisecond)
+	}
+	return append(dst, Reading{Value: float64(time.Since(c.t0).Microseconds()) / 1e3}), nil
+}
+
+// TestSlowCounterCallsLeftOut: a counter reading whose call took longer than half the
+// counter's update period is left out and counted (stamped at the call's middle it would
+// lie ~40 ms early here, ~1.4 s on a busy two-H200 host); the readings kept lie within
+// half a short call and half an update period of their stamps.
+func TestSlowCounterCallsLeftOut(t *testing.T) {
+	t.Parallel()
+	n := 0
+	c := stallingCounter{n: &n, t0: time.Now()}
+	clk := clock.NewReal()
+	s := New(clk, []Sensor{c}, Options{Mode: Fixed, Interval: 20 * time.Millisecond, CPUShare: 1})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	chans, samples := s.Stop()
+	st := chans[0].Stats
+	if st.SlowDropped < n/3-1 || st.SlowDropped > st.Polls/2 || st.SlowestCall < 0.3 {
+		t.Errorf("%d of %d calls left out (slowest %.3f s), want every third (the stalled ones, 300 ms: %d)", st.SlowDropped, st.Polls, st.SlowestCall, n/3)
+	}
+	// The counter's value is the ms since c.t0 at the call's end; the trace's axis starts
+	// at the clock's origin: value minus stamp is how early a reading is stamped. Kept,
+	// at most half an update period and half a call of 50 ms (a stalled one kept: ~160 ms).
+	skew := clk.Epoch().Sub(c.t0).Seconds()
+	for _, smp := range samples {
+		early := smp.Value/1e3 - skew - smp.T.Seconds()
+		if early > 0.1 {
+			t.Errorf("reading %.0f stamped at %.3f s: %.0f ms before it was taken", smp.Value, smp.T.Seconds(), 1e3*early)
+		}
+	}
+}

@@ -100,6 +100,11 @@ type ChannelStats struct {
 	// ring loses samples only where two reads lie further apart than it is deep.
 	LostMax  int  `json:"lost_updates_max"`
 	Periodic bool `json:"periodic,omitempty"`
+	// SlowDropped counts a counter's readings left out because their calls took longer
+	// than half its update period (the value may have been taken anywhere in the call:
+	// a busy driver); SlowestCall is the longest of those calls.
+	SlowDropped int     `json:"slow_calls_dropped,omitempty"`
+	SlowestCall float64 `json:"slowest_dropped_call_s,omitempty"`
 }
 
 // Sample is one new reading of one channel.
