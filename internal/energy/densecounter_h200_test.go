@@ -45,7 +45,33 @@ var denseRuns = []denseRun{
 			"r1-ramp-3s named:power.average":     avgRampWhy,
 		}},
 	{dir: "nvidia-h200/2026-11-28-intervals-shapes-8/recorded", gpu: 1},
+	// results/nvidia-h200/2026-11-28-intervals-shapes-9: recorded after the dense anchor
+	// and the fits' spacing were fitted to -7 and -8 (main at 6c9c4cf), on a third board,
+	// in a third order (--seed 9): nothing here was tuned on it.
+	// Its misses (the default holds on every window): named power.samples over-confident on
+	// steady loads, a defect found here and not mended (scale9Why).
+	{dir: "nvidia-h200/2026-11-28-intervals-shapes-9/recorded", gpu: 0,
+		knownMiss: map[string]string{
+			"r0-memory-2.5s named:power.samples":  scale9Why + " (−0.67 % against ±0.40 %)",
+			"r1-memory-2.5s named:power.samples":  scale9Why + " (−0.75 % against ±0.41 %)",
+			"r2-memory-2.5s named:power.samples":  scale9Why + " (−0.67 % against ±0.43 %)",
+			"r0-compute-2.5s named:power.samples": scale9Why + " (−0.91 % against ±0.58 %)",
+			"r1-compute-2.5s named:power.samples": scale9Why + " (−0.69 % against ±0.57 %)",
+			"r2-compute-2.5s named:power.samples": scale9Why + " (−1.09 % against ±0.60 %)",
+			"r0-ramp13-3s named:power.samples":    scale9Why + " (−1.14 % against ±0.86 %)",
+			"r0-square-20ms named:power.samples":  square20Why + "; on its robust scale −20.4 % against ±20.0 %, the reference part (±299 J) a little short",
+			"r1-ramp-3s named:power.samples":      rampWhy + "; on its robust scale −14.5 % against ±14.1 %, the reference part (±202 J) a little short",
+			"r0-square-100ms power.average":       "a 100 ms square wave read −2.45 % by the 1 s average against ±1.8 % (its edges part): the ring and the counter around it agree, so no reference part widens it",
+			"r0-square-100ms named:power.average": "as power.average: −2.78 % against ±2.0 %",
+		}},
 }
+
+// scale9Why: on run -9 (a third board, untuned) named power.samples' scale, fitted to the
+// dense counter's readings 1.5 s apart, lands ~0.9 % above the ring's ratio to the counter on
+// steady loads, and its calibration part (±0.4 %, the robust fit's error) does not hold
+// that: thinned to 2 s the same channel holds the reference on 27/27. The default holds on
+// every window of the run. Found 2026-11-28 on this run, not mended.
+const scale9Why = "named power.samples with the dense counter: its scale, fitted over readings 1.5 s apart, ~0.9 % off the ring's steady-load ratio, beyond its ±0.4 % calibration part"
 
 // avg20Why and avgRampWhy: the 1 s average (power.usage, power.average), built of the
 // board's 20 ms samples, misreads a load locked to them; with the counter read every 100 ms
