@@ -179,6 +179,37 @@ var shapeRuns = []shapeRun{
 			"r0-square-100ms": "a 100 ms square wave, whose fifth harmonic lies at the ring's 50 Hz (+2.6 %)",
 		},
 		usageWithin10: 23},
+	// The twelfth run (results/nvidia-h200/2026-11-28-intervals-shapes-12), the lean default
+	// recorded with the slow-call rule (3d1948c) beside a dense-counter run on the other board
+	// (-11), untuned: no counter call was slow this time.
+	{dir: "nvidia-h200/2026-11-28-intervals-shapes-12/recorded", gpu: 1,
+		knownMiss: map[string]string{
+			"r0-ramp13-3s named:power.usage":           "a ramp in 13 ms slots, near the ring's 20 ms sampling (-1.79 % against ±1.4 %)",
+			"r0-ramp13-3s named:power.average":         "a ramp in 13 ms slots, near the ring's 20 ms sampling (-1.88 % against ±1.4 %)",
+			"r0-ramp-3s default":                       rampWhy + " (-14.47 % against ±13.3 %); the reference part over the counter's 3.8 s span short of it",
+			"r0-ramp-3s power.samples":                 rampWhy + " (-13.91 % against ±12.4 %); the reference part over the counter's 3.8 s span short of it",
+			"r0-ramp-3s named:power.samples":           rampWhy + " (-14.45 % against ±12.4 %); the reference part over the counter's 3.8 s span short of it",
+			"r0-square-20ms power.samples":             square20Why + " (+17.60 % against ±17.0 %); the reference part over the counter's span short of it",
+			"r0-square-20ms power.instant":             square20Why + "; power.instant's 25 ms windows every 100 ms at a few phases of it (+6.00 % against ±3.6 %)",
+			"r0-square-20ms named:power.instant":       square20Why + "; power.instant's 25 ms windows every 100 ms at a few phases of it (+6.00 % against ±3.6 %)",
+			"r1-ramp13-3s power.samples":               "a ramp in 13 ms slots, near the ring's 20 ms sampling (+0.95 % against ±0.8 %)",
+			"r1-square-100ms power.usage":              "a 100 ms square wave read by the 1 s average (+2.74 % against ±2.5 %): its fifth harmonic at the board's 50 Hz sampling",
+			"r1-square-100ms power.average":            "a 100 ms square wave read by the 1 s average (+2.74 % against ±2.4 %): its fifth harmonic at the board's 50 Hz sampling",
+			"r1-ramp-3s power.usage":                   rampWhy + "; the 1 s average, built of such samples (-2.66 % against ±2.3 %)",
+			"r1-ramp-3s named:power.usage":             rampWhy + "; the 1 s average, built of such samples (-3.36 % against ±2.4 %)",
+			"r1-ramp-3s power.average":                 rampWhy + "; the 1 s average, built of such samples (-2.56 % against ±2.4 %)",
+			"r1-ramp-3s named:power.average":           rampWhy + "; the 1 s average, built of such samples (-3.27 % against ±2.5 %)",
+			"r1-square-20ms power.instant":             square20Why + "; power.instant's 25 ms windows every 100 ms at a few phases of it (+4.47 % against ±3.8 %)",
+			"r1-square-20ms named:power.instant":       square20Why + "; power.instant's 25 ms windows every 100 ms at a few phases of it (+4.47 % against ±3.8 %)",
+			"r1-square-20ms-inner power.instant":       square20Why + "; power.instant's 25 ms windows every 100 ms at a few phases of it (+8.25 % against ±3.5 %)",
+			"r1-square-20ms-inner named:power.instant": square20Why + "; power.instant's 25 ms windows every 100 ms at a few phases of it (+8.25 % against ±3.5 %)",
+		},
+		knownOff: map[string]string{
+			"r0-ramp-3s":     rampWhy + " (−14.5 % against ±13.3 %)",
+			"r0-square-20ms": square20Why + " (+10.6 %)",
+			"r1-ramp-3s":     rampWhy + " (−4.9 %)",
+		},
+		usageWithin10: 23},
 }
 
 // b2bUsageWhy: the 1 s average over back-to-back loads ending in a 100 ms square wave, a
