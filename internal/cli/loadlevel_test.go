@@ -160,7 +160,8 @@ func testLoadlevelNoGPU(t *testing.T) {
 func TestLoadlevelDefaultContexts(t *testing.T) {
 	t.Parallel()
 	a, stdout, stderr, ctx := testApp(t)
-	args := append([]string{"--levels", "100", "--json", "--variant", "cpu"}, loadlevelArgs...)
+	// Only the number of contexts is checked: a 2 s record (the later flag wins) is enough.
+	args := append(append([]string{"--levels", "100", "--json", "--variant", "cpu"}, loadlevelArgs...), "--record", "2s", "--idle", "1s")
 	if code := a.Main(ctx, append([]string{"loadlevel"}, args...)); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
