@@ -240,6 +240,35 @@ type Cache struct {
 	smu     sync.Mutex
 	str     *trace.Trace
 	samples map[trace.Key]trace.Readings
+	rows    map[trace.Key][]trace.Sample // Samples' (a trace of Samples only)
+}
+
+// Samples is tr.Series(gpu, name), kept in c for every region of tr where c is given
+// (callers share the slice and must not modify it): region.Summarize asks for each
+// channel once per region, and each Series scans the whole trace. A compact trace's are
+// not kept (it is compact to hold its readings once).
+func (c *Cache) Samples(tr *trace.Trace, gpu int, name string) []trace.Sample {
+	if c == nil || tr.Compact() {
+		return tr.Series(gpu, name)
+	}
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if c.str == nil {
+		c.str, c.samples = tr, map[trace.Key]trace.Readings{}
+	}
+	if c.str != tr {
+		return tr.Series(gpu, name)
+	}
+	if c.rows == nil {
+		c.rows = map[trace.Key][]trace.Sample{}
+	}
+	k := trace.Key{GPU: gpu, Name: name}
+	s, ok := c.rows[k]
+	if !ok {
+		s = tr.Series(gpu, name)
+		c.rows[k] = s
+	}
+	return s
 }
 
 // series is the readings of channel name of GPU gpu in tr (trace.Readings), from c where

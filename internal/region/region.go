@@ -152,7 +152,7 @@ func Summarize(tr *trace.Trace, g trace.GPU, start, end, b0, b1 time.Duration, o
 		gs.add(status.Warnf(CodeNotRun, "%s did not run: nothing to summarise", o.What))
 		return gs
 	}
-	sp := span{tr: tr, gpu: g.Index, start: start, end: end, b0: b0, b1: b1}
+	sp := span{tr: tr, gpu: g.Index, start: start, end: end, b0: b0, b1: b1, cache: o.EnergyCache}
 	byName, names := gs.channelFigures(sp, o)
 	if o.ChannelIntervals {
 		correctedIntervals(sp, o, byName)
@@ -183,11 +183,15 @@ type span struct {
 	tr                 *trace.Trace
 	gpu                int
 	start, end, b0, b1 time.Duration
+	cache              *energy.Cache // Options.EnergyCache: the regions of tr share its series
 }
 
 func (sp span) dur() time.Duration { return sp.end - sp.start }
 
-func (sp span) series(name string) []trace.Sample { return sp.tr.Series(sp.gpu, name) }
+// series is channel name's readings, shared (not to be modified): the measurement loop
+// summarises hundreds of regions of one trace, each of which scanned the whole trace for
+// each channel.
+func (sp span) series(name string) []trace.Sample { return sp.cache.Samples(sp.tr, sp.gpu, name) }
 
 // add appends a warning.
 func (gs *Summary) add(w status.Warning) { gs.Warnings = append(gs.Warnings, w) }
