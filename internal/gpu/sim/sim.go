@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -142,6 +143,19 @@ type Device struct {
 	// procSeen is when Processes was last called (procAsked: ever).
 	procSeen  time.Duration
 	procAsked bool
+	// scratch is rebuildWith's working space, reused under mu.
+	scratch rebuildScratch
+}
+
+// rebuildScratch holds the slices one rebuildWith works in: gpuwatt loadlevel's
+// transactions on the sim give the device a span every millisecond, each rebuilding the
+// truths from its start, and their allocations were a tenth of internal/cli's test CPU.
+// Nothing in them outlives the call (simsensor.Load.SetSteps copies the steps).
+type rebuildScratch struct {
+	evs           []time.Duration
+	acts, running []activity
+	out           []truthState
+	steps         []simsensor.Step
 }
 
 // ctxSpan is a CUDA context open over [open, close) (close = clock.Never while open).
@@ -612,38 +626,31 @@ func (d *Device) relevant(from time.Duration) []activity {
 // rebuildWith rewrites the truths from `from` on, from the acts given (the relevant ones).
 func (d *Device) rebuildWith(from time.Duration, acts []activity) {
 	st := d.profile(acts)
-	board := make([]simsensor.Step, len(st))
-	mem := make([]simsensor.Step, len(st))
-	busy := make([]simsensor.Step, len(st))
-	clk := make([]simsensor.Step, len(st))
-	rsn := make([]simsensor.Step, len(st))
-	for i, s := range st {
-		board[i] = simsensor.Step{T: s.t, P: s.board}
-		mem[i] = simsensor.Step{T: s.t, P: s.mem}
-		busy[i] = simsensor.Step{T: s.t, P: units.Power(s.busy)}
-		clk[i] = simsensor.Step{T: s.t, P: units.Power(s.clk)}
-		rsn[i] = simsensor.Step{T: s.t, P: units.Power(s.rsn)}
+	d.setSteps(d.board, from, st, d.cfg.Idle, func(s truthState) units.Power { return s.board })
+	d.setSteps(d.memory, from, st, d.cfg.MemoryIdle, func(s truthState) units.Power { return s.mem })
+	d.setSteps(d.busy, from, st, 0, func(s truthState) units.Power { return units.Power(s.busy) })
+	d.setSteps(d.smClock, from, st, 0, func(s truthState) units.Power { return units.Power(s.clk) })
+	d.setSteps(d.reasons, from, st, 0, func(s truthState) units.Power { return units.Power(s.rsn) })
+}
+
+// setSteps gives l the truth level picks from st, from `from` on: one step at from with
+// the value that holds there, then the later ones (built in d's scratch space). Called
+// with d.mu held.
+func (d *Device) setSteps(l *simsensor.Load, from time.Duration, st []truthState, p0 units.Power, level func(truthState) units.Power) {
+	i := sort.Search(len(st), func(i int) bool { return st[i].t > from })
+	if i > 0 {
+		p0 = level(st[i-1])
 	}
-	d.board.SetSteps(from, clip(board, from, d.cfg.Idle))
-	d.memory.SetSteps(from, clip(mem, from, d.cfg.MemoryIdle))
-	d.busy.SetSteps(from, clip(busy, from, 0))
-	d.smClock.SetSteps(from, clip(clk, from, 0))
-	d.reasons.SetSteps(from, clip(rsn, from, 0))
+	steps := append(d.scratch.steps[:0], simsensor.Step{T: from, P: p0})
+	for _, s := range st[i:] {
+		steps = append(steps, simsensor.Step{T: s.t, P: level(s)})
+	}
+	d.scratch.steps = steps
+	l.SetSteps(from, steps)
 }
 
 func (d *Device) memoryPower(board units.Power) units.Power {
 	return d.cfg.MemoryIdle + units.Power(d.cfg.MemoryLoadFraction)*max(board-d.cfg.Idle, 0)
-}
-
-// clip returns the steps from `from` on: one at from with the value that holds there, then
-// the later ones.
-func clip(steps []simsensor.Step, from time.Duration, p0 units.Power) []simsensor.Step {
-	i := sort.Search(len(steps), func(i int) bool { return steps[i].T > from })
-	v := p0
-	if i > 0 {
-		v = steps[i-1].P
-	}
-	return append([]simsensor.Step{{T: from, P: v}}, steps[i:]...)
 }
 
 // truthState is the value of every truth from t on.
@@ -660,7 +667,8 @@ type truthState struct {
 // closes (whichever is later), active idle for the hold time, then the stair down to idle
 // at rest; idle at rest before anything happened.
 func (d *Device) profile(acts []activity) []truthState {
-	var evs []time.Duration
+	sc := &d.scratch
+	evs := sc.evs[:0]
 	for _, a := range acts {
 		evs = append(evs, a.start)
 		if a.end != clock.Never {
@@ -677,12 +685,14 @@ func (d *Device) profile(acts []activity) []truthState {
 			evs = append(evs, c.close)
 		}
 	}
-	sort.Slice(evs, func(i, j int) bool { return evs[i] < evs[j] })
+	slices.Sort(evs)
 	evs = compact(evs)
-	acts = slices.Clone(acts)
-	sort.SliceStable(acts, func(i, j int) bool { return acts[i].start < acts[j].start })
-	var out []truthState
-	var running []activity
+	sc.evs = evs
+	acts = append(sc.acts[:0], acts...)
+	slices.SortStableFunc(acts, func(a, b activity) int { return cmp.Compare(a.start, b.start) })
+	sc.acts = acts
+	out := sc.out[:0]
+	running := sc.running[:0]
 	next := 0
 	for i, e := range evs {
 		for next < len(acts) && acts[next].start <= e {
@@ -752,6 +762,7 @@ func (d *Device) profile(acts []activity) []truthState {
 			sort.SliceStable(seg, func(a, b int) bool { return seg[a].t < seg[b].t })
 		}
 	}
+	sc.out, sc.running = out, running
 	return out
 }
 
