@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
@@ -141,7 +142,18 @@ type Series struct {
 	gaps      []trace.Gap    // of kept, found on first use
 	gapUsual  time.Duration  // kept's usual interval between readings
 	haveGaps  bool
-	noise     *noiseMemo // kept's noise, shared with every WithModel copy
+	noise     *noiseMemo   // kept's noise, shared with every WithModel copy
+	variants  *variantMemo // WithModel's (nil on a WithModel copy)
+}
+
+// variantMemo keeps WithModel's Series by model. The corrected power series (energy's
+// PowerSeries: measure's report page, `energy --series`) inverts a channel bin by bin, and
+// each bin's model component asked for the channel again at each end of every parameter
+// interval: a new inverter over every reading, per bin (a tenth of internal/cli's test
+// CPU). A variant is a function of the readings and the model alone, so one serves all.
+type variantMemo struct {
+	mu sync.Mutex
+	by map[sensormodel.Model]*Series
 }
 
 // Prepare drops stale repeats from samples (one channel, sorted by time, in W) and sets up
@@ -179,6 +191,7 @@ func PrepareReadings(samples trace.Readings, m sensormodel.Model, opt Options) *
 		s.kept, s.early = dropEarly(s.kept, s.period)
 	}
 	s.noise = &noiseMemo{}
+	s.variants = &variantMemo{}
 	if s.kept.Len() > 0 {
 		s.inv = newInverter(s.kept, m, s.period, s.noise)
 	}
@@ -333,6 +346,24 @@ func (s *Series) StepSpread(from, to time.Duration) (float64, bool) {
 // dropped, the period kept unless m names its own): what Prepare(samples, m, opt) gives,
 // without deduplicating again, for re-evaluating an interval's model part.
 func (s *Series) WithModel(m sensormodel.Model) *Series {
+	if s.variants == nil {
+		return s.withModel(m)
+	}
+	s.variants.mu.Lock()
+	defer s.variants.mu.Unlock()
+	if v, ok := s.variants.by[m]; ok {
+		return v
+	}
+	if s.variants.by == nil {
+		s.variants.by = map[sensormodel.Model]*Series{}
+	}
+	v := s.withModel(m)
+	s.variants.by[m] = v
+	return v
+}
+
+// withModel is WithModel, prepared anew.
+func (s *Series) withModel(m sensormodel.Model) *Series {
 	v := &Series{raw: s.raw, kept: s.kept, m: m, opt: s.opt, period: s.period, periodSrc: s.periodSrc, noise: s.noise}
 	if m.Period > 0 {
 		v.period, v.periodSrc = m.Period, "model"
