@@ -56,20 +56,27 @@ func (f *fakeRunner) Run(ctx context.Context, argv []string) (int, error) {
 func testApp(t *testing.T) (*App, *bytes.Buffer, *bytes.Buffer, context.Context) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
+	a, ctx, cancel := virtualApp(t.TempDir(), &stdout, &stderr)
 	t.Cleanup(cancel)
+	return a, &stdout, &stderr, ctx
+}
+
+// virtualApp is testApp's App, its absent NVIDIA library in dir: also for the shared runs,
+// which live longer than the test that makes them.
+func virtualApp(dir string, stdout, stderr *bytes.Buffer) (*App, context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
 	clk := clock.NewVirtual(time.Time{})
 	off := false
 	a := &App{
-		Stdout: &stdout, Stderr: &stderr,
+		Stdout: stdout, Stderr: stderr,
 		NewClock:    func() clock.Clock { return clk },
 		Runner:      &fakeRunner{clk: clk, cancel: cancel},
-		NVMLPaths:   []string{filepath.Join(t.TempDir(), "libnvidia-ml.so.1")},
+		NVMLPaths:   []string{filepath.Join(dir, "libnvidia-ml.so.1")},
 		Host:        "testhost",
 		Version:     "test",
 		Interactive: &off,
 	}
-	return a, &stdout, &stderr, ctx
+	return a, ctx, cancel
 }
 
 func golden(t *testing.T, name string, got []byte) {

@@ -45,7 +45,9 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	raiseParallel(8)
-	os.Exit(m.Run())
+	code := m.Run()
+	removeSharedRuns()
+	os.Exit(code)
 }
 
 // raiseParallel lets n of this package's parallel tests run at once where -parallel is not

@@ -12,13 +12,13 @@ import (
 
 func TestSensorWritesFiles(t *testing.T) {
 	t.Parallel()
-	a, stdout, stderr, ctx := testApp(t)
-	dir := filepath.Join(t.TempDir(), "out")
-	if code := a.Main(ctx, []string{"sensor", "--device", "sim:h100", "--quick", "--out", dir}); code != ExitOK {
+	// The run TestEveryVerbOnSim/sensor shares: it only reads it, as this test does.
+	dir, code, stdout, stderr := sensorH100Quick.get(t)
+	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	goldenText(t, "sensor_h100_quick.txt", stdout.Bytes(), dir)
-	wantProgress(t, stderr.String(), "gpuwatt sensor: idle")
+	goldenText(t, "sensor_h100_quick.txt", stdout, dir)
+	wantProgress(t, string(stderr), "gpuwatt sensor: idle")
 	goldenJSON(t, "sensor_h100_quick_results.json", filepath.Join(dir, "results.json"), dir)
 	goldenJSON(t, "sensor_h100_quick_sensor.json", filepath.Join(dir, "sensor.json"), dir)
 	for _, f := range []string{"sensor.json", "results.json", "report.html", "trace.csv", "trace.json"} {
@@ -37,7 +37,7 @@ func TestSensorWritesFiles(t *testing.T) {
 	if m := p.Channels["power.instant"].Model; m.Kind() != sensormodel.Boxcar {
 		t.Errorf("power.instant: %v", m)
 	}
-	if !strings.Contains(stdout.String(), "doubling") {
+	if !strings.Contains(string(stdout), "doubling") {
 		t.Errorf("no anomaly tests in the output:\n%s", stdout)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/gpuwatt/gpuwatt/internal/testkit"
 )
 
 // Every verb answers --help with exit 0 on stdout, and every verb takes --device.
@@ -40,13 +38,15 @@ func TestEveryVerbOnSim(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	runs := map[string][]string{
-		"devices":      {},
-		"measure":      {"--baseline", "100ms", "--tail", "100ms", "--json", "--", "fake", "1s"},
-		"micro":        {"--only", "int32.add", "--json"},
-		"archline":     {"--quick", "--precision", "fp32", "--json"},
-		"profile":      {"--kernel", "fp32.fma", "--runs", "200", "--json"},
-		"sensor":       {"--quick"},
-		"loadlevel":    append([]string{"--levels", "100", "--contexts", "1", "--json"}, loadlevelArgs...),
+		"devices":  {},
+		"measure":  {"--baseline", "100ms", "--tail", "100ms", "--json", "--", "fake", "1s"},
+		"micro":    {"--only", "int32.add", "--json"},
+		"archline": {"--quick", "--precision", "fp32", "--json"},
+		"profile":  {"--kernel", "fp32.fma", "--runs", "200", "--json"},
+		"sensor":   nil, // sensorH100Quick
+		// This checks that the verb runs and prints (loadlevel's figures: TestLoadlevelJSON,
+		// TestLoadlevelText): a 2 s record and 1 s of idle, not 10 and 2 (the later flag wins).
+		"loadlevel":    append(append([]string{"--levels", "100", "--contexts", "1", "--json"}, loadlevelArgs...), "--record", "2s", "--idle", "1s"),
 		"characterize": {"--quick", "--stages", "loadlevel", "--out", filepath.Join(dir, "char")},
 		"version":      {},
 	}
@@ -56,15 +56,18 @@ func TestEveryVerbOnSim(t *testing.T) {
 			continue // opens no device (energy, report): --device's meaning is tested with them
 		}
 		t.Run(v.name, func(t *testing.T) {
-			a, stdout, stderr, ctx := testApp(t)
-			board := "sim:h100"
-			if v.name == "sensor" && !testkit.SlowOn() {
-				// sensor --quick on the h100 twin is 1.5-2 s of CPU, and TestSensorWritesFiles
-				// runs it there and checks its figures; this checks that the verb runs, on
-				// the k20 twin (few channels: 0.4 s), on the h100 where the slow tests run (CI).
-				board = "sim:k20"
+			if v.name == "sensor" {
+				// sensor --quick on the h100 twin is 1.5-2 s of CPU: this reads the run that
+				// TestSensorWritesFiles checks against its golden files (the same verb, board
+				// and flags, with --out and progress), made once for both.
+				_, code, stdout, stderr := sensorH100Quick.get(t)
+				if code != ExitOK || len(stdout) == 0 {
+					t.Fatalf("exit %d, %d bytes on stdout: %s", code, len(stdout), stderr)
+				}
+				return
 			}
-			if code := a.Main(ctx, append([]string{v.name, "--device", board}, append(quietIf(v.name), args...)...)); code != ExitOK {
+			a, stdout, stderr, ctx := testApp(t)
+			if code := a.Main(ctx, append([]string{v.name, "--device", "sim:h100"}, append(quietIf(v.name), args...)...)); code != ExitOK {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
 			if v.name != "characterize" && stdout.Len() == 0 {
