@@ -899,9 +899,10 @@ func (cs *chanState) learn() {
 	if cs.intervals.n < 4 {
 		return
 	}
-	all := cs.intervals.sorted()
+	var buf, bigBuf [ringLen]time.Duration
+	all := cs.intervals.sorted(&buf)
 	q90 := all[int(0.9*float64(len(all)-1)+0.5)]
-	big := all[:0:0]
+	big := bigBuf[:0]
 	for _, iv := range all {
 		if iv >= q90/4 {
 			big = append(big, iv)
@@ -1157,9 +1158,12 @@ func (v *virtualLane) Next() time.Duration {
 
 func (v *virtualLane) Fire(now time.Duration) { v.s.pollDue(v.chans, now) }
 
-// ring keeps the last 64 durations.
+// ringLen is how many durations a ring keeps.
+const ringLen = 64
+
+// ring keeps the last ringLen durations.
 type ring struct {
-	v [64]time.Duration
+	v [ringLen]time.Duration
 	n int
 	i int
 }
@@ -1172,9 +1176,10 @@ func (r *ring) add(d time.Duration) {
 	}
 }
 
-// sorted returns the kept durations in increasing order (a new slice).
-func (r *ring) sorted() []time.Duration {
-	tmp := make([]time.Duration, r.n)
+// sorted returns the kept durations in increasing order, in buf (the caller's, on its
+// stack: learn sorts a channel's intervals at every new value).
+func (r *ring) sorted(buf *[ringLen]time.Duration) []time.Duration {
+	tmp := buf[:r.n]
 	copy(tmp, r.v[:r.n])
 	slices.Sort(tmp)
 	return tmp
@@ -1184,7 +1189,8 @@ func (r *ring) quantile(q float64) time.Duration {
 	if r.n == 0 {
 		return 0
 	}
-	tmp := r.sorted()
+	var buf [ringLen]time.Duration
+	tmp := r.sorted(&buf)
 	return tmp[int(q*float64(r.n-1)+0.5)]
 }
 
