@@ -65,15 +65,17 @@ func (r *regionRun) spanAnchor() (anchored, bool) {
 	if r.cal == nil {
 		return anchored{}, false
 	}
-	// The counter's readings are late by up to res, uniformly: its increase between two of
-	// them is the energy between them moved back by res/2 (± the timing, tol below).
+	// The Sampler stamps each counter reading in the middle of the interval its update lay
+	// in (sensor's stamp): its increase between two readings is the energy between their
+	// stamps, each end within res/2 of it (the timing, tol below). Moving the span back by
+	// another res/2 counted the lag twice: a bias of res/2 × the power step across the span.
 	half := r.res / 2
-	i, j, ok := counterBracket(r.ctrSeries, r.from+half, r.to+half)
+	i, j, ok := counterBracket(r.ctrSeries, r.from, r.to)
 	if !ok {
 		return anchored{}, false
 	}
 	T, V := r.ctrSeries.T, r.ctrSeries.V
-	a, b := T[i]-half, T[j]-half
+	a, b := T[i], T[j]
 	eSpan, _, ok := r.o.spanFigure(r.tr, r.gpu, CalibratedRing, "")(a, b)
 	if !ok {
 		return anchored{}, false
@@ -81,9 +83,10 @@ func (r *regionRun) spanAnchor() (anchored, bool) {
 	eCtr := V[j] - V[i]
 	diff := eSpan - eCtr
 	ring := r.o.Cache.series(r.tr, r.gpu, r.cal.Channel)
-	// The counter's timing: each end up to res late, uniformly and independently, at the
-	// power drawn meanwhile (the ring's highest reading there, on the counter's scale).
-	pa, pb := r.cal.Power(highest(ring, T[i]-r.res, T[i])), r.cal.Power(highest(ring, T[j]-r.res, T[j]))
+	// The counter's timing: each end within res/2 of its stamp, uniformly and
+	// independently, at the power drawn there (the ring's highest reading, on the counter's
+	// scale).
+	pa, pb := r.cal.Power(highest(ring, T[i]-half, T[i]+half)), r.cal.Power(highest(ring, T[j]-half, T[j]+half))
 	tol := counterTiming(r.res, pa, pb)
 	s := activeShare(ring, r.cal, r.est.EnergyJ, eSpan, a, b, r.from, r.to)
 	share, how := s, "its share of the span's energy above the span's lowest power"

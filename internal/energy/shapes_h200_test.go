@@ -82,10 +82,8 @@ var shapeRuns = []shapeRun{
 			"r1-b2b named:power.samples":               "the same on the counter's scale: -5.3 % against ±4.3 %",
 		},
 		knownOff: map[string]string{
-			"r0-square-100ms": "a 100 ms square wave, read +2.2 % by the ring; the counter's readings 11 s apart around it hold a start-up stretch the ring reads low, so the anchor leaves it at +2.1 % (±3.8 %)",
-			"r1-square-20ms":  "a square wave of the ring's own 20 ms period, read +21 % by the ring; anchored to the counter over 8 s that hold another burst, the region takes 80 % of the ring's error there: +2.3 % (±22 %)",
-			"r0-b2b":          "back-to-back loads ending in a 100 ms square wave: the ring +2.4 %, the reference over 8 s adds its difference (+2.7 % ±7.2 %)",
-			"r1-square-100ms": "a 100 ms square wave read −4.7 % by the ring; the counter's span of 8 s holds another load, so the anchor is no narrower than the reference (−4.5 % ±7.6 %)",
+			"r1-square-20ms": "a square wave of the ring's own 20 ms period, read +21 % by the ring; anchored to the counter over 8 s that hold another burst, the region takes 80 % of the ring's error there: +2.3 % (±22 %)",
+			"r0-b2b":         "back-to-back loads ending in a 100 ms square wave: the ring +2.4 %, the reference over 8 s adds its difference (+2.7 % ±7.2 %)",
 		},
 		usageWithin10: 12},
 	// The third run (results/nvidia-h200/2026-11-28-intervals-shapes-3): 3 rounds, 66 windows,
@@ -107,6 +105,7 @@ var shapeRuns = []shapeRun{
 			"r0-square-20ms":  square20Why + " (anchored, +2.3 %)",
 			"r2-square-20ms":  square20Why + " (anchored, +6.2 % ±22 %: the span holds another load)",
 			"r2-square-100ms": "anchored over a span holding another load the ring misreads (+6.3 % ±8.1 %)",
+			"r1-b2b":          b2bSpanWhy + " (+3.6 % ±4.8 %; +0.4 % while the span was moved back half an update period)",
 		},
 		usageWithin10: 21},
 	// The fourth run (results/nvidia-h200/2026-11-28-intervals-shapes-4), recorded with this
@@ -127,6 +126,7 @@ var shapeRuns = []shapeRun{
 			"r1-ramp-3s":     rampWhy,
 			"r2-ramp-3s":     rampWhy,
 			"r2-b2b":         b2bWhy,
+			"r2-square-20ms": square20Why + " (anchored, +2.5 % ±13 %; +1.9 % while the span was moved back half an update period)",
 		},
 		usageWithin10: 20},
 	// The fifth run (results/nvidia-h200/2026-11-28-intervals-shapes-5), another order of the
@@ -208,6 +208,7 @@ var shapeRuns = []shapeRun{
 			"r0-ramp-3s":     rampWhy + " (−14.5 % against ±13.3 %)",
 			"r0-square-20ms": square20Why + " (+10.6 %)",
 			"r1-ramp-3s":     rampWhy + " (−4.9 %)",
+			"r2-ramp-3s":     rampWhy + " (+3.0 % ±7.7 %; +1.4 % while the span was moved back half an update period)",
 		},
 		usageWithin10: 23},
 }
@@ -230,6 +231,11 @@ const square100InstantWhy = "a 100 ms square wave: power.instant's 25 ms windows
 // ring's robust scale leaves its own interval (coverage ±2.3 %), and the counter's span
 // around it finds nothing beyond the ring's own interval there.
 const b2bWhy = "back-to-back loads ending in a 100 ms square wave: the ring +3.6 % against its own ±2.4 %"
+
+// b2bSpanWhy: back-to-back loads with no idle between, anchored over the counter's readings
+// around them, which lie inside other loads: the span's edges carry the counter's timing
+// (±half an update period at each) at load power.
+const b2bSpanWhy = "back-to-back loads ending in a 100 ms square wave, anchored over a span whose edges lie in load"
 
 type shapeWindow struct {
 	Burst   string  `json:"burst"`
