@@ -2,6 +2,7 @@ package call
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/correct"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
 
@@ -259,10 +261,20 @@ func TestH200CallRepeats(t *testing.T) {
 				if a.ActiveJ.Low <= ref && ref <= a.ActiveJ.High {
 					asRun++
 				}
-				rc.res.RunToRunFloor = floor
-				f := rc.again(t)
-				if f.ActiveJ.Low <= ref && ref <= f.ActiveJ.High {
-					withFloor++
+				// With the floor: a second analysis of each trace, half the test's CPU; only
+				// where the slow tests run (CI), issue 30. By default the floor is still applied
+				// to recorded runs and must hold their replays: on a third card
+				// (TestH200CallRun4Floor, 6 of 6) and a fourth (TestH200CallRun5, 10 of 10);
+				// and this test still checks, on these 20 runs as they ran, that the floor is
+				// 1.96 × the pairs' sd and the replays inside 7 of 20 without it.
+				withFloorRel := math.NaN()
+				if testkit.SlowOn() {
+					rc.res.RunToRunFloor = floor
+					f := rc.again(t)
+					if f.ActiveJ.Low <= ref && ref <= f.ActiveJ.High {
+						withFloor++
+					}
+					withFloorRel = f.ActiveJ.Rel()
 				}
 				x := figs[rc.name]
 				x[r] = [3]float64{a.ActiveJ.Value, a.ActiveJ.HalfWidth(), ref}
@@ -271,7 +283,7 @@ func TestH200CallRepeats(t *testing.T) {
 				y[r] = [2]float64{ref, refHW}
 				reps[rc.name] = y
 				t.Logf("%s %s %s: %.5g J ±%.2f %%, replay %.5g J ±%.2f %% (%+.2f %%); with the floor ±%.2f %%", card, round, rc.name,
-					a.ActiveJ.Value, 100*a.ActiveJ.Rel(), ref, 100*refHW/ref, 100*(a.ActiveJ.Value/ref-1), 100*f.ActiveJ.Rel())
+					a.ActiveJ.Value, 100*a.ActiveJ.Rel(), ref, 100*refHW/ref, 100*(a.ActiveJ.Value/ref-1), 100*withFloorRel)
 			}
 		}
 		for item, x := range figs {
@@ -288,8 +300,12 @@ func TestH200CallRepeats(t *testing.T) {
 		s += e
 	}
 	sd := math.Sqrt(max(0, s/float64(len(excess))/2))
-	t.Logf("the replays inside %d of %d intervals as run, %d with the floor ±%.2f %%; %d pairs: %.2f %% per run (sd) beyond their intervals", asRun, n, withFloor, 100*floor, len(excess), 100*sd)
-	if n != 20 || asRun != 7 || withFloor < 19 || len(excess) != 20 || math.Abs(1.96*sd-floor) > 0.001 {
+	withFloorSaid := fmt.Sprintf("%d", withFloor)
+	if !testkit.SlowOn() {
+		withFloorSaid = "(not analysed: " + testkit.SlowEnv + " unset)"
+	}
+	t.Logf("the replays inside %d of %d intervals as run, %s with the floor ±%.2f %%; %d pairs: %.2f %% per run (sd) beyond their intervals", asRun, n, withFloorSaid, 100*floor, len(excess), 100*sd)
+	if n != 20 || asRun != 7 || (testkit.SlowOn() && withFloor < 19) || len(excess) != 20 || math.Abs(1.96*sd-floor) > 0.001 {
 		t.Errorf("%d items, the replay inside %d as run and %d with the floor, %d pairs, 1.96 × %.3f %% against the floor %.2f %%: docs/call.md says 20, 7, 20, 20 and the floor is 1.96 × the pairs' sd",
 			n, asRun, withFloor, len(excess), 100*sd, 100*floor)
 	}
