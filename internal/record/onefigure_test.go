@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuwatt/gpuwatt/internal/energy"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 	"github.com/gpuwatt/gpuwatt/internal/units"
@@ -21,9 +22,17 @@ import (
 // finish (close's figures on the sampler's nanoseconds) 160 of the 180 windows differ, in
 // the 7th digit (TestPythonPackage's 1e-6 failure: energy_low_j 67.90147729 vs 67.90165468 J).
 // The reader's checks (crossCheck) find nothing to drop or name in the saved recording.
+//
+// Five recordings by default, all 30 where the slow tests run (CI), issue 30 (2.8 -> 0.5 s of
+// CPU): the defect it was written for showed on 160 of 180 windows, so the 30 windows of five
+// recordings would each have a like chance to show it, and must all agree to the last digit.
 func TestCloseIsTheSavedFigure(t *testing.T) {
 	t.Parallel()
-	for seed := int64(1); seed <= 30; seed++ {
+	seeds := int64(5)
+	if testkit.SlowOn() {
+		seeds = 30
+	}
+	for seed := int64(1); seed <= seeds; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		s := simtest.Open(t, "h100")
 		type win struct {
