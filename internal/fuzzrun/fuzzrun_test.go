@@ -106,30 +106,6 @@ func TestTargetsFound(t *testing.T) {
 	}
 }
 
-// TestFuzzFuncsReadsDeclarations: fuzz functions are read from their declarations as gofmt
-// writes them; helpers whose names only begin alike (Fuzzy) are not targets; a function
-// named as a fuzz target but declared otherwise is an error naming its file and line, not a
-// target silently left unfuzzed.
-func TestFuzzFuncsReadsDeclarations(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, src string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	good := write("good_test.go", "package x\n\nimport \"testing\"\n\nfunc FuzzA(f *testing.F) {}\n\nfunc Fuzzy(s string) bool { return false }\n\n// func FuzzInComment(f *testing.F) {}\nfunc Fuzz_B(fz *testing.F) {\n}\n")
-	names, err := fuzzFuncs(good)
-	if err != nil || strings.Join(names, ",") != "FuzzA,Fuzz_B" {
-		t.Errorf("fuzzFuncs: %v, %v; want FuzzA, Fuzz_B", names, err)
-	}
-	bad := write("bad_test.go", "package x\n\nimport \"testing\"\n\nfunc FuzzC(t *testing.T) {}\n")
-	if _, err := fuzzFuncs(bad); err == nil || !strings.Contains(err.Error(), "bad_test.go:5: FuzzC") {
-		t.Errorf("a malformed fuzz declaration: %v, want an error naming bad_test.go:5", err)
-	}
-}
-
 // TestRunStopsWhenQuiet: Run on a small target fuzzes it, stops it with SIGINT once
 // nothing is minimised, and calls that a pass; the same target with a failing input is a
 // failure naming the input.

@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -44,13 +46,15 @@ func Targets(root string) ([]Target, error) {
 		if !strings.HasSuffix(p, "_test.go") {
 			return nil
 		}
-		names, err := fuzzFuncs(p)
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(root, filepath.Dir(p))
-		for _, n := range names {
-			ts = append(ts, Target{Dir: rel, Name: n})
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil && isFuzzName(fn.Name.Name) && takesF(fn) {
+				ts = append(ts, Target{Dir: rel, Name: fn.Name.Name})
+			}
 		}
 		return nil
 	})
@@ -63,46 +67,22 @@ func Targets(root string) ([]Target, error) {
 	return ts, err
 }
 
-// A fuzz function's declaration as gofmt writes it (CI fails on a file gofmt would change),
-// and any top-level function whose name starts so. Lines, not go/parser: the parser and
-// go/ast cost the README's test command ~2 s of compiling on 2 cores for this one use.
-var (
-	fuzzDecl = regexp.MustCompile(`^func (Fuzz\w*)\(\w+ \*testing\.F\) \{`)
-	fuzzLike = regexp.MustCompile(`^func (Fuzz\w*)\(`)
-)
-
-// fuzzFuncs returns the fuzz functions declared in the Go file p. A function named like
-// one (FuzzX) whose declaration is not func FuzzX(f *testing.F) is an error naming its
-// line, rather than a target silently left unfuzzed.
-func fuzzFuncs(p string) ([]string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var names []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		text := sc.Text()
-		like := fuzzLike.FindStringSubmatch(text)
-		if like == nil || !isFuzzName(like[1]) {
-			continue
-		}
-		m := fuzzDecl.FindStringSubmatch(text)
-		if m == nil {
-			return nil, fmt.Errorf("%s:%d: %s is named as a fuzz function but is not declared func %s(f *testing.F) { as gofmt writes it", p, line, like[1], like[1])
-		}
-		names = append(names, m[1])
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
-	}
-	return names, nil
-}
-
 func isFuzzName(n string) bool {
 	return strings.HasPrefix(n, "Fuzz") && (len(n) == 4 || !('a' <= n[4] && n[4] <= 'z'))
+}
+
+// takesF: the one parameter is *testing.F.
+func takesF(fn *ast.FuncDecl) bool {
+	ps := fn.Type.Params.List
+	if len(ps) != 1 || len(ps[0].Names) > 1 {
+		return false
+	}
+	st, ok := ps[0].Type.(*ast.StarExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := st.X.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == "F"
 }
 
 // Options of Run.
