@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
 	"github.com/gpuwatt/gpuwatt/internal/loop"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 )
 
@@ -58,13 +60,35 @@ func runSimDev(t *testing.T, preset string, ideal bool, only ...string) (*Result
 	return rep, cfg, dev
 }
 
+// h200Run is the whole suite on the h200 twin with its board errors in (runSimDev(t,
+// "h200", false)), shared by TestRowIntervalsHoldTruth and TestSimPerClassEnergies (issue
+// 30): they check different figures of it (the rows' intervals against the truth; the
+// energies per instruction within 2 % of gain × truth), and one suite run is a third of
+// the package's CPU.
+var h200Run struct {
+	once sync.Once
+	rep  *Result
+	cfg  sim.Config
+	dev  *sim.Device
+}
+
+func sharedH200Run(t *testing.T) (*Result, sim.Config, *sim.Device) {
+	t.Helper()
+	r := &h200Run
+	r.once.Do(func() { r.rep, r.cfg, r.dev = runSimDev(t, "h200", false) })
+	if r.rep == nil {
+		t.Fatal("the shared h200 suite run failed (see the first test that ran it)")
+	}
+	return r.rep, r.cfg, r.dev
+}
+
 // TestRowIntervalsHoldTruth: each row's energy interval holds the twin's true energy on
 // the counter's scale (its board gain: the interval leaves the gain error out), and each
 // arithmetic row's pJ per instruction above pi0 interval holds the configured truth × gain,
 // on a board with its gain and offset errors in.
 func TestRowIntervalsHoldTruth(t *testing.T) {
 	t.Parallel()
-	rep, cfg, dev := runSimDev(t, "h200", false)
+	rep, cfg, dev := sharedH200Run(t)
 	ctr, _ := dev.Model("energy.total")
 	n, in, opIn, ops := 0, 0, 0, 0
 	for _, r := range rep.Rows {
@@ -107,15 +131,31 @@ func TestRowIntervalsHoldTruth(t *testing.T) {
 // TestSimPerClassEnergies: the suite on the sim device reproduces the sim's configured
 // energy per instruction of every class within 2 %, once pi0 (from the baseline kernel) is
 // taken apart; with the board's gain error left in, within 2 % of gain x truth.
+//
+// By default (issue 30: 2.4 -> 0.6 s of CPU) on h100 with an exact counter and on h200 with
+// its board errors in (TestRowIntervalsHoldTruth's run, shared): the method, pi0 taken apart
+// and the gain carried, is the same on every board, and these two hold both of its cases;
+// the other boards and cases (h100 with its errors, h200 exact, a100, v100) run where the
+// slow tests run (CI).
 func TestSimPerClassEnergies(t *testing.T) {
 	t.Parallel()
 	type run struct {
 		preset string
 		ideal  bool
+		slow   bool
 	}
-	for _, tc := range []run{{"h100", true}, {"h100", false}, {"h200", true}, {"a100", true}, {"v100", true}} {
+	for _, tc := range []run{{"h100", true, false}, {"h100", false, true}, {"h200", true, true}, {"a100", true, true}, {"v100", true, true}, {"h200", false, false}} {
+		if tc.slow && !testkit.SlowOn() {
+			continue
+		}
 		preset, ideal := tc.preset, tc.ideal
-		rep, cfg := runSim(t, preset, ideal)
+		var rep *Result
+		var cfg sim.Config
+		if preset == "h200" && !ideal {
+			rep, cfg, _ = sharedH200Run(t)
+		} else {
+			rep, cfg = runSim(t, preset, ideal)
+		}
 		gain := 1.0
 		if !ideal {
 			m, _ := sim.Preset(preset)
