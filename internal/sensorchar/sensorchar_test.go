@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuwatt/gpuwatt/internal/correct"
 	"github.com/gpuwatt/gpuwatt/internal/gpu/sim"
+	"github.com/gpuwatt/gpuwatt/internal/sensor"
 	"github.com/gpuwatt/gpuwatt/internal/sensormodel"
 	"github.com/gpuwatt/gpuwatt/internal/status"
 	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
@@ -233,11 +234,42 @@ func TestScheduleWeights(t *testing.T) {
 	}
 }
 
+// someChannels is a device that offers only the named ones of its sensors.
+type someChannels struct {
+	*sim.Device
+	names []string
+}
+
+func (d someChannels) Sensors() []sensor.Sensor {
+	var out []sensor.Sensor
+	for _, s := range d.Device.Sensors() {
+		if slices.Contains(d.names, s.Channel().Name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // TestWeakStep: a channel the load hardly moves (the h100 sim's memory power does not follow
 // the load) is flagged as too weak to tell its model, not as a bad fit; one it moves is not.
+//
+// By default the h100 twin offers only those two channels (issue 30: 2.0 -> 0.4 s of CPU):
+// each channel's step, noise and verdict are its own, so a weak channel is told from a moved
+// one as in the whole characterisation, which (every channel, the square waves for each of
+// their update periods) runs where the slow tests run (CI).
 func TestWeakStep(t *testing.T) {
 	t.Parallel()
-	rep, _ := runPreset(t, "h100", true)
+	var rep *Result
+	if testkit.SlowOn() {
+		rep, _ = runPreset(t, "h100", true)
+	} else {
+		sm := simtest.Open(t, "h100")
+		var err error
+		rep, err = Measure(context.Background(), sm.Clock, someChannels{sm.Dev, []string{"power.memory.average", "power.usage"}}, sm.Dev, Options{Quick: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	has := func(c *Channel, s string) bool {
 		return slices.ContainsFunc(c.Warnings, func(w status.Warning) bool { return strings.Contains(w.Message, s) })
 	}
