@@ -203,8 +203,8 @@ func TestSamplerTimestampsNearUpdates(t *testing.T) {
 	}
 }
 
-func TestSamplerRealClock(t *testing.T) {
-	t.Parallel()
+// testSamplerRealClock: a real-clock sampler records a 10 ms channel (TestRealClock runs it).
+func testSamplerRealClock(t *testing.T) {
 	clk := clock.NewReal()
 	f := &stepSensor{clk: clk, name: "power.instant", period: 10 * time.Millisecond, hint: 10 * time.Millisecond}
 	s := New(clk, []Sensor{f}, Options{})

@@ -2,12 +2,44 @@ package sensor
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gpuwatt/gpuwatt/internal/clock"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
+
+// TestRealClock runs the tests whose samplers poll on the real clock side by side, each as
+// a subtest under its own name (-run 'TestRealClock/TestSlowShare'). They sleep through
+// 0.3-1.5 s and take little CPU: as parallel tests they ran two at a time (-parallel is
+// GOMAXPROCS, 2 here and on CI), 6-7 s of the package's wall one after another, beside the
+// CPU-bound twin tests; here they run all at once, ~1.6 s, and serially before the package's
+// parallel tests, so no CPU-bound neighbour of this process delays their polls (issue 30).
+func TestRealClock(t *testing.T) {
+	sideBySide(t, map[string]func(*testing.T){
+		"TestSlowShare":               testSlowShare,
+		"TestLeanPolling":             testLeanPolling,
+		"TestCounterShareByMeanCall":  testCounterShareByMeanCall,
+		"TestSlowCounterCallsLeftOut": testSlowCounterCallsLeftOut,
+		"TestSamplerRealClock":        testSamplerRealClock,
+	})
+}
+
+// sideBySide runs each function as a subtest of t, all at once: t.Run from goroutines, not
+// t.Parallel, so that -parallel does not queue them.
+func sideBySide(t *testing.T, tests map[string]func(*testing.T)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for name, f := range tests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(name, f)
+		}()
+	}
+	wg.Wait()
+}
 
 // slowSensor is a state channel whose every call takes 2 ms (an H200's clock.sm took 1.5).
 type slowSensor struct{ name string }
@@ -32,11 +64,10 @@ func (cheapSensor) Read(dst []Reading) ([]Reading, error) {
 	return append(dst, Reading{Value: 100}), nil
 }
 
-// TestSlowShare: in Fixed mode with SlowShare, a channel whose calls are slow is read at
-// most every latency/SlowShare (2 ms / 1 % = 0.2 s here), the others at the interval;
-// without it every channel at the interval.
-func TestSlowShare(t *testing.T) {
-	t.Parallel()
+// testSlowShare (TestRealClock/TestSlowShare): in Fixed mode with SlowShare, a channel whose
+// calls are slow is read at most every latency/SlowShare (2 ms / 1 % = 0.2 s here), the others
+// at the interval; without it every channel at the interval.
+func testSlowShare(t *testing.T) {
 	run := func(t *testing.T, share float64) (slow, fast int) {
 		s := New(clock.NewReal(), []Sensor{slowSensor{"clock.sm"}, cheapSensor{}}, Options{Mode: Fixed, Interval: 10 * time.Millisecond, SlowShare: share})
 		if err := s.Start(context.Background()); err != nil {
@@ -54,29 +85,25 @@ func TestSlowShare(t *testing.T) {
 		return slow, fast
 	}
 	// The two samplers side by side (each sleeps through its 1.2 s).
-	t.Run("1%", func(t *testing.T) {
-		t.Parallel()
+	sideBySide(t, map[string]func(*testing.T){"1%": func(t *testing.T) {
 		slow, fast := run(t, 0.01)
 		t.Logf("SlowShare 1 %%: the 2 ms channel polled %d times in 1.2 s, the cheap one %d", slow, fast)
 		if slow > 20 || fast < 40 {
 			t.Errorf("SlowShare 1 %%: slow channel %d polls (want <= 20: 8 at the interval, then every ~0.2 s), cheap one %d (want >= 40)", slow, fast)
 		}
-	})
-	t.Run("0", func(t *testing.T) {
-		t.Parallel()
+	}, "0": func(t *testing.T) {
 		slow0, _ := run(t, 0)
 		if slow0 < 40 {
 			t.Errorf("SlowShare 0: the slow channel polled %d times in 1.2 s, want every 10 ms (>= 40)", slow0)
 		}
-	})
+	}})
 }
 
-// TestLeanPolling: measure's default, --poll lean, caps a slow state channel in adaptive
-// mode by SlowShare (2 ms / 1 % = 0.2 s here) and reads a cheap state channel at most every
-// LeanStateInterval, while a power channel keeps its adaptive interval; plain adaptive
-// polling reads both state channels far more often.
-func TestLeanPolling(t *testing.T) {
-	t.Parallel()
+// testLeanPolling (TestRealClock/TestLeanPolling): measure's default, --poll lean, caps a slow
+// state channel in adaptive mode by SlowShare (2 ms / 1 % = 0.2 s here) and reads a cheap
+// state channel at most every LeanStateInterval, while a power channel keeps its adaptive
+// interval; plain adaptive polling reads both state channels far more often.
+func testLeanPolling(t *testing.T) {
 	run := func(t *testing.T, o Options) (slow, temp, power int) {
 		s := New(clock.NewReal(), []Sensor{slowSensor{"clock.sm"}, slowSensor{"temp.gpu"}, cheapSensor{}}, o)
 		// temp.gpu here: a second state channel, its reads 2 ms as well
@@ -103,21 +130,18 @@ func TestLeanPolling(t *testing.T) {
 	}
 	lean.SlowShare = 0.01
 	// The two samplers side by side (each sleeps through its 1.5 s).
-	t.Run("lean", func(t *testing.T) {
-		t.Parallel()
+	sideBySide(t, map[string]func(*testing.T){"lean": func(t *testing.T) {
 		slow, temp, power := run(t, lean)
 		t.Logf("lean: clock.sm %d polls, temp.gpu %d, power.usage %d in 1.5 s", slow, temp, power)
 		if slow > 20 || temp > 20 || power < 60 {
 			t.Errorf("lean: state channels polled %d and %d times in 1.5 s (want <= 20: learning, then >= 0.2 s apart), the power channel %d (want >= 60)", slow, temp, power)
 		}
-	})
-	t.Run("adaptive", func(t *testing.T) {
-		t.Parallel()
+	}, "adaptive": func(t *testing.T) {
 		slowA, _, _ := run(t, Options{Mode: Adaptive})
 		if slowA < 25 {
 			t.Errorf("adaptive: the state channel polled %d times in 1.5 s, want more than lean's (>= 25)", slowA)
 		}
-	})
+	}})
 }
 
 // burstyCounter is an energy counter whose every fourth call takes 8 ms and the others
@@ -136,12 +160,12 @@ func (c burstyCounter) Read(dst []Reading) ([]Reading, error) {
 	return append(dst, Reading{Value: float64(*c.n)}), nil
 }
 
-// TestCounterShareByMeanCall: in Fixed mode a counter's calls take at most CPUShare of the
-// wall time by their mean duration: a counter whose median call is free and every fourth
-// call costly is read every mean/CPUShare (2 ms / 2 % = 0.1 s here), not at the 10 ms
-// interval (by the median it was: its calls then took ~15 % of the wall time).
-func TestCounterShareByMeanCall(t *testing.T) {
-	t.Parallel()
+// testCounterShareByMeanCall (TestRealClock/TestCounterShareByMeanCall): in Fixed mode a
+// counter's calls take at most CPUShare of the wall time by their mean duration: a counter
+// whose median call is free and every fourth call costly is read every mean/CPUShare
+// (2 ms / 2 % = 0.1 s here), not at the 10 ms interval (by the median it was: its calls then
+// took ~15 % of the wall time).
+func testCounterShareByMeanCall(t *testing.T) {
 	n := 0
 	s := New(clock.NewReal(), []Sensor{burstyCounter{&n}}, Options{Mode: Fixed, Interval: 10 * time.Millisecond, CPUShare: 0.02})
 	if err := s.Start(context.Background()); err != nil {
@@ -182,12 +206,12 @@ func (c stallingCounter) Read(dst []Reading) ([]Reading, error) {
 	return append(dst, Reading{Value: float64(time.Since(c.t0).Microseconds()) / 1e3}), nil
 }
 
-// TestSlowCounterCallsLeftOut: a counter reading whose call took longer than half the
-// counter's update period is left out and counted (stamped at the call's middle it would
-// lie ~40 ms early here, ~1.4 s on a busy two-H200 host); the readings kept lie within
-// half a short call and half an update period of their stamps.
-func TestSlowCounterCallsLeftOut(t *testing.T) {
-	t.Parallel()
+// testSlowCounterCallsLeftOut (TestRealClock/TestSlowCounterCallsLeftOut): a counter reading
+// whose call took longer than half the counter's update period is left out and counted
+// (stamped at the call's middle it would lie ~40 ms early here, ~1.4 s on a busy two-H200
+// host); the readings kept lie within half a short call and half an update period of their
+// stamps.
+func testSlowCounterCallsLeftOut(t *testing.T) {
 	n := 0
 	c := stallingCounter{n: &n, t0: time.Now()}
 	clk := clock.NewReal()
