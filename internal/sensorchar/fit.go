@@ -102,12 +102,23 @@ func (s *schedule) rcWeights(qs []float64, tau float64) [][3]float64 {
 			t = to
 			return
 		}
+		// sensormodel.Lag's state (its integral is not wanted here), with its decay
+		// e^{−d/tau} worked out once for the three indicators: Lag's own products and
+		// sums, without its five other transcendental calls per step.
+		decay := 0.0
+		if tau > 0 {
+			decay = math.Exp(-(to - t) / tau)
+		}
 		for j := range x {
 			target := 0.0
 			if j == u {
 				target = 1
 			}
-			x[j], _ = sensormodel.Lag(x[j], target, to-t, tau)
+			if tau > 0 {
+				x[j] = target + (x[j]-target)*decay
+			} else {
+				x[j] = target
+			}
 		}
 		t = to
 	}
