@@ -16,6 +16,7 @@ import (
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
 	"github.com/gpuwatt/gpuwatt/internal/loop"
 	"github.com/gpuwatt/gpuwatt/internal/sensor"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 	"github.com/gpuwatt/gpuwatt/internal/testkit/simtest"
 	"github.com/gpuwatt/gpuwatt/internal/trace"
 )
@@ -68,7 +69,15 @@ func TestIntervalsHoldHiddenTruth(t *testing.T) {
 	const maxWidth = 0.07
 	opt := Options{Intensities: QuickIntensities, Occupancies: QuickOccupancies, Loop: QuickLoop}
 	worst := 0.0
-	for seed := uint64(1); seed <= 6; seed++ {
+	// Three hidden configurations by default, one on each preset hidden draws from (seed % 3:
+	// h200, a100, h100), six where the slow tests run (CI), issue 30 (0.9 -> 0.45 s of CPU):
+	// every one of the 18 intervals must still hold its truth and be no wider than maxWidth,
+	// so an interval too narrow or off-centre on any of the three boards still fails.
+	seeds := uint64(3)
+	if testkit.SlowOn() {
+		seeds = 6
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
 		js := hidden(seed, "")
 		rep, cfg, sm := runHidden(t, js, opt)
 		gain := cfg.Sensors["energy.total"].Model.Gain
@@ -161,10 +170,17 @@ func runHidden(t *testing.T, js string, opt Options) (*Result, sim.Config, simte
 func TestStaticTermByBIC(t *testing.T) {
 	t.Parallel()
 	opt := Options{Precisions: []kernels.Precision{kernels.FP32}, Intensities: QuickIntensities, Occupancies: DefaultOccupancies}
+	// By default one board with the term and the other without (seed 7 is an h200, 8 an
+	// a100): each of BIC's two verdicts on each board's sweep once; all four where the slow
+	// tests run (CI), issue 30 (0.46 -> 0.23 s of CPU).
 	for _, tc := range []struct {
 		seed  uint64
 		piOcc float64
-	}{{7, 40}, {8, 40}, {7, 0}, {8, 0}} {
+		slow  bool
+	}{{7, 40, false}, {8, 40, true}, {7, 0, true}, {8, 0, false}} {
+		if tc.slow && !testkit.SlowOn() {
+			continue
+		}
 		rep, cfg, _ := runHidden(t, hidden(tc.seed, fmt.Sprintf(`,"pi_occ_w":%g,"power_limit_w":1000`, tc.piOcc)), opt)
 		gain := cfg.Sensors["energy.total"].Model.Gain
 		c := rep.Results["fp32"].Checks

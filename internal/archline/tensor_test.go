@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpuwatt/gpuwatt/internal/kernels"
+	"github.com/gpuwatt/gpuwatt/internal/testkit"
 )
 
 // TestTensorRecoversTruth (issue 33): the tensor roofline swept on twins whose energy per
@@ -20,7 +21,14 @@ func TestTensorRecoversTruth(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 1))
 	u := func(a, b float64) float64 { return a + (b-a)*rng.Float64() }
 	in, n := 0, 0
-	for i := range 4 {
+	// Two twins by default (one h100, one h200), four where the slow tests run (CI), issue
+	// 30 (0.5 -> 0.25 s of CPU): eps_mac must still fall inside its interval for both
+	// precisions on each board, and within 4 %.
+	twins := 2
+	if testkit.SlowOn() {
+		twins = 4
+	}
+	for i := range twins {
 		preset := []string{"h100", "h200", "h100", "h200"}[i]
 		bf, fp8 := u(0.8, 2.5), u(0.3, 1.2)
 		js := fmt.Sprintf(`{"preset":%q,"seed":%d,"pi0_w":%.2f,"eps_mem_pj_per_byte":%.2f,"power_limit_w":%.0f,"eps_op_pj":{"bf16.wgmma":%.4f,"e4m3.wgmma":%.4f}}`,
@@ -54,7 +62,7 @@ func TestTensorRecoversTruth(t *testing.T) {
 			}
 		})
 	}
-	if n != 8 {
-		t.Errorf("%d fits, want 8", n)
+	if n != 2*twins {
+		t.Errorf("%d fits, want %d", n, 2*twins)
 	}
 }
