@@ -42,6 +42,11 @@ type SimLoad struct {
 	bin     time.Duration      // start of the bin being filled
 	open    [][2]time.Duration // spans that reach into the bin or later
 	given   time.Duration      // the bin was given to the device up to here
+	// unsorted: a span in open starts before one told earlier. Spans come in the order
+	// they start (the engine's virtual clock), so share and prune stop at the first span
+	// that starts after the bin: hundreds of transactions already scheduled ahead lay in
+	// open, and both scanned them all for every millisecond.
+	unsorted bool
 }
 
 var _ BusyObserver = (*SimLoad)(nil)
@@ -54,6 +59,11 @@ func (s *SimLoad) Busy(start, end time.Duration) {
 	if !s.started {
 		s.started, s.bin = true, start-start%SimBin
 	}
+	if n := len(s.open); n == 0 {
+		s.unsorted = false
+	} else if start < s.open[n-1][0] {
+		s.unsorted = true
+	}
 	s.open = append(s.open, [2]time.Duration{start, end})
 }
 
@@ -61,6 +71,9 @@ func (s *SimLoad) Busy(start, end time.Duration) {
 func (s *SimLoad) share(a, b time.Duration) float64 {
 	var sum float64
 	for _, o := range s.open {
+		if o[0] >= b && !s.unsorted {
+			break // the rest start at b or later: nothing (+0) to add
+		}
 		sum += overlap(o[0], o[1], a, b)
 	}
 	return sum / (float64(max(s.Users, 1)) * (b - a).Seconds())
@@ -106,7 +119,12 @@ func (s *SimLoad) add(a, b time.Duration, share float64) {
 // prune drops the spans that end before the bin.
 func (s *SimLoad) prune() {
 	k := 0
-	for _, o := range s.open {
+	for i, o := range s.open {
+		if o[0] >= s.bin && !s.unsorted {
+			// the rest start at the bin or later, so end after it: all kept
+			k += copy(s.open[k:], s.open[i:])
+			break
+		}
 		if o[1] > s.bin {
 			s.open[k] = o
 			k++
