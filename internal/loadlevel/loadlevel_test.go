@@ -156,16 +156,17 @@ func TestLevelsOnTarget(t *testing.T) {
 
 // Two runs with one seed on the virtual clock give the same figures, over a short record
 // (determinism does not depend on its length; TestLevelsOnTarget checks a whole run again
-// where the slow tests run). A 2 s record and one counted calibration (was 5 s and two, issue
-// 30): each run still has some 20 000 transactions over four users, with meters, levels and
-// the active idle, all of which must repeat to the last transaction and watt.
+// where the slow tests run). A 2 s record with 0.5 s before and after it, and one counted
+// calibration (was 5 s, 2 s and two, issue 30): each run still has some 20 000 transactions
+// over four users, with meters, levels and the active idle, all of which must repeat to the
+// last transaction and watt.
 func TestShortRunsDeterministic(t *testing.T) {
 	t.Parallel()
 	run := func() *RunResult {
 		f, _ := NewFFT(64)
 		f.NsPerOp = 2000
 		iv := quick()
-		iv.Calibrations, iv.Record = 2, 2*time.Second
+		iv.Calibrations, iv.Record, iv.Pre, iv.Post = 2, 2*time.Second, 500*time.Millisecond, 500*time.Millisecond
 		res, err := Measure(context.Background(), Config{
 			Tx: f, Users: 4, Levels: []float64{1, 0.5}, Intervals: iv, Clock: clock.NewVirtual(time.Time{}),
 			Meters: []Meter{ModelMeter{Idle: 50, PerBusyUser: 20}}, Seed: 7,
@@ -410,7 +411,8 @@ func TestParseLevels(t *testing.T) {
 // A level off its target by more than LoadTolerance is flagged, and the reason names the
 // level by its target and gives the actual load.
 //
-// A 2 s record, not quick()'s 30 s (issue 30: 1.4 -> 0.1 s of CPU): the 1e-9 tolerance flags
+// A 2 s record with 0.5 s before and after it, not quick()'s 30 s and 2 s (issue 30: 1.4 ->
+// 0.1 s of CPU): the 1e-9 tolerance flags
 // the 50 % level at any length (its load is a ratio of transaction counts, not exactly one
 // half: the test fails at once if it ever is), and the reason's wording does not depend on
 // it; TestLevelsOnTarget checks the loads themselves on the full record.
@@ -419,7 +421,7 @@ func TestLevelOffTargetNamed(t *testing.T) {
 	f, _ := NewFFT(64)
 	f.NsPerOp = 2000
 	iv := quick()
-	iv.Calibrations, iv.Record = 2, 2*time.Second
+	iv.Calibrations, iv.Record, iv.Pre, iv.Post = 2, 2*time.Second, 500*time.Millisecond, 500*time.Millisecond
 	res, err := Measure(context.Background(), Config{
 		Tx: f, Users: 4, Levels: []float64{1, 0.5}, Intervals: iv, Clock: clock.NewVirtual(time.Time{}),
 		Meters: []Meter{ModelMeter{Idle: 50, PerBusyUser: 20}}, Seed: 7, LoadTolerance: 1e-9,
