@@ -473,27 +473,15 @@ func (s *Series) Energy(from, to time.Duration) Result {
 		warn(CodeNoReadings, "no readings: nothing to integrate")
 		return r
 	}
-	lo, hi := s.inv.span()
-	a, b := max(from.Seconds(), lo), min(to.Seconds(), hi)
-	region := (to - from).Seconds()
-	if b <= a {
+	cv, ok := s.cover(from, to)
+	if !ok {
+		lo, hi := s.inv.span()
 		warn(CodeNoReadings, "no reading describes the region %s to %s (the readings describe %s to %s)", units.FormatInstant(from.Seconds()), units.FormatInstant(to.Seconds()), units.FormatInstant(lo), units.FormatInstant(hi))
 		return r
 	}
-	e := s.inv.energy(a, b)
+	a, b, e, edgeCoverage, gapLost := cv.a, cv.b, cv.e, cv.edgeCoverage, cv.gapLost
 	notes := s.inv.notes()
-	r.Covered = time.Duration(math.Round((b - a) * 1e9))
-	r.DataCoverage = min(1, (b-a)/region)
-	if a <= from.Seconds() && b >= to.Seconds() {
-		r.DataCoverage = 1
-	}
-	edgeCoverage := r.DataCoverage
-	var gapLost time.Duration
-	r.Gaps, gapLost = s.gapsIn(from, to)
-	if gapLost > 0 {
-		r.Covered = max(0, r.Covered-gapLost)
-		r.DataCoverage = min(r.DataCoverage, r.Covered.Seconds()/region)
-	}
+	r.Covered, r.DataCoverage, r.Gaps = cv.covered, cv.dataCoverage, cv.gaps
 	r.Coverage = r.DataCoverage * r.SensorCoverage
 	r.Energy = units.Energy(e)
 	r.MeanPower = units.Power(e / (b - a))
@@ -550,6 +538,56 @@ func (s *Series) Energy(from, to time.Duration) Result {
 		warn(CodeModelNote, "%s", w)
 	}
 	return r
+}
+
+// covered is the part [a, b] of a region the readings describe, its energy e, the time
+// they measure (covered) and the share of the region that is (dataCoverage: the edges'
+// share edgeCoverage less the gaps', gapLost).
+type covered struct {
+	a, b, e                    float64
+	covered                    time.Duration
+	dataCoverage, edgeCoverage float64
+	gaps                       []trace.Gap
+	gapLost                    time.Duration
+}
+
+// cover is the covered part of [from, to] (to > from), as Energy reports it; false where no
+// reading describes the region.
+func (s *Series) cover(from, to time.Duration) (covered, bool) {
+	lo, hi := s.inv.span()
+	a, b := max(from.Seconds(), lo), min(to.Seconds(), hi)
+	region := (to - from).Seconds()
+	if b <= a {
+		return covered{}, false
+	}
+	c := covered{a: a, b: b, e: s.inv.energy(a, b)}
+	c.covered = time.Duration(math.Round((b - a) * 1e9))
+	c.dataCoverage = min(1, (b-a)/region)
+	if a <= from.Seconds() && b >= to.Seconds() {
+		c.dataCoverage = 1
+	}
+	c.edgeCoverage = c.dataCoverage
+	c.gaps, c.gapLost = s.gapsIn(from, to)
+	if c.gapLost > 0 {
+		c.covered = max(0, c.covered-c.gapLost)
+		c.dataCoverage = min(c.dataCoverage, c.covered.Seconds()/region)
+	}
+	return c, true
+}
+
+// MeanPower is Energy(from, to)'s mean power and data coverage alone (0, 0 where it has
+// none), without the rest of its Result: the idle floor, the raw integral and the warnings,
+// whose formatting was most of the cost of an interval's edge and sparse parts, which ask
+// for the mean power over many short spans.
+func (s *Series) MeanPower(from, to time.Duration) (units.Power, float64) {
+	if to <= from || s.inv == nil {
+		return 0, 0
+	}
+	c, ok := s.cover(from, to)
+	if !ok {
+		return 0, 0
+	}
+	return units.Power(c.e / (c.b - c.a)), c.dataCoverage
 }
 
 // gapsIn returns the gaps of the readings within [from, to], clipped to it, and the time

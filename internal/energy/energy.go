@@ -1435,8 +1435,8 @@ func sparseComponent(ser *correct.Series, r correct.Result, from, to time.Durati
 	// The full inversion: the cheap one cut short (QuickMean) understates the swings a
 	// short region's neighbours hold (a power.usage burst of 0.1 s on an H200 fell outside).
 	for _, a := range sparseWindows(ser, addSat(from, -2*T), addSat(to, 2*T), T) {
-		if x := ser.Energy(a, addSat(a, T)); x.DataCoverage > 0.5 {
-			lo, hi = min(lo, float64(x.MeanPower)), max(hi, float64(x.MeanPower))
+		if mp, cov := ser.MeanPower(a, addSat(a, T)); cov > 0.5 {
+			lo, hi = min(lo, float64(mp)), max(hi, float64(mp))
 		}
 	}
 	c := Component{Name: "sparse", Note: fmt.Sprintf("%d readings inside: the power may be anything the corrected power spans over the update periods around the region", r.Samples)}
@@ -1633,8 +1633,8 @@ func meanPower(ser *correct.Series, m sensormodel.Model, period time.Duration) f
 		return ser.QuickMean
 	}
 	return func(a, b time.Duration) (float64, bool) {
-		x := ser.Energy(a, b)
-		return float64(x.MeanPower), x.DataCoverage > 0.5
+		mp, cov := ser.MeanPower(a, b)
+		return float64(mp), cov > 0.5
 	}
 }
 
