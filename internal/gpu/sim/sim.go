@@ -666,10 +666,10 @@ type truthState struct {
 // up: context_active_idle), active idle; after the last load ends and the last context
 // closes (whichever is later), active idle for the hold time, then the stair down to idle
 // at rest; idle at rest before anything happened.
-func (d *Device) profile(acts []activity) []truthState {
+func (d *Device) profile(given []activity) []truthState {
 	sc := &d.scratch
 	evs := sc.evs[:0]
-	for _, a := range acts {
+	for _, a := range given {
 		evs = append(evs, a.start)
 		if a.end != clock.Never {
 			evs = append(evs, a.end)
@@ -688,7 +688,9 @@ func (d *Device) profile(acts []activity) []truthState {
 	slices.Sort(evs)
 	evs = compact(evs)
 	sc.evs = evs
-	acts = append(sc.acts[:0], acts...)
+	// (a new name, not the parameter's: the caller's []activity{prev, a} stays on its
+	// stack)
+	acts := append(sc.acts[:0], given...)
 	slices.SortStableFunc(acts, func(a, b activity) int { return cmp.Compare(a.start, b.start) })
 	sc.acts = acts
 	out := sc.out[:0]
