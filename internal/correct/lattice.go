@@ -59,8 +59,14 @@ func FitLattice(ts []time.Duration, guess time.Duration) (Lattice, bool) {
 // the guess alone (and is not modified once fitted), so a fit kept serves them bit for bit.
 var fitted latticeMemo
 
-// latticeMemoLen is how many fits latticeMemo keeps (the newest).
-const latticeMemoLen = 16
+// latticeMemoLen is how many fits latticeMemo keeps (the newest), and latticeMemoStamps
+// how many stamps they may hold together (8 MB): the memo lives as long as the process (a
+// long serve, a Python process using the library), so what it keeps is bounded; a fit of
+// more stamps than that is not kept.
+const (
+	latticeMemoLen    = 16
+	latticeMemoStamps = 1 << 20
+)
 
 type latticeMemo struct {
 	mu   sync.Mutex
@@ -86,11 +92,20 @@ func (m *latticeMemo) find(ts []time.Duration, guess time.Duration) (Lattice, bo
 	return Lattice{}, false, false
 }
 
-// keep keeps the fit of ts and guess, dropping the oldest beyond latticeMemoLen.
+// keep keeps the fit of ts and guess, dropping the oldest beyond latticeMemoLen fits or
+// latticeMemoStamps stamps.
 func (m *latticeMemo) keep(ts []time.Duration, guess time.Duration, l Lattice, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.fits) == latticeMemoLen {
+	if len(ts) > latticeMemoStamps {
+		return
+	}
+	held := len(ts)
+	for _, f := range m.fits {
+		held += len(f.ts)
+	}
+	for len(m.fits) > 0 && (len(m.fits) >= latticeMemoLen || held > latticeMemoStamps) {
+		held -= len(m.fits[0].ts)
 		m.fits = slices.Delete(m.fits, 0, 1)
 	}
 	m.fits = append(m.fits, latticeFit{ts: slices.Clone(ts), guess: guess, l: l, ok: ok})

@@ -48,3 +48,36 @@ func TestFitLatticeKept(t *testing.T) {
 		}
 	}
 }
+
+// TestLatticeMemoBounded: the memo keeps at most latticeMemoLen fits and latticeMemoStamps
+// stamps in all, dropping the oldest, and keeps no fit of more stamps than that (it lives
+// as long as the process).
+func TestLatticeMemoBounded(t *testing.T) {
+	var m latticeMemo
+	held := func() (n int) {
+		for _, f := range m.fits {
+			n += len(f.ts)
+		}
+		return n
+	}
+	for i := range 40 {
+		ts := make([]time.Duration, 1000+i)
+		ts[0] = time.Duration(i)
+		m.keep(ts, time.Millisecond, Lattice{}, true)
+	}
+	if len(m.fits) != latticeMemoLen || len(m.fits[len(m.fits)-1].ts) != 1039 {
+		t.Fatalf("%d fits kept, the newest of %d stamps; want %d, the newest 1039", len(m.fits), len(m.fits[len(m.fits)-1].ts), latticeMemoLen)
+	}
+	big := make([]time.Duration, latticeMemoStamps*2/5)
+	for range 3 {
+		m.keep(big, time.Millisecond, Lattice{}, true)
+		if held() > latticeMemoStamps {
+			t.Fatalf("%d stamps held, more than %d", held(), latticeMemoStamps)
+		}
+	}
+	n := len(m.fits)
+	m.keep(make([]time.Duration, latticeMemoStamps+1), time.Millisecond, Lattice{}, true)
+	if len(m.fits) != n || held() > latticeMemoStamps {
+		t.Errorf("a fit of more stamps than the bound was kept (%d fits, %d stamps)", len(m.fits), held())
+	}
+}
