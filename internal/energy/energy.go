@@ -251,24 +251,7 @@ func (c *Cache) Samples(tr *trace.Trace, gpu int, name string) []trace.Sample {
 	if c == nil || tr.Compact() {
 		return tr.Series(gpu, name)
 	}
-	c.smu.Lock()
-	defer c.smu.Unlock()
-	if c.str == nil {
-		c.str, c.samples = tr, map[trace.Key]trace.Readings{}
-	}
-	if c.str != tr {
-		return tr.Series(gpu, name)
-	}
-	if c.rows == nil {
-		c.rows = map[trace.Key][]trace.Sample{}
-	}
-	k := trace.Key{GPU: gpu, Name: name}
-	s, ok := c.rows[k]
-	if !ok {
-		s = tr.Series(gpu, name)
-		c.rows[k] = s
-	}
-	return s
+	return column(c, tr, &c.rows, trace.Key{GPU: gpu, Name: name}, func() []trace.Sample { return tr.Series(gpu, name) })
 }
 
 // series is the readings of channel name of GPU gpu in tr (trace.Readings), from c where
@@ -277,21 +260,29 @@ func (c *Cache) series(tr *trace.Trace, gpu int, name string) trace.Readings {
 	if c == nil || tr.Compact() {
 		return tr.Readings(gpu, name) // a compact trace's columns: no copy to keep
 	}
+	return column(c, tr, &c.samples, trace.Key{GPU: gpu, Name: name}, func() trace.Readings { return tr.Readings(gpu, name) })
+}
+
+// column is the column k of tr kept in *m, got on first use; a trace other than the one c
+// first served is not kept.
+func column[V any](c *Cache, tr *trace.Trace, m *map[trace.Key]V, k trace.Key, get func() V) V {
 	c.smu.Lock()
 	defer c.smu.Unlock()
 	if c.str == nil {
-		c.str, c.samples = tr, map[trace.Key]trace.Readings{}
+		c.str = tr
 	}
 	if c.str != tr {
-		return tr.Readings(gpu, name)
+		return get()
 	}
-	k := trace.Key{GPU: gpu, Name: name}
-	s, ok := c.samples[k]
+	if *m == nil {
+		*m = map[trace.Key]V{}
+	}
+	v, ok := (*m)[k]
 	if !ok {
-		s = tr.Readings(gpu, name)
-		c.samples[k] = s
+		v = get()
+		(*m)[k] = v
 	}
-	return s
+	return v
 }
 
 // spanKey names a figure over a span of the counter's readings (spanFigure): the regions
